@@ -1,0 +1,68 @@
+package org.nccl4j.jni;
+
+/**
+ * The NCCL host entry points that nccl4j resolves, in the order of the native shim's table, each with the
+ * NCCL release that introduced it. Which of them the loaded library exports is reported by
+ * {@link NcclLibrary#has(NcclFunction)} and {@link NcclLibrary#report()}.
+ */
+public enum NcclFunction {
+    /** {@code ncclGetVersion}. */ ncclGetVersion("2.3"),
+    /** {@code ncclGetUniqueId}. */ ncclGetUniqueId("2.0"),
+    /** {@code ncclCommInitRank}. */ ncclCommInitRank("2.0"),
+    /** {@code ncclCommInitRankConfig}. */ ncclCommInitRankConfig("2.14"),
+    /** {@code ncclCommInitAll}. */ ncclCommInitAll("2.0"),
+    /** {@code ncclCommInitRankScalable}. */ ncclCommInitRankScalable("2.23"),
+    /** {@code ncclCommFinalize}. */ ncclCommFinalize("2.14"),
+    /** {@code ncclCommDestroy}. */ ncclCommDestroy("2.0"),
+    /** {@code ncclCommAbort}. */ ncclCommAbort("2.4"),
+    /** {@code ncclCommSplit}. */ ncclCommSplit("2.18"),
+    /** {@code ncclCommShrink}. */ ncclCommShrink("2.27"),
+    /** {@code ncclCommGetUniqueId}. */ ncclCommGetUniqueId("2.29"),
+    /** {@code ncclCommGrow}. */ ncclCommGrow("2.29"),
+    /** {@code ncclCommRevoke}. */ ncclCommRevoke("2.29"),
+    /** {@code ncclCommGetAsyncError}. */ ncclCommGetAsyncError("2.4"),
+    /** {@code ncclGetLastError}. */ ncclGetLastError("2.13"),
+    /** {@code ncclGetErrorString}. */ ncclGetErrorString("2.0"),
+    /** {@code ncclCommCount}. */ ncclCommCount("2.0"),
+    /** {@code ncclCommCuDevice}. */ ncclCommCuDevice("2.0"),
+    /** {@code ncclCommUserRank}. */ ncclCommUserRank("2.0"),
+    /** {@code ncclGroupStart}. */ ncclGroupStart("2.0"),
+    /** {@code ncclGroupEnd}. */ ncclGroupEnd("2.0"),
+    /** {@code ncclGroupSimulateEnd}. */ ncclGroupSimulateEnd("2.22"),
+    /** {@code ncclAllReduce}. */ ncclAllReduce("2.0"),
+    /** {@code ncclBroadcast}. */ ncclBroadcast("2.2"),
+    /** {@code ncclReduce}. */ ncclReduce("2.0"),
+    /** {@code ncclAllGather}. */ ncclAllGather("2.0"),
+    /** {@code ncclReduceScatter}. */ ncclReduceScatter("2.0"),
+    /** {@code ncclAlltoAll}. */ ncclAlltoAll("2.28"),
+    /** {@code ncclGather}. */ ncclGather("2.28"),
+    /** {@code ncclScatter}. */ ncclScatter("2.28"),
+    /** {@code ncclSend}. */ ncclSend("2.7"),
+    /** {@code ncclRecv}. */ ncclRecv("2.7"),
+    /** {@code ncclRedOpCreatePreMulSum}. */ ncclRedOpCreatePreMulSum("2.11"),
+    /** {@code ncclRedOpDestroy}. */ ncclRedOpDestroy("2.11"),
+    /** {@code ncclCommRegister}. */ ncclCommRegister("2.19"),
+    /** {@code ncclCommDeregister}. */ ncclCommDeregister("2.19"),
+    /** {@code ncclCommWindowRegister}. */ ncclCommWindowRegister("2.27"),
+    /** {@code ncclCommWindowDeregister}. */ ncclCommWindowDeregister("2.27"),
+    /** {@code ncclMemAlloc}. */ ncclMemAlloc("2.19"),
+    /** {@code ncclMemFree}. */ ncclMemFree("2.19"),
+    /** {@code ncclCommSuspend}. */ ncclCommSuspend("2.29"),
+    /** {@code ncclCommResume}. */ ncclCommResume("2.29"),
+    /** {@code ncclCommMemStats}. */ ncclCommMemStats("2.29"),
+    /** {@code ncclWinGetUserPtr}. */ ncclWinGetUserPtr("2.29"),
+    /** {@code ncclPutSignal}. */ ncclPutSignal("2.29"),
+    /** {@code ncclSignal}. */ ncclSignal("2.29"),
+    /** {@code ncclWaitSignal}. */ ncclWaitSignal("2.29");
+
+    private final String since;
+
+    NcclFunction(String since) {
+        this.since = since;
+    }
+
+    /** The NCCL release (major.minor) whose header first declared this entry point, as far as nccl4j knows. */
+    public String since() {
+        return since;
+    }
+}
