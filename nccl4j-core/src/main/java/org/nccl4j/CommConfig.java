@@ -1,0 +1,180 @@
+package org.nccl4j;
+
+import org.nccl4j.jni.NcclNative;
+
+/**
+ * A communicator's configuration ({@code ncclConfig_t}): every field left unset keeps NCCL's default.
+ * Immutable; build with {@link #builder()}.
+ */
+public final class CommConfig {
+    /** NCCL's defaults everywhere. */
+    public static final CommConfig DEFAULT = builder().build();
+
+    private final int[] ints;
+    private final String netName;
+    private final String commName;
+
+    private CommConfig(Builder b) {
+        this.ints = b.ints.clone();
+        this.netName = b.netName;
+        this.commName = b.commName;
+    }
+
+    /** @return a builder with every field unset */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    int[] ints() {
+        return ints;
+    }
+
+    String netName() {
+        return netName;
+    }
+
+    String commName() {
+        return commName;
+    }
+
+    /** @return whether operations on the communicator block the caller (the default) or return ncclInProgress */
+    public boolean blocking() {
+        return ints[NcclNative.CFG_BLOCKING] != 0;
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("CommConfig[");
+        String[] names = {"blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare", "trafficClass",
+            "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer", "nvlinkCentricSched",
+            "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering", "launchOrderImplicit",
+            "numRmaSig", "rmaEagerInit", "hostCftMode", "nvlsHostMode"};
+        String sep = "";
+        for (int i = 0; i < ints.length; i++) {
+            if (ints[i] != NcclNative.CONFIG_UNDEF_INT) {
+                sb.append(sep).append(names[i]).append('=').append(ints[i]);
+                sep = ", ";
+            }
+        }
+        if (netName != null) {
+            sb.append(sep).append("netName=").append(netName);
+            sep = ", ";
+        }
+        if (commName != null) {
+            sb.append(sep).append("commName=").append(commName);
+        }
+        return sb.append(']').toString();
+    }
+
+    /** Builds a {@link CommConfig}; each setter validates its value. */
+    public static final class Builder {
+        private final int[] ints = new int[NcclNative.CFG_INTS];
+        private String netName;
+        private String commName;
+
+        private Builder() {
+            java.util.Arrays.fill(ints, NcclNative.CONFIG_UNDEF_INT);
+        }
+
+        private Builder set(int index, int value) {
+            ints[index] = value;
+            return this;
+        }
+
+        private static int range(String name, int v, int lo, int hi) {
+            if (v < lo || v > hi) {
+                throw Errors.argument(name + " must be in " + lo + ".." + hi + ", got " + v);
+            }
+            return v;
+        }
+
+        /** {@code blocking}: false makes NCCL calls return ncclInProgress and complete in the background. */
+        public Builder blocking(boolean blocking) {
+            return set(NcclNative.CFG_BLOCKING, blocking ? 1 : 0);
+        }
+
+        /** {@code cgaClusterSize}: CUDA thread-block-cluster size, 0..8 (Hopper and newer). */
+        public Builder cgaClusterSize(int size) {
+            return set(NcclNative.CFG_CGA_CLUSTER_SIZE, range("cgaClusterSize", size, 0, 8));
+        }
+
+        /** {@code minCTAs}: lower bound on CTAs (channels), 1..64. */
+        public Builder minCTAs(int n) {
+            return set(NcclNative.CFG_MIN_CTAS, range("minCTAs", n, 1, 64));
+        }
+
+        /** {@code maxCTAs}: upper bound on CTAs (channels), 1..64. */
+        public Builder maxCTAs(int n) {
+            return set(NcclNative.CFG_MAX_CTAS, range("maxCTAs", n, 1, 64));
+        }
+
+        /** {@code netName}: the network module to use, e.g. "IB" or "Socket". */
+        public Builder netName(String name) {
+            if (name != null && name.isBlank()) {
+                throw Errors.argument("netName must not be blank (use null for NCCL's choice)");
+            }
+            this.netName = name;
+            return this;
+        }
+
+        /** {@code splitShare}: children made by split share the parent's resources. */
+        public Builder splitShare(boolean share) {
+            return set(NcclNative.CFG_SPLIT_SHARE, share ? 1 : 0);
+        }
+
+        /** {@code trafficClass}: network traffic class (NCCL 2.25+), >= 0. */
+        public Builder trafficClass(int tc) {
+            return set(NcclNative.CFG_TRAFFIC_CLASS, range("trafficClass", tc, 0, Integer.MAX_VALUE));
+        }
+
+        /** {@code commName}: a name shown in NCCL's logs and profiler (NCCL 2.27+). */
+        public Builder commName(String name) {
+            if (name != null && name.isBlank()) {
+                throw Errors.argument("commName must not be blank (use null for none)");
+            }
+            this.commName = name;
+            return this;
+        }
+
+        /** {@code collnetEnable} (NCCL 2.27+). */
+        public Builder collnetEnable(boolean enable) {
+            return set(NcclNative.CFG_COLLNET_ENABLE, enable ? 1 : 0);
+        }
+
+        /** {@code CTAPolicy}: NCCL_CTA_POLICY_DEFAULT 0, EFFICIENCY 1, ZERO 2 (NCCL 2.27+). */
+        public Builder ctaPolicy(int policy) {
+            return set(NcclNative.CFG_CTA_POLICY, range("CTAPolicy", policy, 0, 3));
+        }
+
+        /** {@code shrinkShare} (NCCL 2.27+). */
+        public Builder shrinkShare(boolean share) {
+            return set(NcclNative.CFG_SHRINK_SHARE, share ? 1 : 0);
+        }
+
+        /** {@code nvlsCTAs}: CTAs for NVLS collectives (NCCL 2.27+), >= 1. */
+        public Builder nvlsCTAs(int n) {
+            return set(NcclNative.CFG_NVLS_CTAS, range("nvlsCTAs", n, 1, 64));
+        }
+
+        /**
+         * Sets any {@code ncclConfig_t} int field by its index ({@code NcclNative.CFG_*}); for fields without a
+         * typed setter. NCCL validates the value.
+         */
+        public Builder raw(int index, int value) {
+            if (index < 0 || index >= NcclNative.CFG_INTS) {
+                throw Errors.argument("config field index must be in 0.." + (NcclNative.CFG_INTS - 1) + ", got " + index);
+            }
+            return set(index, value);
+        }
+
+        /** @return the configuration; checks minCTAs <= maxCTAs */
+        public CommConfig build() {
+            int min = ints[NcclNative.CFG_MIN_CTAS];
+            int max = ints[NcclNative.CFG_MAX_CTAS];
+            if (min != NcclNative.CONFIG_UNDEF_INT && max != NcclNative.CONFIG_UNDEF_INT && min > max) {
+                throw Errors.argument("minCTAs (" + min + ") must not exceed maxCTAs (" + max + ")");
+            }
+            return new CommConfig(this);
+        }
+    }
+}

@@ -1,0 +1,984 @@
+package org.nccl4j;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.jni.NcclNative;
+
+/**
+ * An NCCL communicator ({@code ncclComm_t}): one rank of a group of GPUs that run collectives together.
+ *
+ * <h2>Making one</h2>
+ * {@link #create(int, int, UniqueId, int, CommConfig)} ({@code ncclCommInitRankConfig}) in each process or
+ * thread, with an id that rank 0 made and gave to the others; {@link #initAll(int...)}
+ * ({@code ncclCommInitAll}) for one process driving several GPUs; {@link #split(int, int)}
+ * ({@code ncclCommSplit}) from an existing one.
+ *
+ * <h2>Collectives</h2>
+ * Every collective comes in three forms: out-of-place on {@link DeviceBuffer}s (counts derived from the buffers
+ * and checked), in-place on one buffer, and raw on {@code (address, count)} for memory another library owns.
+ * All are asynchronous: they return once the operation is enqueued on the stream. Arguments are checked
+ * before anything reaches NCCL (closed communicator, buffer or stream; buffer or stream on another device;
+ * counts that do not fit; root or peer out of range; an operator made for another communicator or type).
+ * A collective call allocates nothing on the Java heap and makes one JNI call.
+ *
+ * <p>{@link #alltoAll}, {@link #gather} and {@link #scatter} use NCCL's own functions when the loaded library
+ * has them (2.28+) and otherwise are composed from {@code ncclSend}/{@code ncclRecv} inside one group.
+ *
+ * <h2>Closing</h2>
+ * {@link #close()} ({@code ncclCommFinalize} then {@code ncclCommDestroy}) is idempotent; {@link #abort()}
+ * ({@code ncclCommAbort}) tears down without waiting for peers. A communicator left open is reported in the
+ * log when it becomes unreachable, never destroyed behind your back.
+ */
+public final class Communicator implements AutoCloseable {
+    /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
+    public static final int NO_COLOR = -1;
+
+    private final long handle;
+    private final int rank;
+    private final int size;
+    private final int device;
+    private final boolean blocking;
+    private final NcclLibrary library;
+    private final boolean nativeAlltoAll;
+    private final boolean nativeGather;
+    private final boolean nativeScatter;
+    private final Leaks.Token leak;
+    private volatile boolean closed;
+    private long sequence;
+    private volatile OperationObserver observer;
+
+    private Communicator(long handle, int device, boolean blocking) {
+        this.library = NcclLibrary.load();
+        this.handle = handle;
+        this.blocking = blocking;
+        int[] out = new int[1];
+        Errors.check(NcclNative.ncclCommUserRank(handle, out), NcclFunction.ncclCommUserRank, null);
+        this.rank = out[0];
+        Errors.check(NcclNative.ncclCommCount(handle, out), NcclFunction.ncclCommCount, null);
+        this.size = out[0];
+        int dev = device;
+        if (NcclNative.ncclCommCuDevice(handle, out) == 0) {
+            dev = out[0];
+        }
+        this.device = dev;
+        this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
+        this.nativeGather = library.has(NcclFunction.ncclGather);
+        this.nativeScatter = library.has(NcclFunction.ncclScatter);
+        this.leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
+        Nccl.markInitialized();
+    }
+
+    // ------------------------------------------------------------------ creation
+
+    /**
+     * {@code ncclCommInitRank} with NCCL's default configuration.
+     *
+     * @see #create(int, int, UniqueId, int, CommConfig)
+     */
+    public static Communicator create(int rank, int size, UniqueId id, int device) {
+        return create(rank, size, id, device, null);
+    }
+
+    /**
+     * Makes this process's (or thread's) rank of a new communicator: sets {@code device} current
+     * ({@code cudaSetDevice}) and calls {@code ncclCommInitRankConfig} (or {@code ncclCommInitRank} when
+     * {@code config} is null). Blocks until every rank has joined; with a nonblocking config, waits for
+     * {@code ncclCommGetAsyncError} to leave ncclInProgress.
+     *
+     * @param rank this rank, {@code 0 <= rank < size}
+     * @param size the number of ranks, {@code >= 1}
+     * @param id the id rank 0 made ({@link UniqueId#generate()}), the same on every rank
+     * @param device the CUDA device this rank uses
+     * @param config the configuration, or null for NCCL's defaults
+     * @return the communicator
+     */
+    public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
+        if (size < 1) {
+            throw Errors.argument("size must be >= 1, got " + size);
+        }
+        if (rank < 0 || rank >= size) {
+            throw Errors.argument("rank must be in 0.." + (size - 1) + " for size " + size + ", got " + rank);
+        }
+        if (id == null) {
+            throw Errors.nullArgument("id");
+        }
+        if (device < 0) {
+            throw Errors.argument("device must be >= 0, got " + device);
+        }
+        Nccl.library();
+        Cuda.setDevice(device);
+        long[] out = new long[1];
+        int rc;
+        NcclFunction fn;
+        if (config == null) {
+            fn = NcclFunction.ncclCommInitRank;
+            rc = NcclNative.ncclCommInitRank(out, size, id.internalBytes(), rank);
+        } else {
+            fn = NcclFunction.ncclCommInitRankConfig;
+            rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
+                    config.netName(), config.commName());
+        }
+        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (rc == 7 && !blocking && out[0] != 0) {
+            rc = waitWhileInProgress(out[0]);
+        }
+        if (rc != 0) {
+            if (out[0] != 0) {
+                NcclNative.ncclCommAbort(out[0]);
+            }
+            throw Errors.failure(rc, fn, null);
+        }
+        return new Communicator(out[0], device, blocking);
+    }
+
+    private static int waitWhileInProgress(long comm) {
+        int[] state = new int[1];
+        while (true) {
+            int rc = NcclNative.ncclCommGetAsyncError(comm, state);
+            if (rc != 0) {
+                return rc;
+            }
+            if (state[0] != 7) {
+                return state[0];
+            }
+            Thread.onSpinWait();
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 7;
+            }
+        }
+    }
+
+    /**
+     * {@code ncclCommInitAll}: one communicator per device, all in this process, rank i on {@code devices[i]}.
+     *
+     * @param devices the CUDA devices, distinct, at least one
+     * @return the communicators, in rank order
+     */
+    public static List<Communicator> initAll(int... devices) {
+        if (devices == null || devices.length == 0) {
+            throw Errors.argument("devices must name at least one CUDA device");
+        }
+        for (int i = 0; i < devices.length; i++) {
+            if (devices[i] < 0) {
+                throw Errors.argument("devices[" + i + "] must be >= 0, got " + devices[i]);
+            }
+            for (int j = 0; j < i; j++) {
+                if (devices[i] == devices[j]) {
+                    throw Errors.argument("devices must be distinct: device " + devices[i] + " appears twice");
+                }
+            }
+        }
+        Nccl.library();
+        long[] comms = new long[devices.length];
+        int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
+        if (rc != 0) {
+            throw Errors.failure(rc, NcclFunction.ncclCommInitAll, null);
+        }
+        List<Communicator> out = new ArrayList<>(devices.length);
+        for (int i = 0; i < devices.length; i++) {
+            out.add(new Communicator(comms[i], devices[i], true));
+        }
+        return Collections.unmodifiableList(out);
+    }
+
+    /**
+     * {@code ncclCommSplit}: a new communicator of the ranks that pass the same {@code color}, ordered by
+     * {@code key}, inheriting this one's configuration. Every rank of this communicator must call it.
+     *
+     * @param color ranks with equal color end up together; {@link #NO_COLOR} to take no part
+     * @param key orders ranks within the new communicator
+     * @return the new communicator, or null when {@code color} is {@link #NO_COLOR}
+     */
+    public Communicator split(int color, int key) {
+        return split(color, key, null);
+    }
+
+    /**
+     * {@code ncclCommSplit} with a configuration for the child.
+     *
+     * @param color ranks with equal color end up together ({@code >= 0}), or {@link #NO_COLOR}
+     * @param key orders ranks within the new communicator
+     * @param config the child's configuration, or null to inherit
+     * @return the new communicator, or null for {@link #NO_COLOR}
+     */
+    public Communicator split(int color, int key, CommConfig config) {
+        ensureOpen();
+        if (color < NO_COLOR) {
+            throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
+        }
+        long[] out = new long[1];
+        int rc = config == null
+                ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
+                : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
+        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (rc == 7 && !childBlocking && out[0] != 0) {
+            rc = waitWhileInProgress(out[0]);
+        }
+        if (rc != 0) {
+            throw Errors.failure(rc, NcclFunction.ncclCommSplit, this);
+        }
+        return out[0] == 0 ? null : new Communicator(out[0], device, childBlocking);
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /** @return this rank ({@code ncclCommUserRank}) */
+    public int rank() {
+        return rank;
+    }
+
+    /** @return the number of ranks ({@code ncclCommCount}) */
+    public int size() {
+        return size;
+    }
+
+    /** @return the CUDA device of this rank ({@code ncclCommCuDevice}) */
+    public int device() {
+        return device;
+    }
+
+    /** @return whether NCCL calls on this communicator block until done (the default) */
+    public boolean isBlocking() {
+        return blocking;
+    }
+
+    /** @return the {@code ncclComm_t} handle, for code that calls NCCL itself */
+    public long handle() {
+        ensureOpen();
+        return handle;
+    }
+
+    long handleUnchecked() {
+        return closed ? 0L : handle;
+    }
+
+    int rankUnchecked() {
+        return rank;
+    }
+
+    /** @return how many operations this communicator has enqueued */
+    public long operationsEnqueued() {
+        return sequence;
+    }
+
+    /** @return whether {@link #close()} or {@link #abort()} was called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    void observe(OperationObserver o) {
+        observer = o;
+    }
+
+    /**
+     * {@code ncclCommGetAsyncError}: the state of operations running in the background.
+     *
+     * @return {@link NcclResult#SUCCESS}, {@link NcclResult#IN_PROGRESS}, or the error that broke the communicator
+     */
+    public NcclResult asyncError() {
+        ensureOpen();
+        int[] state = new int[1];
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        return NcclResult.of(state[0]);
+    }
+
+    /**
+     * Throws the asynchronous error, if any ({@code ncclCommGetAsyncError}).
+     *
+     * @throws NcclException when a background operation failed
+     */
+    public void checkAsyncError() {
+        ensureOpen();
+        int[] state = new int[1];
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        if (state[0] != 0 && state[0] != 7) {
+            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, this);
+        }
+    }
+
+    // ------------------------------------------------------------------ reduction operators
+
+    /**
+     * {@code ncclRedOpCreatePreMulSum} with a host scalar ({@code ncclScalarHostImmediate}).
+     *
+     * @param scalar the factor each rank's input is multiplied by (converted to {@code type})
+     * @param type the data type of the collectives that will use the operator (not fp8)
+     * @return the operator; close it when done
+     */
+    public ReduceOp.PreMulSum createPreMulSum(double scalar, DataType type) {
+        ensureOpen();
+        checkType(type);
+        long bits = Scalars.bits(scalar, type);
+        int[] op = new int[1];
+        Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
+                NcclFunction.ncclRedOpCreatePreMulSum, this);
+        return new ReduceOp.PreMulSum(op[0], this, type, "host " + scalar);
+    }
+
+    /**
+     * {@code ncclRedOpCreatePreMulSum} with a device scalar ({@code ncclScalarDevice}): NCCL reads the value
+     * from {@code scalar} each time a collective using the operator runs.
+     *
+     * @param scalar one element of {@code type} on this communicator's device; must outlive the operator
+     * @param type the data type of the collectives that will use the operator
+     * @return the operator; close it when done
+     */
+    public ReduceOp.PreMulSum createPreMulSum(DeviceBuffer scalar, DataType type) {
+        ensureOpen();
+        checkType(type);
+        checkBuffer(scalar, "scalar");
+        if (scalar.bytes() < type.size()) {
+            throw Errors.argument("scalar holds " + scalar.bytes() + " bytes, less than one " + type);
+        }
+        int[] op = new int[1];
+        Errors.check(NcclNative.ncclRedOpCreatePreMulSum(op, scalar.address(), type.code(), 0, handle),
+                NcclFunction.ncclRedOpCreatePreMulSum, this);
+        return new ReduceOp.PreMulSum(op[0], this, type, "device 0x" + Long.toHexString(scalar.address()));
+    }
+
+    // ------------------------------------------------------------------ registration
+
+    /**
+     * {@code ncclCommRegister}: registers a buffer for zero-copy use by this communicator.
+     *
+     * @param buffer a buffer on this communicator's device (best from {@link DeviceBuffer#allocateNccl})
+     * @return the registration; close it ({@code ncclCommDeregister}) before freeing the buffer
+     */
+    public Registration register(DeviceBuffer buffer) {
+        ensureOpen();
+        checkBuffer(buffer, "buffer");
+        long[] h = new long[1];
+        Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),
+                NcclFunction.ncclCommRegister, this);
+        return new Registration(this, h[0]);
+    }
+
+    /** A buffer registration made by {@link #register(DeviceBuffer)}. */
+    public static final class Registration implements AutoCloseable {
+        private final Communicator comm;
+        private final long handle;
+        private boolean closed;
+
+        Registration(Communicator comm, long handle) {
+            this.comm = comm;
+            this.handle = handle;
+        }
+
+        /** @return NCCL's registration handle */
+        public long handle() {
+            return handle;
+        }
+
+        /** {@code ncclCommDeregister}. Idempotent; a no-op once the communicator is closed. */
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            if (!comm.isClosed()) {
+                Errors.check(NcclNative.ncclCommDeregister(comm.handle, handle), NcclFunction.ncclCommDeregister, comm);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ checks (cold paths out of line)
+
+    private void ensureOpen() {
+        if (closed) {
+            throw closedError();
+        }
+    }
+
+    private IllegalStateException closedError() {
+        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed");
+    }
+
+    private void checkType(DataType type) {
+        if (type == null) {
+            throw Errors.nullArgument("type");
+        }
+        if (type.isFp8() && library.versionCode() < DataType.FP8_SINCE) {
+            throw new UnsupportedOperationException(type + " needs NCCL 2.24 or newer; the loaded NCCL is "
+                    + library.version() + " (" + library.path() + ")");
+        }
+    }
+
+    private void checkStream(Stream stream) {
+        if (stream == null) {
+            throw Errors.nullArgument("stream");
+        }
+        if (stream.isClosed() || stream.device() != device) {
+            throw streamError(stream);
+        }
+    }
+
+    private RuntimeException streamError(Stream stream) {
+        if (stream.isClosed()) {
+            return new IllegalStateException("stream is closed");
+        }
+        return Errors.argument("stream is on device " + stream.device() + " but this communicator (rank " + rank
+                + ") uses device " + device + ": use a stream of device " + device);
+    }
+
+    private void checkBuffer(DeviceBuffer b, String name) {
+        if (b == null) {
+            throw Errors.nullArgument(name);
+        }
+        if (b.isClosed() || b.device() != device) {
+            throw bufferError(b, name);
+        }
+    }
+
+    private RuntimeException bufferError(DeviceBuffer b, String name) {
+        if (b.isClosed()) {
+            return new IllegalStateException(name + " is closed");
+        }
+        return Errors.argument(name + " is on device " + b.device() + " but this communicator (rank " + rank
+                + ") uses device " + device + ": allocate it on device " + device);
+    }
+
+    private void checkFits(DeviceBuffer b, long count, DataType type, String name) {
+        if (count > b.bytes() / type.size()) {
+            throw fitError(b, count, type, name);
+        }
+    }
+
+    private RuntimeException fitError(DeviceBuffer b, long count, DataType type, String name) {
+        return Errors.argument(name + " holds " + b.bytes() / type.size() + " elements of " + type + " ("
+                + b.bytes() + " bytes) but the operation needs " + count + ": use a larger buffer or a smaller count");
+    }
+
+    private void checkRank(int r, String name) {
+        if (r < 0 || r >= size) {
+            throw Errors.argument(name + " must be in 0.." + (size - 1) + " (the communicator has " + size
+                    + " ranks), got " + r);
+        }
+    }
+
+    private void checkOp(ReduceOp op, DataType type) {
+        if (op == null) {
+            throw Errors.nullArgument("op");
+        }
+        op.checkUsable(this, type);
+    }
+
+    private void checkRaw(long address, String name, long count) {
+        if (address == 0 && count > 0) {
+            throw Errors.argument(name + " must not be 0 (NULL)");
+        }
+        if (count < 0) {
+            throw Errors.argument("count must be >= 0, got " + count);
+        }
+    }
+
+    private void checkCommon(DataType type, Stream stream) {
+        if (closed) {
+            throw closedError();
+        }
+        checkType(type);
+        checkStream(stream);
+    }
+
+    private long elements(DeviceBuffer b, DataType type, String name) {
+        checkBuffer(b, name);
+        return b.bytes() / type.size();
+    }
+
+    private long perRank(long total, String name, DataType type) {
+        if (total % size != 0) {
+            throw Errors.argument(name + " holds " + total + " elements of " + type + ", not a multiple of the "
+                    + size + " ranks");
+        }
+        return total / size;
+    }
+
+    private void enqueued(int status, NcclFunction fn, long bytes, Stream stream) {
+        if (status != 0) {
+            Errors.checkEnqueued(status, fn, this);
+        }
+        long seq = ++sequence;
+        OperationObserver o = observer;
+        if (o != null) {
+            o.enqueued(this, seq, fn, bytes, stream.handle());
+        }
+    }
+
+    // ------------------------------------------------------------------ all-reduce
+
+    /**
+     * {@code ncclAllReduce}, out of place: reduces {@code send} (its whole length in elements of {@code type})
+     * across ranks into {@code recv} on every rank.
+     */
+    public void allReduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        long count = elements(send, type, "send");
+        checkBuffer(recv, "recv");
+        checkFits(recv, count, type, "recv");
+        allReduce0(send.address(), recv.address(), count, type, op, stream);
+    }
+
+    /** {@code ncclAllReduce}, in place on {@code buffer}. */
+    public void allReduce(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        long count = elements(buffer, type, "buffer");
+        allReduce0(buffer.address(), buffer.address(), count, type, op, stream);
+    }
+
+    /** {@code ncclAllReduce} on raw device addresses (in place when they are equal). */
+    public void allReduce(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        checkRaw(send, "send", count);
+        checkRaw(recv, "recv", count);
+        allReduce0(send, recv, count, type, op, stream);
+    }
+
+    private void allReduce0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
+        checkOp(op, type);
+        enqueued(NcclNative.ncclAllReduce(send, recv, count, type.code(), op.code(), handle, stream.handle()),
+                NcclFunction.ncclAllReduce, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ broadcast
+
+    /**
+     * {@code ncclBroadcast}: copies {@code send} of rank {@code root} into {@code recv} on every rank. The
+     * count is {@code recv}'s length; {@code send} is read on the root only (may be null elsewhere).
+     */
+    public void broadcast(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(recv, type, "recv");
+        long sendAddr = 0;
+        if (rank == root || send != null) {
+            checkBuffer(send, "send");
+            checkFits(send, count, type, "send");
+            sendAddr = send.address();
+        }
+        broadcast0(sendAddr, recv.address(), count, type, root, stream);
+    }
+
+    /** {@code ncclBroadcast}, in place: {@code buffer} of {@code root} is copied to {@code buffer} everywhere. */
+    public void broadcast(DeviceBuffer buffer, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(buffer, type, "buffer");
+        broadcast0(buffer.address(), buffer.address(), count, type, root, stream);
+    }
+
+    /** {@code ncclBroadcast} on raw device addresses. */
+    public void broadcast(long send, long recv, long count, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        if (rank == root) {
+            checkRaw(send, "send", count);
+        }
+        checkRaw(recv, "recv", count);
+        broadcast0(send, recv, count, type, root, stream);
+    }
+
+    private void broadcast0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        enqueued(NcclNative.ncclBroadcast(send, recv, count, type.code(), root, handle, stream.handle()),
+                NcclFunction.ncclBroadcast, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ reduce
+
+    /**
+     * {@code ncclReduce}: reduces {@code send} across ranks into {@code recv} of rank {@code root}. The count is
+     * {@code send}'s length; {@code recv} is written on the root only (may be null elsewhere).
+     */
+    public void reduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(send, type, "send");
+        long recvAddr = 0;
+        if (rank == root || recv != null) {
+            checkBuffer(recv, "recv");
+            checkFits(recv, count, type, "recv");
+            recvAddr = recv.address();
+        }
+        reduce0(send.address(), recvAddr, count, type, op, root, stream);
+    }
+
+    /** {@code ncclReduce}, in place on {@code buffer} (the result lands in the root's buffer). */
+    public void reduce(DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(buffer, type, "buffer");
+        reduce0(buffer.address(), buffer.address(), count, type, op, root, stream);
+    }
+
+    /** {@code ncclReduce} on raw device addresses. */
+    public void reduce(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        checkRaw(send, "send", count);
+        if (rank == root) {
+            checkRaw(recv, "recv", count);
+        }
+        reduce0(send, recv, count, type, op, root, stream);
+    }
+
+    private void reduce0(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
+        checkOp(op, type);
+        enqueued(NcclNative.ncclReduce(send, recv, count, type.code(), op.code(), root, handle, stream.handle()),
+                NcclFunction.ncclReduce, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ all-gather
+
+    /**
+     * {@code ncclAllGather}: every rank's {@code send} (its whole length) lands at offset rank x count of
+     * {@code recv} on every rank; {@code recv} must hold size x count elements.
+     */
+    public void allGather(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
+        checkCommon(type, stream);
+        long count = elements(send, type, "send");
+        checkBuffer(recv, "recv");
+        checkFits(recv, count * size, type, "recv");
+        allGather0(send.address(), recv.address(), count, type, stream);
+    }
+
+    /**
+     * {@code ncclAllGather}, in place: {@code buffer} holds size x count elements and this rank's part is
+     * already at offset rank x count.
+     */
+    public void allGather(DeviceBuffer buffer, DataType type, Stream stream) {
+        checkCommon(type, stream);
+        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
+        allGather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, stream);
+    }
+
+    /** {@code ncclAllGather} on raw device addresses; {@code sendCount} elements per rank. */
+    public void allGather(long send, long recv, long sendCount, DataType type, Stream stream) {
+        checkCommon(type, stream);
+        checkRaw(send, "send", sendCount);
+        checkRaw(recv, "recv", sendCount);
+        allGather0(send, recv, sendCount, type, stream);
+    }
+
+    private void allGather0(long send, long recv, long count, DataType type, Stream stream) {
+        enqueued(NcclNative.ncclAllGather(send, recv, count, type.code(), handle, stream.handle()),
+                NcclFunction.ncclAllGather, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ reduce-scatter
+
+    /**
+     * {@code ncclReduceScatter}: reduces {@code send} (size x count elements) across ranks; rank i receives
+     * block i in {@code recv}, whose length is the count.
+     */
+    public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        long count = elements(recv, type, "recv");
+        checkBuffer(send, "send");
+        checkFits(send, count * size, type, "send");
+        reduceScatter0(send.address(), recv.address(), count, type, op, stream);
+    }
+
+    /** {@code ncclReduceScatter}, in place: the result for this rank lands at offset rank x count of {@code buffer}. */
+    public void reduceScatter(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
+        reduceScatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, op, stream);
+    }
+
+    /** {@code ncclReduceScatter} on raw device addresses; {@code recvCount} elements per rank. */
+    public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op, Stream stream) {
+        checkCommon(type, stream);
+        checkRaw(send, "send", recvCount);
+        checkRaw(recv, "recv", recvCount);
+        reduceScatter0(send, recv, recvCount, type, op, stream);
+    }
+
+    private void reduceScatter0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
+        checkOp(op, type);
+        enqueued(NcclNative.ncclReduceScatter(send, recv, count, type.code(), op.code(), handle, stream.handle()),
+                NcclFunction.ncclReduceScatter, count * size * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ all-to-all
+
+    /**
+     * {@code ncclAlltoAll}: block j of {@code send} goes to rank j, and the block from rank i lands at block i
+     * of {@code recv}; blocks are {@code send}'s length / size elements. NCCL defines no in-place form.
+     */
+    public void alltoAll(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
+        checkCommon(type, stream);
+        long count = perRank(elements(send, type, "send"), "send", type);
+        checkBuffer(recv, "recv");
+        checkFits(recv, count * size, type, "recv");
+        alltoAll0(send.address(), recv.address(), count, type, stream);
+    }
+
+    /** {@code ncclAlltoAll} on raw device addresses; {@code count} elements per peer. */
+    public void alltoAll(long send, long recv, long count, DataType type, Stream stream) {
+        checkCommon(type, stream);
+        checkRaw(send, "send", count);
+        checkRaw(recv, "recv", count);
+        alltoAll0(send, recv, count, type, stream);
+    }
+
+    private void alltoAll0(long send, long recv, long count, DataType type, Stream stream) {
+        if (nativeAlltoAll) {
+            enqueued(NcclNative.ncclAlltoAll(send, recv, count, type.code(), handle, stream.handle()),
+                    NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
+            return;
+        }
+        long block = count * type.size();
+        groupStart();
+        int rc = 0;
+        for (int peer = 0; peer < size && rc == 0; peer++) {
+            rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
+            if (rc == 0) {
+                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
+            }
+        }
+        groupEnd(rc, NcclFunction.ncclSend);
+        enqueued(0, NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ gather
+
+    /**
+     * {@code ncclGather}: every rank's {@code send} (its whole length) lands at block rank of {@code recv} on
+     * {@code root}; {@code recv} is used on the root only (may be null elsewhere).
+     */
+    public void gather(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(send, type, "send");
+        long recvAddr = 0;
+        if (rank == root || recv != null) {
+            checkBuffer(recv, "recv");
+            checkFits(recv, count * size, type, "recv");
+            recvAddr = recv.address();
+        }
+        gather0(send.address(), recvAddr, count, type, root, stream);
+    }
+
+    /**
+     * {@code ncclGather}, in place: {@code buffer} holds size x count elements on every rank and this rank's
+     * part is at block rank; the root's buffer receives every block.
+     */
+    public void gather(DeviceBuffer buffer, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
+        gather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, root, stream);
+    }
+
+    /** {@code ncclGather} on raw device addresses; {@code count} elements per rank. */
+    public void gather(long send, long recv, long count, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        checkRaw(send, "send", count);
+        if (rank == root) {
+            checkRaw(recv, "recv", count);
+        }
+        gather0(send, recv, count, type, root, stream);
+    }
+
+    private void gather0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        if (nativeGather) {
+            enqueued(NcclNative.ncclGather(send, recv, count, type.code(), root, handle, stream.handle()),
+                    NcclFunction.ncclGather, count * type.size(), stream);
+            return;
+        }
+        long block = count * type.size();
+        groupStart();
+        int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream.handle());
+        if (rank == root) {
+            for (int peer = 0; peer < size && rc == 0; peer++) {
+                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
+            }
+        }
+        groupEnd(rc, NcclFunction.ncclSend);
+        enqueued(0, NcclFunction.ncclGather, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ scatter
+
+    /**
+     * {@code ncclScatter}: block i of {@code send} on {@code root} goes to {@code recv} of rank i; the count is
+     * {@code recv}'s length; {@code send} is read on the root only (may be null elsewhere).
+     */
+    public void scatter(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = elements(recv, type, "recv");
+        long sendAddr = 0;
+        if (rank == root || send != null) {
+            checkBuffer(send, "send");
+            checkFits(send, count * size, type, "send");
+            sendAddr = send.address();
+        }
+        scatter0(sendAddr, recv.address(), count, type, root, stream);
+    }
+
+    /**
+     * {@code ncclScatter}, in place: {@code buffer} holds size x count elements; the root's blocks are sent out
+     * and each rank receives its block at block rank of its own buffer.
+     */
+    public void scatter(DeviceBuffer buffer, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
+        scatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, root, stream);
+    }
+
+    /** {@code ncclScatter} on raw device addresses; {@code count} elements per rank. */
+    public void scatter(long send, long recv, long count, DataType type, int root, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(root, "root");
+        if (rank == root) {
+            checkRaw(send, "send", count);
+        }
+        checkRaw(recv, "recv", count);
+        scatter0(send, recv, count, type, root, stream);
+    }
+
+    private void scatter0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        if (nativeScatter) {
+            enqueued(NcclNative.ncclScatter(send, recv, count, type.code(), root, handle, stream.handle()),
+                    NcclFunction.ncclScatter, count * type.size(), stream);
+            return;
+        }
+        long block = count * type.size();
+        groupStart();
+        int rc = 0;
+        if (rank == root) {
+            for (int peer = 0; peer < size && rc == 0; peer++) {
+                rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
+            }
+        }
+        if (rc == 0) {
+            rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
+        }
+        groupEnd(rc, NcclFunction.ncclRecv);
+        enqueued(0, NcclFunction.ncclScatter, count * type.size(), stream);
+    }
+
+    private static void groupStart() {
+        Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+    }
+
+    private void groupEnd(int rc, NcclFunction failed) {
+        int end = NcclNative.ncclGroupEnd();
+        if (rc != 0) {
+            Errors.checkEnqueued(rc, failed, this);
+        }
+        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
+    }
+
+    // ------------------------------------------------------------------ point-to-point
+
+    /** {@code ncclSend}: sends all of {@code buffer} to {@code peer}, which must post a matching receive. */
+    public void send(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(peer, "peer");
+        long count = elements(buffer, type, "buffer");
+        send0(buffer.address(), count, type, peer, stream);
+    }
+
+    /** {@code ncclSend} from a raw device address. */
+    public void send(long buffer, long count, DataType type, int peer, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(peer, "peer");
+        checkRaw(buffer, "buffer", count);
+        send0(buffer, count, type, peer, stream);
+    }
+
+    private void send0(long buffer, long count, DataType type, int peer, Stream stream) {
+        enqueued(NcclNative.ncclSend(buffer, count, type.code(), peer, handle, stream.handle()),
+                NcclFunction.ncclSend, count * type.size(), stream);
+    }
+
+    /** {@code ncclRecv}: receives {@code buffer}'s length in elements from {@code peer}. */
+    public void recv(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(peer, "peer");
+        long count = elements(buffer, type, "buffer");
+        recv0(buffer.address(), count, type, peer, stream);
+    }
+
+    /** {@code ncclRecv} into a raw device address. */
+    public void recv(long buffer, long count, DataType type, int peer, Stream stream) {
+        checkCommon(type, stream);
+        checkRank(peer, "peer");
+        checkRaw(buffer, "buffer", count);
+        recv0(buffer, count, type, peer, stream);
+    }
+
+    private void recv0(long buffer, long count, DataType type, int peer, Stream stream) {
+        enqueued(NcclNative.ncclRecv(buffer, count, type.code(), peer, handle, stream.handle()),
+                NcclFunction.ncclRecv, count * type.size(), stream);
+    }
+
+    // ------------------------------------------------------------------ teardown
+
+    /**
+     * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
+     * failed or hung. Idempotent with {@link #close()}.
+     */
+    public void abort() {
+        if (closed) {
+            return;
+        }
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        leak.closed();
+        Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+    }
+
+    /**
+     * {@code ncclCommFinalize} (waiting out ncclInProgress on a nonblocking communicator) then
+     * {@code ncclCommDestroy}. Idempotent. Where the loaded NCCL has no {@code ncclCommFinalize}, destroys only.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        leak.closed();
+        RuntimeException failure = null;
+        if (library.has(NcclFunction.ncclCommFinalize)) {
+            int rc = NcclNative.ncclCommFinalize(handle);
+            if (rc == 7) {
+                rc = waitWhileInProgress(handle);
+            }
+            if (rc != 0) {
+                failure = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
+            }
+        }
+        int rc = NcclNative.ncclCommDestroy(handle);
+        if (rc != 0 && failure == null) {
+            failure = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Communicator[rank " + rank + " of " + size + ", device " + device + (closed ? ", closed" : "") + "]";
+    }
+}

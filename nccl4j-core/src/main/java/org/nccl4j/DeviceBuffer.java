@@ -1,0 +1,356 @@
+package org.nccl4j;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.DoublePointer;
+import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.ShortPointer;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.jni.NcclNative;
+
+/**
+ * A range of GPU memory on one device: allocated here ({@code cudaMalloc}, or {@code ncclMemAlloc} for
+ * buffers NCCL can register for zero-copy), or wrapped around memory another library owns. Copies to and
+ * from Java arrays and NIO buffers. Close it to free what it allocated; a wrapped buffer's close frees
+ * nothing. Closing twice is harmless; a buffer left unclosed is reported in the log, not freed.
+ */
+public final class DeviceBuffer implements AutoCloseable {
+    private static final int H2D = 1;
+    private static final int D2H = 2;
+
+    /** Who owns the memory. */
+    enum Owner { CUDA_MALLOC, NCCL_MEM_ALLOC, FOREIGN, VIEW }
+
+    private final long address;
+    private final long bytes;
+    private final int device;
+    private final Owner owner;
+    private final Leaks.Token leak;
+    private volatile boolean closed;
+
+    private DeviceBuffer(long address, long bytes, int device, Owner owner) {
+        this.address = address;
+        this.bytes = bytes;
+        this.device = device;
+        this.owner = owner;
+        this.leak = owner == Owner.CUDA_MALLOC || owner == Owner.NCCL_MEM_ALLOC
+                ? Leaks.track(this, "DeviceBuffer of " + bytes + " bytes on device " + device + " (" + owner + ")")
+                : null;
+    }
+
+    /**
+     * Allocates {@code bytes} on {@code device} with {@code cudaMalloc}.
+     *
+     * @param device the CUDA device ordinal
+     * @param bytes the size, {@code > 0}
+     * @return the new buffer (contents undefined)
+     */
+    public static DeviceBuffer allocate(int device, long bytes) {
+        checkSize(device, bytes);
+        long addr = Cuda.onDevice(device, () -> {
+            long[] a = new long[1];
+            Cuda.check(Cuda.backend().malloc(a, bytes), "cudaMalloc(" + bytes + " bytes)", device);
+            return a[0];
+        });
+        return new DeviceBuffer(addr, bytes, device, Owner.CUDA_MALLOC);
+    }
+
+    /**
+     * Allocates {@code count} elements of {@code type} on {@code device} with {@code cudaMalloc}.
+     *
+     * @param device the CUDA device ordinal
+     * @param count number of elements, {@code > 0}
+     * @param type element type
+     * @return the new buffer
+     */
+    public static DeviceBuffer allocate(int device, long count, DataType type) {
+        if (type == null) {
+            throw new IllegalArgumentException("type must not be null");
+        }
+        return allocate(device, Math.multiplyExact(count, (long) type.size()));
+    }
+
+    /**
+     * Allocates with {@code ncclMemAlloc} (NCCL 2.19+), memory suited to {@code ncclCommRegister} and NVLS.
+     *
+     * @param device the CUDA device ordinal
+     * @param bytes the size, {@code > 0}
+     * @return the new buffer, freed with {@code ncclMemFree} on close
+     */
+    public static DeviceBuffer allocateNccl(int device, long bytes) {
+        checkSize(device, bytes);
+        Nccl.library();
+        long addr = Cuda.onDevice(device, () -> {
+            long[] a = new long[1];
+            Errors.check(NcclNative.ncclMemAlloc(a, bytes), NcclFunction.ncclMemAlloc, null);
+            return a[0];
+        });
+        return new DeviceBuffer(addr, bytes, device, Owner.NCCL_MEM_ALLOC);
+    }
+
+    /**
+     * Wraps memory owned by someone else (PyTorch, cuBLAS, your own cudaMalloc). nccl4j never frees it and
+     * cannot check the address: it must be device memory of {@code bytes} bytes on {@code device}.
+     *
+     * @param address the device address, not 0
+     * @param bytes its size, {@code > 0}
+     * @param device the device that holds it
+     * @return a buffer over that memory
+     */
+    public static DeviceBuffer wrap(long address, long bytes, int device) {
+        if (address == 0) {
+            throw new IllegalArgumentException("address must not be 0 (NULL)");
+        }
+        checkSize(device, bytes);
+        return new DeviceBuffer(address, bytes, device, Owner.FOREIGN);
+    }
+
+    private static void checkSize(int device, long bytes) {
+        if (device < 0) {
+            throw new IllegalArgumentException("device must be >= 0, got " + device);
+        }
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("bytes must be > 0, got " + bytes);
+        }
+    }
+
+    /**
+     * A view of part of this buffer, sharing its memory and never freeing it.
+     *
+     * @param offset start, in bytes
+     * @param length length, in bytes
+     * @return the view
+     */
+    public DeviceBuffer slice(long offset, long length) {
+        ensureOpen();
+        if (offset < 0 || length <= 0 || offset > bytes - length) {
+            throw new IndexOutOfBoundsException("slice(" + offset + ", " + length + ") is outside this buffer of "
+                    + bytes + " bytes");
+        }
+        return new DeviceBuffer(address + offset, length, device, Owner.VIEW);
+    }
+
+    /** @return the device address */
+    public long address() {
+        return address;
+    }
+
+    /** @return the size in bytes */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** @return the CUDA device holding the memory */
+    public int device() {
+        return device;
+    }
+
+    /**
+     * @param type an element type
+     * @return how many whole elements of {@code type} fit
+     */
+    public long count(DataType type) {
+        return bytes / type.size();
+    }
+
+    /** @return whether {@link #close()} was called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("this DeviceBuffer (" + bytes + " bytes on device " + device
+                    + ") is closed");
+        }
+    }
+
+    // ---- copies ----
+
+    /** Copies {@code src} into the start of this buffer ({@code cudaMemcpy} host to device). */
+    public DeviceBuffer copyFrom(float[] src) {
+        try (FloatPointer p = new FloatPointer(src)) {
+            return fromHost(p, 4L * src.length, "float[]");
+        }
+    }
+
+    /** Copies {@code src} into the start of this buffer. */
+    public DeviceBuffer copyFrom(double[] src) {
+        try (DoublePointer p = new DoublePointer(src)) {
+            return fromHost(p, 8L * src.length, "double[]");
+        }
+    }
+
+    /** Copies {@code src} into the start of this buffer. */
+    public DeviceBuffer copyFrom(int[] src) {
+        try (IntPointer p = new IntPointer(src)) {
+            return fromHost(p, 4L * src.length, "int[]");
+        }
+    }
+
+    /** Copies {@code src} into the start of this buffer. */
+    public DeviceBuffer copyFrom(long[] src) {
+        try (LongPointer p = new LongPointer(src)) {
+            return fromHost(p, 8L * src.length, "long[]");
+        }
+    }
+
+    /** Copies {@code src} (e.g. float16/bfloat16 bit patterns) into the start of this buffer. */
+    public DeviceBuffer copyFrom(short[] src) {
+        try (ShortPointer p = new ShortPointer(src)) {
+            return fromHost(p, 2L * src.length, "short[]");
+        }
+    }
+
+    /** Copies {@code src} into the start of this buffer. */
+    public DeviceBuffer copyFrom(byte[] src) {
+        try (BytePointer p = new BytePointer(src)) {
+            return fromHost(p, src.length, "byte[]");
+        }
+    }
+
+    /** Copies the remaining bytes of {@code src} (direct or heap) into the start of this buffer; its position is unchanged. */
+    public DeviceBuffer copyFrom(ByteBuffer src) {
+        if (src.isDirect()) {
+            try (BytePointer p = new BytePointer(src)) {
+                return fromHost(p, src.remaining(), "ByteBuffer");
+            }
+        }
+        byte[] tmp = new byte[src.remaining()];
+        src.duplicate().get(tmp);
+        return copyFrom(tmp);
+    }
+
+    /** Copies the start of this buffer into {@code dst} ({@code cudaMemcpy} device to host). */
+    public float[] copyTo(float[] dst) {
+        try (FloatPointer p = new FloatPointer(dst.length)) {
+            toHost(p, 4L * dst.length, "float[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into {@code dst}. */
+    public double[] copyTo(double[] dst) {
+        try (DoublePointer p = new DoublePointer(dst.length)) {
+            toHost(p, 8L * dst.length, "double[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into {@code dst}. */
+    public int[] copyTo(int[] dst) {
+        try (IntPointer p = new IntPointer(dst.length)) {
+            toHost(p, 4L * dst.length, "int[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into {@code dst}. */
+    public long[] copyTo(long[] dst) {
+        try (LongPointer p = new LongPointer(dst.length)) {
+            toHost(p, 8L * dst.length, "long[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into {@code dst}. */
+    public short[] copyTo(short[] dst) {
+        try (ShortPointer p = new ShortPointer(dst.length)) {
+            toHost(p, 2L * dst.length, "short[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into {@code dst}. */
+    public byte[] copyTo(byte[] dst) {
+        try (BytePointer p = new BytePointer(dst.length)) {
+            toHost(p, dst.length, "byte[]");
+            p.get(dst);
+        }
+        return dst;
+    }
+
+    /** Copies the start of this buffer into the remaining bytes of {@code dst}; its position is unchanged. */
+    public ByteBuffer copyTo(ByteBuffer dst) {
+        if (dst.isDirect()) {
+            try (BytePointer p = new BytePointer(dst)) {
+                toHost(p, dst.remaining(), "ByteBuffer");
+            }
+            return dst;
+        }
+        byte[] tmp = copyTo(new byte[dst.remaining()]);
+        dst.duplicate().put(tmp);
+        return dst;
+    }
+
+    /** Sets every byte to {@code value} ({@code cudaMemset}). */
+    public DeviceBuffer fill(int value) {
+        ensureOpen();
+        Cuda.check(Cuda.backend().memset(address, value, bytes), "cudaMemset", device);
+        return this;
+    }
+
+    /** @return a little-endian direct ByteBuffer holding a copy of the whole buffer */
+    public ByteBuffer toByteBuffer() {
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalStateException("buffer of " + bytes + " bytes is too large for a ByteBuffer");
+        }
+        return copyTo(ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.LITTLE_ENDIAN));
+    }
+
+    private DeviceBuffer fromHost(Pointer host, long n, String what) {
+        checkCopy(n, what);
+        Cuda.check(Cuda.backend().memcpy(address, host.address(), n, H2D), "cudaMemcpy(host to device)", device);
+        return this;
+    }
+
+    private void toHost(Pointer host, long n, String what) {
+        checkCopy(n, what);
+        Cuda.check(Cuda.backend().memcpy(host.address(), address, n, D2H), "cudaMemcpy(device to host)", device);
+    }
+
+    private void checkCopy(long n, String what) {
+        ensureOpen();
+        if (n > bytes) {
+            throw new IllegalArgumentException("the " + what + " holds " + n + " bytes but this DeviceBuffer has only "
+                    + bytes + ": copy fewer elements or allocate a larger buffer");
+        }
+    }
+
+    /** Frees the memory if this buffer allocated it ({@code cudaFree} or {@code ncclMemFree}). Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        if (leak != null) {
+            leak.closed();
+        }
+        if (owner == Owner.CUDA_MALLOC) {
+            Cuda.check(Cuda.backend().free(address), "cudaFree", device);
+        } else if (owner == Owner.NCCL_MEM_ALLOC) {
+            Errors.check(NcclNative.ncclMemFree(address), NcclFunction.ncclMemFree, null);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "DeviceBuffer[0x" + Long.toHexString(address) + ", " + bytes + " bytes, device " + device + ", "
+                + owner + (closed ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,87 @@
+package org.nccl4j;
+
+/** A CUDA event ({@code cudaEvent_t}) with timing, for measuring and ordering work on streams. */
+public final class Event implements AutoCloseable {
+    private final long handle;
+    private final int device;
+    private final Leaks.Token leak;
+    private volatile boolean closed;
+
+    private Event(long handle, int device) {
+        this.handle = handle;
+        this.device = device;
+        this.leak = Leaks.track(this, "Event on device " + device);
+    }
+
+    /**
+     * Creates an event on {@code device} ({@code cudaEventCreateWithFlags}, timing enabled).
+     *
+     * @param device the CUDA device ordinal
+     * @return the event
+     */
+    public static Event create(int device) {
+        if (device < 0) {
+            throw new IllegalArgumentException("device must be >= 0, got " + device);
+        }
+        long h = Cuda.onDevice(device, () -> {
+            long[] e = new long[1];
+            Cuda.check(Cuda.backend().eventCreate(e, 0), "cudaEventCreateWithFlags", device);
+            return e[0];
+        });
+        return new Event(h, device);
+    }
+
+    /** @return the {@code cudaEvent_t} value */
+    public long handle() {
+        return handle;
+    }
+
+    /** @return the device of this event */
+    public int device() {
+        return device;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("this Event (device " + device + ") is closed");
+        }
+    }
+
+    /** Records the event on {@code stream} ({@code cudaEventRecord}). */
+    public Event record(Stream stream) {
+        ensureOpen();
+        stream.ensureOpen();
+        Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
+        return this;
+    }
+
+    /** Waits for the recorded work to finish ({@code cudaEventSynchronize}). */
+    public void synchronize() {
+        ensureOpen();
+        Cuda.check(Cuda.backend().eventSynchronize(handle), "cudaEventSynchronize", device);
+    }
+
+    /**
+     * {@code cudaEventElapsedTime(start, this)}.
+     *
+     * @param start an earlier recorded event
+     * @return milliseconds between {@code start} and this event
+     */
+    public float elapsedSince(Event start) {
+        ensureOpen();
+        float[] ms = new float[1];
+        Cuda.check(Cuda.backend().eventElapsedTime(ms, start.handle, handle), "cudaEventElapsedTime", device);
+        return ms[0];
+    }
+
+    /** Destroys the event ({@code cudaEventDestroy}). Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        leak.closed();
+        Cuda.check(Cuda.backend().eventDestroy(handle), "cudaEventDestroy", device);
+    }
+}

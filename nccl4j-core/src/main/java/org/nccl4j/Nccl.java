@@ -1,0 +1,84 @@
+package org.nccl4j;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.jni.NcclNative;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Entry point of nccl4j: the loaded NCCL library, groups, unique ids, and a report of open resources.
+ *
+ * <p>The NCCL library is opened on first use as {@link NcclLibrary} documents ({@code -Dnccl4j.library},
+ * {@code NCCL4J_LIBRARY}, then {@code libnccl.so.2}) and described once at INFO through SLF4J.
+ */
+public final class Nccl {
+    private static final Logger LOG = LoggerFactory.getLogger(Nccl.class);
+    private static final AtomicBoolean LOGGED = new AtomicBoolean();
+    private static volatile boolean initialized;
+
+    private Nccl() {
+    }
+
+    /**
+     * The loaded NCCL library, opening it on first call.
+     *
+     * @return the library (version, path, capabilities)
+     * @throws org.nccl4j.jni.NcclUnavailableException when no NCCL can be opened
+     */
+    public static NcclLibrary library() {
+        NcclLibrary lib = NcclLibrary.load();
+        if (LOGGED.compareAndSet(false, true)) {
+            LOG.info("nccl4j: loaded NCCL {} from {} (chosen by {}); {} of {} entry points present",
+                    lib.version(), lib.path(), lib.source(), lib.available().size(), NcclFunction.values().length);
+        }
+        return lib;
+    }
+
+    /** @return the loaded NCCL's version, e.g. "2.28.3" ({@code ncclGetVersion}) */
+    public static String version() {
+        return library().version();
+    }
+
+    /** Marks that NCCL has been initialized (a communicator exists): environment changes no longer apply. */
+    static void markInitialized() {
+        initialized = true;
+    }
+
+    /** @return whether a communicator has been created in this process (NCCL has read its environment) */
+    public static boolean isInitialized() {
+        return initialized;
+    }
+
+    /**
+     * Starts a group ({@code ncclGroupStart}); closing it calls {@code ncclGroupEnd}. Use with
+     * try-with-resources: {@code try (var g = Nccl.group()) { ... }}.
+     *
+     * @return the open group
+     */
+    public static Group group() {
+        library();
+        Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+        return new Group();
+    }
+
+    /**
+     * {@code ncclGetUniqueId}.
+     *
+     * @return a new unique id for a communicator
+     */
+    public static UniqueId uniqueId() {
+        return UniqueId.generate();
+    }
+
+    /**
+     * Describes every device buffer, stream, event and communicator still open, with where it was made.
+     *
+     * @return one line per open resource
+     */
+    public static List<String> openResources() {
+        return Leaks.open();
+    }
+}

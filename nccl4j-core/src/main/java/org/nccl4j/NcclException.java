@@ -1,0 +1,81 @@
+package org.nccl4j;
+
+/**
+ * An NCCL call failed. Carries the raw code, its {@link NcclResult}, NCCL's name for it, the text of
+ * {@code ncclGetLastError}, the rank of the communicator involved (-1 if none) and the operation.
+ *
+ * <p>Message format: {@code ncclAllReduce failed on rank 1: ncclInvalidArgument (4): <ncclGetErrorString>;
+ * last error: <ncclGetLastError>}.
+ */
+public class NcclException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final int code;
+    private final NcclResult result;
+    private final String lastError;
+    private final int rank;
+    private final String operation;
+
+    /**
+     * @param operation the NCCL function that failed, e.g. {@code ncclAllReduce}
+     * @param code the status it returned
+     * @param errorString NCCL's {@code ncclGetErrorString(code)}, or null
+     * @param lastError NCCL's {@code ncclGetLastError}, or null
+     * @param rank the communicator's rank, or -1
+     */
+    public NcclException(String operation, int code, String errorString, String lastError, int rank) {
+        super(message(operation, code, errorString, lastError, rank));
+        this.code = code;
+        this.result = NcclResult.of(code);
+        this.lastError = lastError;
+        this.rank = rank;
+        this.operation = operation;
+    }
+
+    private static String message(String operation, int code, String errorString, String lastError, int rank) {
+        NcclResult r = NcclResult.of(code);
+        StringBuilder sb = new StringBuilder(operation).append(" failed");
+        if (rank >= 0) {
+            sb.append(" on rank ").append(rank);
+        }
+        sb.append(": ").append(r == NcclResult.UNKNOWN ? "unknown ncclResult_t" : r.ncclName())
+                .append(" (").append(code).append(')');
+        if (errorString != null && !errorString.isEmpty()) {
+            sb.append(": ").append(errorString);
+        }
+        if (lastError != null && !lastError.isEmpty()) {
+            sb.append("; last error: ").append(lastError);
+        }
+        return sb.toString();
+    }
+
+    /** @return the raw status code */
+    public int code() {
+        return code;
+    }
+
+    /** @return the status as an enum ({@link NcclResult#UNKNOWN} for undefined codes) */
+    public NcclResult result() {
+        return result;
+    }
+
+    /** @return NCCL's name of the status, e.g. {@code ncclRemoteError} */
+    public String ncclName() {
+        return result == NcclResult.UNKNOWN ? "unknown(" + code + ")" : result.ncclName();
+    }
+
+    /** @return {@code ncclGetLastError}'s text at the time of failure, or null */
+    public String lastError() {
+        return lastError;
+    }
+
+    /** @return the rank of the communicator involved, or -1 */
+    public int rank() {
+        return rank;
+    }
+
+    /** @return the NCCL function that failed */
+    public String operation() {
+        return operation;
+    }
+}
