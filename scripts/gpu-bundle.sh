@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds nccl4j and assembles, in bundle/ (git-ignored), everything a Linux x86-64 box with NVIDIA GPUs but
+# no Java or Maven needs to run the GPU tests and the examples: a jlink'd JRE, the runtime jars (the CUDA
+# presets' JNI jar trimmed to the libraries nccl4j loads), the test classes and the JUnit console launcher.
+#
+#   scripts/gpu-bundle.sh [bundle-dir]      (default: bundle)
+#
+# Needs JDK 17+ (jlink), Maven and gcc, as the build does.
+set -euo pipefail
+shopt -s nullglob
+cd "$(dirname "$0")/.."
+out=${1:-bundle}
+javacpp_platform=linux-x86_64
+# JNI libraries of the CUDA presets that nccl4j and its examples load.
+cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so"}
+console_version=1.14.1
+
+rm -rf "$out"
+mkdir -p "$out/lib" "$out/deps"
+# Build, and let Maven copy each module's dependencies (test scope: the tests run from the bundle too).
+mvn -q -B -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeGroupIds=org.nccl4j
+for m in nccl4j-*/target/dependency; do cp -f "$m"/*.jar "$out/deps/"; done
+mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$console_version \
+    -DoutputDirectory="$PWD/$out/lib"
+
+for f in "$out"/deps/*.jar; do
+  name=$(basename "$f")
+  case "$name" in
+    junit-*|opentest4j-*|apiguardian-*) ;;             # inside the console launcher already
+    cuda-*-"$javacpp_platform".jar)
+      src=$(cd "$(dirname "$f")" && pwd)/$name
+      dst=$(cd "$out/lib" && pwd)/$name
+      tmp=$(mktemp -d)
+      mkdir -p "$tmp/keep/org/bytedeco/cuda/$javacpp_platform"
+      for l in $cuda_jni_libs; do
+        unzip -q -j "$src" "org/bytedeco/cuda/$javacpp_platform/$l" -d "$tmp/keep/org/bytedeco/cuda/$javacpp_platform"
+      done
+      (cd "$tmp/keep" && zip -q -r "$dst" .)
+      rm -rf "$tmp" ;;
+    *) cp "$f" "$out/lib/" ;;
+  esac
+done
+rm -rf "$out/deps"
+for m in nccl4j-native nccl4j-core nccl4j-examples; do
+  cp $m/target/$m-*-SNAPSHOT.jar "$out/lib/" 2>/dev/null || true
+  cp $m/target/$m-*-tests.jar "$out/lib/" 2>/dev/null || true
+done
+rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$javacpp_platform".jar
+
+jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs \
+      --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
+cp scripts/gpu-test.sh "$out/"
+du -sh "$out" | awk '{print "bundle: " $2 ", " $1}'

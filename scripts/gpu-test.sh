@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs nccl4j's GPU tests from a bundle made by scripts/gpu-bundle.sh: first the single-process tests
+# (tag "gpu", not "multiprocess") in one JVM, then the multi-process ones (tag "multiprocess") under
+# mpirun -np N, one JVM per rank. Ends with the line "N passed, N failed"; exits non-zero on any failure.
+#
+#   scripts/gpu-test.sh [bundle-dir]          NP=ranks (default: GPU count)   JAVA_OPTS=extra JVM options
+#
+# Every rank gets the parent's environment: mpirun's children inherit it, and the NCCL_*, NCCL4J_*, CUDA_*,
+# NVSHMEM_*, TORCH_*, LD_LIBRARY_PATH variables are also forwarded explicitly with -x.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=${1:-$here}
+[ -x "$bundle/jre/bin/java" ] || bundle=$here/../bundle
+java="$bundle/jre/bin/java"
+[ -x "$java" ] || { echo "no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"; exit 2; }
+console=$(ls "$bundle"/lib/junit-platform-console-standalone-*.jar | head -1)
+cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
+[ -d "$cuda_lib" ] && export LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+export NCCL_COMM_ID=${NCCL_COMM_ID:-127.0.0.1:$((29500 + RANDOM % 500))}
+log_dir=${LOG_DIR:-$(mktemp -d)}
+
+cp=""
+for j in "$bundle"/lib/*.jar; do
+  case "$j" in *console-standalone*) ;; *) cp="$cp${cp:+:}$j" ;; esac
+done
+scan=()
+for j in "$bundle"/lib/nccl4j-*-tests.jar; do scan+=(--scan-classpath "$j"); done
+
+# JAVA_OPTS is split on spaces on purpose: it carries several -D options.
+# shellcheck disable=SC2086
+junit() {
+  "$java" ${JAVA_OPTS:-} -jar "$console" execute --class-path "$cp" "${scan[@]}" \
+      --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii "$@"
+}
+
+passed=0
+failed=0
+count() { # file: sums the console launcher's summaries (one per rank)
+  local p f
+  p=$(grep -Eo '\[ *[0-9]+ tests successful' "$1" | grep -Eo '[0-9]+' | awk '{s += $1} END {print s + 0}')
+  f=$(grep -Eo '\[ *[0-9]+ tests failed' "$1" | grep -Eo '[0-9]+' | awk '{s += $1} END {print s + 0}')
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+}
+
+echo "== single-process GPU tests"
+junit --include-tag gpu --exclude-tag multiprocess 2>&1 | tee "$log_dir/single.log"
+count "$log_dir/single.log"
+
+if [ "$np" -ge 2 ]; then
+  echo "== multi-process GPU tests: mpirun -np $np, NCCL_COMM_ID=$NCCL_COMM_ID"
+  fwd=()
+  for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|NVSHMEM_|TORCH_|LD_LIBRARY_PATH$|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
+  root=()
+  [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" \
+      "$java" ${JAVA_OPTS:-} -jar "$console" execute --class-path "$cp" "${scan[@]}" \
+      --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii --include-tag multiprocess 2>&1 | tee "$log_dir/multi.log"
+  count "$log_dir/multi.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))
+else
+  echo "== multi-process GPU tests skipped: $np GPU(s)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
