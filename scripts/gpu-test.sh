@@ -11,6 +11,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=${1:-$here}
 [ -x "$bundle/jre/bin/java" ] || bundle=$here/../bundle
+bundle=$(cd "$bundle" && pwd)
 java="$bundle/jre/bin/java"
 [ -x "$java" ] || { echo "no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"; exit 2; }
 console=$(ls "$bundle"/lib/junit-platform-console-standalone-*.jar | head -1)
@@ -54,11 +55,20 @@ if [ "$np" -ge 2 ]; then
   for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|NVSHMEM_|TORCH_|LD_LIBRARY_PATH$|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
   root=()
   [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
-  mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" \
-      "$java" ${JAVA_OPTS:-} -jar "$console" execute --class-path "$cp" "${scan[@]}" \
-      --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii --include-tag multiprocess 2>&1 | tee "$log_dir/multi.log"
+  # The per-rank command goes in a script so that mpirun parses none of its arguments.
+  rank_script="$log_dir/rank.sh"
+  {
+    echo '#!/usr/bin/env bash'
+    printf 'exec %q ${JAVA_OPTS:-} -jar %q execute --class-path %q' "$java" "$console" "$cp"
+    printf ' %q' "${scan[@]}" --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii \
+        --include-tag multiprocess
+    echo
+  } > "$rank_script"
+  chmod +x "$rank_script"
+  mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" "$rank_script" 2>&1 | tee "$log_dir/multi.log"
+  status=${PIPESTATUS[0]}
   count "$log_dir/multi.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || [ "$failed" -gt 0 ] || failed=$((failed + 1))
+  [ "$status" = 0 ] || { echo "mpirun exited with status $status"; failed=$((failed + 1)); }
 else
   echo "== multi-process GPU tests skipped: $np GPU(s)"
 fi

@@ -19,7 +19,7 @@ public enum NcclFunction {
     /** {@code ncclCommShrink}. */ ncclCommShrink("2.27"),
     /** {@code ncclCommGetUniqueId}. */ ncclCommGetUniqueId("2.29"),
     /** {@code ncclCommGrow}. */ ncclCommGrow("2.29"),
-    /** {@code ncclCommRevoke}. */ ncclCommRevoke("2.29"),
+    /** {@code ncclCommRevoke}. */ ncclCommRevoke("2.28"),
     /** {@code ncclCommGetAsyncError}. */ ncclCommGetAsyncError("2.4"),
     /** {@code ncclGetLastError}. */ ncclGetLastError("2.13"),
     /** {@code ncclGetErrorString}. */ ncclGetErrorString("2.0"),
