@@ -3,7 +3,8 @@
 # (tag "gpu", not "multiprocess") in one JVM, then the multi-process ones (tag "multiprocess") under
 # mpirun -np N, one JVM per rank. Ends with the line "N passed, N failed"; exits non-zero on any failure.
 #
-#   scripts/gpu-test.sh [bundle-dir]          NP=ranks (default: GPU count)   JAVA_OPTS=extra JVM options
+#   scripts/gpu-test.sh [bundle-dir]   NP=ranks (default: GPU count)  JAVA_OPTS=extra JVM options
+#                                      TESTS=regex of test class names
 #
 # Every rank gets the parent's environment: mpirun's children inherit it, and the NCCL_*, NCCL4J_*, CUDA_*,
 # NVSHMEM_*, TORCH_*, LD_LIBRARY_PATH variables are also forwarded explicitly with -x.
@@ -27,6 +28,8 @@ for j in "$bundle"/lib/*.jar; do
 done
 scan=()
 for j in "$bundle"/lib/nccl4j-*-tests.jar; do scan+=(--scan-classpath "$j"); done
+# TESTS=<regex of class names> narrows the run (JUnit's --include-classname).
+[ -n "${TESTS:-}" ] && scan+=(--include-classname "$TESTS")
 
 # JAVA_OPTS is split on spaces on purpose: it carries several -D options.
 # shellcheck disable=SC2086
