@@ -49,6 +49,16 @@ public final class StubNccl {
         return use(full());
     }
 
+    /**
+     * Loads the full stub anew even when it is already loaded, and starts an empty record: for tests that
+     * loaded it in an unusual way (a programmed version, a failing ncclGetVersion), whose NcclLibrary must
+     * not outlive them.
+     */
+    public static synchronized StubNccl reloadFull() {
+        NcclLibrary.reload(full().toString());
+        return fresh();
+    }
+
     /** Loads the given stub library, unless already loaded, and starts an empty record. */
     public static synchronized StubNccl use(Path library) {
         NcclLibrary current = NcclNative.isLoaded() != 0 ? NcclLibrary.load() : null;
