@@ -295,7 +295,11 @@ public final class DeviceBuffer implements AutoCloseable {
     /** Sets every byte to {@code value} ({@code cudaMemset}). */
     public DeviceBuffer fill(int value) {
         ensureOpen();
-        Cuda.check(Cuda.backend().memset(address, value, bytes), "cudaMemset", device);
+        // cudaMemset works on the current device's memory: run it on this buffer's device.
+        Cuda.onDevice(device, () -> {
+            Cuda.check(Cuda.backend().memset(address, value, bytes), "cudaMemset", device);
+            return null;
+        });
         return this;
     }
 
@@ -342,7 +346,10 @@ public final class DeviceBuffer implements AutoCloseable {
             leak.closed();
         }
         if (owner == Owner.CUDA_MALLOC) {
-            Cuda.check(Cuda.backend().free(address), "cudaFree", device);
+            Cuda.onDevice(device, () -> {
+                Cuda.check(Cuda.backend().free(address), "cudaFree", device);
+                return null;
+            });
         } else if (owner == Owner.NCCL_MEM_ALLOC) {
             Errors.check(NcclNative.ncclMemFree(address), NcclFunction.ncclMemFree, null);
         }
