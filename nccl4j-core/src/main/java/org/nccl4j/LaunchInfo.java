@@ -1,0 +1,353 @@
+package org.nccl4j;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Where this process stands in a multi-process job: its rank, the world size, its rank and the process count on
+ * its node when known, and the GPU it should use, as told by the launcher through environment variables.
+ *
+ * <p>Launchers are recognized in this order; the first whose variables are present wins and is recorded as
+ * {@link #source()}:
+ * <ol>
+ * <li>torchrun's elastic agent, when {@code TORCHELASTIC_RUN_ID} is set together with {@code RANK} and
+ *     {@code WORLD_SIZE}. It comes first because torchrun is often itself started by {@code srun} or
+ *     {@code mpirun}, whose variables it passes on to its workers although they describe the agent, not the
+ *     worker;</li>
+ * <li>Open MPI: {@code OMPI_COMM_WORLD_RANK}, {@code OMPI_COMM_WORLD_SIZE}, {@code OMPI_COMM_WORLD_LOCAL_RANK},
+ *     {@code OMPI_COMM_WORLD_LOCAL_SIZE};</li>
+ * <li>PMIx: {@code PMIX_RANK}, with the size from {@code PMI_SIZE} or {@code OMPI_COMM_WORLD_SIZE}; when no size
+ *     is given the next launchers are tried;</li>
+ * <li>PMI (MPICH, Hydra, Intel MPI): {@code PMI_RANK}, {@code PMI_SIZE}, and {@code MPI_LOCALRANKID},
+ *     {@code MPI_LOCALNRANKS};</li>
+ * <li>Slurm: {@code SLURM_PROCID}, {@code SLURM_NTASKS} (or {@code SLURM_NPROCS}), {@code SLURM_LOCALID}, and the
+ *     local size from {@code SLURM_NTASKS_PER_NODE} or a uniform {@code SLURM_TASKS_PER_NODE} (such as
+ *     {@code 4(x2)});</li>
+ * <li>torchrun style without the agent: {@code RANK}, {@code WORLD_SIZE}, {@code LOCAL_RANK},
+ *     {@code LOCAL_WORLD_SIZE};</li>
+ * <li>none: a single process, rank 0 of 1, local rank 0.</li>
+ * </ol>
+ *
+ * <p>The device is the local rank unless {@code NCCL4J_DEVICE} is set or {@link #withDevice(int)} is used.
+ * {@code MASTER_ADDR} and {@code MASTER_PORT} are carried when present, for {@link Rendezvous}.
+ *
+ * <p>Every value is checked: a value that is not an integer, a negative one, a rank not below its size, or a
+ * launcher's rank variable without its size variable gives an {@link IllegalArgumentException} naming the variable
+ * and its value. Instances are immutable.
+ */
+public final class LaunchInfo {
+    /** The variable that overrides the device: a CUDA device ordinal, 0 or more. */
+    public static final String DEVICE_VARIABLE = "NCCL4J_DEVICE";
+
+    /** The launcher that described the process. */
+    public enum Source {
+        /** Open MPI's {@code mpirun}/{@code prterun}. */
+        OPEN_MPI("Open MPI"),
+        /** A PMIx server (e.g. {@code srun --mpi=pmix}, PRRTE). */
+        PMIX("PMIx"),
+        /** A PMI-1/2 launcher (MPICH's Hydra, Intel MPI). */
+        PMI("PMI"),
+        /** Slurm's {@code srun}. */
+        SLURM("Slurm"),
+        /** PyTorch's {@code torchrun} or a launcher exporting the same variables. */
+        TORCHRUN("torchrun"),
+        /** No launcher: a single process. */
+        SINGLE_PROCESS("single process");
+
+        private final String description;
+
+        Source(String description) {
+            this.description = description;
+        }
+
+        /** A short human-readable name, e.g. "Open MPI" or "single process". */
+        public String description() {
+            return description;
+        }
+    }
+
+    private static final Pattern SLURM_UNIFORM = Pattern.compile("([0-9]+)(\\(x[0-9]+\\))?");
+
+    private final Source source;
+    private final int rank;
+    private final int worldSize;
+    private final int localRank;
+    private final int localWorldSize;
+    private final int device;
+    private final String deviceOrigin;
+    private final String masterAddr;
+    private final int masterPort;
+
+    private LaunchInfo(Source source, int rank, int worldSize, int localRank, int localWorldSize, int device,
+            String deviceOrigin, String masterAddr, int masterPort) {
+        this.source = source;
+        this.rank = rank;
+        this.worldSize = worldSize;
+        this.localRank = localRank;
+        this.localWorldSize = localWorldSize;
+        this.device = device;
+        this.deviceOrigin = deviceOrigin;
+        this.masterAddr = masterAddr;
+        this.masterPort = masterPort;
+    }
+
+    /**
+     * Detects the launch from this process's environment as the JVM saw it at start ({@link System#getenv()}).
+     *
+     * @throws IllegalArgumentException when a launcher variable is malformed
+     */
+    public static LaunchInfo detect() {
+        return detect(System.getenv());
+    }
+
+    /**
+     * Detects the launch from {@code env}, a map of environment variables.
+     *
+     * @throws IllegalArgumentException when a launcher variable is malformed
+     */
+    public static LaunchInfo detect(Map<String, String> env) {
+        Objects.requireNonNull(env, "env");
+        Env e = new Env(env);
+        LaunchInfo info = null;
+        if (e.has("TORCHELASTIC_RUN_ID") && e.has("RANK") && e.has("WORLD_SIZE")) {
+            info = torchrun(e);
+        }
+        if (info == null && e.has("OMPI_COMM_WORLD_RANK")) {
+            info = e.build(Source.OPEN_MPI, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", null);
+        }
+        if (info == null && e.has("PMIX_RANK")) {
+            String size = e.has("PMI_SIZE") ? "PMI_SIZE" : e.has("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : null;
+            if (size != null) {
+                String local = e.has("OMPI_COMM_WORLD_LOCAL_RANK") ? "OMPI_COMM_WORLD_LOCAL_RANK"
+                        : e.has("MPI_LOCALRANKID") ? "MPI_LOCALRANKID" : null;
+                String localSize = e.has("OMPI_COMM_WORLD_LOCAL_SIZE") ? "OMPI_COMM_WORLD_LOCAL_SIZE"
+                        : e.has("MPI_LOCALNRANKS") ? "MPI_LOCALNRANKS" : null;
+                info = e.build(Source.PMIX, "PMIX_RANK", size, local, localSize, null);
+            }
+        }
+        if (info == null && e.has("PMI_RANK")) {
+            info = e.build(Source.PMI, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", null);
+        }
+        if (info == null && e.has("SLURM_PROCID")) {
+            info = slurm(e);
+        }
+        if (info == null && e.has("RANK")) {
+            info = torchrun(e);
+        }
+        if (info == null) {
+            if (e.has("PMIX_RANK")) {
+                throw new IllegalArgumentException("PMIX_RANK=" + e.get("PMIX_RANK") + " is set but no world size"
+                        + " is: set PMI_SIZE (or OMPI_COMM_WORLD_SIZE), or launch with a launcher that exports one");
+            }
+            info = e.build(Source.SINGLE_PROCESS, null, null, null, null, null);
+        }
+        return info;
+    }
+
+    private static LaunchInfo torchrun(Env e) {
+        return e.build(Source.TORCHRUN, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", null);
+    }
+
+    private static LaunchInfo slurm(Env e) {
+        String size = !e.has("SLURM_NTASKS") && e.has("SLURM_NPROCS") ? "SLURM_NPROCS" : "SLURM_NTASKS";
+        String localSizeValue = null;
+        String localSizeName = null;
+        for (String v : new String[] {"SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+            if (e.has(v)) {
+                Matcher m = SLURM_UNIFORM.matcher(e.get(v));
+                if (m.matches()) {
+                    localSizeValue = m.group(1);
+                    localSizeName = v;
+                    break;
+                }
+            }
+        }
+        return e.build(Source.SLURM, "SLURM_PROCID", size, "SLURM_LOCALID", localSizeName, localSizeValue);
+    }
+
+    /** Reads and checks the variables. */
+    private static final class Env {
+        private final Map<String, String> env;
+
+        Env(Map<String, String> env) {
+            this.env = env;
+        }
+
+        boolean has(String name) {
+            String v = env.get(name);
+            return v != null && !v.isEmpty();
+        }
+
+        String get(String name) {
+            return env.get(name);
+        }
+
+        int integer(String name, String value, int min) {
+            String v = value.trim();
+            int n;
+            try {
+                n = Integer.parseInt(v);
+            } catch (NumberFormatException ex) {
+                throw new IllegalArgumentException(name + "=\"" + value + "\" is not an integer: check how the"
+                        + " launcher sets " + name);
+            }
+            if (n < min) {
+                throw new IllegalArgumentException(name + "=" + value + " is " + (n < 0 ? "negative" : "less than "
+                        + min) + ": check how the launcher sets " + name);
+            }
+            return n;
+        }
+
+        LaunchInfo build(Source source, String rankVar, String sizeVar, String localVar, String localSizeVar,
+                String localSizeValue) {
+            int rank = 0;
+            int size = 1;
+            if (rankVar != null) {
+                if (!has(sizeVar)) {
+                    throw new IllegalArgumentException(rankVar + "=" + get(rankVar) + " is set but " + sizeVar
+                            + " is not: a " + source.description() + " launch sets both; set " + sizeVar
+                            + " to the number of processes");
+                }
+                rank = integer(rankVar, get(rankVar), 0);
+                size = integer(sizeVar, get(sizeVar), 1);
+                if (rank >= size) {
+                    throw new IllegalArgumentException(rankVar + "=" + rank + " is not below " + sizeVar + "=" + size
+                            + ": ranks run from 0 to " + (size - 1));
+                }
+            }
+            int local = -1;
+            int localSize = -1;
+            if (source == Source.SINGLE_PROCESS) {
+                local = 0;
+                localSize = 1;
+            }
+            if (localSizeVar != null && (localSizeValue != null || has(localSizeVar))) {
+                localSize = integer(localSizeVar, localSizeValue != null ? localSizeValue : get(localSizeVar), 1);
+                if (localSize > size) {
+                    throw new IllegalArgumentException(localSizeVar + "=" + localSize + " is greater than " + sizeVar
+                            + "=" + size + ": a node cannot hold more processes than the job");
+                }
+            }
+            if (localVar != null && has(localVar)) {
+                local = integer(localVar, get(localVar), 0);
+                if (localSize >= 0 && local >= localSize) {
+                    throw new IllegalArgumentException(localVar + "=" + local + " is not below " + localSizeVar + "="
+                            + localSize + ": local ranks run from 0 to " + (localSize - 1));
+                }
+                if (local >= size) {
+                    throw new IllegalArgumentException(localVar + "=" + local + " is not below " + sizeVar + "="
+                            + size + ": a local rank cannot exceed the world size");
+                }
+            }
+            int device = local;
+            String origin = local >= 0 ? "local rank" : null;
+            if (has(DEVICE_VARIABLE)) {
+                device = integer(DEVICE_VARIABLE, get(DEVICE_VARIABLE), 0);
+                origin = DEVICE_VARIABLE;
+            }
+            String addr = has("MASTER_ADDR") ? get("MASTER_ADDR").trim() : null;
+            int port = -1;
+            if (has("MASTER_PORT")) {
+                port = integer("MASTER_PORT", get("MASTER_PORT"), 1);
+                if (port > 65535) {
+                    throw new IllegalArgumentException("MASTER_PORT=" + port + " is above 65535: use a TCP port from"
+                            + " 1 to 65535");
+                }
+            }
+            return new LaunchInfo(source, rank, size, local, localSize, device, origin, addr, port);
+        }
+    }
+
+    /**
+     * A copy using CUDA device {@code device} instead.
+     *
+     * @throws IllegalArgumentException when {@code device} is negative
+     */
+    public LaunchInfo withDevice(int device) {
+        if (device < 0) {
+            throw new IllegalArgumentException("device is " + device + ": CUDA device ordinals are 0 or more");
+        }
+        return new LaunchInfo(source, rank, worldSize, localRank, localWorldSize, device, "explicit", masterAddr,
+                masterPort);
+    }
+
+    /** The launcher that described this process. */
+    public Source source() {
+        return source;
+    }
+
+    /** This process's rank, from 0 to {@code worldSize() - 1}. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The number of processes in the job. */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** The rank of this process among those on its node, when the launcher tells. */
+    public OptionalInt localRank() {
+        return localRank < 0 ? OptionalInt.empty() : OptionalInt.of(localRank);
+    }
+
+    /** The number of processes on this node, when the launcher tells. */
+    public OptionalInt localWorldSize() {
+        return localWorldSize < 0 ? OptionalInt.empty() : OptionalInt.of(localWorldSize);
+    }
+
+    /** Whether a device is known: from the local rank, {@code NCCL4J_DEVICE} or {@link #withDevice(int)}. */
+    public boolean hasDevice() {
+        return device >= 0;
+    }
+
+    /**
+     * The CUDA device this process should use.
+     *
+     * @throws IllegalStateException when the launcher gave no local rank and no device was set
+     */
+    public int device() {
+        if (device < 0) {
+            throw new IllegalStateException("the " + source.description() + " launch gives no local rank, so the"
+                    + " device is unknown: set " + DEVICE_VARIABLE + ", or call withDevice(int)");
+        }
+        return device;
+    }
+
+    /** Where the device came from: "local rank", "NCCL4J_DEVICE", "explicit", or empty when unknown. */
+    public Optional<String> deviceOrigin() {
+        return Optional.ofNullable(deviceOrigin);
+    }
+
+    /** {@code MASTER_ADDR}, when set. */
+    public Optional<String> masterAddr() {
+        return Optional.ofNullable(masterAddr);
+    }
+
+    /** {@code MASTER_PORT}, when set. */
+    public OptionalInt masterPort() {
+        return masterPort < 0 ? OptionalInt.empty() : OptionalInt.of(masterPort);
+    }
+
+    /** E.g. {@code LaunchInfo[Slurm: rank 3 of 8, local 1 of 4, device 1 (local rank), master node01:29500]}. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder("LaunchInfo[").append(source.description()).append(": rank ")
+                .append(rank).append(" of ").append(worldSize);
+        if (localRank >= 0 || localWorldSize >= 0) {
+            sb.append(", local ").append(localRank >= 0 ? Integer.toString(localRank) : "?").append(" of ")
+                    .append(localWorldSize >= 0 ? Integer.toString(localWorldSize) : "?");
+        }
+        sb.append(", device ").append(device >= 0 ? device + " (" + deviceOrigin + ")" : "unknown");
+        if (masterAddr != null || masterPort >= 0) {
+            sb.append(", master ").append(masterAddr == null ? "?" : masterAddr).append(':')
+                    .append(masterPort >= 0 ? Integer.toString(masterPort) : "?");
+        }
+        return sb.append(']').toString();
+    }
+}

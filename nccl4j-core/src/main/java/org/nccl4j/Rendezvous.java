@@ -1,0 +1,890 @@
+package org.nccl4j;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.zip.CRC32;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Brings NCCL's 128-byte unique id from rank 0 to every rank, before {@code ncclCommInitRank}.
+ *
+ * <p>Three routes, chosen on the {@link Builder}:
+ * <ul>
+ * <li>{@link Route#COMM_ID}: nothing is exchanged. With {@code NCCL_COMM_ID=host:port} set on every rank, NCCL
+ *     derives the same id on every rank, so every rank calls the id supplier ({@code ncclGetUniqueId}). This route
+ *     checks that {@code NCCL_COMM_ID} is set in the live process environment and well-formed, then calls the
+ *     supplier.</li>
+ * <li>{@link Route#TCP}: rank 0 listens on the rendezvous port (normally {@code MASTER_PORT}); the other ranks
+ *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. Rank 0 checks each peer's rank and
+ *     world size and, when a token is configured ({@link Builder#token} or {@code NCCL4J_RENDEZVOUS_TOKEN}), that
+ *     the peer knows it (by HMAC over a fresh nonce; the token is never sent). Once all {@code worldSize - 1}
+ *     peers have arrived, rank 0 calls the supplier and sends the id to each. A connection with a wrong token or
+ *     a malformed or oversized message is refused and rank 0 keeps waiting (it may be a stranger); a peer with a
+ *     different world size, a rank out of range or a rank already taken ends the rendezvous on every rank with an
+ *     error naming the values. See {@code RendezvousWire} for the format.</li>
+ * <li>{@link Route#FILE}: rank 0 removes the file, then writes it anew atomically (a temporary file in the same
+ *     directory, flushed to disk, then renamed over the path); the others poll until it appears. To tell a file
+ *     of this run from one left by an earlier run, the file carries a SHA-256 hash of a <b>run id</b> that must be
+ *     the same on every rank of this run and differ between runs: {@link Builder#runId}, else
+ *     {@code NCCL4J_RUN_ID}, else one derived from the launcher ({@code TORCHELASTIC_RUN_ID} with
+ *     {@code TORCHELASTIC_RESTART_COUNT}, {@code SLURM_JOB_ID} with {@code SLURM_STEP_ID}, {@code PMIX_NAMESPACE},
+ *     or Open MPI's job id). A file with another run's hash is ignored and polling goes on; a file of this run with
+ *     another world size is an error. The file holds a CRC32 of its contents and is created readable by its owner
+ *     only; it is left in place for the next run to replace.</li>
+ * </ul>
+ *
+ * <p>Every route returns a fresh copy of the 128-byte id and throws {@link RendezvousException} on failure.
+ * A {@code Rendezvous} is immutable; {@link #exchange} uses no threads of its own and closes every socket and
+ * temporary file on every path.
+ */
+public final class Rendezvous {
+    private static final Logger LOG = LoggerFactory.getLogger(Rendezvous.class);
+
+    /** The size of NCCL's unique id ({@code NCCL_UNIQUE_ID_BYTES}). */
+    public static final int UNIQUE_ID_BYTES = 128;
+    /** The variable holding the shared token of the TCP route. */
+    public static final String TOKEN_VARIABLE = "NCCL4J_RENDEZVOUS_TOKEN";
+    /** The variable holding the run id of the file route. */
+    public static final String RUN_ID_VARIABLE = "NCCL4J_RUN_ID";
+    /** The default time to wait for all ranks: 300 seconds. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(300);
+
+    /** How the id travels. */
+    public enum Route {
+        /** NCCL derives the id from {@code NCCL_COMM_ID}; nothing is exchanged. */
+        COMM_ID,
+        /** Rank 0 serves the id over TCP. */
+        TCP,
+        /** Rank 0 writes the id to a file on a shared file system. */
+        FILE
+    }
+
+    static final int FILE_MAGIC = 0x4E344A46; // "N4JF"
+    static final int FILE_VERSION = 1;
+    static final int FILE_BYTES = 4 + 1 + 4 + 32 + UNIQUE_ID_BYTES + 4;
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Route route;
+    private final int rank;
+    private final int worldSize;
+    private final String host;
+    private final int port;
+    private final InetAddress bindAddress;
+    private final Consumer<InetSocketAddress> onListening;
+    private final String token;
+    private final Path file;
+    private final String runId;
+    private final Duration timeout;
+    private final Duration handshakeTimeout;
+    private final Duration pollInterval;
+    private final ProcessEnvironment processEnvironment;
+
+    private Rendezvous(Builder b, int rank, int worldSize, String host, int port, String token, String runId,
+            InetAddress bindAddress, ProcessEnvironment processEnvironment) {
+        this.route = b.route;
+        this.rank = rank;
+        this.worldSize = worldSize;
+        this.host = host;
+        this.port = port;
+        this.bindAddress = bindAddress;
+        this.onListening = b.onListening;
+        this.token = token;
+        this.file = b.file;
+        this.runId = runId;
+        this.timeout = b.timeout;
+        this.handshakeTimeout = b.handshakeTimeout;
+        this.pollInterval = b.pollInterval;
+        this.processEnvironment = processEnvironment;
+    }
+
+    /** A builder; rank and world size default to {@link LaunchInfo#detect()}. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The route. */
+    public Route route() {
+        return route;
+    }
+
+    /** This process's rank. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The number of ranks. */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** The time to wait for the other ranks. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** E.g. {@code Rendezvous[TCP rank 1 of 4 via node01:29500, timeout PT5M]}. */
+    @Override
+    public String toString() {
+        String where = route == Route.TCP ? " via " + host + ":" + port : route == Route.FILE ? " via " + file : "";
+        return "Rendezvous[" + route + " rank " + rank + " of " + worldSize + where + ", timeout " + timeout + "]";
+    }
+
+    /**
+     * Runs the rendezvous and returns the unique id, identical on every rank.
+     *
+     * @param idSupplier makes a new unique id (normally {@code ncclGetUniqueId}); called on rank 0 only for the TCP
+     *                   and file routes, on every rank for the {@code NCCL_COMM_ID} route. It must return
+     *                   {@value #UNIQUE_ID_BYTES} bytes.
+     * @return a new array of {@value #UNIQUE_ID_BYTES} bytes
+     * @throws RendezvousException when the exchange fails; the message names the ranks and the fix
+     */
+    public byte[] exchange(Supplier<byte[]> idSupplier) {
+        Objects.requireNonNull(idSupplier, "idSupplier");
+        switch (route) {
+            case COMM_ID:
+                return viaCommId(idSupplier);
+            case TCP:
+                if (worldSize == 1) {
+                    return newId(idSupplier);
+                }
+                return rank == 0 ? serve(idSupplier) : fetch();
+            case FILE:
+                return rank == 0 ? writeFile(idSupplier) : readFile();
+            default:
+                throw new AssertionError(route);
+        }
+    }
+
+    private byte[] newId(Supplier<byte[]> idSupplier) {
+        byte[] id;
+        try {
+            id = idSupplier.get();
+        } catch (RuntimeException e) {
+            throw new RendezvousException("rank " + rank + ": the unique id supplier failed: " + e, e);
+        }
+        if (id == null || id.length != UNIQUE_ID_BYTES) {
+            throw new RendezvousException("rank " + rank + ": the unique id supplier returned "
+                    + (id == null ? "null" : id.length + " bytes") + "; it must return " + UNIQUE_ID_BYTES
+                    + " bytes (an ncclUniqueId)");
+        }
+        return id.clone();
+    }
+
+    // ---- NCCL_COMM_ID ----
+
+    private byte[] viaCommId(Supplier<byte[]> idSupplier) {
+        String value = processEnvironment.get(NcclEnvironment.COMM_ID);
+        if (value == null || value.isEmpty()) {
+            throw new RendezvousException("rank " + rank + ": the NCCL_COMM_ID route needs NCCL_COMM_ID set to rank 0's"
+                    + " host:port on every rank before NCCL starts; set it in the launch environment or with"
+                    + " NcclEnvironment.builder().commId(host, port).build().apply()");
+        }
+        try {
+            NcclEnvironment.parseHostPort(NcclEnvironment.COMM_ID, value);
+        } catch (IllegalArgumentException e) {
+            throw new RendezvousException("rank " + rank + ": " + e.getMessage(), e);
+        }
+        return newId(idSupplier);
+    }
+
+    // ---- TCP, rank 0 ----
+
+    private byte[] serve(Supplier<byte[]> idSupplier) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Map<Integer, Socket> peers = new TreeMap<>();
+        List<String> refused = new ArrayList<>();
+        ServerSocket server = null;
+        try {
+            server = new ServerSocket();
+            server.setReuseAddress(true);
+            InetSocketAddress bind = new InetSocketAddress(bindAddress, port);
+            try {
+                server.bind(bind, Math.max(50, worldSize));
+            } catch (IOException e) {
+                throw new RendezvousException("rank 0 cannot listen on " + describe(bind) + " for the rendezvous: " + e
+                        + "; choose a free port (MASTER_PORT) or stop the process holding it", e);
+            }
+            InetSocketAddress local = (InetSocketAddress) server.getLocalSocketAddress();
+            LOG.info("rank 0 waiting on {} for {} peers", describe(local), worldSize - 1);
+            if (onListening != null) {
+                onListening.accept(local);
+            }
+            while (peers.size() < worldSize - 1) {
+                long remaining = remainingMillis(deadline);
+                if (remaining <= 0) {
+                    throw timeoutOnServer(peers, refused);
+                }
+                server.setSoTimeout((int) Math.min(Integer.MAX_VALUE, remaining));
+                Socket s;
+                try {
+                    s = server.accept();
+                } catch (SocketTimeoutException e) {
+                    throw timeoutOnServer(peers, refused);
+                }
+                admit(s, deadline, peers, refused);
+            }
+            byte[] id;
+            try {
+                id = newId(idSupplier);
+            } catch (RendezvousException e) {
+                abortPeers(peers, e.getMessage());
+                throw e;
+            }
+            for (Map.Entry<Integer, Socket> p : peers.entrySet()) {
+                try {
+                    RendezvousWire.write(p.getValue().getOutputStream(), RendezvousWire.ID, id);
+                } catch (IOException e) {
+                    abortPeers(peers, "rank 0 could not send the unique id to rank " + p.getKey() + ": " + e);
+                    throw new RendezvousException("rank 0 could not send the unique id to rank " + p.getKey()
+                            + " at " + p.getValue().getRemoteSocketAddress() + ": " + e + "; that rank may have"
+                            + " timed out or died", e);
+                }
+            }
+            LOG.info("rank 0 sent the unique id to ranks 1..{}", worldSize - 1);
+            return id;
+        } catch (IOException e) {
+            abortPeers(peers, "rank 0 failed: " + e);
+            throw new RendezvousException("rank 0 rendezvous failed: " + e, e);
+        } finally {
+            for (Socket s : peers.values()) {
+                closeQuietly(s);
+            }
+            closeQuietly(server);
+        }
+    }
+
+    /** Handshakes with one connection: adds it to {@code peers}, refuses it, or throws to end the rendezvous. */
+    private void admit(Socket s, long deadline, Map<Integer, Socket> peers, List<String> refused) {
+        String from = String.valueOf(s.getRemoteSocketAddress());
+        boolean keep = false;
+        try {
+            long remaining = Math.max(1, remainingMillis(deadline));
+            s.setSoTimeout((int) Math.min(remaining, handshakeTimeout.toMillis()));
+            s.setTcpNoDelay(true);
+            InputStream in = s.getInputStream();
+            OutputStream out = s.getOutputStream();
+            byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
+            RANDOM.nextBytes(nonce);
+            RendezvousWire.write(out, RendezvousWire.CHALLENGE, nonce);
+            RendezvousWire.Hello hello;
+            try {
+                RendezvousWire.Frame f = RendezvousWire.read(in);
+                if (f.type != RendezvousWire.HELLO) {
+                    throw new RendezvousWire.ProtocolException("malformed exchange: expected a HELLO frame, got "
+                            + RendezvousWire.typeName(f.type));
+                }
+                hello = RendezvousWire.parseHello(f.payload);
+            } catch (RendezvousWire.ProtocolException e) {
+                refuse(s, from, e.getMessage(), refused);
+                return;
+            } catch (SocketTimeoutException e) {
+                refuse(s, from, "no HELLO within " + s.getSoTimeout() + " ms", refused);
+                return;
+            } catch (EOFException e) {
+                refused.add(from + ": closed the connection before its HELLO");
+                LOG.warn("rank 0 dropped a connection from {}: closed before its HELLO", from);
+                return;
+            }
+            String who = "rank " + hello.rank + " (" + from + ")";
+            if (token != null && hello.mac == null) {
+                refuse(s, from, who + " sent no token but rank 0 requires one: set the same " + TOKEN_VARIABLE
+                        + " (or Rendezvous.Builder.token) on every rank", refused);
+                return;
+            }
+            if (token == null && hello.mac != null) {
+                refuse(s, from, who + " sent a token but rank 0 has none configured: set the same " + TOKEN_VARIABLE
+                        + " (or Rendezvous.Builder.token) on every rank, or on none", refused);
+                return;
+            }
+            if (token != null && !MessageDigest.isEqual(hello.mac,
+                    RendezvousWire.mac(token, nonce, hello.rank, hello.worldSize))) {
+                refuse(s, from, who + " presented a token that does not match rank 0's: set the same "
+                        + TOKEN_VARIABLE + " (or Rendezvous.Builder.token) on every rank", refused);
+                return;
+            }
+            String fatal = null;
+            if (hello.worldSize != worldSize) {
+                fatal = "world size mismatch: " + who + " has world size " + hello.worldSize + " but rank 0 has "
+                        + worldSize + "; start every rank with the same world size";
+            } else if (hello.rank == 0) {
+                fatal = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
+                        + " Check each process's rank";
+            } else if (hello.rank < 0 || hello.rank >= worldSize) {
+                fatal = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
+                        + (worldSize - 1);
+            } else if (peers.containsKey(hello.rank)) {
+                fatal = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
+                        + peers.get(hello.rank).getRemoteSocketAddress() + "; two processes were given the same rank";
+            }
+            if (fatal != null) {
+                sendError(s, fatal);
+                abortPeers(peers, "rendezvous aborted by rank 0: " + fatal);
+                throw new RendezvousException("rank 0: " + fatal);
+            }
+            peers.put(hello.rank, s);
+            keep = true;
+            LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, from, peers.size(), worldSize - 1);
+        } catch (IOException e) {
+            refused.add(from + ": " + e);
+            LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
+        } finally {
+            if (!keep) {
+                closeQuietly(s);
+            }
+        }
+    }
+
+    private static void refuse(Socket s, String from, String why, List<String> refused) {
+        refused.add(from + ": " + why);
+        LOG.warn("rank 0 refused a connection from {}: {}", from, why);
+        sendError(s, why);
+    }
+
+    /**
+     * Sends an ERROR frame, then reads and discards what the peer still sends for a moment, so that closing does not
+     * reset the connection before the peer has read the error.
+     */
+    private static void sendError(Socket s, String message) {
+        try {
+            RendezvousWire.writeError(s.getOutputStream(), message);
+            s.shutdownOutput();
+            s.setSoTimeout(200);
+            InputStream in = s.getInputStream();
+            byte[] sink = new byte[4096];
+            int total = 0;
+            while (total < 65536) {
+                int n = in.read(sink);
+                if (n < 0) {
+                    break;
+                }
+                total += n;
+            }
+        } catch (IOException e) {
+            LOG.debug("could not send the error to {}: {}", s.getRemoteSocketAddress(), e.toString());
+        }
+    }
+
+    private static void abortPeers(Map<Integer, Socket> peers, String message) {
+        for (Socket s : peers.values()) {
+            sendError(s, message);
+        }
+    }
+
+    private RendezvousException timeoutOnServer(Map<Integer, Socket> peers, List<String> refused) {
+        TreeSet<Integer> missing = new TreeSet<>();
+        for (int r = 1; r < worldSize; r++) {
+            if (!peers.containsKey(r)) {
+                missing.add(r);
+            }
+        }
+        String message = "rank 0 timed out after " + seconds(timeout) + " waiting for " + missing.size() + " of "
+                + (worldSize - 1) + " peers: missing ranks " + missing + ", joined ranks " + peers.keySet()
+                + (refused.isEmpty() ? "" : "; refused connections: " + String.join("; ", refused))
+                + ". Check that the missing ranks started and reach this host on port " + port
+                + ", or raise the timeout";
+        abortPeers(peers, "rendezvous aborted by rank 0: timed out waiting for ranks " + missing);
+        return new RendezvousException(message);
+    }
+
+    // ---- TCP, other ranks ----
+
+    private byte[] fetch() {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String target = host + ":" + port;
+        Socket s = null;
+        try {
+            IOException last = null;
+            long backoff = Math.max(1, pollInterval.toMillis());
+            while (s == null) {
+                long remaining = remainingMillis(deadline);
+                if (remaining <= 0) {
+                    throw new RendezvousException("rank " + rank + " could not connect to rank 0 at " + target
+                            + " within " + seconds(timeout) + (last == null ? "" : " (last error: " + last + ")")
+                            + "; check that rank 0 runs, that MASTER_ADDR/MASTER_PORT name it, and that no firewall"
+                            + " blocks the port", last);
+                }
+                Socket attempt = new Socket();
+                try {
+                    attempt.connect(new InetSocketAddress(host, port), (int) Math.min(remaining, 10_000));
+                    s = attempt;
+                } catch (IOException e) {
+                    closeQuietly(attempt);
+                    last = e;
+                    sleep(Math.min(backoff, Math.max(1, remainingMillis(deadline))));
+                    backoff = Math.min(backoff * 2, 1000);
+                }
+            }
+            s.setTcpNoDelay(true);
+            InputStream in = s.getInputStream();
+            RendezvousWire.Frame challenge = readOnClient(s, in, deadline, target);
+            if (challenge.type != RendezvousWire.CHALLENGE || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
+                throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
+                        + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
+                        + " of " + challenge.payload.length + " bytes");
+            }
+            byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
+            RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
+            RendezvousWire.Frame answer = readOnClient(s, in, deadline, target);
+            if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
+                throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
+                        + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "
+                        + answer.payload.length + " bytes");
+            }
+            LOG.debug("rank {} received the unique id from {}", rank, target);
+            return answer.payload;
+        } catch (IOException e) {
+            throw new RendezvousException("rank " + rank + ": rendezvous with rank 0 at " + target + " failed: " + e, e);
+        } finally {
+            closeQuietly(s);
+        }
+    }
+
+    private RendezvousWire.Frame readOnClient(Socket s, InputStream in, long deadline, String target)
+            throws IOException {
+        long remaining = remainingMillis(deadline);
+        if (remaining <= 0) {
+            throw clientTimeout(target);
+        }
+        s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, remaining));
+        RendezvousWire.Frame f;
+        try {
+            f = RendezvousWire.read(in);
+        } catch (SocketTimeoutException e) {
+            throw clientTimeout(target);
+        } catch (EOFException e) {
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " closed the connection without"
+                    + " an answer; see rank 0's log", e);
+        } catch (RendezvousWire.ProtocolException e) {
+            throw new RendezvousException("rank " + rank + ": " + e.getMessage() + " (from " + target + ")", e);
+        }
+        if (f.type == RendezvousWire.ERROR) {
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " refused: "
+                    + new String(f.payload, java.nio.charset.StandardCharsets.UTF_8));
+        }
+        return f;
+    }
+
+    private RendezvousException clientTimeout(String target) {
+        return new RendezvousException("rank " + rank + " connected to rank 0 at " + target + " but got no unique id"
+                + " within " + seconds(timeout) + "; rank 0 is probably still waiting for other ranks (its error"
+                + " lists the missing ones), or raise the timeout");
+    }
+
+    // ---- file ----
+
+    private byte[] writeFile(Supplier<byte[]> idSupplier) {
+        byte[] id = newId(idSupplier);
+        ByteBuffer b = ByteBuffer.allocate(FILE_BYTES);
+        b.putInt(FILE_MAGIC).put((byte) FILE_VERSION).putInt(worldSize).put(runHash()).put(id);
+        CRC32 crc = new CRC32();
+        crc.update(b.array(), 0, FILE_BYTES - 4);
+        b.putInt((int) crc.getValue());
+        Path dir = file.toAbsolutePath().getParent();
+        Path tmp = null;
+        try {
+            Files.deleteIfExists(file);
+            tmp = Files.createTempFile(dir, "." + file.getFileName() + ".", ".tmp");
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+                ByteBuffer data = ByteBuffer.wrap(b.array());
+                while (data.hasRemaining()) {
+                    ch.write(data);
+                }
+                ch.force(true);
+            }
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            tmp = null;
+            LOG.info("rank 0 wrote the unique id to {}", file);
+            return id;
+        } catch (AtomicMoveNotSupportedException e) {
+            throw new RendezvousException("rank 0 cannot rename atomically in " + dir + " (" + e + "); put the"
+                    + " rendezvous file on a file system that supports atomic rename", e);
+        } catch (IOException e) {
+            throw new RendezvousException("rank 0 cannot write the rendezvous file " + file + ": " + e
+                    + "; check that the directory exists, is shared by all ranks and is writable", e);
+        } finally {
+            if (tmp != null) {
+                try {
+                    Files.deleteIfExists(tmp);
+                } catch (IOException e) {
+                    LOG.warn("could not delete the temporary file {}: {}", tmp, e.toString());
+                }
+            }
+        }
+    }
+
+    private byte[] readFile() {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        byte[] expected = runHash();
+        String lastProblem = "the file never appeared";
+        while (true) {
+            byte[] content = null;
+            try {
+                long size = Files.size(file);
+                if (size != FILE_BYTES) {
+                    lastProblem = "the file has " + size + " bytes, not " + FILE_BYTES + " (not an nccl4j rendezvous"
+                            + " file?)";
+                } else {
+                    content = Files.readAllBytes(file);
+                }
+            } catch (NoSuchFileException e) {
+                // not there yet
+            } catch (IOException e) {
+                lastProblem = "reading it failed: " + e;
+            }
+            if (content != null && content.length == FILE_BYTES) {
+                ByteBuffer b = ByteBuffer.wrap(content);
+                CRC32 crc = new CRC32();
+                crc.update(content, 0, FILE_BYTES - 4);
+                int magic = b.getInt();
+                int version = b.get() & 0xff;
+                int size = b.getInt();
+                byte[] hash = new byte[32];
+                b.get(hash);
+                byte[] id = new byte[UNIQUE_ID_BYTES];
+                b.get(id);
+                int sum = b.getInt();
+                if (magic != FILE_MAGIC || version != FILE_VERSION || sum != (int) crc.getValue()) {
+                    lastProblem = "the file is not a valid nccl4j rendezvous file (bad magic, version or checksum)";
+                } else if (!MessageDigest.isEqual(hash, expected)) {
+                    lastProblem = "the file present is from another run (its run id differs), so it is stale or"
+                            + " belongs to another job";
+                } else if (size != worldSize) {
+                    throw new RendezvousException("rank " + rank + ": world size mismatch: rank 0 wrote " + file
+                            + " for world size " + size + " but this rank has " + worldSize
+                            + "; start every rank with the same world size");
+                } else {
+                    LOG.debug("rank {} read the unique id from {}", rank, file);
+                    return id;
+                }
+            }
+            long remaining = remainingMillis(deadline);
+            if (remaining <= 0) {
+                throw new RendezvousException("rank " + rank + " timed out after " + seconds(timeout) + " waiting for"
+                        + " rank 0 to write " + file + ": " + lastProblem + ". Check that rank 0 runs, that the path is"
+                        + " on a file system shared by all ranks, and that every rank has the same run id ("
+                        + RUN_ID_VARIABLE + ")");
+            }
+            sleep(Math.min(remaining, Math.max(1, pollInterval.toMillis())));
+        }
+    }
+
+    private byte[] runHash() {
+        return RendezvousWire.sha256("nccl4j-file-rendezvous", runId, token);
+    }
+
+    // ---- helpers ----
+
+    private static long remainingMillis(long deadline) {
+        return TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+
+    private static String describe(InetSocketAddress a) {
+        return (a.getAddress() == null ? a.getHostString() : a.getAddress().getHostAddress()) + ":" + a.getPort();
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RendezvousException("interrupted while waiting for the rendezvous", e);
+        }
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                LOG.debug("close failed: {}", e.toString());
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+
+    /**
+     * Configures a {@link Rendezvous}. Pick one route with {@link #commId()}, {@link #tcp()},
+     * {@link #tcp(String, int)} or {@link #file(Path)}. Rank and world size come from {@link #launch(LaunchInfo)} or
+     * {@link #rank(int)}/{@link #worldSize(int)}, else from {@link LaunchInfo#detect()}. Not thread-safe.
+     */
+    public static final class Builder {
+        private Route route;
+        private Integer rank;
+        private Integer worldSize;
+        private LaunchInfo launch;
+        private String host;
+        private Integer port;
+        private InetAddress bindAddress;
+        private Consumer<InetSocketAddress> onListening;
+        private String token;
+        private boolean tokenSet;
+        private Path file;
+        private String runId;
+        private Duration timeout = DEFAULT_TIMEOUT;
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private Duration pollInterval = Duration.ofMillis(100);
+        private Map<String, String> environment;
+        private ProcessEnvironment processEnvironment;
+
+        private Builder() {
+        }
+
+        /** Takes rank, world size, {@code MASTER_ADDR} and {@code MASTER_PORT} from {@code launch}. */
+        public Builder launch(LaunchInfo launch) {
+            this.launch = Objects.requireNonNull(launch, "launch");
+            return this;
+        }
+
+        /** Sets this process's rank (0 or more, below the world size). */
+        public Builder rank(int rank) {
+            if (rank < 0) {
+                throw new IllegalArgumentException("rank is " + rank + ": ranks are 0 or more");
+            }
+            this.rank = rank;
+            return this;
+        }
+
+        /** Sets the number of ranks (1 or more). */
+        public Builder worldSize(int worldSize) {
+            if (worldSize < 1) {
+                throw new IllegalArgumentException("worldSize is " + worldSize + ": it must be 1 or more");
+            }
+            this.worldSize = worldSize;
+            return this;
+        }
+
+        /** Chooses the {@code NCCL_COMM_ID} route: nothing is exchanged; see {@link Route#COMM_ID}. */
+        public Builder commId() {
+            this.route = Route.COMM_ID;
+            return this;
+        }
+
+        /** Chooses the TCP route to {@code MASTER_ADDR:MASTER_PORT} (from the launch or the environment). */
+        public Builder tcp() {
+            this.route = Route.TCP;
+            return this;
+        }
+
+        /**
+         * Chooses the TCP route to {@code host:port}: rank 0 listens on {@code port} (0 picks a free port, reported
+         * to {@link #onListening}); the others connect to {@code host:port}.
+         */
+        public Builder tcp(String host, int port) {
+            Objects.requireNonNull(host, "host");
+            if (host.isEmpty()) {
+                throw new IllegalArgumentException("host is empty: give rank 0's host name or address");
+            }
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("port is " + port + ": use 1 to 65535 (or 0 on rank 0 for any"
+                        + " free port)");
+            }
+            this.route = Route.TCP;
+            this.host = host;
+            this.port = port;
+            return this;
+        }
+
+        /** Chooses the file route with the file {@code path}, on a file system shared by all ranks. */
+        public Builder file(Path path) {
+            Objects.requireNonNull(path, "path");
+            if (path.getFileName() == null) {
+                throw new IllegalArgumentException("path " + path + " has no file name: give a file path");
+            }
+            this.route = Route.FILE;
+            this.file = path;
+            return this;
+        }
+
+        /** The address rank 0 listens on; by default every interface. */
+        public Builder bindAddress(InetAddress address) {
+            this.bindAddress = Objects.requireNonNull(address, "address");
+            return this;
+        }
+
+        /** Called on rank 0 with the bound address once it listens; useful with port 0. */
+        public Builder onListening(Consumer<InetSocketAddress> callback) {
+            this.onListening = Objects.requireNonNull(callback, "callback");
+            return this;
+        }
+
+        /**
+         * The token that every rank must share (by default {@code NCCL4J_RENDEZVOUS_TOKEN}, or none); null for none.
+         * Over TCP it proves each peer belongs to the job; in the file route it is mixed into the run hash.
+         */
+        public Builder token(String token) {
+            if (token != null && token.isEmpty()) {
+                throw new IllegalArgumentException("token is empty: give a non-empty token, or null for none");
+            }
+            this.token = token;
+            this.tokenSet = true;
+            return this;
+        }
+
+        /** The run id of the file route: the same on every rank of this run, different between runs. */
+        public Builder runId(String runId) {
+            Objects.requireNonNull(runId, "runId");
+            if (runId.isEmpty()) {
+                throw new IllegalArgumentException("runId is empty: give an id unique to this run");
+            }
+            this.runId = runId;
+            return this;
+        }
+
+        /** How long to wait for all ranks (default 300 s); positive. */
+        public Builder timeout(Duration timeout) {
+            this.timeout = positive("timeout", timeout);
+            return this;
+        }
+
+        /** How long rank 0 waits for one connection's HELLO before dropping it (default 10 s); positive. */
+        public Builder handshakeTimeout(Duration timeout) {
+            this.handshakeTimeout = positive("handshakeTimeout", timeout);
+            return this;
+        }
+
+        /** The file route's polling interval and the TCP route's first reconnect delay (default 100 ms); positive. */
+        public Builder pollInterval(Duration interval) {
+            this.pollInterval = positive("pollInterval", interval);
+            return this;
+        }
+
+        /** Environment variables for defaults (tests); System.getenv() otherwise. */
+        Builder environment(Map<String, String> env) {
+            this.environment = Objects.requireNonNull(env, "env");
+            return this;
+        }
+
+        /** The live environment read for NCCL_COMM_ID (tests). */
+        Builder processEnvironment(ProcessEnvironment env) {
+            this.processEnvironment = Objects.requireNonNull(env, "env");
+            return this;
+        }
+
+        private static Duration positive(String name, Duration d) {
+            Objects.requireNonNull(d, name);
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(name + " is " + d + ": it must be positive");
+            }
+            return d;
+        }
+
+        /**
+         * Checks the configuration and returns the rendezvous.
+         *
+         * @throws IllegalStateException when no route was chosen, or the route lacks its address, port or run id
+         * @throws IllegalArgumentException when the rank is not below the world size, or a launch variable is bad
+         */
+        public Rendezvous build() {
+            if (route == null) {
+                throw new IllegalStateException("no route chosen: call commId(), tcp(), tcp(host, port) or file(path)");
+            }
+            Map<String, String> env = environment != null ? environment : System.getenv();
+            LaunchInfo l = launch;
+            if (l == null && (rank == null || worldSize == null || (route == Route.TCP && (host == null || port == null)))) {
+                l = LaunchInfo.detect(env);
+            }
+            int r = rank != null ? rank : l.rank();
+            int n = worldSize != null ? worldSize : l.worldSize();
+            if (r >= n) {
+                throw new IllegalArgumentException("rank " + r + " is not below the world size " + n);
+            }
+            String h = host;
+            int p = port != null ? port : -1;
+            if (route == Route.TCP) {
+                if (h == null) {
+                    h = l.masterAddr().orElseThrow(() -> new IllegalStateException("the TCP route needs rank 0's"
+                            + " address: set MASTER_ADDR or call tcp(host, port)"));
+                }
+                if (p < 0) {
+                    p = l.masterPort().orElseThrow(() -> new IllegalStateException("the TCP route needs a port: set"
+                            + " MASTER_PORT or call tcp(host, port)"));
+                }
+                if (p == 0 && r != 0 && n > 1) {
+                    throw new IllegalStateException("rank " + r + " cannot connect to port 0: give the port rank 0"
+                            + " listens on (see onListening)");
+                }
+            }
+            String t = tokenSet ? token : emptyToNull(env.get(TOKEN_VARIABLE));
+            String run = runId;
+            if (route == Route.FILE && run == null) {
+                run = deriveRunId(env);
+                if (run == null) {
+                    throw new IllegalStateException("the file route needs a run id, the same on every rank of this run"
+                            + " and different from earlier runs, to tell this run's file from a stale one: call"
+                            + " runId(...) or set " + RUN_ID_VARIABLE);
+                }
+            }
+            ProcessEnvironment pe = processEnvironment != null ? processEnvironment
+                    : route == Route.COMM_ID ? ProcessEnvironment.liveOrJvmCopy() : null;
+            return new Rendezvous(this, r, n, h, p, t, run, bindAddress != null ? bindAddress : wildcard(), pe);
+        }
+
+        private static InetAddress wildcard() {
+            return new InetSocketAddress(0).getAddress();
+        }
+
+        private static String emptyToNull(String s) {
+            return s == null || s.isEmpty() ? null : s;
+        }
+
+        /** The run id from the environment, or null. */
+        static String deriveRunId(Map<String, String> env) {
+            String v = emptyToNull(env.get(RUN_ID_VARIABLE));
+            if (v != null) {
+                return v;
+            }
+            v = emptyToNull(env.get("TORCHELASTIC_RUN_ID"));
+            if (v != null) {
+                return "torchelastic:" + v + "/" + env.getOrDefault("TORCHELASTIC_RESTART_COUNT", "0");
+            }
+            v = emptyToNull(env.get("SLURM_JOB_ID"));
+            if (v != null) {
+                return "slurm:" + v + "." + env.getOrDefault("SLURM_STEP_ID", env.getOrDefault("SLURM_STEPID", ""));
+            }
+            v = emptyToNull(env.get("PMIX_NAMESPACE"));
+            if (v != null) {
+                return "pmix:" + v;
+            }
+            v = emptyToNull(env.get("OMPI_MCA_ess_base_jobid"));
+            if (v != null) {
+                return "ompi:" + v;
+            }
+            return null;
+        }
+    }
+}
