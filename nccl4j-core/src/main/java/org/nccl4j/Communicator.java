@@ -109,6 +109,7 @@ public final class Communicator implements AutoCloseable {
             throw Errors.argument("device must be >= 0, got " + device);
         }
         Nccl.library();
+        Nccl.markInitialized();
         Cuda.setDevice(device);
         long[] out = new long[1];
         int rc;
@@ -155,6 +156,55 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
+     * Detection, rendezvous and initialization in one call, for a process started as one rank by a launcher.
+     *
+     * @return this process's rank of a new communicator
+     * @see #fromEnvironment(CommConfig)
+     */
+    public static Communicator fromEnvironment() {
+        return fromEnvironment(null);
+    }
+
+    /**
+     * Makes this process's rank of a new communicator from what the launcher says:
+     * <ol>
+     *   <li>rank, world size and device from {@link LaunchInfo#detect()} (Open MPI, PMIx/PMI, Slurm, torchrun-style
+     *       variables, or a single process);</li>
+     *   <li>the unique id through a {@link Rendezvous}: {@code NCCL_COMM_ID} set: NCCL's own bootstrap, nothing
+     *       exchanged; else {@code NCCL4J_RENDEZVOUS_FILE} set: that file on a shared filesystem; else
+     *       {@code MASTER_ADDR}/{@code MASTER_PORT}: TCP served by rank 0; a world of one needs none;</li>
+     *   <li>{@link #create(int, int, UniqueId, int, CommConfig)} on the detected device.</li>
+     * </ol>
+     *
+     * @param config the configuration, or null for NCCL's defaults
+     * @return the communicator
+     * @throws RendezvousException when the id cannot be exchanged
+     */
+    public static Communicator fromEnvironment(CommConfig config) {
+        LaunchInfo launch = LaunchInfo.detect();
+        Nccl.library();
+        UniqueId id;
+        if (launch.worldSize() == 1) {
+            id = UniqueId.generate();
+        } else {
+            Rendezvous.Builder rb = Rendezvous.builder().launch(launch);
+            String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
+            if (NcclNative.getenv("NCCL_COMM_ID") != null) {
+                rb.commId();
+            } else if (file != null && !file.isBlank()) {
+                rb.file(java.nio.file.Path.of(file));
+            } else {
+                rb.tcp();
+            }
+            id = UniqueId.of(rb.build().exchange(() -> UniqueId.generate().toBytes()));
+        }
+        return create(launch.rank(), launch.worldSize(), id, launch.device(), config);
+    }
+
+    /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
+    public static final String RENDEZVOUS_FILE_VARIABLE = "NCCL4J_RENDEZVOUS_FILE";
+
+    /**
      * {@code ncclCommInitAll}: one communicator per device, all in this process, rank i on {@code devices[i]}.
      *
      * @param devices the CUDA devices, distinct, at least one
@@ -175,6 +225,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         Nccl.library();
+        Nccl.markInitialized();
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
         if (rc != 0) {

@@ -31,10 +31,23 @@ public final class Nccl {
     public static NcclLibrary library() {
         NcclLibrary lib = NcclLibrary.load();
         if (LOGGED.compareAndSet(false, true)) {
+            applySystemProperties();
             LOG.info("nccl4j: loaded NCCL {} from {} (chosen by {}); {} of {} entry points present",
                     lib.version(), lib.path(), lib.source(), lib.available().size(), NcclFunction.values().length);
         }
         return lib;
+    }
+
+    /**
+     * Applies the {@code nccl.*} system properties (e.g. {@code -Dnccl.algo=Ring}) to the process environment,
+     * once, before NCCL first reads it.
+     */
+    private static void applySystemProperties() {
+        NcclEnvironment env = NcclEnvironment.fromSystemProperties();
+        if (!env.settings().isEmpty()) {
+            List<String> changed = env.apply();
+            LOG.info("nccl4j: applied NCCL settings from system properties: {} (changed: {})", env.settings(), changed);
+        }
     }
 
     /** @return the loaded NCCL's version, e.g. "2.28.3" ({@code ncclGetVersion}) */

@@ -100,7 +100,7 @@ public final class NcclEnvironment {
     public static final String PROPERTY_PREFIX = "nccl.";
 
     /** Reports whether NCCL has initialized in this process; the core wires it to the real state. */
-    private static volatile BooleanSupplier ncclInitialized = () -> false;
+    private static volatile BooleanSupplier ncclInitialized = Nccl::isInitialized;
 
     /** Algorithms named in {@code NCCL_ALGO}. */
     public enum Algorithm {

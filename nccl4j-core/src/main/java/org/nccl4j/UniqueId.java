@@ -26,6 +26,7 @@ public final class UniqueId {
      */
     public static UniqueId generate() {
         Nccl.library();
+        Nccl.markInitialized(); // ncclGetUniqueId initializes NCCL, which reads its environment
         byte[] b = new byte[BYTES];
         Errors.check(NcclNative.ncclGetUniqueId(b), NcclFunction.ncclGetUniqueId, null);
         return new UniqueId(b);

@@ -49,6 +49,65 @@ class CoreMultiProcessGpuTest {
         return new CollectiveMatrix(List.of(comm), List.of(stream)).tests(comm.size() + " processes");
     }
 
+    /** Port of NCCL_COMM_ID (set per run by gpu-test.sh), so that all ranks derive the same other ports. */
+    private static int basePort() {
+        String id = org.nccl4j.jni.NcclNative.getenv("NCCL_COMM_ID");
+        return Integer.parseInt(id.substring(id.lastIndexOf(':') + 1));
+    }
+
+    /** Forms a 2-rank communicator with the id from {@code route}, all-reduces, checks, closes. */
+    private void formThrough(Rendezvous.Builder route, boolean withoutCommId) {
+        String commId = org.nccl4j.jni.NcclNative.getenv("NCCL_COMM_ID");
+        if (withoutCommId) {
+            // a genuine random id from rank 0, not the one NCCL derives from NCCL_COMM_ID
+            org.nccl4j.jni.NcclNative.unsetenv("NCCL_COMM_ID");
+        }
+        UniqueId id;
+        try {
+            id = UniqueId.of(route.rank(comm.rank()).worldSize(comm.size()).timeout(java.time.Duration.ofSeconds(60))
+                    .build().exchange(() -> UniqueId.generate().toBytes()));
+        } finally {
+            org.nccl4j.jni.NcclNative.setenv("NCCL_COMM_ID", commId, 1);
+        }
+        try (Communicator c = Communicator.create(comm.rank(), comm.size(), id, comm.device());
+             DeviceBuffer b = DeviceBuffer.allocate(c.device(), 1000, DataType.INT64)) {
+            assertEquals(comm.size(), c.size());
+            assertEquals(comm.rank(), c.rank());
+            double[] v = new double[1000];
+            for (int i = 0; i < v.length; i++) {
+                v[i] = HostData.input(DataType.INT64, c.rank(), i);
+            }
+            b.copyFrom(HostData.encode(DataType.INT64, v));
+            c.allReduce(b, DataType.INT64, ReduceOp.SUM, stream);
+            stream.synchronize();
+            java.nio.ByteBuffer got = b.toByteBuffer();
+            for (int i = 0; i < v.length; i++) {
+                double expected = 0;
+                for (int r = 0; r < c.size(); r++) {
+                    expected += HostData.input(DataType.INT64, r, i);
+                }
+                assertEquals(expected, HostData.get(got, DataType.INT64, i), "element " + i);
+            }
+        }
+    }
+
+    @Test
+    void rendezvousThroughNcclCommId() {
+        formThrough(Rendezvous.builder().commId(), false);
+    }
+
+    @Test
+    void rendezvousThroughTcpServedByRankZero() {
+        formThrough(Rendezvous.builder().tcp("127.0.0.1", basePort() + 7).token("gpu-test-token"), true);
+    }
+
+    @Test
+    void rendezvousThroughSharedFile() {
+        java.nio.file.Path file = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"),
+                "nccl4j-gpu-test-" + basePort() + ".id");
+        formThrough(Rendezvous.builder().file(file).runId("gpu-test-" + basePort() + "-" + System.getenv("OMPI_COMM_WORLD_SIZE")), true);
+    }
+
     @Test
     void splitIntoOneRankCommunicators() {
         try (Communicator child = comm.split(comm.rank(), 0)) {
