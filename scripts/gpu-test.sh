@@ -49,7 +49,7 @@ count() { # file: sums the console launcher's summaries (one per rank)
 }
 
 echo "== single-process GPU tests"
-junit --include-tag gpu --exclude-tag multiprocess 2>&1 | tee "$log_dir/single.log"
+timeout "${SINGLE_TIMEOUT:-900}" bash -c "$(declare -f junit); $(declare -p java console cp scan); junit --include-tag gpu --exclude-tag multiprocess" 2>&1 | tee "$log_dir/single.log"
 count "$log_dir/single.log"
 
 if [ "$np" -ge 2 ]; then
@@ -68,7 +68,8 @@ if [ "$np" -ge 2 ]; then
     echo
   } > "$rank_script"
   chmod +x "$rank_script"
-  mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" "$rank_script" 2>&1 | tee "$log_dir/multi.log"
+  # A hung rank must not hold the machine: the whole mpirun run is bounded (MPI_TIMEOUT seconds, default 600).
+  timeout "${MPI_TIMEOUT:-600}" mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" "$rank_script" 2>&1 | tee "$log_dir/multi.log"
   status=${PIPESTATUS[0]}
   count "$log_dir/multi.log"
   [ "$status" = 0 ] || { echo "mpirun exited with status $status"; failed=$((failed + 1)); }

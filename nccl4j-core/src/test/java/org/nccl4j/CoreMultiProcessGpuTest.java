@@ -55,20 +55,31 @@ class CoreMultiProcessGpuTest {
         return Integer.parseInt(id.substring(id.lastIndexOf(':') + 1));
     }
 
-    /** Forms a 2-rank communicator with the id from {@code route}, all-reduces, checks, closes. */
+    /**
+     * Forms a 2-rank communicator with the id from {@code route}, all-reduces, checks, closes. For the TCP and
+     * file routes NCCL_COMM_ID is unset meanwhile (as it is for users of those routes): rank 0 then makes a
+     * genuine random id, and ncclCommInitRank on rank 0 does not also try to host a bootstrap root at the
+     * NCCL_COMM_ID address.
+     */
     private void formThrough(Rendezvous.Builder route, boolean withoutCommId) {
         String commId = org.nccl4j.jni.NcclNative.getenv("NCCL_COMM_ID");
         if (withoutCommId) {
-            // a genuine random id from rank 0, not the one NCCL derives from NCCL_COMM_ID
             org.nccl4j.jni.NcclNative.unsetenv("NCCL_COMM_ID");
         }
-        UniqueId id;
         try {
-            id = UniqueId.of(route.rank(comm.rank()).worldSize(comm.size()).timeout(java.time.Duration.ofSeconds(60))
-                    .build().exchange(() -> UniqueId.generate().toBytes()));
+            UniqueId id = UniqueId.of(route.rank(comm.rank()).worldSize(comm.size())
+                    .timeout(java.time.Duration.ofSeconds(60)).build().exchange(() -> UniqueId.generate().toBytes()));
+            allReduceOnNew(id);
+        } catch (RuntimeException | AssertionError e) {
+            System.err.println("rank " + comm.rank() + ": " + e); // at once: the other rank may now wait
+            e.printStackTrace();
+            throw e;
         } finally {
             org.nccl4j.jni.NcclNative.setenv("NCCL_COMM_ID", commId, 1);
         }
+    }
+
+    private void allReduceOnNew(UniqueId id) {
         try (Communicator c = Communicator.create(comm.rank(), comm.size(), id, comm.device());
              DeviceBuffer b = DeviceBuffer.allocate(c.device(), 1000, DataType.INT64)) {
             assertEquals(comm.size(), c.size());
