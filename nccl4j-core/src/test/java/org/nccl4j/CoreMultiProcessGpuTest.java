@@ -120,6 +120,36 @@ class CoreMultiProcessGpuTest {
     }
 
     @Test
+    void gradientBucketsAverageEveryGradientOverRanks() {
+        long[] counts = {3000, 700, 5000, 1, 2500};   // float32; a 0.01 MB cap (10485 bytes) makes several buckets
+        try (GradientBuckets gb = GradientBuckets.builder(comm).bucketCapMB(0.01).build0(counts)) {
+            assertEquals(4, gb.bucketCount());
+            for (int step = 0; step < 2; step++) {
+                for (int g = counts.length - 1; g >= 0; g--) {   // backward order
+                    float[] v = new float[(int) counts[g]];
+                    for (int i = 0; i < v.length; i++) {
+                        v[i] = (comm.rank() + 1) * (g + 1) + i % 5 + step;
+                    }
+                    gb.gradient(g).copyFrom(v);   // synchronous copy: written before ready()
+                    gb.ready(g, stream);
+                }
+                gb.finish(stream);
+                stream.synchronize();
+                for (int g = 0; g < counts.length; g++) {
+                    float[] got = gb.gradient(g).copyTo(new float[(int) counts[g]]);
+                    for (int i = 0; i < got.length; i++) {
+                        float sum = 0;
+                        for (int r = 0; r < comm.size(); r++) {
+                            sum += (r + 1) * (g + 1) + i % 5 + step;
+                        }
+                        assertEquals(sum / comm.size(), got[i], "step " + step + " gradient " + g + " element " + i);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void splitIntoOneRankCommunicators() {
         try (Communicator child = comm.split(comm.rank(), 0)) {
             assertNotNull(child);
