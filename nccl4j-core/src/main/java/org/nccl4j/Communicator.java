@@ -735,13 +735,16 @@ public final class Communicator implements AutoCloseable {
         long block = count * type.size();
         groupStart();
         int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
         for (int peer = 0; peer < size && rc == 0; peer++) {
+            last = NcclFunction.ncclSend;
             rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
             if (rc == 0) {
+                last = NcclFunction.ncclRecv;
                 rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
-        groupEnd(rc, NcclFunction.ncclSend);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
     }
 
@@ -794,13 +797,15 @@ public final class Communicator implements AutoCloseable {
         }
         long block = count * type.size();
         groupStart();
+        NcclFunction last = NcclFunction.ncclSend;
         int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream.handle());
         if (rank == root) {
             for (int peer = 0; peer < size && rc == 0; peer++) {
+                last = NcclFunction.ncclRecv;
                 rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
-        groupEnd(rc, NcclFunction.ncclSend);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclGather, count * type.size(), stream);
     }
 
@@ -854,15 +859,17 @@ public final class Communicator implements AutoCloseable {
         long block = count * type.size();
         groupStart();
         int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
         if (rank == root) {
             for (int peer = 0; peer < size && rc == 0; peer++) {
                 rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
         if (rc == 0) {
+            last = NcclFunction.ncclRecv;
             rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
         }
-        groupEnd(rc, NcclFunction.ncclRecv);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclScatter, count * type.size(), stream);
     }
 
@@ -870,10 +877,19 @@ public final class Communicator implements AutoCloseable {
         Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
     }
 
-    private void groupEnd(int rc, NcclFunction failed) {
+    /**
+     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
+     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
+     * before ncclGroupEnd can replace it, and the group is ended all the same.
+     */
+    private void groupEnd(int rc, NcclFunction last) {
+        RuntimeException failure = null;
+        if (rc != 0 && !(rc == 7 && !blocking)) {
+            failure = Errors.failure(rc, last, this);
+        }
         int end = NcclNative.ncclGroupEnd();
-        if (rc != 0) {
-            Errors.checkEnqueued(rc, failed, this);
+        if (failure != null) {
+            throw failure;
         }
         Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
     }
