@@ -131,7 +131,20 @@ public final class Communicator implements AutoCloseable {
             }
             throw Errors.failure(rc, fn, null);
         }
-        return new Communicator(out[0], device, blocking);
+        return adopt(out[0], device, blocking);
+    }
+
+    /**
+     * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
+     * leaving it alive with no owner.
+     */
+    private static Communicator adopt(long handle, int device, boolean blocking) {
+        try {
+            return new Communicator(handle, device, blocking);
+        } catch (RuntimeException | Error e) {
+            NcclNative.ncclCommAbort(handle);
+            throw e;
+        }
     }
 
     private static int waitWhileInProgress(long comm) {
@@ -181,8 +194,23 @@ public final class Communicator implements AutoCloseable {
             throw Errors.failure(rc, NcclFunction.ncclCommInitAll, null);
         }
         List<Communicator> out = new ArrayList<>(devices.length);
-        for (int i = 0; i < devices.length; i++) {
-            out.add(new Communicator(comms[i], devices[i], true));
+        try {
+            for (int i = 0; i < devices.length; i++) {
+                out.add(new Communicator(comms[i], devices[i], true));
+            }
+        } catch (RuntimeException | Error e) {
+            // the caller gets none of them: abort those wrapped already and those not yet wrapped
+            for (Communicator c : out) {
+                try {
+                    c.abort();
+                } catch (RuntimeException x) {
+                    e.addSuppressed(x);
+                }
+            }
+            for (int i = out.size(); i < devices.length; i++) {
+                NcclNative.ncclCommAbort(comms[i]);
+            }
+            throw e;
         }
         return Collections.unmodifiableList(out);
     }
@@ -223,7 +251,7 @@ public final class Communicator implements AutoCloseable {
         if (rc != 0) {
             throw Errors.failure(rc, NcclFunction.ncclCommSplit, this);
         }
-        return out[0] == 0 ? null : new Communicator(out[0], device, childBlocking);
+        return out[0] == 0 ? null : adopt(out[0], device, childBlocking);
     }
 
     // ------------------------------------------------------------------ queries
