@@ -132,7 +132,20 @@ public final class Communicator implements AutoCloseable {
             }
             throw Errors.failure(rc, fn, null);
         }
-        return new Communicator(out[0], device, blocking);
+        return adopt(out[0], device, blocking);
+    }
+
+    /**
+     * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
+     * leaving it alive with no owner.
+     */
+    private static Communicator adopt(long handle, int device, boolean blocking) {
+        try {
+            return new Communicator(handle, device, blocking);
+        } catch (RuntimeException | Error e) {
+            NcclNative.ncclCommAbort(handle);
+            throw e;
+        }
     }
 
     private static int waitWhileInProgress(long comm) {
@@ -232,8 +245,23 @@ public final class Communicator implements AutoCloseable {
             throw Errors.failure(rc, NcclFunction.ncclCommInitAll, null);
         }
         List<Communicator> out = new ArrayList<>(devices.length);
-        for (int i = 0; i < devices.length; i++) {
-            out.add(new Communicator(comms[i], devices[i], true));
+        try {
+            for (int i = 0; i < devices.length; i++) {
+                out.add(new Communicator(comms[i], devices[i], true));
+            }
+        } catch (RuntimeException | Error e) {
+            // the caller gets none of them: abort those wrapped already and those not yet wrapped
+            for (Communicator c : out) {
+                try {
+                    c.abort();
+                } catch (RuntimeException x) {
+                    e.addSuppressed(x);
+                }
+            }
+            for (int i = out.size(); i < devices.length; i++) {
+                NcclNative.ncclCommAbort(comms[i]);
+            }
+            throw e;
         }
         return Collections.unmodifiableList(out);
     }
@@ -274,7 +302,7 @@ public final class Communicator implements AutoCloseable {
         if (rc != 0) {
             throw Errors.failure(rc, NcclFunction.ncclCommSplit, this);
         }
-        return out[0] == 0 ? null : new Communicator(out[0], device, childBlocking);
+        return out[0] == 0 ? null : adopt(out[0], device, childBlocking);
     }
 
     // ------------------------------------------------------------------ queries
@@ -786,13 +814,16 @@ public final class Communicator implements AutoCloseable {
         long block = count * type.size();
         groupStart();
         int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
         for (int peer = 0; peer < size && rc == 0; peer++) {
+            last = NcclFunction.ncclSend;
             rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
             if (rc == 0) {
+                last = NcclFunction.ncclRecv;
                 rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
-        groupEnd(rc, NcclFunction.ncclSend);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
     }
 
@@ -845,13 +876,15 @@ public final class Communicator implements AutoCloseable {
         }
         long block = count * type.size();
         groupStart();
+        NcclFunction last = NcclFunction.ncclSend;
         int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream.handle());
         if (rank == root) {
             for (int peer = 0; peer < size && rc == 0; peer++) {
+                last = NcclFunction.ncclRecv;
                 rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
-        groupEnd(rc, NcclFunction.ncclSend);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclGather, count * type.size(), stream);
     }
 
@@ -905,15 +938,17 @@ public final class Communicator implements AutoCloseable {
         long block = count * type.size();
         groupStart();
         int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
         if (rank == root) {
             for (int peer = 0; peer < size && rc == 0; peer++) {
                 rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
             }
         }
         if (rc == 0) {
+            last = NcclFunction.ncclRecv;
             rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
         }
-        groupEnd(rc, NcclFunction.ncclRecv);
+        groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclScatter, count * type.size(), stream);
     }
 
@@ -921,10 +956,19 @@ public final class Communicator implements AutoCloseable {
         Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
     }
 
-    private void groupEnd(int rc, NcclFunction failed) {
+    /**
+     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
+     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
+     * before ncclGroupEnd can replace it, and the group is ended all the same.
+     */
+    private void groupEnd(int rc, NcclFunction last) {
+        RuntimeException failure = null;
+        if (rc != 0 && !(rc == 7 && !blocking)) {
+            failure = Errors.failure(rc, last, this);
+        }
         int end = NcclNative.ncclGroupEnd();
-        if (rc != 0) {
-            Errors.checkEnqueued(rc, failed, this);
+        if (failure != null) {
+            throw failure;
         }
         Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
     }

@@ -313,13 +313,21 @@ public final class DeviceBuffer implements AutoCloseable {
 
     private DeviceBuffer fromHost(Pointer host, long n, String what) {
         checkCopy(n, what);
-        Cuda.check(Cuda.backend().memcpy(address, host.address(), n, H2D), "cudaMemcpy(host to device)", device);
+        Cuda.check(Cuda.backend().memcpy(address, hostAddress(host), n, H2D), "cudaMemcpy(host to device)", device);
         return this;
     }
 
     private void toHost(Pointer host, long n, String what) {
         checkCopy(n, what);
-        Cuda.check(Cuda.backend().memcpy(host.address(), address, n, D2H), "cudaMemcpy(device to host)", device);
+        Cuda.check(Cuda.backend().memcpy(hostAddress(host), address, n, D2H), "cudaMemcpy(device to host)", device);
+    }
+
+    /**
+     * Where a host pointer's data starts: JavaCPP's address() of a pointer made from a ByteBuffer is the
+     * buffer's start, and its position() is the buffer's position.
+     */
+    private static long hostAddress(Pointer host) {
+        return host.address() + host.position() * host.sizeof();
     }
 
     private void checkCopy(long n, String what) {

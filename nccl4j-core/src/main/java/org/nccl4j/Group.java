@@ -21,9 +21,14 @@ public final class Group implements AutoCloseable {
      */
     public float simulateEnd() {
         ensureOpen();
-        ended = true;
         float[] t = new float[1];
-        Errors.check(NcclNative.ncclGroupSimulateEnd(t), NcclFunction.ncclGroupSimulateEnd, null);
+        int rc = NcclNative.ncclGroupSimulateEnd(t);
+        if (rc >= 0) {
+            // NCCL took the call, so the group is over whatever it returned; a negative status is nccl4j's
+            // (the loaded NCCL lacks the function): nothing reached NCCL and close() must still end the group
+            ended = true;
+        }
+        Errors.check(rc, NcclFunction.ncclGroupSimulateEnd, null);
         return t[0];
     }
 

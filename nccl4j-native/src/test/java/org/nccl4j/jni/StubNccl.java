@@ -62,10 +62,22 @@ public final class StubNccl {
     /** Loads the given stub library, unless already loaded, and starts an empty record. */
     public static synchronized StubNccl use(Path library) {
         NcclLibrary current = NcclNative.isLoaded() != 0 ? NcclLibrary.load() : null;
-        if (current == null || !current.path().equals(library.toAbsolutePath().toString())) {
+        if (current == null || !current.path().equals(realPath(library))) {
             NcclLibrary.reload(library.toString());
         }
         return fresh();
+    }
+
+    /**
+     * The path as NcclLibrary reports a loaded library's (absolute, "..", "." and symbolic links resolved), so
+     * that a stub directory given as ".../nccl4j-core/../nccl4j-native/..." matches.
+     */
+    public static String realPath(Path library) {
+        try {
+            return library.toRealPath().toString();
+        } catch (IOException e) {
+            return library.toAbsolutePath().normalize().toString();
+        }
     }
 
     /** Clears programmed results and the record, keeping the loaded stub. */
