@@ -1019,21 +1019,26 @@ public final class Communicator implements AutoCloseable {
 
     // ------------------------------------------------------------------ teardown
 
+    /** Marks this communicator closed, once; false if it already was (as Netty's FileDescriptor.markClosed). */
+    private boolean markClosed() {
+        synchronized (this) {
+            if (closed) {
+                return false;
+            }
+            closed = true;
+        }
+        leak.closed();
+        return true;
+    }
+
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
      * failed or hung. Idempotent with {@link #close()}.
      */
     public void abort() {
-        if (closed) {
+        if (!markClosed()) {
             return;
         }
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
-        }
-        leak.closed();
         Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
     }
 
@@ -1043,16 +1048,9 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed) {
+        if (!markClosed()) {
             return;
         }
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
-        }
-        leak.closed();
         RuntimeException failure = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
             int rc = NcclNative.ncclCommFinalize(handle);
