@@ -49,5 +49,5 @@ rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$java
 
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
-cp scripts/gpu-test.sh "$out/"
+cp scripts/gpu-test.sh scripts/nccl4j-run "$out/"
 du -sh "$out" | awk '{print "bundle: " $2 ", " $1}'

@@ -5,7 +5,6 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import org.nccl4j.Communicator;
-import org.nccl4j.Cuda;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
@@ -13,7 +12,6 @@ import org.nccl4j.Group;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
-import org.nccl4j.jni.NcclUnavailableException;
 
 /**
  * The main job: a float32 sum all-reduce across GPUs, checked element by element, then timed.
@@ -52,20 +50,10 @@ public final class AllReduce {
                 }
             }
         }
-        int status;
-        try {
-            status = run(bytes / 4, iters, warmup);
-        } catch (NcclUnavailableException e) {
-            System.err.println("AllReduce: NCCL is not available on this machine.\n" + e.getMessage());
-            status = 2;
-        } catch (IllegalStateException e) {
-            if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
-                System.err.println("AllReduce: no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
-                status = 2;
-            } else {
-                throw e;
-            }
-        }
+        long count = bytes / 4;
+        int it = iters;
+        int wu = warmup;
+        int status = Examples.exitStatus("AllReduce", () -> run(count, it, wu));
         System.exit(status);
     }
 
@@ -74,20 +62,10 @@ public final class AllReduce {
     }
 
     static int run(long count, int iters, int warmup) {
-        List<Communicator> comms;
-        if (Examples.launchedPerRank()) {
-            comms = List.of(Communicator.fromEnvironment());
-        } else {
-            int n = Cuda.deviceCount();
-            if (n == 0) {
-                System.err.println("AllReduce: no CUDA device found.");
-                return 2;
-            }
-            int[] devices = new int[n];
-            for (int d = 0; d < n; d++) {
-                devices[d] = d;
-            }
-            comms = Communicator.initAll(devices);
+        List<Communicator> comms = Examples.communicators();
+        if (comms.isEmpty()) {
+            System.err.println("AllReduce: no CUDA device found.");
+            return 2;
         }
         int size = comms.get(0).size();
         String prefix = comms.size() == 1 ? "[rank " + comms.get(0).rank() + "] " : "";
@@ -107,7 +85,7 @@ public final class AllReduce {
                     host.putFloat(value(c.rank(), i));
                 }
                 host.flip();
-                bufs.add(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32).copyFrom(host));
+                bufs.add(Examples.upload(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32), host));
                 events.add(new Event[] {Event.create(c.device()), Event.create(c.device())});
             }
             // 1. correctness: one in-place all-reduce, every element checked against the host's sum
@@ -171,6 +149,7 @@ public final class AllReduce {
         return wrong == 0 ? 0 : 1;
     }
 
+    @SuppressWarnings("try") // the group is only opened and closed
     private static void allReduceOnce(List<Communicator> comms, List<DeviceBuffer> bufs, List<Stream> streams) {
         if (comms.size() == 1) {
             comms.get(0).allReduce(bufs.get(0), DataType.FLOAT32, ReduceOp.SUM, streams.get(0));

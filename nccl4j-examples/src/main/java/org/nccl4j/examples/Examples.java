@@ -1,29 +1,188 @@
 package org.nccl4j.examples;
 
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
 import java.util.Locale;
+import java.util.function.IntConsumer;
+import java.util.function.IntSupplier;
+import java.util.stream.IntStream;
+import org.nccl4j.Communicator;
+import org.nccl4j.Cuda;
+import org.nccl4j.CudaException;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Group;
+import org.nccl4j.LaunchInfo;
+import org.nccl4j.Nccl;
+import org.nccl4j.Stream;
+import org.nccl4j.jni.NcclUnavailableException;
 
 /** Small helpers shared by the examples. */
 final class Examples {
+    /** {@code cudaErrorStubLibrary}, {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}. */
+    private static final int[] NO_GPU_CODES = {34, 35, 100};
+
     private Examples() {
     }
 
-    /** Whether a launcher started this process as one rank of several (mpirun, Slurm, torchrun, nccl4j-run). */
+    /**
+     * Whether a launcher started this process as one rank of several (mpirun, Slurm, torchrun, nccl4j-run):
+     * {@link LaunchInfo#detect()} finds a world of more than one process. This is the same detection
+     * {@link Communicator#fromEnvironment()} uses, so the two never disagree.
+     *
+     * @throws IllegalArgumentException when a launcher variable is malformed
+     */
     static boolean launchedPerRank() {
-        for (String v : new String[] {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}) {
-            String s = System.getenv(v);
-            if (s != null && !s.isBlank()) {
-                try {
-                    return Integer.parseInt(s.strip()) > 1;
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException(v + "=" + s + " is not a number");
-                }
-            }
-        }
-        return false;
+        return LaunchInfo.detect().worldSize() > 1;
     }
 
-    /** Parses 1024, 64K, 64M, 1G (powers of two). */
+    /**
+     * The communicators this process drives: its own rank ({@link Communicator#fromEnvironment()}) when
+     * launched per rank, else one per local GPU ({@link Communicator#initAll(int...)}), in rank order.
+     *
+     * @return the communicators; empty when this process was not launched per rank and sees no CUDA device
+     */
+    static List<Communicator> communicators() {
+        if (launchedPerRank()) {
+            return List.of(Communicator.fromEnvironment());
+        }
+        int n = Cuda.deviceCount();
+        if (n == 0) {
+            return List.of();
+        }
+        return Communicator.initAll(IntStream.range(0, n).toArray());
+    }
+
+    /**
+     * Runs {@code op} for every communicator index: directly for one, inside one NCCL group for several (one
+     * thread driving several GPUs must group their collectives, or the first would wait for the others).
+     */
+    @SuppressWarnings("try") // the group is only opened and closed
+    static void grouped(List<Communicator> comms, IntConsumer op) {
+        if (comms.size() == 1) {
+            op.accept(0);
+            return;
+        }
+        try (Group g = Nccl.group()) {
+            for (int k = 0; k < comms.size(); k++) {
+                op.accept(k);
+            }
+        }
+    }
+
+    /**
+     * Copies {@code host} (its remaining bytes) to the start of {@code buf} and waits until the copy has landed.
+     * {@code DeviceBuffer.copyFrom} is a {@code cudaMemcpy} from pageable memory, which may return before its
+     * DMA reaches the device, on the legacy default stream, which the non-blocking streams NCCL runs on do not
+     * wait for. So the copy is made with the buffer's device current, and that device's legacy default stream
+     * is synchronized before any collective reads the buffer.
+     */
+    static DeviceBuffer upload(DeviceBuffer buf, ByteBuffer host) {
+        Cuda.setDevice(buf.device());
+        buf.copyFrom(host);
+        Stream.defaultStream(buf.device()).synchronize();
+        return buf;
+    }
+
+    /** {@link #upload(DeviceBuffer, ByteBuffer)} from a float array. */
+    static DeviceBuffer upload(DeviceBuffer buf, float[] host) {
+        Cuda.setDevice(buf.device());
+        buf.copyFrom(host);
+        Stream.defaultStream(buf.device()).synchronize();
+        return buf;
+    }
+
+    /** How an example's lines start: {@code rank r: }. */
+    static String who(Communicator comm) {
+        return "rank " + comm.rank() + ": ";
+    }
+
+    /**
+     * Runs an example's body and returns its exit status, or 2 with a message on stderr when the machine has
+     * no NCCL, no CUDA runtime or no GPU. Other failures propagate.
+     *
+     * @param name the example's name, for the message
+     * @param body returns 0 when the example's check passed, 1 when it failed
+     */
+    static int exitStatus(String name, IntSupplier body) {
+        try {
+            return body.getAsInt();
+        } catch (NcclUnavailableException e) {
+            System.err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
+            return 2;
+        } catch (IllegalStateException e) {
+            if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
+                System.err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
+                return 2;
+            }
+            throw e;
+        } catch (CudaException e) {
+            for (int code : NO_GPU_CODES) {
+                if (e.code() == code) {
+                    System.err.println(name + ": no usable GPU on this machine.\n" + e.getMessage());
+                    return 2;
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Closes what was added, last first; the first failure is thrown with later ones suppressed. */
+    static final class Closer implements AutoCloseable {
+        private final Deque<AutoCloseable> resources = new ArrayDeque<>();
+
+        /** Adds {@code resource} and returns it. */
+        <T extends AutoCloseable> T add(T resource) {
+            resources.push(resource);
+            return resource;
+        }
+
+        /** Adds every element of {@code all} and returns the list. */
+        <T extends AutoCloseable> List<T> addAll(List<T> all) {
+            all.forEach(resources::push);
+            return all;
+        }
+
+        @Override
+        public void close() {
+            RuntimeException failure = null;
+            while (!resources.isEmpty()) {
+                try {
+                    resources.pop().close();
+                } catch (Exception e) {
+                    if (failure == null) {
+                        failure = e instanceof RuntimeException ? (RuntimeException) e : new IllegalStateException(e);
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        }
+    }
+
+    /** Parses 1024, 64K, 64M, 1G (powers of two) as a size in bytes, at least 4. */
     static long parseSize(String s) {
+        long v = parseSuffixed(s);
+        if (v < 4) {
+            throw new IllegalArgumentException("size must be at least 4 bytes, got " + s);
+        }
+        return v;
+    }
+
+    /** Parses 1000, 64K, 1M (powers of two) as a number of elements, at least 1. */
+    static long parseCount(String s) {
+        long v = parseSuffixed(s);
+        if (v < 1) {
+            throw new IllegalArgumentException("count must be at least 1, got " + s);
+        }
+        return v;
+    }
+
+    private static long parseSuffixed(String s) {
         String t = s.strip().toUpperCase(Locale.ROOT);
         long mult = 1;
         if (t.endsWith("K")) {
@@ -36,10 +195,6 @@ final class Examples {
         if (mult != 1) {
             t = t.substring(0, t.length() - 1);
         }
-        long v = Long.parseLong(t) * mult;
-        if (v < 4) {
-            throw new IllegalArgumentException("size must be at least 4 bytes, got " + s);
-        }
-        return v;
+        return Math.multiplyExact(Long.parseLong(t), mult);
     }
 }

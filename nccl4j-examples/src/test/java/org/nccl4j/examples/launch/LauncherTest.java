@@ -1,0 +1,390 @@
+package org.nccl4j.examples.launch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The launcher, run as a child JVM (as scripts/nccl4j-run runs it) with {@code sh} commands as ranks. Ranks
+ * write their PIDs to files so that the tests can check that nothing outlives the launcher.
+ */
+@Timeout(60)
+class LauncherTest {
+    /** Variables of other launchers, removed from the launcher's environment unless a test sets them. */
+    private static final String[] FOREIGN = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+        "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "NCCL4J_RUN_ID", "JAVA_OPTS", "RANK",
+        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+    /** Longer than any test: a rank still sleeping at the end was not stopped. */
+    private static final String SLEEP = "30";
+
+    @TempDir
+    Path dir;
+
+    /** What a finished launcher did. */
+    private record Run(int status, String out, String err, long millis) {
+        List<String> outLines() {
+            return out.lines().collect(Collectors.toList());
+        }
+    }
+
+    private static final String JAVA = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+
+    private ProcessBuilder launcher(Map<String, String> env, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(JAVA, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx64m",
+                "-cp", System.getProperty("java.class.path"), Launcher.class.getName()));
+        cmd.addAll(Arrays.asList(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        for (String v : FOREIGN) {
+            pb.environment().remove(v);
+        }
+        pb.environment().putAll(env);
+        pb.redirectOutput(dir.resolve("launcher.out").toFile());
+        pb.redirectError(dir.resolve("launcher.err").toFile());
+        return pb;
+    }
+
+    private Run finish(Process p, long started) throws Exception {
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail("the launcher did not finish in 30 s");
+        }
+        return new Run(p.exitValue(), Files.readString(dir.resolve("launcher.out")),
+                Files.readString(dir.resolve("launcher.err")), (System.nanoTime() - started) / 1_000_000);
+    }
+
+    private Run launch(Map<String, String> env, String... args) throws Exception {
+        long t0 = System.nanoTime();
+        return finish(launcher(env, args).start(), t0);
+    }
+
+    /** {@code nccl4j-run -np n --cmd -- sh -c script}. */
+    private Run sh(int n, String script, String... options) throws Exception {
+        return launch(Map.of(), shArgs(n, script, options));
+    }
+
+    private static String[] shArgs(int n, String script, String... options) {
+        List<String> a = new ArrayList<>(List.of("-np", Integer.toString(n)));
+        a.addAll(Arrays.asList(options));
+        a.addAll(List.of("--cmd", "--", "sh", "-c", script));
+        return a.toArray(new String[0]);
+    }
+
+    /** Shell that writes this shell's PID to {@code <name>.pid}, atomically. */
+    private String writePid(String name) {
+        return "echo $$ > " + dir + "/" + name + ".tmp && mv " + dir + "/" + name + ".tmp " + dir + "/" + name + ".pid";
+    }
+
+    /** Shell that starts a background sleep, writes its PID to {@code <name>.pid} and waits for it. */
+    private String sleepInChild(String name) {
+        return "sleep " + SLEEP + " & echo $! > " + dir + "/" + name + ".tmp && mv " + dir + "/" + name + ".tmp " + dir
+                + "/" + name + ".pid; wait";
+    }
+
+    /** Shell that waits until all {@code names}'s PID files exist. */
+    private String awaitPids(String... names) {
+        String cond = Arrays.stream(names).map(n -> "[ ! -e " + dir + "/" + n + ".pid ]").collect(Collectors.joining(" || "));
+        return "while " + cond + "; do sleep 0.02; done";
+    }
+
+    private long pid(String name) throws IOException {
+        return Long.parseLong(Files.readString(dir.resolve(name + ".pid")).strip());
+    }
+
+    /** Alive and not a zombie (an orphan's zombie waits for PID 1, which in some containers reaps slowly). */
+    private static boolean alive(long pid) {
+        if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+            return false;
+        }
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            char state = stat.charAt(stat.lastIndexOf(')') + 2);
+            return state != 'Z' && state != 'X';
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private void awaitFiles(String... names) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        for (String n : names) {
+            while (!Files.exists(dir.resolve(n + ".pid"))) {
+                if (System.nanoTime() > deadline) {
+                    fail("no " + n + ".pid after 20 s");
+                }
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    private void assertGone(String... names) throws IOException {
+        for (String n : names) {
+            long p = pid(n);
+            assertFalse(alive(p), n + " (pid " + p + ") is still alive");
+        }
+    }
+
+    // ---------------------------------------------------------------- environment and output
+
+    @Test
+    void everyRankGetsItsVariablesAndTheLaunchersEnvironment() throws Exception {
+        Run r = launch(Map.of("NCCL_NVLS_ENABLE", "0", "NCCL4J_TEST_INHERITED", "one two"), shArgs(3,
+                "echo \"RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE"
+                        + " MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
+                        + " INHERITED=$NCCL4J_TEST_INHERITED ELASTIC=${TORCHELASTIC_RUN_ID:-unset}"
+                        + " RUN_ID_SET=${NCCL4J_RUN_ID:+yes}\""));
+        assertEquals(0, r.status(), r.err());
+        Pattern line = Pattern.compile("\\[(\\d)] RANK=(\\d) WORLD_SIZE=3 LOCAL_RANK=(\\d) LOCAL_WORLD_SIZE=3"
+                + " MASTER_ADDR=127\\.0\\.0\\.1 MASTER_PORT=(\\d+) NCCL_NVLS_ENABLE=0 INHERITED=one two"
+                + " ELASTIC=unset RUN_ID_SET=yes");
+        Set<Integer> ranks = new HashSet<>();
+        Set<String> ports = new HashSet<>();
+        for (String l : r.outLines()) {
+            Matcher m = line.matcher(l);
+            assertTrue(m.matches(), "unexpected line: " + l);
+            assertEquals(m.group(1), m.group(2), "prefix and RANK differ: " + l);
+            assertEquals(m.group(2), m.group(3), "LOCAL_RANK differs from RANK on one machine: " + l);
+            ranks.add(Integer.parseInt(m.group(2)));
+            ports.add(m.group(4));
+        }
+        assertEquals(Set.of(0, 1, 2), ranks);
+        assertEquals(1, ports.size(), "every rank must get the same MASTER_PORT: " + ports);
+        int port = Integer.parseInt(ports.iterator().next());
+        assertTrue(port > 0 && port < 65536, "MASTER_PORT " + port);
+    }
+
+    @Test
+    void portOptionSetsMasterPort() throws Exception {
+        Run r = sh(2, "echo $MASTER_PORT", "--port", "29517");
+        assertEquals(0, r.status(), r.err());
+        assertEquals(Set.of("[0] 29517", "[1] 29517"), new HashSet<>(r.outLines()));
+    }
+
+    @Test
+    void stdoutAndStderrLinesArePrefixedWithTheRank() throws Exception {
+        Run r = sh(2, "echo out $RANK; echo err $RANK >&2; printf 'two\\nlines\\n'; printf 'no newline'");
+        assertEquals(0, r.status(), r.err());
+        for (int k = 0; k < 2; k++) {
+            String p = "[" + k + "] ";
+            List<String> mine = r.outLines().stream().filter(l -> l.startsWith(p)).collect(Collectors.toList());
+            assertEquals(List.of(p + "out " + k, p + "two", p + "lines", p + "no newline"), mine);
+            assertTrue(r.err().lines().anyMatch((p + "err " + k)::equals), r.err());
+        }
+        assertEquals(8, r.outLines().size(), r.out());
+        assertTrue(r.out().endsWith("\n"));
+    }
+
+    @Test
+    void javaRanksRunTheExampleClassWithJavaOptsAndWinOverAnotherLaunchersVariables() throws Exception {
+        // nccl4j-run inside an srun step: the ranks must still see RANK/WORLD_SIZE, not SLURM_PROCID
+        Run r = launch(Map.of("JAVA_OPTS", "-Dprobe=yes -Xmx64m", "SLURM_PROCID", "5", "SLURM_NTASKS", "8"),
+                "-np", "2", "LaunchProbe", "a", "b");
+        assertEquals(0, r.status(), r.out() + r.err());
+        Set<String> got = new HashSet<>(r.outLines());
+        String port = r.outLines().get(0).replaceAll(".*master 127\\.0\\.0\\.1:(\\d+),.*", "$1");
+        for (int k = 0; k < 2; k++) {
+            String expected = "[" + k + "] rank " + k + " of 2, local " + k + " of 2, device " + k + ", master 127.0.0.1:"
+                    + port + ", source TORCHRUN, per rank true, probe yes, args a b";
+            assertTrue(got.contains(expected), "expected " + expected + " in\n" + r.out());
+        }
+        assertTrue(r.err().contains("TORCHELASTIC_RUN_ID"), r.err());
+    }
+
+    // ---------------------------------------------------------------- failures
+
+    @Test
+    void aFailingRankStopsTheOthersAndIsNamed() throws Exception {
+        String script = "if [ $RANK = 1 ]; then " + awaitPids("0", "0c", "2", "2c") + "; echo giving up; exit 3; fi; "
+                + writePid("$RANK") + "; " + sleepInChild("${RANK}c");
+        Run r = sh(3, script);
+        assertEquals(3, r.status(), r.err());
+        assertTrue(r.err().contains("rank 1 failed: exit status 3"), r.err());
+        assertTrue(r.err().contains("stopping ranks 0, 2"), r.err());
+        assertTrue(r.out().contains("[1] giving up"), r.out());
+        assertTrue(r.millis() < 15_000, "the sleeping ranks were not stopped promptly: " + r.millis() + " ms");
+        assertGone("0", "0c", "2", "2c");
+    }
+
+    @Test
+    void aRankKilledBySignalIsReportedWithTheSignal() throws Exception {
+        String script = "if [ $RANK = 1 ]; then " + awaitPids("0") + "; kill -9 $$; fi; " + writePid("$RANK")
+                + "; exec sleep " + SLEEP;
+        Run r = sh(2, script);
+        assertEquals(128 + 9, r.status(), r.err());
+        assertTrue(r.err().contains("rank 1 failed: killed by signal 9 (SIGKILL"), r.err());
+        assertGone("0");
+    }
+
+    @Test
+    void aRankIgnoringSigtermIsKilledAfterTheGracePeriod() throws Exception {
+        String script = "if [ $RANK = 1 ]; then " + awaitPids("0") + "; exit 3; fi; trap '' TERM; " + writePid("0")
+                + "; exec sleep " + SLEEP;
+        Run r = sh(2, script, "--grace", "0.5");
+        assertEquals(3, r.status(), r.err());
+        assertTrue(r.err().contains("sending SIGKILL"), r.err());
+        assertTrue(r.millis() < 15_000, r.millis() + " ms");
+        assertGone("0");
+    }
+
+    @Test
+    void processesLeftBehindByAnExitedRankAreStopped() throws Exception {
+        // rank 0 starts a background sleep and exits at once (0): the sleep must not outlive the launcher
+        String script = "if [ $RANK = 0 ]; then sleep " + SLEEP + " >/dev/null 2>&1 & echo $! > " + dir
+                + "/bg.tmp && mv " + dir + "/bg.tmp " + dir + "/bg.pid; exit 0; fi; " + awaitPids("bg")
+                + "; sleep 0.5";
+        Run r = sh(2, script);
+        assertEquals(0, r.status(), r.err());
+        assertGone("bg");
+    }
+
+    // ---------------------------------------------------------------- signals to the launcher
+
+    @Test
+    void sigtermToTheLauncherStopsEveryRank() throws Exception {
+        interrupt("TERM", 128 + 15);
+    }
+
+    @Test
+    void sigintToTheLauncherStopsEveryRank() throws Exception {
+        interrupt("INT", 128 + 2);
+    }
+
+    private void interrupt(String signal, int expectedStatus) throws Exception {
+        ProcessBuilder pb = launcher(Map.of(), shArgs(2, writePid("$RANK") + "; " + sleepInChild("${RANK}c")));
+        if (signal.equals("INT") && sigintIgnored()) {
+            // a JVM started with SIGINT ignored (a background job) keeps ignoring it; reset it as a terminal would
+            assumeTrue(envResetsSignals(), "SIGINT is ignored here and env --default-signal is missing");
+            pb.command().addAll(0, List.of("env", "--default-signal=INT"));
+        }
+        long t0 = System.nanoTime();
+        Process p = pb.start();
+        awaitFiles("0", "1", "0c", "1c");
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).inheritIO().start();
+        assertEquals(0, kill.waitFor());
+        Run r = finish(p, t0);
+        assertEquals(expectedStatus, r.status(), r.err());
+        assertTrue(r.err().contains("interrupted; stopping 2 ranks"), r.err());
+        assertGone("0", "1", "0c", "1c");
+    }
+
+    private static boolean sigintIgnored() throws IOException {
+        for (String l : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (l.startsWith("SigIgn:")) {
+                return (Long.parseUnsignedLong(l.substring(7).strip(), 16) & (1L << (2 - 1))) != 0;
+            }
+        }
+        return false;
+    }
+
+    private static boolean envResetsSignals() {
+        try {
+            return new ProcessBuilder("env", "--default-signal=INT", "true").start().waitFor() == 0;
+        } catch (IOException | InterruptedException e) {
+            return false;
+        }
+    }
+
+    // ---------------------------------------------------------------- the bash wrapper
+
+    @Test
+    void theScriptRunsTheLauncherAndPassesSignalsOn() throws Exception {
+        Path script = Path.of("..", "scripts", "nccl4j-run").toAbsolutePath().normalize();
+        assumeTrue(Files.isExecutable(script), script + " not found (tests run from nccl4j-examples)");
+        ProcessBuilder pb = launcher(Map.of("NCCL4J_CLASSPATH", System.getProperty("java.class.path"),
+                "JAVA_HOME", System.getProperty("java.home")), shArgs(2, "echo $RANK of $WORLD_SIZE; " + writePid("$RANK")
+                + "; exec sleep " + SLEEP));
+        List<String> cmd = new ArrayList<>(pb.command());
+        int main = cmd.indexOf(Launcher.class.getName());
+        pb.command(new ArrayList<>(cmd.subList(main + 1, cmd.size())));
+        pb.command().add(0, script.toString());
+        long t0 = System.nanoTime();
+        Process p = pb.start();
+        awaitFiles("0", "1");
+        p.destroy(); // SIGTERM to the script's pid, which exec'd the launcher's JVM
+        Run r = finish(p, t0);
+        assertEquals(128 + 15, r.status(), r.err());
+        assertEquals(Set.of("[0] 0 of 2", "[1] 1 of 2"), new HashSet<>(r.outLines()));
+        assertGone("0", "1");
+    }
+
+    // ---------------------------------------------------------------- command line, in process
+
+    private static Run inProcess(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = Launcher.run(args, new HashMap<>(), new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), 0);
+    }
+
+    @Test
+    void badCommandLinesExitWithStatus2AndSayWhy() {
+        Run r = inProcess("AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("-np N is required") && r.err().contains("usage: nccl4j-run"), r.err());
+        r = inProcess("-np", "0", "AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("-np 0 is out of range 1..4096"), r.err());
+        r = inProcess("-np", "2", "--bogus", "AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("unknown option --bogus"), r.err());
+        r = inProcess("-np", "2", "--cmd");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("--cmd needs a command"), r.err());
+        r = inProcess("-np", "2", "NoSuchExample");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("no class org.nccl4j.examples.NoSuchExample"), r.err());
+        r = inProcess("--help");
+        assertEquals(0, r.status());
+        assertTrue(r.out().startsWith("usage: nccl4j-run"), r.out());
+    }
+
+    @Test
+    void javaRankCommandLine() {
+        LaunchOptions o = LaunchOptions.parse(new String[] {"-np", "4", "--grace", "2.5", "DdpSimple", "--average", "avg"},
+                Map.of("JAVA_OPTS", "  -Xmx1g  -Dx=y "), Path.of("/jre/bin/java"), "a.jar:lib/*");
+        assertEquals(4, o.ranks());
+        assertEquals(2500, o.grace().toMillis());
+        assertEquals("org.nccl4j.examples.DdpSimple", o.mainClass());
+        assertEquals(List.of("/jre/bin/java", "-Xmx1g", "-Dx=y", "-cp", "a.jar:lib/*", "org.nccl4j.examples.DdpSimple",
+                "--average", "avg"), o.command());
+        o = LaunchOptions.parse(new String[] {"-np", "2", "com.example.Train"}, Map.of(), Path.of("java"), "cp");
+        assertEquals(List.of("java", "-cp", "cp", "com.example.Train"), o.command());
+        o = LaunchOptions.parse(new String[] {"-np", "2", "--port", "29500", "--cmd", "--", "sh", "-c", "echo -np"},
+                Map.of(), Path.of("java"), "cp");
+        assertEquals(29500, o.port());
+        assertEquals(List.of("sh", "-c", "echo -np"), o.command());
+    }
+
+    @Test
+    void exitStatusesAreDescribed() {
+        assertEquals("exit status 3", Launcher.describe(3));
+        assertEquals("exit status 128", Launcher.describe(128));
+        assertEquals("killed by signal 9 (SIGKILL, exit status 137)", Launcher.describe(137));
+        assertEquals("killed by signal 15 (SIGTERM, exit status 143)", Launcher.describe(143));
+        assertEquals("killed by signal 40 (exit status 168)", Launcher.describe(168));
+        assertEquals("exit status 255", Launcher.describe(255));
+    }
+}
