@@ -171,7 +171,10 @@ public final class DeviceBuffer implements AutoCloseable {
 
     // ---- copies ----
 
-    /** Copies {@code src} into the start of this buffer ({@code cudaMemcpy} host to device). */
+    /**
+     * Copies {@code src} into the start of this buffer ({@code cudaMemcpy} host to device) and waits until the
+     * data is on the device, so that work enqueued afterwards on any stream sees it.
+     */
     public DeviceBuffer copyFrom(float[] src) {
         try (FloatPointer p = new FloatPointer(src)) {
             return fromHost(p, 4L * src.length, "float[]");
@@ -225,7 +228,10 @@ public final class DeviceBuffer implements AutoCloseable {
         return copyFrom(tmp);
     }
 
-    /** Copies the start of this buffer into {@code dst} ({@code cudaMemcpy} device to host). */
+    /**
+     * Copies the start of this buffer into {@code dst} ({@code cudaMemcpy} device to host). The copy does not
+     * wait for work on other (non-blocking) streams: synchronize the stream that wrote the buffer first.
+     */
     public float[] copyTo(float[] dst) {
         try (FloatPointer p = new FloatPointer(dst.length)) {
             toHost(p, 4L * dst.length, "float[]");
@@ -313,7 +319,14 @@ public final class DeviceBuffer implements AutoCloseable {
 
     private DeviceBuffer fromHost(Pointer host, long n, String what) {
         checkCopy(n, what);
-        Cuda.check(Cuda.backend().memcpy(address, hostAddress(host), n, H2D), "cudaMemcpy(host to device)", device);
+        // cudaMemcpy from pageable memory may return before the DMA reaches the device, and work on nccl4j's
+        // non-blocking streams does not wait for the legacy default stream: wait for it here, on this device.
+        long src = hostAddress(host);
+        Cuda.onDevice(device, () -> {
+            Cuda.check(Cuda.backend().memcpy(address, src, n, H2D), "cudaMemcpy(host to device)", device);
+            Cuda.check(Cuda.backend().streamSynchronize(0L), "cudaStreamSynchronize(default stream)", device);
+            return null;
+        });
         return this;
     }
 

@@ -64,6 +64,18 @@ class DeviceBufferTest extends StubFixture {
     }
 
     @Test
+    void copyFromHostWaitsForTheDataOnTheBuffersDevice() {
+        DeviceBuffer b = buffer(2, 4, DataType.INT32);
+        cuda.clearCalls();
+        b.copyFrom(new int[] {1, 2, 3, 4});
+        List<String> calls = cuda.calls();
+        assertEquals(List.of("getDevice", "setDevice device=2"), calls.subList(0, 2));
+        assertTrue(calls.get(2).startsWith("memcpy ") && calls.get(2).endsWith("bytes=16 kind=1"), calls.get(2));
+        assertEquals(List.of("streamSynchronize stream=0x0", "setDevice device=0"), calls.subList(3, 5),
+                "pageable cudaMemcpy may return before the DMA lands: the default stream is synchronized on device 2");
+    }
+
+    @Test
     void allocateOnTheCurrentDeviceDoesNotSwitch() {
         cuda.clearCalls();
         DeviceBuffer b = buffer(0, 3, DataType.FLOAT64);
