@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 out=${1:-bundle}
 javacpp_platform=linux-x86_64
 # JNI libraries of the CUDA presets that nccl4j and its examples load.
-cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so"}
+cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so"}
 console_version=1.14.1
 
 rm -rf "$out"

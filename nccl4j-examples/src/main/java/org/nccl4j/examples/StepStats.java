@@ -1,0 +1,43 @@
+package org.nccl4j.examples;
+
+import java.util.Arrays;
+
+/** Step-time statistics: the median over the measured steps, as "steps 3..N" (1-based). */
+final class StepStats {
+    private StepStats() {
+    }
+
+    /**
+     * The median of {@code values}: the middle value, or the mean of the two middle values for an even count
+     * (as Python's {@code statistics.median}).
+     *
+     * @param values the values (not modified)
+     * @return the median, NaN when there are none
+     */
+    static double median(double[] values) {
+        if (values.length == 0) {
+            return Double.NaN;
+        }
+        double[] v = values.clone();
+        Arrays.sort(v);
+        int mid = v.length / 2;
+        return v.length % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+    }
+
+    /**
+     * The median of the steps {@code firstStep..N}, 1-based: {@code stepMs[firstStep - 1]} onwards.
+     *
+     * @param stepMs the time of every step, step 1 first
+     * @param firstStep the first measured step, 1-based ({@code >= 1})
+     * @return the median, NaN when fewer than {@code firstStep} steps ran
+     */
+    static double medianFrom(double[] stepMs, int firstStep) {
+        if (firstStep < 1) {
+            throw new IllegalArgumentException("firstStep is 1-based, got " + firstStep);
+        }
+        if (stepMs.length < firstStep) {
+            return Double.NaN;
+        }
+        return median(Arrays.copyOfRange(stepMs, firstStep - 1, stepMs.length));
+    }
+}

@@ -1,0 +1,67 @@
+package org.nccl4j.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class DdpOptionsTest {
+    @Test
+    void defaultsAreTheLecturesSettings() {
+        DdpOptions o = DdpOptions.parse();
+        assertEquals(30, o.steps);
+        assertEquals(25.0, o.bucketCapMB);
+        assertEquals(4000, o.size);
+        assertEquals(1000, o.batch);
+        assertEquals(0.001f, o.lr);
+        assertEquals(1234L, o.seed);
+        assertFalse(o.noComm);
+        assertNull(o.trace);
+        assertEquals(3, DdpOptions.FIRST_MEASURED_STEP);
+    }
+
+    @Test
+    void parsesEveryFlag() {
+        DdpOptions o = DdpOptions.parse("--steps", "12", "--bucket-cap-mb", "1.5", "--trace", "t.json", "--seed",
+                "-7", "--no-comm", "--size", "512", "--batch", "64", "--lr", "0.01");
+        assertEquals(12, o.steps);
+        assertEquals(1.5, o.bucketCapMB);
+        assertEquals("t.json", o.trace);
+        assertEquals(-7L, o.seed);
+        assertTrue(o.noComm);
+        assertEquals(512, o.size);
+        assertEquals(64, o.batch);
+        assertEquals(0.01f, o.lr);
+        assertTrue(DdpOptions.parse("--help").help);
+    }
+
+    @Test
+    void rejectsBadInput() {
+        String[][] bad = {
+            {"--steps"}, {"--steps", "0"}, {"--steps", "x"}, {"--bucket-cap-mb", "0"}, {"--bucket-cap-mb", "-1"},
+            {"--bucket-cap-mb", "NaN"}, {"--seed", "1.5"}, {"--lr", "0"}, {"--size", "-3"}, {"--frobnicate"},
+            {"--size", "3", "--batch", "5"},          // odd element count: cuRAND normals come in pairs
+            {"--size", "50000", "--batch", "2"},       // 2.5e9 weights: beyond cuBLAS' 32-bit sizes
+        };
+        for (String[] args : bad) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse(args),
+                    String.join(" ", args));
+            assertTrue(e.getMessage().contains("usage: DdpTraining"), e.getMessage());
+        }
+    }
+
+    @Test
+    void traceFilePerRank() {
+        assertEquals("trace_ddp_rank0.json", DdpOptions.parse().traceFile(0, 2));
+        assertEquals("trace_ddp_rank1.json", DdpOptions.parse().traceFile(1, 2));
+        assertEquals("trace_nocomm_rank0.json", DdpOptions.parse("--no-comm").traceFile(0, 1));
+        assertEquals("out/r3.json", DdpOptions.parse("--trace", "out/r{rank}.json").traceFile(3, 4));
+        assertEquals("t.json", DdpOptions.parse("--trace", "t.json").traceFile(0, 1));
+        assertEquals("dir/t_rank1.json", DdpOptions.parse("--trace", "dir/t.json").traceFile(1, 2));
+        assertEquals("dir.d/trace_rank1", DdpOptions.parse("--trace", "dir.d/trace").traceFile(1, 2));
+        assertEquals(".trace_rank1", DdpOptions.parse("--trace", ".trace").traceFile(1, 2));
+    }
+}
