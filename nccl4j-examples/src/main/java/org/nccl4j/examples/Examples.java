@@ -3,12 +3,14 @@ package org.nccl4j.examples;
 import java.util.Locale;
 
 /** Small helpers shared by the examples. */
-final class Examples {
+public final class Examples {
     private Examples() {
     }
 
-    /** Whether a launcher started this process as one rank of several (mpirun, Slurm, torchrun, nccl4j-run). */
-    static boolean launchedPerRank() {
+    /**
+     * @return whether a launcher started this process as one rank of several (mpirun, Slurm, torchrun, nccl4j-run)
+     */
+    public static boolean launchedPerRank() {
         for (String v : new String[] {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}) {
             String s = System.getenv(v);
             if (s != null && !s.isBlank()) {
