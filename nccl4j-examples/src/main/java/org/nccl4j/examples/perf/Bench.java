@@ -1,5 +1,6 @@
 package org.nccl4j.examples.perf;
 
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -26,7 +27,8 @@ import org.nccl4j.examples.Examples;
  * a barrier; then a CUDA event on each stream, the {@code -n} iterations (or, with {@code -G}, the iterations
  * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
  * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
- * processes as {@code -a} says. The events measure wall time on the GPU from the first call to the last
+ * processes as {@code -a} says. In eager runs the Java heap bytes this thread allocated while issuing the
+ * iterations are counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU from the first call to the last
  * completion, so the host's cost of issuing each call is inside the measurement whenever it is the bottleneck.
  */
 final class Bench implements AutoCloseable {
@@ -49,6 +51,7 @@ final class Bench implements AutoCloseable {
     private final long[] recvAddr;
     private final CudaGraph[] graphs;
     private final ByteBuffer host;
+    private final com.sun.management.ThreadMXBean threads;
 
     private Bench(PerfArgs args, List<Communicator> comms, boolean perProcess, double initMs) {
         this.args = args;
@@ -86,8 +89,20 @@ final class Bench implements AutoCloseable {
             close();
             throw e;
         }
+        threads = allocationCounter();
         host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
                 : null;
+    }
+
+    private static com.sun.management.ThreadMXBean allocationCounter() {
+        if (ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean) {
+            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            if (t.isThreadAllocatedMemorySupported()) {
+                t.setThreadAllocatedMemoryEnabled(true);
+                return t.isThreadAllocatedMemoryEnabled() ? t : null;
+            }
+        }
+        return null;
     }
 
     /**
@@ -286,6 +301,7 @@ final class Bench implements AutoCloseable {
      * @return the result (time combined across processes; wrong summed over ranks)
      */
     Result measure(Operation o, DataType t, ReduceOp op, int root, long size, boolean inPlace) {
+        double allocated = Double.NaN;
         Operation.Counts c = place(o, t, size, inPlace);
         ReduceOp redop = o.reduces() ? op : null;
         int shownRoot = o.rooted() ? root : -1;
@@ -320,6 +336,7 @@ final class Bench implements AutoCloseable {
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
             }
+            long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < args.iters; i++) {
                 issueAll(o, c, t, redop, root);
                 if (args.blocking != 0) {
@@ -328,6 +345,9 @@ final class Bench implements AutoCloseable {
                         barrier();
                     }
                 }
+            }
+            if (threads != null && args.blocking == 0) {
+                allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
             }
         }
         double ms = 0;
@@ -356,7 +376,7 @@ final class Bench implements AutoCloseable {
             }
         }
         return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
-                shownRoot, inPlace, us, algbw, busbw, wrong);
+                shownRoot, inPlace, us, algbw, busbw, wrong, allocated);
     }
 
     // ------------------------------------------------------------------ checking

@@ -282,6 +282,9 @@ public final class Perf {
             m.put("algbw", r.algbw());
             m.put("busbw", r.busbw());
             m.put("wrong", r.wrong() < 0 ? null : r.wrong());
+            if (!Double.isNaN(r.allocBytes())) {
+                m.put("alloc_bytes", r.allocBytes());
+            }
             out.add(m);
         }
         return out;

@@ -152,7 +152,8 @@ public final class Plot {
             out.add(new Result(op, num(r, "size").longValue(), num(r, "count").longValue(), (String) r.get("type"),
                     (String) r.get("redop"), num(r, "root").intValue(), "in-place".equals(r.get("placement")),
                     num(r, "time_us"), num(r, "algbw"), num(r, "busbw"),
-                    wrong == null ? -1 : ((Double) wrong).longValue()));
+                    wrong == null ? -1 : ((Double) wrong).longValue(),
+                    r.get("alloc_bytes") instanceof Double ? (Double) r.get("alloc_bytes") : Double.NaN));
         }
         return out;
     }

@@ -14,9 +14,17 @@ package org.nccl4j.examples.perf;
  * @param algbw size / time in GB/s
  * @param busbw algbw x the operation's bus factor
  * @param wrong elements found wrong over all ranks, or -1 when not checked (N/A)
+ * @param allocBytes Java heap bytes allocated per iteration while issuing the eager loop (this process),
+ *     or NaN when not measured (CUDA graph runs, -z, results read from a file)
  */
 public record Result(Operation operation, long size, long count, String type, String redop, int root,
-        boolean inPlace, double timeUs, double algbw, double busbw, long wrong) {
+        boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes) {
+
+    /** A result without an allocation figure. */
+    public Result(Operation operation, long size, long count, String type, String redop, int root, boolean inPlace,
+            double timeUs, double algbw, double busbw, long wrong) {
+        this(operation, size, count, type, redop, root, inPlace, timeUs, algbw, busbw, wrong, Double.NaN);
+    }
 
     /** @return "in-place" or "out-of-place" */
     public String placement() {
