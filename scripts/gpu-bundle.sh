@@ -27,6 +27,7 @@ for f in "$out"/deps/*.jar; do
   name=$(basename "$f")
   case "$name" in
     junit-*|opentest4j-*|apiguardian-*) ;;             # inside the console launcher already
+    jmh-*|jopt-simple-*|commons-math3-*) ;;           # the allocation benchmark (JMH) runs on CPU machines only
     cuda-*-"$javacpp_platform".jar)
       src=$(cd "$(dirname "$f")" && pwd)/$name
       dst=$(cd "$out/lib" && pwd)/$name
@@ -47,7 +48,8 @@ for m in nccl4j-native nccl4j-core nccl4j-examples; do
 done
 rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$javacpp_platform".jar
 
-jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs \
+# java.desktop: nccl4j-perf's --plot and Plot draw PNGs with XChart (java.awt, javax.imageio), headless.
+jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
-cp scripts/gpu-test.sh scripts/nccl4j-run "$out/"
+cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf "$out/"
 du -sh "$out" | awk '{print "bundle: " $2 ", " $1}'

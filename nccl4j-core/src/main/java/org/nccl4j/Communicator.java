@@ -428,9 +428,11 @@ public final class Communicator implements AutoCloseable {
      *
      * @param buffer a buffer on this communicator's device (best from {@link DeviceBuffer#allocateNccl})
      * @return the registration; close it ({@code ncclCommDeregister}) before freeing the buffer
+     * @throws IllegalStateException while the calling thread is capturing a CUDA graph
      */
     public Registration register(DeviceBuffer buffer) {
         ensureOpen();
+        Capture.refuseOnCapturingThread("Communicator.register (ncclCommRegister)");
         checkBuffer(buffer, "buffer");
         long[] h = new long[1];
         Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),

@@ -42,6 +42,24 @@ interface CudaBackend {
 
     int streamWaitEvent(long stream, long event);
 
+    /** {@code cudaStreamBeginCapture}; mode is a cudaStreamCaptureMode (1 = cudaStreamCaptureModeThreadLocal). */
+    int streamBeginCapture(long stream, int mode);
+
+    /** {@code cudaStreamEndCapture}: graph[0] receives the captured cudaGraph_t (0 when the capture was invalidated). */
+    int streamEndCapture(long stream, long[] graph);
+
+    /** {@code cudaGraphInstantiate(exec, graph, 0)}: exec[0] receives the cudaGraphExec_t. */
+    int graphInstantiate(long[] exec, long graph);
+
+    /** {@code cudaGraphLaunch}. */
+    int graphLaunch(long exec, long stream);
+
+    /** {@code cudaGraphExecDestroy}. */
+    int graphExecDestroy(long exec);
+
+    /** {@code cudaGraphDestroy}. */
+    int graphDestroy(long graph);
+
     /** device[0] receives the device owning the address, or -1 for host memory. */
     int pointerDevice(long address, int[] device);
 

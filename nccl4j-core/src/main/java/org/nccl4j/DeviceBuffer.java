@@ -17,6 +17,9 @@ import org.nccl4j.jni.NcclNative;
  * buffers NCCL can register for zero-copy), or wrapped around memory another library owns. Copies to and
  * from Java arrays and NIO buffers. Close it to free what it allocated; a wrapped buffer's close frees
  * nothing. Closing twice is harmless; a buffer left unclosed is reported in the log, not freed.
+ *
+ * <p>While the calling thread is capturing a CUDA graph ({@link Stream#beginCapture()}), allocating, freeing,
+ * filling and copying are refused with an {@link IllegalStateException}: CUDA forbids them during capture.
  */
 public final class DeviceBuffer implements AutoCloseable {
     private static final int H2D = 1;
@@ -51,6 +54,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public static DeviceBuffer allocate(int device, long bytes) {
         checkSize(device, bytes);
+        Capture.refuseOnCapturingThread("DeviceBuffer.allocate (cudaMalloc)");
         long addr = Cuda.onDevice(device, () -> {
             long[] a = new long[1];
             Cuda.check(Cuda.backend().malloc(a, bytes), "cudaMalloc(" + bytes + " bytes)", device);
@@ -83,6 +87,7 @@ public final class DeviceBuffer implements AutoCloseable {
      */
     public static DeviceBuffer allocateNccl(int device, long bytes) {
         checkSize(device, bytes);
+        Capture.refuseOnCapturingThread("DeviceBuffer.allocateNccl (ncclMemAlloc)");
         Nccl.library();
         long addr = Cuda.onDevice(device, () -> {
             long[] a = new long[1];
@@ -301,6 +306,7 @@ public final class DeviceBuffer implements AutoCloseable {
     /** Sets every byte to {@code value} ({@code cudaMemset}). */
     public DeviceBuffer fill(int value) {
         ensureOpen();
+        Capture.refuseOnCapturingThread("DeviceBuffer.fill (cudaMemset)");
         // cudaMemset works on the current device's memory: run it on this buffer's device.
         Cuda.onDevice(device, () -> {
             Cuda.check(Cuda.backend().memset(address, value, bytes), "cudaMemset", device);
@@ -345,6 +351,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     private void checkCopy(long n, String what) {
         ensureOpen();
+        Capture.refuseOnCapturingThread("a synchronous DeviceBuffer copy (cudaMemcpy)");
         if (n > bytes) {
             throw new IllegalArgumentException("the " + what + " holds " + n + " bytes but this DeviceBuffer has only "
                     + bytes + ": copy fewer elements or allocate a larger buffer");
@@ -356,6 +363,9 @@ public final class DeviceBuffer implements AutoCloseable {
     public void close() {
         if (closed) {
             return;
+        }
+        if (owner == Owner.CUDA_MALLOC || owner == Owner.NCCL_MEM_ALLOC) {
+            Capture.refuseOnCapturingThread("DeviceBuffer.close (cudaFree)");
         }
         synchronized (this) {
             if (closed) {

@@ -1,6 +1,8 @@
 package org.nccl4j;
 
 import org.bytedeco.cuda.cudart.CUevent_st;
+import org.bytedeco.cuda.cudart.CUgraphExec_st;
+import org.bytedeco.cuda.cudart.CUgraph_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.cudart.cudaPointerAttributes;
 import org.bytedeco.cuda.global.cudart;
@@ -123,6 +125,54 @@ final class PresetsCudaBackend implements CudaBackend {
     @Override
     public int streamWaitEvent(long stream, long event) {
         return cudart.cudaStreamWaitEvent(new Stream(stream), new Event(event), 0);
+    }
+
+    private static final class Graph extends CUgraph_st {
+        Graph(long address) {
+            this.address = address;
+        }
+    }
+
+    private static final class GraphExec extends CUgraphExec_st {
+        GraphExec(long address) {
+            this.address = address;
+        }
+    }
+
+    @Override
+    public int streamBeginCapture(long stream, int mode) {
+        return cudart.cudaStreamBeginCapture(new Stream(stream), mode);
+    }
+
+    @Override
+    public int streamEndCapture(long stream, long[] graph) {
+        CUgraph_st g = new CUgraph_st();
+        int rc = cudart.cudaStreamEndCapture(new Stream(stream), g);
+        graph[0] = rc == 0 ? g.address() : 0;
+        return rc;
+    }
+
+    @Override
+    public int graphInstantiate(long[] exec, long graph) {
+        CUgraphExec_st e = new CUgraphExec_st();
+        int rc = cudart.cudaGraphInstantiate(e, new Graph(graph), 0L);
+        exec[0] = rc == 0 ? e.address() : 0;
+        return rc;
+    }
+
+    @Override
+    public int graphLaunch(long exec, long stream) {
+        return cudart.cudaGraphLaunch(new GraphExec(exec), new Stream(stream));
+    }
+
+    @Override
+    public int graphExecDestroy(long exec) {
+        return cudart.cudaGraphExecDestroy(new GraphExec(exec));
+    }
+
+    @Override
+    public int graphDestroy(long graph) {
+        return cudart.cudaGraphDestroy(new Graph(graph));
     }
 
     @Override

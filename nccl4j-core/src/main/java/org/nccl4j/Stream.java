@@ -14,6 +14,8 @@ public final class Stream implements AutoCloseable {
     private final boolean owned;
     private final Leaks.Token leak;
     private volatile boolean closed;
+    /** The thread that began the capture in progress on this stream, or null when none is. */
+    private volatile Thread captureThread;
 
     private Stream(long handle, int device, boolean owned) {
         this.handle = handle;
@@ -85,9 +87,14 @@ public final class Stream implements AutoCloseable {
         }
     }
 
-    /** Waits until all work queued on this stream has finished ({@code cudaStreamSynchronize}). */
+    /**
+     * Waits until all work queued on this stream has finished ({@code cudaStreamSynchronize}).
+     *
+     * @throws IllegalStateException while this stream is capturing, or a capture is open on the calling thread
+     */
     public void synchronize() {
         ensureOpen();
+        Capture.refuseSynchronize("Stream.synchronize()", this);
         Cuda.check(Cuda.backend().streamSynchronize(handle), "cudaStreamSynchronize", device);
     }
 
@@ -99,6 +106,67 @@ public final class Stream implements AutoCloseable {
         int[] s = new int[1];
         Cuda.check(Cuda.backend().streamIsCapturing(handle, s), "cudaStreamIsCapturing", device);
         return s[0] != 0;
+    }
+
+    /**
+     * Starts capturing the work issued on this stream into a CUDA graph ({@code cudaStreamBeginCapture} in
+     * {@code cudaStreamCaptureModeThreadLocal}): from now until {@link #endCapture()}, collectives, event records
+     * and other stream work are recorded, not run. While the capture is open, the calling thread may not
+     * allocate or free device memory, copy synchronously, register buffers with NCCL or synchronize, and no
+     * thread may synchronize this stream: nccl4j refuses those calls with an {@link IllegalStateException}.
+     * End the capture on the same thread.
+     *
+     * @throws IllegalStateException when this stream is already capturing
+     */
+    public void beginCapture() {
+        ensureOpen();
+        if (captureThread != null) {
+            throw new IllegalStateException(this + " is already capturing a CUDA graph (begun on thread "
+                    + captureThread.getName() + "); call endCapture() first");
+        }
+        Cuda.check(Cuda.backend().streamBeginCapture(handle, Capture.MODE_THREAD_LOCAL), "cudaStreamBeginCapture",
+                device);
+        captureThread = Thread.currentThread();
+        Capture.started(this);
+    }
+
+    /**
+     * Ends the capture begun by {@link #beginCapture()} ({@code cudaStreamEndCapture}) and instantiates the
+     * captured graph ({@code cudaGraphInstantiate}). The capture ends even when this throws.
+     *
+     * @return the executable graph; launch it with {@link CudaGraph#launch(Stream)}, close it when done
+     * @throws IllegalStateException when this stream is not capturing, or the capture was begun on another thread
+     * @throws CudaException when CUDA reports the capture invalidated or cannot instantiate the graph
+     */
+    public CudaGraph endCapture() {
+        ensureOpen();
+        Thread owner = captureThread;
+        if (owner == null) {
+            throw new IllegalStateException(this + " is not capturing: call beginCapture() first");
+        }
+        if (owner != Thread.currentThread()) {
+            throw new IllegalStateException("the capture on " + this + " was begun on thread " + owner.getName()
+                    + " and must be ended there (cudaStreamCaptureModeThreadLocal)");
+        }
+        long[] graph = new long[1];
+        int rc;
+        try {
+            rc = Cuda.backend().streamEndCapture(handle, graph);
+        } finally {
+            captureThread = null;
+            Capture.ended(this);
+        }
+        Cuda.check(rc, "cudaStreamEndCapture", device);
+        if (graph[0] == 0) {
+            throw new IllegalStateException("the capture on " + this + " was invalidated (CUDA returned no graph): "
+                    + "an operation not allowed during capture was issued");
+        }
+        return CudaGraph.instantiate(graph[0], device);
+    }
+
+    /** @return the thread that began the capture in progress, or null */
+    Thread captureThread() {
+        return captureThread;
     }
 
     /** Makes future work on this stream wait for {@code event} ({@code cudaStreamWaitEvent}). */
@@ -114,9 +182,25 @@ public final class Stream implements AutoCloseable {
             return;
         }
         closed = true;
+        if (captureThread != null) {
+            abandonCapture();
+        }
         if (owned) {
             leak.closed();
             Cuda.check(Cuda.backend().streamDestroy(handle), "cudaStreamDestroy", device);
+        }
+    }
+
+    /** Ends a capture left open when the stream is closed, discarding the graph. */
+    private void abandonCapture() {
+        long[] graph = new long[1];
+        try {
+            if (Cuda.backend().streamEndCapture(handle, graph) == 0 && graph[0] != 0) {
+                Cuda.backend().graphDestroy(graph[0]);
+            }
+        } finally {
+            captureThread = null;
+            Capture.ended(this);
         }
     }
 

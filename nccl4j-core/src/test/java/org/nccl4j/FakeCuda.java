@@ -366,6 +366,51 @@ final class FakeCuda implements CudaBackend {
         return rc;
     }
 
+    private long graphCounter;
+
+    @Override
+    public synchronized int streamBeginCapture(long stream, int mode) {
+        int rc = record("streamBeginCapture", "stream", stream, "mode", mode);
+        if (rc == 0) {
+            capturing.put(stream, 1);
+        }
+        return rc;
+    }
+
+    @Override
+    public synchronized int streamEndCapture(long stream, long[] graph) {
+        int rc = record("streamEndCapture", "stream", stream);
+        Integer state = capturing.remove(stream);
+        if (rc == 0) {
+            graph[0] = state != null && state == 1 ? 0x6000_0000L + 0x10 * ++graphCounter : 0;
+        }
+        return rc;
+    }
+
+    @Override
+    public synchronized int graphInstantiate(long[] exec, long graph) {
+        int rc = record("graphInstantiate", "graph", graph);
+        if (rc == 0) {
+            exec[0] = graph + 0x1000_0000L;
+        }
+        return rc;
+    }
+
+    @Override
+    public synchronized int graphLaunch(long exec, long stream) {
+        return record("graphLaunch", "exec", exec, "stream", stream);
+    }
+
+    @Override
+    public synchronized int graphExecDestroy(long exec) {
+        return record("graphExecDestroy", "exec", exec);
+    }
+
+    @Override
+    public synchronized int graphDestroy(long graph) {
+        return record("graphDestroy", "graph", graph);
+    }
+
     @Override
     public synchronized int eventCreate(long[] event, int flags) {
         int rc = record("eventCreate", "device", current, "flags", flags);

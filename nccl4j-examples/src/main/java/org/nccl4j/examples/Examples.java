@@ -19,7 +19,7 @@ import org.nccl4j.Stream;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /** Small helpers shared by the examples. */
-final class Examples {
+public final class Examples {
     /** {@code cudaErrorStubLibrary}, {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}. */
     private static final int[] NO_GPU_CODES = {34, 35, 100};
 
@@ -33,7 +33,7 @@ final class Examples {
      *
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
-    static boolean launchedPerRank() {
+    public static boolean launchedPerRank() {
         return LaunchInfo.detect().worldSize() > 1;
     }
 

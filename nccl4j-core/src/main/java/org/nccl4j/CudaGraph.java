@@ -1,0 +1,92 @@
+package org.nccl4j;
+
+/**
+ * An executable CUDA graph ({@code cudaGraphExec_t} with its {@code cudaGraph_t}), made from the work captured
+ * on a {@link Stream} between {@link Stream#beginCapture()} and {@link Stream#endCapture()}. Launching it
+ * replays that work, NCCL collectives included, with one call ({@code cudaGraphLaunch}):
+ *
+ * <pre>{@code
+ * stream.beginCapture();
+ * for (int i = 0; i < 100; i++) {
+ *     comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);   // recorded, not run
+ * }
+ * try (CudaGraph graph = stream.endCapture()) {
+ *     graph.launch(stream);                                          // runs the 100 all-reduces
+ *     stream.synchronize();
+ * }
+ * }</pre>
+ *
+ * The buffers, communicators and operators the graph uses must stay open while it may still be launched.
+ */
+public final class CudaGraph implements AutoCloseable {
+    private final long graph;
+    private final long exec;
+    private final int device;
+    private final Leaks.Token leak;
+    private volatile boolean closed;
+
+    private CudaGraph(long graph, long exec, int device) {
+        this.graph = graph;
+        this.exec = exec;
+        this.device = device;
+        this.leak = Leaks.track(this, "CudaGraph captured on device " + device);
+    }
+
+    /** {@code cudaGraphInstantiate}; destroys {@code graph} when that fails. */
+    static CudaGraph instantiate(long graph, int device) {
+        long[] exec = new long[1];
+        int rc = Cuda.backend().graphInstantiate(exec, graph);
+        if (rc != 0) {
+            Cuda.backend().graphDestroy(graph);
+            throw Cuda.failure(rc, "cudaGraphInstantiate", device);
+        }
+        return new CudaGraph(graph, exec[0], device);
+    }
+
+    /** @return the device of the stream the graph was captured on */
+    public int device() {
+        return device;
+    }
+
+    /** @return the {@code cudaGraphExec_t} value */
+    public long handle() {
+        return exec;
+    }
+
+    /** @return whether {@link #close()} was called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Enqueues one replay of the captured work on {@code stream} ({@code cudaGraphLaunch}).
+     *
+     * @param stream where to run it, usually the stream it was captured on
+     */
+    public void launch(Stream stream) {
+        if (closed) {
+            throw new IllegalStateException("this CudaGraph (device " + device + ") is closed");
+        }
+        stream.ensureOpen();
+        Cuda.check(Cuda.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
+    }
+
+    /** Destroys the executable graph and the graph ({@code cudaGraphExecDestroy}, {@code cudaGraphDestroy}). Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        leak.closed();
+        int rc = Cuda.backend().graphExecDestroy(exec);
+        int rc2 = Cuda.backend().graphDestroy(graph);
+        Cuda.check(rc, "cudaGraphExecDestroy", device);
+        Cuda.check(rc2, "cudaGraphDestroy", device);
+    }
+
+    @Override
+    public String toString() {
+        return "CudaGraph[0x" + Long.toHexString(exec) + ", device " + device + (closed ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,461 @@
+package org.nccl4j.examples.perf;
+
+import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import org.nccl4j.Communicator;
+import org.nccl4j.Cuda;
+import org.nccl4j.CudaGraph;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Event;
+import org.nccl4j.Group;
+import org.nccl4j.LaunchInfo;
+import org.nccl4j.Nccl;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+import org.nccl4j.examples.Examples;
+
+/**
+ * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
+ * or another launcher; {@link Communicator#fromEnvironment()}) or {@code -g} of them ({@link Communicator#initAll}
+ * and a group around each iteration's calls).
+ *
+ * <p>One measurement, as nccl-tests takes it: (check only) write the input pattern; one operation and a wait;
+ * a barrier; then a CUDA event on each stream, the {@code -n} iterations (or, with {@code -G}, the iterations
+ * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
+ * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
+ * processes as {@code -a} says. In eager runs the Java heap bytes this thread allocated while issuing the
+ * iterations are counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU from the first call to the last
+ * completion, so the host's cost of issuing each call is inside the measurement whenever it is the bottleneck.
+ */
+final class Bench implements AutoCloseable {
+    private static final int CHUNK_BYTES = 16 << 20;
+
+    private final PerfArgs args;
+    private final List<Communicator> comms;
+    private final int local;
+    private final int nranks;
+    private final boolean perProcess;
+    private final double initMs;
+    private final Stream[] streams;
+    private final DeviceBuffer[] send;
+    private final DeviceBuffer[] recv;
+    private final DeviceBuffer[] scratch;
+    private final Event[] start;
+    private final Event[] stop;
+    private final int[] rank;
+    private final long[] sendAddr;
+    private final long[] recvAddr;
+    private final CudaGraph[] graphs;
+    private final ByteBuffer host;
+    private final com.sun.management.ThreadMXBean threads;
+
+    private Bench(PerfArgs args, List<Communicator> comms, boolean perProcess, double initMs) {
+        this.args = args;
+        this.comms = comms;
+        this.local = comms.size();
+        this.nranks = comms.get(0).size();
+        this.perProcess = perProcess;
+        this.initMs = initMs;
+        streams = new Stream[local];
+        send = new DeviceBuffer[local];
+        recv = new DeviceBuffer[local];
+        scratch = new DeviceBuffer[local];
+        start = new Event[local];
+        stop = new Event[local];
+        rank = new int[local];
+        sendAddr = new long[local];
+        recvAddr = new long[local];
+        graphs = new CudaGraph[local];
+        long bytes = Math.max(args.maxBytes, 256);
+        try {
+            for (int k = 0; k < local; k++) {
+                Communicator c = comms.get(k);
+                rank[k] = c.rank();
+                streams[k] = Stream.create(c.device());
+                send[k] = DeviceBuffer.allocate(c.device(), bytes).fill(0);
+                recv[k] = DeviceBuffer.allocate(c.device(), bytes).fill(0);
+                scratch[k] = DeviceBuffer.allocate(c.device(), 64).fill(0);
+                start[k] = Event.create(c.device());
+                stop[k] = Event.create(c.device());
+            }
+            for (int k = 0; k < local; k++) {
+                Stream.defaultStream(comms.get(k).device()).synchronize(); // the fills above are done
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        threads = allocationCounter();
+        host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
+                : null;
+    }
+
+    private static com.sun.management.ThreadMXBean allocationCounter() {
+        if (ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean) {
+            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            if (t.isThreadAllocatedMemorySupported()) {
+                t.setThreadAllocatedMemoryEnabled(true);
+                return t.isThreadAllocatedMemoryEnabled() ? t : null;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Makes the communicators: one per process when a launcher started this process as one of several ranks,
+     * else one per GPU of {@code -g} in this process. The time of the communicator's creation is measured after
+     * NCCL is loaded and the CUDA contexts exist, so it holds the id exchange and {@code ncclCommInitRank} (or
+     * {@code ncclCommInitAll}) alone.
+     */
+    static Bench open(PerfArgs args) {
+        Nccl.library();
+        if (Examples.launchedPerRank()) {
+            if (args.gpus > 1) {
+                throw new IllegalArgumentException("-g (--ngpus): '" + args.gpus + "' is not supported with one process "
+                        + "per rank (launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
+            }
+            LaunchInfo launch = LaunchInfo.detect();
+            Cuda.setDevice(launch.device()); // creates the CUDA context outside the measured init
+            long t0 = System.nanoTime();
+            Communicator comm = Communicator.fromEnvironment();
+            double ms = (System.nanoTime() - t0) / 1e6;
+            return new Bench(args, List.of(comm), true, ms);
+        }
+        int visible = Cuda.deviceCount();
+        if (args.gpus > visible) {
+            throw new IllegalArgumentException("-g (--ngpus): '" + args.gpus + "' is more than the " + visible
+                    + " GPUs this process sees");
+        }
+        int[] devices = new int[args.gpus];
+        for (int d = 0; d < args.gpus; d++) {
+            devices[d] = d;
+            Cuda.setDevice(d);
+        }
+        Cuda.setDevice(0);
+        long t0 = System.nanoTime();
+        List<Communicator> comms = Communicator.initAll(devices);
+        double ms = (System.nanoTime() - t0) / 1e6;
+        return new Bench(args, comms, false, ms);
+    }
+
+    int nranks() {
+        return nranks;
+    }
+
+    int localRanks() {
+        return local;
+    }
+
+    int processes() {
+        return nranks / local;
+    }
+
+    boolean perProcess() {
+        return perProcess;
+    }
+
+    double initMs() {
+        return initMs;
+    }
+
+    /** @return whether this process holds rank 0 (and prints) */
+    boolean printer() {
+        return rank[0] == 0;
+    }
+
+    List<Communicator> communicators() {
+        return comms;
+    }
+
+    // ------------------------------------------------------------------ issuing
+
+    private void issue(int k, Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        Communicator comm = comms.get(k);
+        Stream s = streams[k];
+        long n = c.param();
+        switch (o) {
+            case ALL_REDUCE: comm.allReduce(sendAddr[k], recvAddr[k], n, t, op, s); break;
+            case ALL_GATHER: comm.allGather(sendAddr[k], recvAddr[k], n, t, s); break;
+            case REDUCE_SCATTER: comm.reduceScatter(sendAddr[k], recvAddr[k], n, t, op, s); break;
+            case BROADCAST: comm.broadcast(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case REDUCE: comm.reduce(sendAddr[k], recvAddr[k], n, t, op, root, s); break;
+            case ALLTOALL: comm.alltoAll(sendAddr[k], recvAddr[k], n, t, s); break;
+            case GATHER: comm.gather(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case SCATTER: comm.scatter(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case SENDRECV:
+                comm.send(sendAddr[k], n, t, (rank[k] + 1) % nranks, s);
+                comm.recv(recvAddr[k], n, t, (rank[k] - 1 + nranks) % nranks, s);
+                break;
+            default: throw new IllegalArgumentException(String.valueOf(o));
+        }
+    }
+
+    /** One iteration: the operation on every local rank, in a group when there are several (or for sendrecv). */
+    private void issueAll(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        if (local == 1 && o != Operation.SENDRECV) {
+            issue(0, o, c, t, op, root);
+            return;
+        }
+        try (Group g = Nccl.group()) {
+            for (int k = 0; k < local; k++) {
+                issue(k, o, c, t, op, root);
+            }
+        }
+    }
+
+    private void syncAll() {
+        for (int k = 0; k < local; k++) {
+            streams[k].synchronize();
+        }
+    }
+
+    /** Every rank reaches this point before any leaves it: an all-reduce of 8 bytes and a wait, across processes. */
+    void barrier() {
+        if (processes() > 1) {
+            combine(0, ReduceOp.SUM);
+        } else {
+            syncAll();
+        }
+    }
+
+    /**
+     * Combines one value per process across processes (an NCCL all-reduce of a double).
+     *
+     * @param v this process's value
+     * @param op SUM, MIN or MAX
+     * @return the combined value
+     */
+    double combine(double v, ReduceOp op) {
+        if (processes() == 1) {
+            return v;
+        }
+        double identity = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
+        for (int k = 0; k < local; k++) {
+            scratch[k].copyFrom(new double[] {k == 0 ? v : identity});
+        }
+        for (int k = 0; k < local; k++) {
+            Stream.defaultStream(comms.get(k).device()).synchronize();
+        }
+        if (local == 1) {
+            comms.get(0).allReduce(scratch[0], DataType.FLOAT64, op, streams[0]);
+        } else {
+            try (Group g = Nccl.group()) {
+                for (int k = 0; k < local; k++) {
+                    comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]);
+                }
+            }
+        }
+        syncAll();
+        return scratch[0].copyTo(new double[1])[0];
+    }
+
+    /** The time across processes as -a says: 0 rank 0's, 1 the average, 2 the minimum, 3 the maximum. */
+    private double combineTime(double us) {
+        switch (args.average) {
+            case 0: return combine(rank[0] == 0 ? us : 0, ReduceOp.SUM);
+            case 2: return combine(us, ReduceOp.MIN);
+            case 3: return combine(us, ReduceOp.MAX);
+            default: return combine(us, ReduceOp.SUM) / processes();
+        }
+    }
+
+    // ------------------------------------------------------------------ measuring
+
+    private Operation.Counts place(Operation o, DataType t, long size, boolean inPlace) {
+        Operation.Counts c = o.counts(size, t.size(), nranks);
+        long ws = t.size();
+        for (int k = 0; k < local; k++) {
+            if (inPlace) {
+                long base = recv[k].address();
+                sendAddr[k] = base + c.sendInPlaceOffset() * rank[k] * ws;
+                recvAddr[k] = base + c.recvInPlaceOffset() * rank[k] * ws;
+            } else {
+                sendAddr[k] = send[k].address();
+                recvAddr[k] = recv[k].address();
+            }
+        }
+        return c;
+    }
+
+    /** nccl-tests' warm-up: {@code -w} iterations at each size from -b doubling to -e, out of place. */
+    void warmup(Operation o, DataType t, ReduceOp op, int root) {
+        if (args.warmup == 0) {
+            return;
+        }
+        for (long size : args.warmupSizes()) {
+            Operation.Counts c = place(o, t, size, false);
+            for (int i = 0; i < args.warmup; i++) {
+                issueAll(o, c, t, op, root);
+            }
+        }
+        syncAll();
+    }
+
+    /**
+     * Measures one size and placement.
+     *
+     * @return the result (time combined across processes; wrong summed over ranks)
+     */
+    Result measure(Operation o, DataType t, ReduceOp op, int root, long size, boolean inPlace) {
+        double allocated = Double.NaN;
+        Operation.Counts c = place(o, t, size, inPlace);
+        ReduceOp redop = o.reduces() ? op : null;
+        int shownRoot = o.rooted() ? root : -1;
+        issueAll(o, c, t, redop, root);
+        syncAll();
+        barrier();
+
+        if (args.graphLaunches > 0) {
+            int begun = 0;
+            try {
+                for (; begun < local; begun++) {
+                    streams[begun].beginCapture();
+                }
+                for (int i = 0; i < args.iters; i++) {
+                    issueAll(o, c, t, redop, root);
+                }
+            } finally {
+                for (int k = 0; k < begun; k++) {
+                    graphs[k] = streams[k].endCapture();
+                }
+            }
+            barrier();
+            for (int k = 0; k < local; k++) {
+                start[k].record(streams[k]);
+            }
+            for (int l = 0; l < args.graphLaunches; l++) {
+                for (int k = 0; k < local; k++) {
+                    graphs[k].launch(streams[k]);
+                }
+            }
+        } else {
+            for (int k = 0; k < local; k++) {
+                start[k].record(streams[k]);
+            }
+            long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < args.iters; i++) {
+                issueAll(o, c, t, redop, root);
+                if (args.blocking != 0) {
+                    syncAll();
+                    if (args.blocking == 1) {
+                        barrier();
+                    }
+                }
+            }
+            if (threads != null && args.blocking == 0) {
+                allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
+            }
+        }
+        double ms = 0;
+        for (int k = 0; k < local; k++) {
+            stop[k].record(streams[k]);
+        }
+        for (int k = 0; k < local; k++) {
+            stop[k].synchronize();
+            ms = Math.max(ms, stop[k].elapsedSince(start[k]));
+        }
+        for (int k = 0; k < local; k++) {
+            if (graphs[k] != null) {
+                graphs[k].close();
+                graphs[k] = null;
+            }
+        }
+        double us = combineTime(ms * 1000.0 / ((double) args.iters * Math.max(1, args.graphLaunches)));
+        long sizeBytes = c.sizeBytes(t.size());
+        double algbw = us > 0 ? sizeBytes / (us * 1e-6) / 1e9 : 0;
+        double busbw = algbw * o.busFactor(nranks);
+        long wrong = -1;
+        if (args.check > 0) {
+            wrong = 0;
+            for (int rep = 0; rep < args.check; rep++) {
+                wrong += check(o, c, t, redop, root);
+            }
+        }
+        return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
+                shownRoot, inPlace, us, algbw, busbw, wrong, allocated);
+    }
+
+    // ------------------------------------------------------------------ checking
+
+    private DeviceBuffer owner(int k, long address) {
+        return address >= recv[k].address() && address < recv[k].address() + recv[k].bytes() ? recv[k] : send[k];
+    }
+
+    /** Writes the input, runs the operation once, and counts the wrong elements of every rank's result. */
+    private long check(Operation o, Operation.Counts c, DataType t, ReduceOp redop, int root) {
+        int ws = t.size();
+        int perChunk = host.capacity() / ws;
+        for (int k = 0; k < local; k++) {
+            DeviceBuffer b = owner(k, sendAddr[k]);
+            long off = sendAddr[k] - b.address();
+            for (long s = 0; s < c.send(); s += perChunk) {
+                int n = (int) Math.min(perChunk, c.send() - s);
+                host.clear();
+                for (int i = 0; i < n; i++) {
+                    Elements.put(host, t, Pattern.input(redop, rank[k], s + i));
+                }
+                host.flip();
+                b.slice(off + s * ws, (long) n * ws).copyFrom(host);
+            }
+            Stream.defaultStream(comms.get(k).device()).synchronize(); // the copies have landed
+        }
+        issueAll(o, c, t, redop, root);
+        syncAll();
+        long wrong = 0;
+        for (int k = 0; k < local; k++) {
+            if (!Pattern.checked(o, rank[k], root)) {
+                continue;
+            }
+            DeviceBuffer b = owner(k, recvAddr[k]);
+            long off = recvAddr[k] - b.address();
+            for (long s = 0; s < c.recv(); s += perChunk) {
+                int n = (int) Math.min(perChunk, c.recv() - s);
+                host.clear();
+                host.limit(n * ws);
+                b.slice(off + s * ws, (long) n * ws).copyTo(host);
+                for (int i = 0; i < n; i++) {
+                    double want = Pattern.expected(o, redop, t, nranks, root, rank[k], c.param(), s + i);
+                    double got = Elements.get(host, t, i * ws);
+                    if (!(Math.abs(got - want) <= Pattern.tolerance(t, redop, want))) {
+                        wrong++;
+                    }
+                }
+            }
+        }
+        return Math.round(combine(wrong, ReduceOp.SUM));
+    }
+
+    @Override
+    public void close() {
+        List<RuntimeException> failures = new ArrayList<>();
+        for (Object[] group : new Object[][] {graphs, start, stop, scratch, recv, send, streams}) {
+            for (Object r : group) {
+                if (r != null) {
+                    try {
+                        ((AutoCloseable) r).close();
+                    } catch (RuntimeException e) {
+                        failures.add(e);
+                    } catch (Exception e) {
+                        failures.add(new IllegalStateException(e));
+                    }
+                }
+            }
+        }
+        for (Communicator c : comms) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                failures.add(e);
+            }
+        }
+        if (!failures.isEmpty()) {
+            RuntimeException first = failures.get(0);
+            failures.stream().skip(1).forEach(first::addSuppressed);
+            throw first;
+        }
+    }
+}

@@ -1,0 +1,349 @@
+package org.nccl4j.examples.perf;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import org.nccl4j.DataType;
+import org.nccl4j.ReduceOp;
+
+/**
+ * The command line of nccl4j-perf: nccl-tests' flags with nccl-tests' defaults, plus {@code -t} to choose the
+ * operation (nccl-tests has one binary per operation instead) and {@code --plot}.
+ *
+ * <p>Short options take their value as the next argument or attached ({@code -b 8}, {@code -b8}); long options
+ * as the next argument or after '=' ({@code --minbytes 8}, {@code --minbytes=8}). Sizes accept nccl-tests' binary
+ * suffixes K, M, G (and T), upper or lower case, with a decimal number ({@code 1.5K} = 1536). Every invalid value
+ * is refused with an {@link IllegalArgumentException} naming the flag and the value.
+ */
+public final class PerfArgs {
+    /** -b: smallest size in bytes (nccl-tests' default 32M). */
+    public long minBytes = 32L << 20;
+    /** -e: largest size in bytes (32M). */
+    public long maxBytes = 32L << 20;
+    /** -i: the increment between sizes when no factor is given (1M). */
+    public long stepBytes = 1L << 20;
+    /** -f: the factor between sizes; 1 or less uses {@link #stepBytes} (disabled). */
+    public long stepFactor = 1;
+    /** -n: timed iterations (20). */
+    public int iters = 20;
+    /** -w: warm-up iterations per size (1). */
+    public int warmup = 1;
+    /** -c: check the results this many times (1); 0 prints N/A in the #wrong columns. */
+    public int check = 1;
+    /** -o: reduction operators (sum). */
+    public List<ReduceOp> ops = List.of(ReduceOp.SUM);
+    /** -d: data types (float). */
+    public List<DataType> types = List.of(DataType.FLOAT32);
+    /** -r: root, or -1 for every rank ("all"). */
+    public int root = 0;
+    /** -g: GPUs driven by this process (1). */
+    public int gpus = 1;
+    /** -G: CUDA graph launches; 0 runs eagerly. */
+    public int graphLaunches = 0;
+    /** -z: 0 no waiting, 1 wait and barrier after each iteration, 2 wait after each iteration. */
+    public int blocking = 0;
+    /** -a: across processes, report 0 rank 0's time, 1 the average, 2 the minimum, 3 the maximum (1). */
+    public int average = 1;
+    /** -J: the JSON output file, or null. */
+    public Path jsonFile;
+    /** --plot: the PNG of bus bandwidth against size, or null. */
+    public Path plotFile;
+    /** -t: the operations (all_reduce). */
+    public List<Operation> operations = List.of(Operation.ALL_REDUCE);
+    /** -h: print the usage and exit. */
+    public boolean help;
+    /** The arguments as given, for the JSON metadata. */
+    public List<String> commandLine = List.of();
+
+    /** The usage text. */
+    public static final String USAGE = String.join("\n",
+            "USAGE: nccl4j-perf [options]        (the flags of nccl-tests' *_perf binaries; -t picks the operation)",
+            "  -t,--operation <name[,name..]|all>  all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv,",
+            "                                      alltoall, gather, scatter (default all_reduce)",
+            "  -b,--minbytes <size>                smallest size (default 32M); sizes take K, M, G suffixes (binary)",
+            "  -e,--maxbytes <size>                largest size (default 32M)",
+            "  -i,--stepbytes <size>               increment between sizes (default 1M)",
+            "  -f,--stepfactor <factor>            factor between sizes (default: disabled, -i applies)",
+            "  -n,--iters <n>                      timed iterations (default 20)",
+            "  -w,--warmup_iters <n>               warm-up iterations (default 1)",
+            "  -c,--check <n>                      check results n times (default 1; 0 prints N/A)",
+            "  -o,--op <sum|prod|min|max|avg|all>  reduction operator (default sum)",
+            "  -d,--datatype <type|all>            float, half, bfloat16, double, int8, uint8, int32, uint32, int64,",
+            "                                      uint64, fp8_e4m3 (f8e4m3), fp8_e5m2 (f8e5m2) (default float)",
+            "  -r,--root <rank|all>                root of broadcast, reduce, gather, scatter (default 0)",
+            "  -g,--ngpus <n>                      GPUs driven by this process (default 1; not with one process per GPU)",
+            "  -G,--cudagraph <n>                  capture the n iterations as a CUDA graph, replay it n times (default 0)",
+            "  -z,--blocking <0|1|2>               1: wait and barrier after each iteration, 2: wait only (default 0)",
+            "  -a,--average <0|1|2|3>              across processes: 0 rank 0, 1 average, 2 min, 3 max (default 1)",
+            "  -J,--output_file <file.json>        write the results as JSON",
+            "  --plot <file.png>                   draw bus bandwidth against size (one line per operation)",
+            "  -h,--help                           this text");
+
+    /**
+     * Parses the command line.
+     *
+     * @param argv the arguments
+     * @return the options
+     * @throws IllegalArgumentException naming the flag and the value when an argument is invalid
+     */
+    public static PerfArgs parse(String... argv) {
+        PerfArgs a = new PerfArgs();
+        a.commandLine = Collections.unmodifiableList(Arrays.asList(argv.clone()));
+        for (int i = 0; i < argv.length; i++) {
+            String arg = argv[i];
+            String flag;
+            String value = null;
+            if (arg.startsWith("--")) {
+                int eq = arg.indexOf('=');
+                flag = eq < 0 ? arg : arg.substring(0, eq);
+                if (eq >= 0) {
+                    value = arg.substring(eq + 1);
+                }
+            } else if (arg.startsWith("-") && arg.length() >= 2) {
+                flag = arg.substring(0, 2);
+                if (arg.length() > 2) {
+                    value = arg.substring(2);
+                }
+            } else {
+                throw new IllegalArgumentException("unexpected argument '" + arg + "' (options start with '-'; -h lists them)");
+            }
+            String name = canonical(flag);
+            if (name == null) {
+                throw new IllegalArgumentException("unknown option " + flag + " (-h lists the options)");
+            }
+            if (name.equals("-h")) {
+                a.help = true;
+                continue;
+            }
+            if (value == null) {
+                if (i + 1 >= argv.length) {
+                    throw new IllegalArgumentException(describe(name) + " needs a value");
+                }
+                value = argv[++i];
+            }
+            a.set(name, value);
+        }
+        a.validate();
+        return a;
+    }
+
+    private static final String[][] NAMES = {
+        {"-t", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"}, {"-i", "--stepbytes"},
+        {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"}, {"-o", "--op"},
+        {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"}, {"-z", "--blocking"},
+        {"-a", "--average"}, {"-J", "--output_file"}, {"--plot", "--plot"}, {"-h", "--help"}};
+
+    private static String canonical(String flag) {
+        for (String[] n : NAMES) {
+            if (n[0].equals(flag) || n[1].equals(flag)) {
+                return n[0];
+            }
+        }
+        return null;
+    }
+
+    private static String describe(String shortName) {
+        for (String[] n : NAMES) {
+            if (n[0].equals(shortName)) {
+                return n[0].equals(n[1]) ? n[0] : n[0] + " (" + n[1] + ")";
+            }
+        }
+        return shortName;
+    }
+
+    private static IllegalArgumentException invalid(String flag, String value, String why) {
+        return new IllegalArgumentException(describe(flag) + ": '" + value + "' " + why);
+    }
+
+    private void set(String flag, String v) {
+        switch (flag) {
+            case "-t": operations = parseOperations(v); break;
+            case "-b": minBytes = parseSize(flag, v); break;
+            case "-e": maxBytes = parseSize(flag, v); break;
+            case "-i": stepBytes = parseSize(flag, v); break;
+            case "-f": stepFactor = parseInt(flag, v, 0, Integer.MAX_VALUE); break;
+            case "-n": iters = (int) parseInt(flag, v, 1, Integer.MAX_VALUE); break;
+            case "-w": warmup = (int) parseInt(flag, v, 0, Integer.MAX_VALUE); break;
+            case "-c": check = (int) parseInt(flag, v, 0, Integer.MAX_VALUE); break;
+            case "-o": ops = parseOps(v); break;
+            case "-d": types = parseTypes(v); break;
+            case "-r": root = v.equalsIgnoreCase("all") ? -1 : (int) parseInt(flag, v, 0, Integer.MAX_VALUE); break;
+            case "-g": gpus = (int) parseInt(flag, v, 1, 1024); break;
+            case "-G": graphLaunches = (int) parseInt(flag, v, 0, Integer.MAX_VALUE); break;
+            case "-z":
+                blocking = (int) parseInt(flag, v, 0, 3);
+                if (blocking == 3) {
+                    throw invalid(flag, v, "is not supported by nccl4j-perf (nccl-tests' -z 3 excludes barrier time "
+                            + "per iteration); use 0, 1 or 2");
+                }
+                break;
+            case "-a": average = (int) parseInt(flag, v, 0, 3); break;
+            case "-J": jsonFile = path(flag, v); break;
+            case "--plot": plotFile = path(flag, v); break;
+            default: throw new IllegalStateException(flag);
+        }
+    }
+
+    private void validate() {
+        if (minBytes > maxBytes) {
+            throw new IllegalArgumentException("invalid sizes for -b (--minbytes) and -e (--maxbytes): " + minBytes + " > "
+                    + maxBytes);
+        }
+        if (stepFactor > 1 && minBytes == 0) {
+            throw new IllegalArgumentException("-b (--minbytes): '0' cannot grow by a factor (-f " + stepFactor
+                    + "); start at 1 or more");
+        }
+        if (stepFactor <= 1 && stepBytes <= 0) {
+            throw new IllegalArgumentException("-i (--stepbytes): '" + stepBytes + "' must be > 0 when no factor (-f) is given");
+        }
+        if (blocking != 0 && graphLaunches > 0) {
+            throw new IllegalArgumentException("-z (--blocking): '" + blocking + "' cannot be combined with -G (--cudagraph): "
+                    + "a captured graph cannot wait between its iterations");
+        }
+    }
+
+    private static Path path(String flag, String v) {
+        if (v.isBlank()) {
+            throw invalid(flag, v, "is not a file name");
+        }
+        return Path.of(v);
+    }
+
+    static long parseInt(String flag, String v, long min, long max) {
+        long x;
+        try {
+            x = Long.decode(v.strip());
+        } catch (NumberFormatException e) {
+            throw invalid(flag, v, "is not a whole number");
+        }
+        if (x < min || x > max) {
+            throw invalid(flag, v, max == Integer.MAX_VALUE || max == Long.MAX_VALUE ? "must be >= " + min
+                    : "must be in " + min + ".." + max);
+        }
+        return x;
+    }
+
+    /**
+     * nccl-tests' sizes: a number with an optional binary suffix K, M, G or T (either case).
+     *
+     * @param flag the flag, for the error
+     * @param v the text
+     * @return bytes
+     */
+    public static long parseSize(String flag, String v) {
+        String t = v.strip();
+        long unit = 1;
+        if (!t.isEmpty()) {
+            switch (Character.toUpperCase(t.charAt(t.length() - 1))) {
+                case 'K': unit = 1L << 10; break;
+                case 'M': unit = 1L << 20; break;
+                case 'G': unit = 1L << 30; break;
+                case 'T': unit = 1L << 40; break;
+                default: break;
+            }
+        }
+        String number = unit == 1 ? t : t.substring(0, t.length() - 1).strip();
+        if (number.isEmpty() || !number.matches("[0-9]+(\\.[0-9]*)?")) {
+            throw invalid(flag, v, "is not a size (use e.g. 8, 64K, 128M, 8G)");
+        }
+        double bytes = Double.parseDouble(number) * unit;
+        if (bytes > Long.MAX_VALUE / 2) {
+            throw invalid(flag, v, "is too large");
+        }
+        return (long) bytes;
+    }
+
+    private static List<Operation> parseOperations(String v) {
+        if (v.equalsIgnoreCase("all")) {
+            return List.of(Operation.values());
+        }
+        List<Operation> out = new ArrayList<>();
+        for (String s : v.split(",")) {
+            Operation o = Operation.byName(s.strip());
+            if (o == null) {
+                String hint = s.strip().matches("[0-9]+") ? " (in nccl4j-perf -t selects the operation; nccl-tests' "
+                        + "thread count is not supported: use -g or one process per GPU)" : "";
+                throw invalid("-t", s, "is not an operation: use all_reduce, all_gather, reduce_scatter, broadcast, "
+                        + "reduce, sendrecv, alltoall, gather, scatter or all" + hint);
+            }
+            if (!out.contains(o)) {
+                out.add(o);
+            }
+        }
+        return List.copyOf(out);
+    }
+
+    private static List<ReduceOp> parseOps(String v) {
+        if (v.equalsIgnoreCase("all")) {
+            return List.of(Elements.allOps());
+        }
+        ReduceOp op = Elements.op(v.strip());
+        if (op == null) {
+            throw invalid("-o", v, "is not a reduction operator: use sum, prod, min, max, avg or all");
+        }
+        return List.of(op);
+    }
+
+    private static List<DataType> parseTypes(String v) {
+        if (v.equalsIgnoreCase("all")) {
+            return List.of(Elements.allTypes());
+        }
+        DataType t = Elements.type(v.strip());
+        if (t == null) {
+            throw invalid("-d", v, "is not a data type: use float, half, bfloat16, double, int8, uint8, int32, "
+                    + "uint32, int64, uint64, fp8_e4m3, fp8_e5m2 or all");
+        }
+        return List.of(t);
+    }
+
+    /**
+     * The sizes to measure, as nccl-tests walks them: from {@code min}, multiplied by {@code factor} when it is
+     * above 1, else increased by {@code step}, while not above {@code max}.
+     *
+     * @return the sizes in bytes
+     */
+    public static List<Long> ladder(long min, long max, long factor, long step) {
+        List<Long> out = new ArrayList<>();
+        long size = min;
+        while (size <= max) {
+            out.add(size);
+            if (factor > 1) {
+                if (size == 0 || size > max / factor) {
+                    break;
+                }
+                size *= factor;
+            } else {
+                if (step <= 0 || size > max - step) {
+                    break;
+                }
+                size += step;
+            }
+        }
+        return out;
+    }
+
+    /** @return the sizes of this run */
+    public List<Long> sizes() {
+        return ladder(minBytes, maxBytes, stepFactor, stepBytes);
+    }
+
+    /** @return the sizes of the warm-up: from -b, doubling, up to -e (as nccl-tests) */
+    public List<Long> warmupSizes() {
+        return ladder(Math.max(minBytes, 1), maxBytes, 2, 0);
+    }
+
+    /** @return "2(factor)" or "1048576(bytes)", as nccl-tests' header shows the step */
+    public String stepText() {
+        return stepFactor > 1 ? stepFactor + "(factor)" : stepBytes + "(bytes)";
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "PerfArgs[t=%s b=%d e=%d f=%d i=%d n=%d w=%d c=%d o=%s d=%s r=%d g=%d G=%d z=%d a=%d]",
+                operations, minBytes, maxBytes, stepFactor, stepBytes, iters, warmup, check, ops, types, root, gpus,
+                graphLaunches, blocking, average);
+    }
+}

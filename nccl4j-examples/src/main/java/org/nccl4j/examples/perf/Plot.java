@@ -1,0 +1,199 @@
+package org.nccl4j.examples.perf;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
+
+/**
+ * Bus bandwidth against size as a PNG, drawn with XChart: sizes on a log2 axis labelled in bytes (8, 1K, 1M,
+ * 1G), one line per series. Runs headless ({@code java.awt.headless} is set when not given).
+ *
+ * <p>As a program it draws one or more nccl4j-perf (or nccl_perf_baseline) JSON files, one line per operation,
+ * placement and file:
+ * <pre>
+ * Plot out.png [--title TEXT] [--placement out-of-place|in-place|both] [LABEL=]results.json ...
+ * </pre>
+ */
+public final class Plot {
+    private Plot() {
+    }
+
+    /**
+     * One line of the chart.
+     *
+     * @param name the legend text
+     * @param sizes sizes in bytes, increasing, all above 0
+     * @param busbw bus bandwidth in GB/s for each size
+     */
+    public record Series(String name, double[] sizes, double[] busbw) {
+    }
+
+    /**
+     * The series of a run: one per operation and placement (out-of-place, in-place), sizes above 0 only.
+     *
+     * @param results the measurements
+     * @param prefix put before each name (e.g. a run's label), or ""
+     * @param placements which placements to draw: "out-of-place", "in-place", or both
+     * @return the series
+     */
+    public static List<Series> seriesOf(List<Result> results, String prefix, List<String> placements) {
+        Map<String, List<Result>> by = new LinkedHashMap<>();
+        for (Result r : results) {
+            if (r.size() <= 0 || !placements.contains(r.placement())) {
+                continue;
+            }
+            String key = prefix + r.operation().perfName() + (placements.size() > 1 ? " " + r.placement() : "")
+                    + (r.type().equals("float") ? "" : " " + r.type())
+                    + (r.redop().equals("none") || r.redop().equals("sum") ? "" : " " + r.redop());
+            by.computeIfAbsent(key, k -> new ArrayList<>()).add(r);
+        }
+        List<Series> out = new ArrayList<>();
+        for (Map.Entry<String, List<Result>> e : by.entrySet()) {
+            // keep the first measurement of each size (several roots give several)
+            Map<Long, Result> bySize = new LinkedHashMap<>();
+            for (Result r : e.getValue()) {
+                bySize.putIfAbsent(r.size(), r);
+            }
+            double[] x = new double[bySize.size()];
+            double[] y = new double[bySize.size()];
+            int i = 0;
+            for (Result r : bySize.values()) {
+                x[i] = r.size();
+                y[i++] = r.busbw();
+            }
+            out.add(new Series(e.getKey(), x, y));
+        }
+        return out;
+    }
+
+    /**
+     * Writes the chart as a PNG.
+     *
+     * @param file the PNG to write
+     * @param title the chart's title
+     * @param series the lines
+     * @throws IOException when the file cannot be written
+     */
+    public static void write(Path file, String title, List<Series> series) throws IOException {
+        if (System.getProperty("java.awt.headless") == null) {
+            System.setProperty("java.awt.headless", "true");
+        }
+        XYChart chart = new XYChartBuilder().width(1000).height(600).title(title)
+                .xAxisTitle("size (bytes, log2 scale)").yAxisTitle("bus bandwidth (GB/s)").build();
+        Styler st = chart.getStyler();
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
+        chart.getStyler().setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
+        chart.getStyler().setXAxisDecimalPattern("0");
+        chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+        st.setAntiAlias(true);
+        if (series.isEmpty()) {
+            chart.addSeries("no data", new double[] {0, 1}, new double[] {0, 0});
+        }
+        for (Series s : series) {
+            double[] x = new double[s.sizes().length];
+            for (int i = 0; i < x.length; i++) {
+                x[i] = Math.log(s.sizes()[i]) / Math.log(2);
+            }
+            XYSeries xy = chart.addSeries(s.name(), x, s.busbw());
+            xy.setMarker(SeriesMarkers.CIRCLE);
+        }
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        try (OutputStream out = Files.newOutputStream(file)) {
+            BitmapEncoder.saveBitmap(chart, out, BitmapEncoder.BitmapFormat.PNG);
+        }
+    }
+
+    /** A log2 axis position as a byte size: 3 becomes "8", 10 "1K", 20 "1M", 23 "8M", 30 "1G". */
+    static String bytesLabel(Double log2) {
+        double v = Math.pow(2, log2);
+        String[] units = {"", "K", "M", "G", "T"};
+        int u = 0;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return (Math.abs(v - Math.rint(v)) < 1e-9 ? String.valueOf((long) Math.rint(v))
+                : String.format(Locale.ROOT, "%.1f", v)) + units[u];
+    }
+
+    /**
+     * Reads results from a JSON file written by nccl4j-perf -J or nccl_perf_baseline -J.
+     *
+     * @param file the JSON file
+     * @return its measurements
+     * @throws IOException when it cannot be read
+     */
+    @SuppressWarnings("unchecked")
+    public static List<Result> readResults(Path file) throws IOException {
+        Map<String, Object> doc = (Map<String, Object>) Json.parse(Files.readString(file));
+        List<Result> out = new ArrayList<>();
+        for (Object o : (List<Object>) doc.getOrDefault("results", List.of())) {
+            Map<String, Object> r = (Map<String, Object>) o;
+            Operation op = Operation.byName((String) r.get("op"));
+            if (op == null) {
+                continue;
+            }
+            Object wrong = r.get("wrong");
+            out.add(new Result(op, num(r, "size").longValue(), num(r, "count").longValue(), (String) r.get("type"),
+                    (String) r.get("redop"), num(r, "root").intValue(), "in-place".equals(r.get("placement")),
+                    num(r, "time_us"), num(r, "algbw"), num(r, "busbw"),
+                    wrong == null ? -1 : ((Double) wrong).longValue(),
+                    r.get("alloc_bytes") instanceof Double ? (Double) r.get("alloc_bytes") : Double.NaN));
+        }
+        return out;
+    }
+
+    private static Double num(Map<String, Object> r, String key) {
+        Object v = r.get(key);
+        return v instanceof Double ? (Double) v : Double.NaN;
+    }
+
+    /**
+     * Draws JSON result files: {@code Plot out.png [--title T] [--placement P] [LABEL=]file.json ...}.
+     *
+     * @param args see the class documentation
+     * @throws IOException when a file cannot be read or written
+     */
+    public static void main(String[] args) throws IOException {
+        if (args.length < 2) {
+            System.err.println("usage: Plot out.png [--title TEXT] [--placement out-of-place|in-place|both] "
+                    + "[LABEL=]results.json ...");
+            System.exit(2);
+        }
+        Path png = Path.of(args[0]);
+        String title = "Bus bandwidth";
+        List<String> placements = List.of("out-of-place");
+        List<Series> all = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--title")) {
+                title = args[++i];
+            } else if (args[i].equals("--placement")) {
+                String p = args[++i];
+                placements = p.equals("both") ? List.of("out-of-place", "in-place") : List.of(p);
+            } else {
+                String spec = args[i];
+                int eq = spec.indexOf('=');
+                String label = eq > 0 ? spec.substring(0, eq) + ": " : "";
+                Path f = Path.of(eq > 0 ? spec.substring(eq + 1) : spec);
+                all.addAll(seriesOf(readResults(f), label, placements));
+            }
+        }
+        write(png, title, all);
+        System.out.println("wrote " + png);
+    }
+}

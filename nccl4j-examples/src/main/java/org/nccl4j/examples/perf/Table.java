@@ -1,0 +1,118 @@
+package org.nccl4j.examples.perf;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The text report in nccl-tests' column layout: the header block, one line per size with the out-of-place and
+ * the in-place measurement side by side, and the closing summary.
+ */
+public final class Table {
+    private Table() {
+    }
+
+    /** @return the three header lines above the results */
+    public static List<String> header() {
+        return List.of(
+                String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ",
+                        "", "", "", "", ""),
+                String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
+                        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+                        "busbw", "#wrong"),
+                String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
+                        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""));
+    }
+
+    /**
+     * One result line.
+     *
+     * @param outOfPlace the out-of-place measurement
+     * @param inPlace the in-place measurement of the same size
+     * @return the line, without a newline
+     */
+    public static String line(Result outOfPlace, Result inPlace) {
+        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d", outOfPlace.size(),
+                outOfPlace.count(), outOfPlace.type(), outOfPlace.redop(), outOfPlace.root()));
+        body(sb, outOfPlace);
+        body(sb, inPlace);
+        return sb.toString();
+    }
+
+    private static void body(StringBuilder sb, Result r) {
+        sb.append("  ").append(number(r.timeUs(), 7)).append("  ").append(number(r.algbw(), 6)).append("  ")
+                .append(number(r.busbw(), 6));
+        if (r.wrong() < 0) {
+            sb.append("    N/A");
+        } else {
+            sb.append("  ").append(count(r.wrong(), 6));
+        }
+    }
+
+    /**
+     * A number in at most {@code width} characters: two decimals if they fit, else one, else none, else in
+     * exponent form (as nccl-tests prints time and bandwidth).
+     */
+    static String number(double v, int width) {
+        for (String f : new String[] {"%" + width + ".2f", "%" + width + ".1f", "%" + width + ".0f"}) {
+            String s = String.format(Locale.ROOT, f, v);
+            if (s.length() <= width) {
+                return s;
+            }
+        }
+        return String.format(Locale.ROOT, width >= 7 ? "%" + width + ".1e" : "%" + width + ".0e", v);
+    }
+
+    /** A count as C's {@code %6g} prints a whole number: plain below a million, else in exponent form. */
+    static String count(long n, int width) {
+        if (n < 1_000_000) {
+            return String.format(Locale.ROOT, "%" + width + "d", n);
+        }
+        String s = String.format(Locale.ROOT, "%.5e", (double) n);
+        int e = s.indexOf('e');
+        String mant = s.substring(0, e).replaceAll("0+$", "").replaceAll("\\.$", "");
+        return String.format(Locale.ROOT, "%" + width + "s", mant + s.substring(e));
+    }
+
+    /**
+     * The closing lines of one operation's table.
+     *
+     * @param wrong elements found wrong in total
+     * @param avgBusbw the mean bus bandwidth over every printed measurement
+     * @param operation the operation's name
+     * @return the lines
+     */
+    public static List<String> footer(long wrong, double avgBusbw, String operation) {
+        return List.of(
+                String.format(Locale.ROOT, "# %-20s : %d %s", "Out of bounds values", Math.max(wrong, 0),
+                        wrong > 0 ? "FAILED" : "OK"),
+                String.format(Locale.ROOT, "# %-20s : %s ", "Avg bus bandwidth", g(avgBusbw)),
+                "#",
+                "# Collective test concluded: " + operation);
+    }
+
+    /** C's {@code %g}: six significant digits, trailing zeros dropped. */
+    static String g(double v) {
+        if (v == 0) {
+            return "0";
+        }
+        if (Double.isNaN(v) || Double.isInfinite(v)) {
+            return Double.toString(v);
+        }
+        int exp = (int) Math.floor(Math.log10(Math.abs(v)));
+        String s;
+        if (exp < -4 || exp >= 6) {
+            s = String.format(Locale.ROOT, "%.5e", v);
+            int e = s.indexOf('e');
+            String mant = s.substring(0, e);
+            if (mant.contains(".")) {
+                mant = mant.replaceAll("0+$", "").replaceAll("\\.$", "");
+            }
+            return mant + s.substring(e);
+        }
+        s = String.format(Locale.ROOT, "%." + Math.max(0, 5 - exp) + "f", v);
+        if (s.contains(".")) {
+            s = s.replaceAll("0+$", "").replaceAll("\\.$", "");
+        }
+        return s;
+    }
+}

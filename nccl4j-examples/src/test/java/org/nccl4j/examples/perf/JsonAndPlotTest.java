@@ -1,0 +1,125 @@
+package org.nccl4j.examples.perf;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class JsonAndPlotTest {
+    private static final List<Result> RESULTS = List.of(
+            new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.7, 0.0012, 0.0012, 0),
+            new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, true, 6.5, 0.00123, 0.00123, 0),
+            new Result(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, false, 7.9, 0.13, 0.13, -1),
+            new Result(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, true, 7.8, 0.131, 0.131, -1),
+            new Result(Operation.BROADCAST, 1024, 256, "float", "none", 0, false, 9.0, 0.11, 0.11, 0),
+            new Result(Operation.BROADCAST, 1024, 256, "float", "none", 0, true, 9.1, 0.11, 0.11, 0));
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void jsonHasOneRecordPerMeasurementAndTheRunMetadata() {
+        PerfArgs a = PerfArgs.parse("-b", "8", "-e", "1K", "-f", "128", "-n", "1000", "-G", "5");
+        List<Object> records = Perf.records(RESULTS, a);
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("tool", "nccl4j-perf");
+        doc.put("date", "2026-11-22T10:00:00Z");
+        doc.put("hostname", "gpu-host");
+        doc.put("nccl_version", "2.28.3");
+        doc.put("ranks", 2);
+        doc.put("mode", "single-process");
+        doc.put("config", Perf.config(a));
+        doc.put("results", records);
+        String text = Json.write(doc);
+
+        Map<String, Object> back = (Map<String, Object>) Json.parse(text);
+        assertEquals("2.28.3", back.get("nccl_version"));
+        assertEquals(2.0, back.get("ranks"));
+        assertEquals(1000.0, ((Map<String, Object>) back.get("config")).get("iters"));
+        List<Object> rs = (List<Object>) back.get("results");
+        assertEquals(6, rs.size());
+        Map<String, Object> first = (Map<String, Object>) rs.get(0);
+        assertEquals(Set.of("op", "size", "count", "type", "redop", "root", "placement", "graph", "time_us", "algbw",
+                "busbw", "wrong"), first.keySet());
+        assertEquals(List.of("op", "size", "count", "type", "redop", "root", "placement", "graph", "time_us", "algbw",
+                "busbw", "wrong"), List.copyOf(first.keySet()));
+        assertEquals("all_reduce", first.get("op"));
+        assertEquals(8.0, first.get("size"));
+        assertEquals("out-of-place", first.get("placement"));
+        assertEquals(Boolean.TRUE, first.get("graph"));
+        assertEquals(6.7, (Double) first.get("time_us"), 1e-9);
+        assertEquals(0.0012, (Double) first.get("busbw"), 1e-12);
+        assertEquals(0.0, first.get("wrong"));
+        assertNull(((Map<String, Object>) rs.get(2)).get("wrong"), "unchecked is null");
+        assertEquals("in-place", ((Map<String, Object>) rs.get(5)).get("placement"));
+        assertEquals(0.0, ((Map<String, Object>) rs.get(5)).get("root"));
+    }
+
+    @Test
+    void jsonWriterEscapesAndParserRejectsGarbage() {
+        String t = Json.write(Map.of("s", "a\"b\\c\n\u0001"));
+        assertEquals(Map.of("s", "a\"b\\c\n\u0001"), Json.parse(t));
+        assertEquals(List.of(1.0, 2.5, -3.0E-5), Json.parse("[1, 2.5, -3e-5]"));
+        assertEquals(Arrays.asList(true, false, null), Json.parse(" [true,false,null] "));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> Json.parse("{\"a\": }")).getMessage()
+                .contains("offset"));
+        assertThrows(IllegalArgumentException.class, () -> Json.parse("[1] x"));
+        assertEquals("0.5\n", Json.write(0.5));
+        assertEquals("331.482\n", Json.write(331.48213));
+        assertEquals("null\n", Json.write(Double.NaN));
+    }
+
+    @Test
+    void resultsRoundTripThroughAFile(@TempDir Path dir) throws Exception {
+        Path f = dir.resolve("r.json");
+        Files.writeString(f, Json.write(Map.of("tool", "x", "results", Perf.records(RESULTS, PerfArgs.parse()))));
+        List<Result> back = Plot.readResults(f);
+        assertEquals(RESULTS, back);
+    }
+
+    @Test
+    void pngIsWrittenHeadless(@TempDir Path dir) throws Exception {
+        Path png = dir.resolve("sub/bw.png");
+        List<Plot.Series> series = Plot.seriesOf(RESULTS, "", List.of("out-of-place", "in-place"));
+        assertEquals(List.of("all_reduce out-of-place", "all_reduce in-place", "broadcast out-of-place",
+                "broadcast in-place"), series.stream().map(Plot.Series::name).toList());
+        assertArrayEquals(new double[] {8, 1024}, series.get(0).sizes());
+        Plot.write(png, "test", series);
+        byte[] b = Files.readAllBytes(png);
+        assertTrue(b.length > 1000, "a PNG of " + b.length + " bytes");
+        assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}, Arrays.copyOf(b, 8));
+        assertEquals("true", System.getProperty("java.awt.headless"));
+    }
+
+    @Test
+    void plotProgramDrawsJsonFiles(@TempDir Path dir) throws Exception {
+        Path a = dir.resolve("a.json");
+        Path b = dir.resolve("b.json");
+        Files.writeString(a, Json.write(Map.of("results", Perf.records(RESULTS, PerfArgs.parse()))));
+        Files.writeString(b, Json.write(Map.of("results", Perf.records(RESULTS.subList(0, 4), PerfArgs.parse()))));
+        Path png = dir.resolve("cmp.png");
+        Plot.main(new String[] {png.toString(), "--title", "C vs Java", "C=" + a, "Java=" + b});
+        byte[] bytes = Files.readAllBytes(png);
+        assertEquals((byte) 0x89, bytes[0]);
+        assertEquals('P', bytes[1]);
+    }
+
+    @Test
+    void log2AxisLabelsAreByteSizes() {
+        assertEquals("8", Plot.bytesLabel(3.0));
+        assertEquals("1K", Plot.bytesLabel(10.0));
+        assertEquals("64K", Plot.bytesLabel(16.0));
+        assertEquals("1M", Plot.bytesLabel(20.0));
+        assertEquals("1G", Plot.bytesLabel(30.0));
+        assertEquals("1.4K", Plot.bytesLabel(10.5));
+    }
+}

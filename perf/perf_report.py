@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Writes the perf report from the JSON of scripts/perf-compare.sh: <docs>/<date>.md and <docs>/latest.json.
+
+Files read (in --json-dir), each in nccl4j-perf's -J shape:
+  c-eager-small-<r>, java-np-eager-small-<r>, java-g-eager-small-<r>         all_reduce 8 B..64 KiB, eager
+  c-graph-small-<r>, java-np-graph-small-<r>, java-g-graph-small-<r>         the same as CUDA graphs
+  c-eager-curve, java-np-eager-curve, java-g-eager-curve                     all_reduce 8 B..1 GiB
+  c-eager-large, java-np-eager-large, java-g-eager-large                     every operation, 64 MiB..1 GiB
+  torch-eager                                                                torch.distributed all_reduce
+  c-check, java-np-check, java-g-check                                       every operation, checked
+Small-size figures are medians over the repeats. latest.json holds exactly: date, machine, nccl_version,
+ranks, native_small_us, java_small_us, torch_small_us (8 B, out of place; torch is in place), small_overhead_us
+(max over 8 B..64 KiB of Java - C, one process per GPU, eager), graph_overhead_us (the same for CUDA graphs),
+min_busbw_ratio_64MiB_up (min over operations, placements and sizes >= 64 MiB of Java/C bus bandwidth),
+init_overhead_ms (median Java communicator init - median C init, one process per GPU), alloc_bytes_per_call
+(the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs).
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+
+SMALL_MAX = 65536
+LARGE_MIN = 64 << 20
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def docs(json_dir, prefix):
+    out = []
+    for p in sorted(glob.glob(os.path.join(json_dir, prefix + "*.json"))):
+        d = load(p)
+        if d is not None:
+            out.append(d)
+    return out
+
+
+def times(ds, placement="out-of-place", op="all_reduce"):
+    """size -> list of time_us over the documents (repeats)"""
+    by = {}
+    for d in ds:
+        for r in d.get("results", []):
+            if r["op"] == op and r["placement"] == placement and r["size"] > 0:
+                by.setdefault(int(r["size"]), []).append(r["time_us"])
+    return by
+
+
+def med(by, size):
+    v = by.get(size)
+    return statistics.median(v) if v else None
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def human(n):
+    for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= s and n % s == 0:
+            return f"{n // s} {unit}"
+    return f"{n} B"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json-dir", required=True)
+    p.add_argument("--docs", required=True)
+    p.add_argument("--date", required=True)
+    p.add_argument("--machine", default="unknown")
+    p.add_argument("--png", default=None)
+    p.add_argument("--failures", type=int, default=0)
+    a = p.parse_args()
+    jd = a.json_dir
+
+    c_small, j_small, g_small = docs(jd, "c-eager-small-"), docs(jd, "java-np-eager-small-"), docs(jd, "java-g-eager-small-")
+    c_graph, j_graph, g_graph = docs(jd, "c-graph-small-"), docs(jd, "java-np-graph-small-"), docs(jd, "java-g-graph-small-")
+    torch = load(os.path.join(jd, "torch-eager.json"))
+    c_large, j_large, g_large = (load(os.path.join(jd, n + ".json")) for n in ("c-eager-large", "java-np-eager-large", "java-g-eager-large"))
+    checks = {n: load(os.path.join(jd, n + ".json")) for n in ("c-check", "java-np-check", "java-g-check")}
+
+    tc, tj, tg = times(c_small), times(j_small), times(g_small)
+    tt = times([torch] if torch else [], placement="in-place")
+    gc, gj, gg = times(c_graph), times(j_graph), times(g_graph)
+    sizes = sorted(s for s in tc if s <= SMALL_MAX)
+
+    def overhead(a_by, b_by):
+        diffs = [med(a_by, s) - med(b_by, s) for s in sizes if med(a_by, s) is not None and med(b_by, s) is not None]
+        return max(diffs) if diffs else None
+
+    ratios = []
+    large_rows = []
+    if c_large and j_large:
+        key = lambda r: (r["op"], int(r["size"]), r["placement"], r["type"], r["redop"], r["root"])
+        cmap = {key(r): r for r in c_large["results"]}
+        gmap = {key(r): r for r in (g_large or {}).get("results", [])}
+        for r in j_large["results"]:
+            k = key(r)
+            c = cmap.get(k)
+            if c is None or int(r["size"]) < LARGE_MIN:
+                continue
+            ratio = r["busbw"] / c["busbw"] if c["busbw"] else None
+            if ratio is not None:
+                ratios.append(ratio)
+            g = gmap.get(k)
+            large_rows.append((r["op"], int(r["size"]), r["placement"], c["busbw"], r["busbw"], g["busbw"] if g else None, ratio))
+
+    def init_median(ds):
+        v = [d["init_ms"] for d in ds if d and d.get("init_ms") is not None]
+        return statistics.median(v) if v else None
+
+    c_init = init_median(c_small + c_graph + [c_large])
+    j_init = init_median(j_small + j_graph + [j_large])
+    g_init = init_median(g_small + g_graph + [g_large])
+    t_init = torch.get("init_ms") if torch else None
+
+    allocs = [r["alloc_bytes"] for d in j_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
+    allocs_g = [r["alloc_bytes"] for d in g_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
+
+    any_doc = next((d for d in c_small + j_small + [c_large, j_large] if d), {})
+    latest = {
+        "date": a.date,
+        "machine": a.machine,
+        "nccl_version": any_doc.get("nccl_version"),
+        "ranks": any_doc.get("ranks"),
+        "native_small_us": med(tc, 8),
+        "java_small_us": med(tj, 8),
+        "torch_small_us": med(tt, 8),
+        "small_overhead_us": overhead(tj, tc),
+        "graph_overhead_us": overhead(gj, gc),
+        "min_busbw_ratio_64MiB_up": min(ratios) if ratios else None,
+        "init_overhead_ms": (j_init - c_init) if j_init is not None and c_init is not None else None,
+        "alloc_bytes_per_call": round(max(allocs), 3) if allocs else None,
+    }
+    for k, v in list(latest.items()):
+        if isinstance(v, float):
+            latest[k] = round(v, 4)
+    os.makedirs(a.docs, exist_ok=True)
+    with open(os.path.join(a.docs, "latest.json"), "w") as f:
+        json.dump(latest, f, indent=2)
+        f.write("\n")
+
+    n = latest["ranks"]
+    L = []
+    L.append(f"# nccl4j performance against C, {a.date}")
+    L.append("")
+    L.append(f"Machine: {a.machine}. NCCL {latest['nccl_version']}, {n} ranks. Made by `scripts/perf-compare.sh` "
+             "(raw logs and JSON in its output directory); every figure is a CUDA-event time over the timed loop, "
+             "as nccl4j-perf and nccl_perf_baseline take it (see `perf/native/nccl_perf_baseline.cu`).")
+    if a.failures:
+        L.append("")
+        L.append(f"**{a.failures} run(s) failed**: the tables below miss their figures (see the raw logs).")
+    L.append("")
+    L.append("Runs: **C** = `nccl_perf_baseline` under `mpirun -np N` (one process per GPU); **Java** = "
+             "`nccl4j-perf` under `mpirun -np N` (one process per GPU, `Communicator.fromEnvironment`); "
+             "**Java -g** = `nccl4j-perf -g N` (one process, `Communicator.initAll`, one `Nccl.group()` per "
+             "iteration); **torch** = `torch.distributed.all_reduce` under torchrun.")
+    L.append("")
+    L.append("## Summary (latest.json)")
+    L.append("")
+    L.append("| key | value |")
+    L.append("|---|---|")
+    for k, v in latest.items():
+        L.append(f"| {k} | {fmt(v, 3) if isinstance(v, float) else v} |")
+    L.append("")
+    reps = len(c_small)
+    L.append(f"## Small all_reduce, eager (float sum, out of place; median of {reps} runs of 1000 iterations)")
+    L.append("")
+    L.append("| size | C (us) | Java (us) | Java - C (us) | Java / C | Java -g (us) | torch (us, in place) |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        c, j, g, t = med(tc, s), med(tj, s), med(tg, s), med(tt, s)
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | "
+                 f"{fmt(j / c if c and j is not None else None, 3)} | {fmt(g)} | {fmt(t)} |")
+    L.append("")
+    L.append("In place (same runs):")
+    L.append("")
+    L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
+    L.append("|---:|---:|---:|---:|---:|")
+    tci, tji, tgi = times(c_small, "in-place"), times(j_small, "in-place"), times(g_small, "in-place")
+    for s in sizes:
+        c, j, g = med(tci, s), med(tji, s), med(tgi, s)
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | {fmt(g)} |")
+    L.append("")
+    L.append(f"## Small all_reduce, CUDA graph (100 iterations captured, the graph launched 10 times; median of {len(c_graph)} runs)")
+    L.append("")
+    L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
+    L.append("|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        c, j, g = med(gc, s), med(gj, s), med(gg, s)
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | {fmt(g)} |")
+    L.append("")
+    L.append("## Every operation at 64 MiB and up (bus bandwidth, GB/s; -n 20)")
+    L.append("")
+    L.append("| operation | size | placement | C | Java | Java -g | Java / C |")
+    L.append("|---|---:|---|---:|---:|---:|---:|")
+    for op, s, pl, c, j, g, r in large_rows:
+        L.append(f"| {op} | {human(s)} | {pl} | {fmt(c)} | {fmt(j)} | {fmt(g)} | {fmt(r, 3)} |")
+    L.append("")
+    if a.png:
+        L.append("## all_reduce bus bandwidth, 8 B to 1 GiB")
+        L.append("")
+        L.append(f"![all_reduce bus bandwidth]({a.png})")
+        L.append("")
+    L.append("## Communicator init (ms, median over runs; CUDA context made before the clock starts)")
+    L.append("")
+    L.append("| C (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank) | Java (Communicator.fromEnvironment: TCP id exchange + ncclCommInitRank) | Java -g (Communicator.initAll) | torch (init_process_group + barrier) |")
+    L.append("|---:|---:|---:|---:|")
+    L.append(f"| {fmt(c_init, 1)} | {fmt(j_init, 1)} | {fmt(g_init, 1)} | {fmt(t_init, 1)} |")
+    L.append("")
+    L.append("## Java heap allocation while issuing (bytes per iteration, HotSpot's per-thread counter)")
+    L.append("")
+    L.append(f"- one process per GPU (one `allReduce` call per iteration): max {fmt(max(allocs) if allocs else None, 3)}")
+    L.append(f"- one process, `-g {n}` (a `Nccl.group()` and {n} `allReduce` calls per iteration): max "
+             f"{fmt(max(allocs_g) if allocs_g else None, 3)}")
+    L.append("")
+    L.append("## Data check (every operation, 1 KiB..1 MiB, every root, -c 1)")
+    L.append("")
+    L.append("| run | wrong elements |")
+    L.append("|---|---:|")
+    for name, d in checks.items():
+        if d is None:
+            L.append(f"| {name} | run missing |")
+            continue
+        w = sum(r["wrong"] or 0 for r in d.get("results", []))
+        L.append(f"| {name} | {w} |")
+    L.append("")
+    with open(os.path.join(a.docs, a.date + ".md"), "w") as f:
+        f.write("\n".join(L))
+    print(json.dumps(latest, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# One command on a GPU machine: nccl4j against C, side by side, and a report.
+#
+#   scripts/perf-compare.sh [--bundle DIR] [--baseline BIN] [--np N] [--out DIR] [--repeats R] [--docs DIR]
+#
+#   --bundle    a bundle made by scripts/gpu-bundle.sh (default: bundle/ of this checkout)
+#   --baseline  perf/native/build/nccl_perf_baseline (built with perf/native/build.sh when missing)
+#   --np        ranks = GPUs (default: nvidia-smi's GPU count)
+#   --out       raw logs and JSON (default: perf-results/<date>)
+#   --repeats   repeats of the small-size runs (default 5)
+#   --docs      where the report goes (default: docs/perf of this checkout)
+#
+# Runs, every one with -c 0 (timing only) unless said:
+#   (a) nccl_perf_baseline under mpirun -np N          (C: one process per GPU, MPI_Bcast of the id)
+#   (b) nccl4j-perf under mpirun -np N                 (Java: one process per GPU, Communicator.fromEnvironment)
+#   (c) nccl4j-perf -g N in one process                (Java: Communicator.initAll, a group per iteration)
+#   (d) perf/torch_allreduce.py under torchrun          (torch.distributed all_reduce, eager)
+# 1. small all_reduce, 8 B..64 KiB doubling, out of place and in place: R repeats x 1000 iterations
+#    (-n 1000 -w 100) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
+#    graph launched 10 times (-n 100 -G 10), i.e. also 1000 timed operations.
+# 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
+# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 20 -w 5 (a, b, c; torch: all_reduce).
+# 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c).
+# Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
+# On 2 H200s the whole takes about 4 minutes; each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/bundle
+baseline=$root/perf/native/build/nccl_perf_baseline
+np=
+out=
+repeats=5
+docs=$root/docs/perf
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
+    --np) np=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --docs) docs=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "perf-compare: unknown argument $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+date_tag=$(date -u +%Y-%m-%d)
+out=${out:-$root/perf-results/$date_tag}
+np=${np:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+[ "$np" -ge 1 ] 2>/dev/null || { echo "perf-compare: no GPU found (nvidia-smi -L)" >&2; exit 2; }
+bundle=$(cd "$bundle" 2>/dev/null && pwd) || { echo "perf-compare: no bundle at $bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
+[ -x "$bundle/jre/bin/java" ] || { echo "perf-compare: $bundle has no jre/bin/java" >&2; exit 2; }
+if [ ! -x "$baseline" ]; then
+  echo "== building the C baseline (perf/native/build.sh)"
+  "$root/perf/native/build.sh" || { echo "perf-compare: the C baseline did not build" >&2; exit 2; }
+  baseline=$root/perf/native/build/nccl_perf_baseline
+fi
+mkdir -p "$out/raw" "$out/json" "$docs"
+export NCCL4J_BUNDLE=$bundle
+unset NCCL_COMM_ID            # Java ranks exchange the id over TCP (MASTER_ADDR), C over MPI_Bcast
+cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
+[ -d "$cuda_lib" ] && export LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+perf=$root/scripts/nccl4j-perf
+torch_py=${TORCH_PYTHON:-python3}
+"$torch_py" -c 'import torch' 2>/dev/null || torch_py=/opt/torch/.venv/bin/python3
+mpi_root=()
+[ "$(id -u)" = 0 ] && mpi_root=(--allow-run-as-root)
+fwd=()
+for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|NVSHMEM_|TORCH_|LD_LIBRARY_PATH$|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
+port=29600
+failures=0
+
+# mpirun with the per-rank command in a script, so that mpirun parses none of its arguments
+mpi() { # name cmd...
+  local name=$1; shift
+  local script="$out/raw/$name.rank.sh"
+  { echo '#!/usr/bin/env bash'; printf 'exec'; printf ' %q' "$@"; echo; } > "$script"
+  chmod +x "$script"
+  port=$((port + 1))
+  echo "== $name: mpirun -np $np $*"
+  timeout "${RUN_TIMEOUT:-240}" mpirun "${mpi_root[@]}" --bind-to none -np "$np" "${fwd[@]}" \
+      -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port "$script" > "$out/raw/$name.log" 2>&1
+  local s=$?
+  [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }
+}
+one() { # name cmd...
+  local name=$1; shift
+  echo "== $name: $*"
+  timeout "${RUN_TIMEOUT:-240}" "$@" > "$out/raw/$name.log" 2>&1
+  local s=$?
+  [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }
+}
+j() { echo "$out/json/$1.json"; }
+
+start=$(date +%s)
+small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
+for r in $(seq 1 "$repeats"); do
+  mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 100 -J "$(j c-eager-small-$r)"
+  mpi "java-np-eager-small-$r" "$perf" "${small[@]}" -n 1000 -w 100 -J "$(j java-np-eager-small-$r)"
+  one "java-g-eager-small-$r" "$perf" "${small[@]}" -g "$np" -n 1000 -w 100 -J "$(j java-g-eager-small-$r)"
+  mpi "c-graph-small-$r" "$baseline" "${small[@]}" -n 100 -G 10 -w 100 -J "$(j c-graph-small-$r)"
+  mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 100 -J "$(j java-np-graph-small-$r)"
+  one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 100 -J "$(j java-g-graph-small-$r)"
+done
+curve=(-t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0)
+mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
+mpi java-np-eager-curve "$perf" "${curve[@]}" -J "$(j java-np-eager-curve)"
+one java-g-eager-curve "$perf" "${curve[@]}" -g "$np" -J "$(j java-g-eager-curve)"
+large=(-t all -b 64M -e 1G -f 4 -n 20 -w 5 -c 0)
+mpi c-eager-large "$baseline" "${large[@]}" -J "$(j c-eager-large)"
+mpi java-np-eager-large "$perf" "${large[@]}" -J "$(j java-np-eager-large)"
+one java-g-eager-large "$perf" "${large[@]}" -g "$np" -J "$(j java-g-eager-large)"
+sizes=$(for k in $(seq 0 13); do printf '%s,' $((8 << k)); done)67108864,268435456,1073741824
+if [ "$np" -ge 2 ]; then
+  echo "== torch: torchrun --nproc_per_node $np perf/torch_allreduce.py"
+  timeout "${RUN_TIMEOUT:-240}" "$torch_py" -m torch.distributed.run --nproc_per_node "$np" --master_port $((port + 50)) \
+      "$root/perf/torch_allreduce.py" --sizes "$sizes" --iters 1000 --warmup 100 --large-iters 20 \
+      --repeats "$repeats" -J "$(j torch-eager)" > "$out/raw/torch-eager.log" 2>&1 \
+      || { echo "   torch failed (see $out/raw/torch-eager.log)"; failures=$((failures + 1)); tail -5 "$out/raw/torch-eager.log"; }
+fi
+check=(-t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all)
+mpi c-check "$baseline" "${check[@]}" -J "$(j c-check)"
+mpi java-np-check "$perf" "${check[@]}" -J "$(j java-np-check)"
+one java-g-check "$perf" "${check[@]}" -g "$np" -J "$(j java-g-check)"
+echo "== runs took $(( $(date +%s) - start )) s, $failures failed"
+
+# the plot (nccl4j's Plot, XChart) and the report
+png_name="$date_tag-all_reduce-busbw.png"
+"$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$bundle/lib/*" org.nccl4j.examples.perf.Plot "$out/$png_name" \
+    --title "all_reduce bus bandwidth, $np ranks: C vs nccl4j (eager)" \
+    "C mpirun=$(j c-eager-curve)" "nccl4j mpirun=$(j java-np-eager-curve)" "nccl4j -g $np=$(j java-g-eager-curve)" \
+    > "$out/raw/plot.log" 2>&1 || { echo "   plot failed (see $out/raw/plot.log)"; failures=$((failures + 1)); }
+cp -f "$out/$png_name" "$docs/" 2>/dev/null
+machine="$np x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) ($(hostname))"
+python3 "$root/perf/perf_report.py" --json-dir "$out/json" --docs "$docs" --date "$date_tag" --machine "$machine" \
+    --png "$png_name" --failures "$failures" || failures=$((failures + 1))
+echo "== report: $docs/$date_tag.md, $docs/latest.json; raw: $out"
+[ "$failures" = 0 ]
