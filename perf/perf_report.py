@@ -52,6 +52,42 @@ def times(ds, placement="out-of-place", op="all_reduce"):
     return by
 
 
+def median_doc(ds):
+    """One document whose results carry the median busbw (and time) of each case over the repeats in ds."""
+    if not ds:
+        return None
+    key = lambda r: (r["op"], int(r["size"]), r["placement"], r["type"], r["redop"], r["root"])
+    groups = {}
+    for d in ds:
+        for r in d.get("results", []):
+            groups.setdefault(key(r), []).append(r)
+    results = []
+    for rs in groups.values():
+        m = dict(rs[0])
+        m["busbw"] = statistics.median(r["busbw"] for r in rs)
+        m["time_us"] = statistics.median(r["time_us"] for r in rs)
+        m["repeats"] = len(rs)
+        results.append(m)
+    out = dict(ds[0])
+    out["results"] = results
+    return out
+
+
+def jmh_alloc(path):
+    """(max B/op over the collective benchmarks that make no Group object, rows) from JMH's -prof gc output."""
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 5 and parts[0].endswith(":gc.alloc.rate.norm"):
+                    rows.append((parts[0].split(":")[0].split(".")[-1], float(parts[3])))
+    except OSError:
+        return None, []
+    collective = [b for name, b in rows if name != "groupOfTwo"]
+    return (max(collective) if collective else None), rows
+
+
 def med(by, size):
     v = by.get(size)
     return statistics.median(v) if v else None
@@ -80,13 +116,15 @@ def main():
     p.add_argument("--machine", default="unknown")
     p.add_argument("--png", default=None)
     p.add_argument("--failures", type=int, default=0)
+    p.add_argument("--jmh", default=None, help="output of scripts/jmh-alloc.sh: alloc_bytes_per_call from JMH")
     a = p.parse_args()
     jd = a.json_dir
 
     c_small, j_small, g_small = docs(jd, "c-eager-small-"), docs(jd, "java-np-eager-small-"), docs(jd, "java-g-eager-small-")
     c_graph, j_graph, g_graph = docs(jd, "c-graph-small-"), docs(jd, "java-np-graph-small-"), docs(jd, "java-g-graph-small-")
     torch = load(os.path.join(jd, "torch-eager.json"))
-    c_large, j_large, g_large = (load(os.path.join(jd, n + ".json")) for n in ("c-eager-large", "java-np-eager-large", "java-g-eager-large"))
+    c_larges, j_larges, g_larges = docs(jd, "c-eager-large"), docs(jd, "java-np-eager-large"), docs(jd, "java-g-eager-large")
+    c_large, j_large, g_large = (median_doc(ds) for ds in (c_larges, j_larges, g_larges))
     checks = {n: load(os.path.join(jd, n + ".json")) for n in ("c-check", "java-np-check", "java-g-check")}
 
     tc, tj, tg = times(c_small), times(j_small), times(g_small)
@@ -119,14 +157,15 @@ def main():
         v = [d["init_ms"] for d in ds if d and d.get("init_ms") is not None]
         return statistics.median(v) if v else None
 
-    c_init = init_median(c_small + c_graph + [c_large])
-    j_init = init_median(j_small + j_graph + [j_large])
-    g_init = init_median(g_small + g_graph + [g_large])
+    c_init = init_median(c_small + c_graph + c_larges)
+    j_init = init_median(j_small + j_graph + j_larges)
+    g_init = init_median(g_small + g_graph + g_larges)
     t_init = torch.get("init_ms") if torch else None
 
     allocs = [r["alloc_bytes"] for d in j_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
     allocs_g = [r["alloc_bytes"] for d in g_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
 
+    jmh_max, jmh_rows = jmh_alloc(a.jmh) if a.jmh else (None, [])
     any_doc = next((d for d in c_small + j_small + [c_large, j_large] if d), {})
     latest = {
         "date": a.date,
@@ -140,7 +179,8 @@ def main():
         "graph_overhead_us": overhead(gj, gc),
         "min_busbw_ratio_64MiB_up": min(ratios) if ratios else None,
         "init_overhead_ms": (j_init - c_init) if j_init is not None and c_init is not None else None,
-        "alloc_bytes_per_call": round(max(allocs), 3) if allocs else None,
+        "alloc_bytes_per_call": (round(jmh_max, 3) if jmh_max is not None
+                                 else round(max(allocs), 3) if allocs else None),
     }
     for k, v in list(latest.items()):
         if isinstance(v, float):
@@ -221,8 +261,22 @@ def main():
     L.append("## Java heap allocation while issuing (bytes per iteration, HotSpot's per-thread counter)")
     L.append("")
     L.append(f"- one process per GPU (one `allReduce` call per iteration): max {fmt(max(allocs) if allocs else None, 3)}")
-    L.append(f"- one process, `-g {n}` (a `Nccl.group()` and {n} `allReduce` calls per iteration): max "
-             f"{fmt(max(allocs_g) if allocs_g else None, 3)}")
+    L.append(f"- one process, `-g {n}` (`Nccl.groupStart()`, {n} `allReduce` calls, `Nccl.groupEnd()` per "
+             f"iteration): max {fmt(max(allocs_g) if allocs_g else None, 3)}")
+    L.append("")
+    L.append("The in-loop counts are HotSpot's per-thread allocation counter over each timed loop, divided by the "
+             "iterations; a one-time allocation early in a run (class initialization, the first call of a path) "
+             "shows there as a fraction of a byte per call.")
+    if jmh_rows:
+        L.append("")
+        L.append(f"JMH with `-prof gc` against the stub NCCL (`scripts/jmh-alloc.sh`, CPU): "
+                 f"alloc_bytes_per_call = {fmt(jmh_max, 3)} (max over the benchmarks below except `groupOfTwo`, "
+                 f"whose 16 B are the `Group` object of `Nccl.group()`; `Nccl.groupStart()`/`groupEnd()` make none).")
+        L.append("")
+        L.append("| benchmark | gc.alloc.rate.norm (B/op) |")
+        L.append("|---|---:|")
+        for name, b in jmh_rows:
+            L.append(f"| {name} | {b:.3f} |")
     L.append("")
     L.append("## Data check (every operation, 1 KiB..1 MiB, every root, -c 1)")
     L.append("")

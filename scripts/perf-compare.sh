@@ -19,7 +19,10 @@
 #    (-n 1000 -w 100) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
 #    graph launched 10 times (-n 100 -G 10), i.e. also 1000 timed operations.
 # 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
-# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 20 -w 5 (a, b, c; torch: all_reduce).
+# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 20 -w 5, R repeats (a, b, c;
+#    torch: all_reduce); the report takes the median bus bandwidth of the repeats.
+# JMH_ALLOC=<file>: the output of scripts/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
+# then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
 # 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c).
 # Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
 # On 2 H200s the whole takes about 4 minutes; each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
@@ -106,9 +109,13 @@ mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
 mpi java-np-eager-curve "$perf" "${curve[@]}" -J "$(j java-np-eager-curve)"
 one java-g-eager-curve "$perf" "${curve[@]}" -g "$np" -J "$(j java-g-eager-curve)"
 large=(-t all -b 64M -e 1G -f 4 -n 20 -w 5 -c 0)
-mpi c-eager-large "$baseline" "${large[@]}" -J "$(j c-eager-large)"
-mpi java-np-eager-large "$perf" "${large[@]}" -J "$(j java-np-eager-large)"
-one java-g-eager-large "$perf" "${large[@]}" -g "$np" -J "$(j java-g-eager-large)"
+# Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
+# as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
+for r in $(seq 1 "$repeats"); do
+  mpi "c-eager-large-$r" "$baseline" "${large[@]}" -J "$(j c-eager-large-$r)"
+  mpi "java-np-eager-large-$r" "$perf" "${large[@]}" -J "$(j java-np-eager-large-$r)"
+  one "java-g-eager-large-$r" "$perf" "${large[@]}" -g "$np" -J "$(j java-g-eager-large-$r)"
+done
 sizes=$(for k in $(seq 0 13); do printf '%s,' $((8 << k)); done)67108864,268435456,1073741824
 if [ "$np" -ge 2 ]; then
   echo "== torch: torchrun --nproc_per_node $np perf/torch_allreduce.py"
@@ -132,6 +139,6 @@ png_name="$date_tag-all_reduce-busbw.png"
 cp -f "$out/$png_name" "$docs/" 2>/dev/null
 machine="$np x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) ($(hostname))"
 python3 "$root/perf/perf_report.py" --json-dir "$out/json" --docs "$docs" --date "$date_tag" --machine "$machine" \
-    --png "$png_name" --failures "$failures" || failures=$((failures + 1))
+    --png "$png_name" --failures "$failures" ${JMH_ALLOC:+--jmh "$JMH_ALLOC"} || failures=$((failures + 1))
 echo "== report: $docs/$date_tag.md, $docs/latest.json; raw: $out"
 [ "$failures" = 0 ]

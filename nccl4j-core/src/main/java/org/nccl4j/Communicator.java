@@ -955,7 +955,7 @@ public final class Communicator implements AutoCloseable {
     }
 
     private static void groupStart() {
-        Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+        Nccl.groupStart();
     }
 
     /**

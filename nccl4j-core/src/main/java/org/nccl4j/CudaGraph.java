@@ -11,7 +11,7 @@ package org.nccl4j;
  *     comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);   // recorded, not run
  * }
  * try (CudaGraph graph = stream.endCapture()) {
- *     graph.launch(stream);                                          // runs the 100 all-reduces
+ *     graph.launch(stream);                          // instantiates once, then runs the 100 all-reduces
  *     stream.synchronize();
  * }
  * }</pre>
@@ -20,27 +20,34 @@ package org.nccl4j;
  */
 public final class CudaGraph implements AutoCloseable {
     private final long graph;
-    private final long exec;
     private final int device;
     private final Leaks.Token leak;
+    private long exec;
     private volatile boolean closed;
 
-    private CudaGraph(long graph, long exec, int device) {
+    CudaGraph(long graph, int device) {
         this.graph = graph;
-        this.exec = exec;
         this.device = device;
         this.leak = Leaks.track(this, "CudaGraph captured on device " + device);
     }
 
-    /** {@code cudaGraphInstantiate}; destroys {@code graph} when that fails. */
-    static CudaGraph instantiate(long graph, int device) {
-        long[] exec = new long[1];
-        int rc = Cuda.backend().graphInstantiate(exec, graph);
-        if (rc != 0) {
-            Cuda.backend().graphDestroy(graph);
-            throw Cuda.failure(rc, "cudaGraphInstantiate", device);
+    /**
+     * {@code cudaGraphInstantiate}, once; {@link #launch(Stream)} calls it on first use. Not allowed while the
+     * calling thread still has a capture open (CUDA refuses it then): end every capture first.
+     *
+     * @return this graph
+     */
+    public CudaGraph instantiate() {
+        if (closed) {
+            throw new IllegalStateException("this CudaGraph (device " + device + ") is closed");
         }
-        return new CudaGraph(graph, exec[0], device);
+        if (exec == 0) {
+            Capture.refuseOnCapturingThread("CudaGraph.instantiate (cudaGraphInstantiate)");
+            long[] out = new long[1];
+            Cuda.check(Cuda.backend().graphInstantiate(out, graph), "cudaGraphInstantiate", device);
+            exec = out[0];
+        }
+        return this;
     }
 
     /** @return the device of the stream the graph was captured on */
@@ -48,9 +55,9 @@ public final class CudaGraph implements AutoCloseable {
         return device;
     }
 
-    /** @return the {@code cudaGraphExec_t} value */
+    /** @return the {@code cudaGraphExec_t} value, instantiating the graph if needed */
     public long handle() {
-        return exec;
+        return instantiate().exec;
     }
 
     /** @return whether {@link #close()} was called */
@@ -68,6 +75,9 @@ public final class CudaGraph implements AutoCloseable {
             throw new IllegalStateException("this CudaGraph (device " + device + ") is closed");
         }
         stream.ensureOpen();
+        if (exec == 0) {
+            instantiate();
+        }
         Cuda.check(Cuda.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
     }
 
@@ -79,7 +89,7 @@ public final class CudaGraph implements AutoCloseable {
         }
         closed = true;
         leak.closed();
-        int rc = Cuda.backend().graphExecDestroy(exec);
+        int rc = exec == 0 ? 0 : Cuda.backend().graphExecDestroy(exec);
         int rc2 = Cuda.backend().graphDestroy(graph);
         Cuda.check(rc, "cudaGraphExecDestroy", device);
         Cuda.check(rc2, "cudaGraphDestroy", device);

@@ -45,9 +45,6 @@ public final class Group implements AutoCloseable {
             return;
         }
         ended = true;
-        int rc = NcclNative.ncclGroupEnd();
-        if (rc != 0 && rc != 7) {
-            throw Errors.failure(rc, NcclFunction.ncclGroupEnd, null);
-        }
+        Nccl.groupEnd();
     }
 }

@@ -73,8 +73,27 @@ public final class Nccl {
      */
     public static Group group() {
         library();
-        Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+        groupStart();
         return new Group();
+    }
+
+    /**
+     * {@code ncclGroupStart}, without the {@link Group} object of {@link #group()}: for loops that must not
+     * allocate. Pair every call with {@link #groupEnd()} (in a finally block).
+     */
+    public static void groupStart() {
+        Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+    }
+
+    /**
+     * {@code ncclGroupEnd}, closing a group opened by {@link #groupStart()}: launches its operations.
+     * ncclInProgress (nonblocking communicators) is not an error.
+     */
+    public static void groupEnd() {
+        int rc = NcclNative.ncclGroupEnd();
+        if (rc != 0 && rc != 7) {
+            throw Errors.failure(rc, NcclFunction.ncclGroupEnd, null);
+        }
     }
 
     /**

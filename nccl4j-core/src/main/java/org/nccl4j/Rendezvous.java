@@ -75,6 +75,9 @@ public final class Rendezvous {
     public static final String TOKEN_VARIABLE = "NCCL4J_RENDEZVOUS_TOKEN";
     /** The variable holding the run id of the file route. */
     public static final String RUN_ID_VARIABLE = "NCCL4J_RUN_ID";
+    private static final long CONNECT_BACKOFF_START_MS = 2;
+    private static final long CONNECT_BACKOFF_MAX_MS = 250;
+
     /** The default time to wait for all ranks: 300 seconds. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(300);
 
@@ -424,7 +427,9 @@ public final class Rendezvous {
         Socket s = null;
         try {
             IOException last = null;
-            long backoff = Math.max(1, pollInterval.toMillis());
+            // Connection retries start fast and back off to at most 250 ms: rank 0 usually starts listening
+            // within milliseconds of the others, and every millisecond here is communicator start-up time.
+            long backoff = Math.min(CONNECT_BACKOFF_START_MS, Math.max(1, pollInterval.toMillis()));
             while (s == null) {
                 long remaining = remainingMillis(deadline);
                 if (remaining <= 0) {
@@ -441,7 +446,7 @@ public final class Rendezvous {
                     closeQuietly(attempt);
                     last = e;
                     sleep(Math.min(backoff, Math.max(1, remainingMillis(deadline))));
-                    backoff = Math.min(backoff * 2, 1000);
+                    backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
                 }
             }
             s.setTcpNoDelay(true);

@@ -131,10 +131,12 @@ public final class Stream implements AutoCloseable {
     }
 
     /**
-     * Ends the capture begun by {@link #beginCapture()} ({@code cudaStreamEndCapture}) and instantiates the
-     * captured graph ({@code cudaGraphInstantiate}). The capture ends even when this throws.
+     * Ends the capture begun by {@link #beginCapture()} ({@code cudaStreamEndCapture}). The graph is instantiated
+     * ({@code cudaGraphInstantiate}) on its first launch or by {@link CudaGraph#instantiate()}, which the thread
+     * may do only once all of its captures have ended: capture several streams (one per GPU of a group), end
+     * them all, then launch. The capture ends even when this throws.
      *
-     * @return the executable graph; launch it with {@link CudaGraph#launch(Stream)}, close it when done
+     * @return the captured graph; launch it with {@link CudaGraph#launch(Stream)}, close it when done
      * @throws IllegalStateException when this stream is not capturing, or the capture was begun on another thread
      * @throws CudaException when CUDA reports the capture invalidated or cannot instantiate the graph
      */
@@ -161,7 +163,7 @@ public final class Stream implements AutoCloseable {
             throw new IllegalStateException("the capture on " + this + " was invalidated (CUDA returned no graph): "
                     + "an operation not allowed during capture was issued");
         }
-        return CudaGraph.instantiate(graph[0], device);
+        return new CudaGraph(graph[0], device);
     }
 
     /** @return the thread that began the capture in progress, or null */

@@ -139,10 +139,40 @@ class CaptureTest {
             cuda.invalidateCapture = false;
             cuda.instantiateStatus = 1;
             s.beginCapture();
-            CudaException ie = assertThrows(CudaException.class, s::endCapture);
+            CudaGraph g = s.endCapture(); // instantiated lazily, at the first launch
+            assertEquals(0, Capture.active());
+            CudaException ie = assertThrows(CudaException.class, () -> g.launch(s));
             assertTrue(ie.getMessage().contains("cudaGraphInstantiate"), ie.getMessage());
-            assertEquals(0, cuda.liveGraphs(), "the graph of a failed instantiation must be destroyed");
+            g.close();
+            assertEquals(0, cuda.liveGraphs(), "closing a graph that never instantiated must destroy it");
             s.synchronize();
+        }
+    }
+
+    private long count(String call) {
+        synchronized (cuda.calls) {
+            return cuda.calls.stream().filter(c -> c.startsWith(call)).count();
+        }
+    }
+
+    @Test
+    void severalStreamsAreCapturedThenInstantiatedOnceEveryCaptureEnded() {
+        try (Stream a = Stream.create(0); Stream b = Stream.create(1)) {
+            a.beginCapture();
+            b.beginCapture();
+            CudaGraph ga = a.endCapture();
+            IllegalStateException refused = refused(ga::instantiate);
+            assertTrue(refused.getMessage().contains("cudaGraphInstantiate"), refused.getMessage());
+            CudaGraph gb = b.endCapture();
+            ga.launch(a);
+            gb.launch(b);
+            assertEquals(2, count("cudaGraphInstantiate"));
+            assertEquals(2, count("cudaGraphLaunch"));
+            ga.launch(a);
+            assertEquals(2, count("cudaGraphInstantiate"), "instantiated once");
+            ga.close();
+            gb.close();
+            assertEquals(0, cuda.liveGraphs());
         }
     }
 

@@ -106,4 +106,16 @@ public class CollectiveAllocationBenchmark {
             comm.allReduce(recv, send, DataType.FLOAT32, ReduceOp.SUM, stream);
         }
     }
+
+    /** Two all-reduces in a group opened with {@code Nccl.groupStart()}/{@code groupEnd()}: no Group object. */
+    @Benchmark
+    public void groupStartEndOfTwo() {
+        Nccl.groupStart();
+        try {
+            comm.allReduce(send, recv, DataType.FLOAT32, ReduceOp.SUM, stream);
+            comm.allReduce(recv, send, DataType.FLOAT32, ReduceOp.SUM, stream);
+        } finally {
+            Nccl.groupEnd();
+        }
+    }
 }
