@@ -80,7 +80,8 @@ mpi() { # name cmd...
   chmod +x "$script"
   port=$((port + 1))
   echo "== $name: mpirun -np $np $*"
-  timeout "${RUN_TIMEOUT:-240}" mpirun "${mpi_root[@]}" --bind-to none -np "$np" "${fwd[@]}" \
+  # BIND: Open MPI's binding of the ranks, the same for C and Java (default none; e.g. BIND=numa).
+  timeout "${RUN_TIMEOUT:-240}" mpirun "${mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" "${fwd[@]}" \
       -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port "$script" > "$out/raw/$name.log" 2>&1
   local s=$?
   [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }

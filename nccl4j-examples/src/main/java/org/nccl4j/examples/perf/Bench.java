@@ -326,6 +326,9 @@ final class Bench implements AutoCloseable {
                     graphs[k] = streams[k].endCapture();
                 }
             }
+            for (int k = 0; k < local; k++) {
+                graphs[k].instantiate(); // outside the timed launches (cudaGraphInstantiate takes ~100s of us)
+            }
             barrier();
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
