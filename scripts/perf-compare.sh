@@ -19,7 +19,7 @@
 #    (-n 1000 -w 100) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
 #    graph launched 10 times (-n 100 -G 10), i.e. also 1000 timed operations.
 # 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
-# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 20 -w 5, R repeats (a, b, c;
+# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 100 -w 5, R repeats (a, b, c;
 #    torch: all_reduce); the report takes the median bus bandwidth of the repeats.
 # JMH_ALLOC=<file>: the output of scripts/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
 # then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
@@ -109,7 +109,7 @@ curve=(-t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0)
 mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
 mpi java-np-eager-curve "$perf" "${curve[@]}" -J "$(j java-np-eager-curve)"
 one java-g-eager-curve "$perf" "${curve[@]}" -g "$np" -J "$(j java-g-eager-curve)"
-large=(-t all -b 64M -e 1G -f 4 -n 20 -w 5 -c 0)
+large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
 # Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
 # as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
 for r in $(seq 1 "$repeats"); do
