@@ -17,12 +17,11 @@ import org.nccl4j.jni.StubNccl;
  * while a capture is open, on which thread, and that the process-wide count of captures always returns to zero.
  */
 class CaptureTest {
-    private FakeCudaBackend cuda;
+    private FakeCuda cuda;
 
     @BeforeEach
     void fake() {
-        cuda = new FakeCudaBackend();
-        Cuda.useBackend(cuda);
+        cuda = FakeCuda.install(2);
     }
 
     @AfterEach
@@ -51,10 +50,10 @@ class CaptureTest {
             g.close();
             assertTrue(g.isClosed());
             assertEquals(0, cuda.liveGraphs());
-            assertEquals(1, cuda.calls.stream().filter(c -> c.equals("cudaStreamBeginCapture mode=1")).count(),
-                    "capture must use cudaStreamCaptureModeThreadLocal: " + cuda.calls);
-            assertEquals(2, cuda.calls.stream().filter("cudaGraphLaunch"::equals).count());
-            assertEquals(1, cuda.calls.stream().filter("cudaGraphExecDestroy"::equals).count());
+            assertEquals(1, cuda.calls("streamBeginCapture").stream().filter(c -> c.endsWith(" mode=1")).count(),
+                    "capture must use cudaStreamCaptureModeThreadLocal: " + cuda.calls());
+            assertEquals(2, cuda.calls("graphLaunch").size());
+            assertEquals(1, cuda.calls("graphExecDestroy").size());
             assertThrows(IllegalStateException.class, () -> g.launch(s));
         }
     }
@@ -63,7 +62,7 @@ class CaptureTest {
     void forbiddenCallsAreRefusedOnTheCapturingThreadWithoutReachingCuda() {
         try (Stream s = Stream.create(0); DeviceBuffer before = DeviceBuffer.allocate(0, 64)) {
             s.beginCapture();
-            int callsBefore = cuda.calls.size();
+            int callsBefore = cuda.calls().size();
             IllegalStateException e = refused(() -> DeviceBuffer.allocate(0, 1024));
             assertTrue(e.getMessage().contains("DeviceBuffer.allocate (cudaMalloc)"), e.getMessage());
             assertTrue(e.getMessage().contains("capturing a CUDA graph"), e.getMessage());
@@ -77,7 +76,7 @@ class CaptureTest {
             assertTrue(e.getMessage().contains("Stream.synchronize()"), e.getMessage());
             assertTrue(e.getMessage().contains("endCapture()"), e.getMessage());
             refused(() -> Cuda.synchronize(s));
-            assertEquals(callsBefore, cuda.calls.size(), "refused calls reached CUDA: " + cuda.calls);
+            assertEquals(callsBefore, cuda.calls().size(), "refused calls reached CUDA: " + cuda.calls());
             // a second stream may not be synchronized from the capturing thread either
             try (Stream other = Stream.create(0)) {
                 refused(other::synchronize);
@@ -123,21 +122,21 @@ class CaptureTest {
     @Test
     void failedOrInvalidatedCapturesStillEnd() {
         try (Stream s = Stream.create(0)) {
-            cuda.endCaptureStatus = 901;
+            cuda.fail("streamEndCapture", 901);
             s.beginCapture();
             CudaException e = assertThrows(CudaException.class, s::endCapture);
             assertTrue(e.getMessage().contains("cudaStreamEndCapture"), e.getMessage());
             assertEquals(0, Capture.active());
 
-            cuda.endCaptureStatus = 0;
-            cuda.invalidateCapture = true;
+            cuda.fail("streamEndCapture", 0);
+            cuda.invalidateCaptures(true);
             s.beginCapture();
             IllegalStateException inv = refused(s::endCapture);
             assertTrue(inv.getMessage().contains("invalidated"), inv.getMessage());
             assertEquals(0, Capture.active());
 
-            cuda.invalidateCapture = false;
-            cuda.instantiateStatus = 1;
+            cuda.invalidateCaptures(false);
+            cuda.fail("graphInstantiate", 1);
             s.beginCapture();
             CudaGraph g = s.endCapture(); // instantiated lazily, at the first launch
             assertEquals(0, Capture.active());
@@ -150,9 +149,7 @@ class CaptureTest {
     }
 
     private long count(String call) {
-        synchronized (cuda.calls) {
-            return cuda.calls.stream().filter(c -> c.startsWith(call)).count();
-        }
+        return cuda.calls(call).size();
     }
 
     @Test
@@ -166,10 +163,10 @@ class CaptureTest {
             CudaGraph gb = b.endCapture();
             ga.launch(a);
             gb.launch(b);
-            assertEquals(2, count("cudaGraphInstantiate"));
-            assertEquals(2, count("cudaGraphLaunch"));
+            assertEquals(2, count("graphInstantiate"));
+            assertEquals(2, count("graphLaunch"));
             ga.launch(a);
-            assertEquals(2, count("cudaGraphInstantiate"), "instantiated once");
+            assertEquals(2, count("graphInstantiate"), "instantiated once");
             ga.close();
             gb.close();
             assertEquals(0, cuda.liveGraphs());

@@ -30,7 +30,7 @@ class CollectiveAllocationTest {
 
     @Test
     void idiomaticCollectivesAllocateNothing() {
-        Cuda.useBackend(new FakeCudaBackend());
+        FakeCuda.install(1);
         StubNccl.useFull();
         NcclNative.unsetenv("NCCL_STUB_LOG");
         com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();

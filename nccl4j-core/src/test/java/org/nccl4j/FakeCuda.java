@@ -31,6 +31,8 @@ final class FakeCuda implements CudaBackend {
     static final int MEMORY_ALLOCATION = 2;
     static final int INVALID_DEVICE = 101;
     static final int INVALID_HANDLE = 400;
+    /** cudaErrorStreamCaptureUnsupported. */
+    static final int CAPTURE_UNSUPPORTED = 900;
 
     private static final Map<Integer, String[]> ERRORS = Map.of(
             0, new String[] {"cudaSuccess", "no error"},
@@ -70,6 +72,8 @@ final class FakeCuda implements CudaBackend {
     private final Map<Long, Integer> capturing = new HashMap<>();
     private final Map<String, Integer> failures = new HashMap<>();
     private final List<String> calls = new ArrayList<>();
+    private final java.util.Set<Long> graphs = new java.util.HashSet<>();
+    private boolean invalidateCaptures;
     private long streamCounter;
     private long eventCounter;
     private boolean errorNames = true;
@@ -117,6 +121,17 @@ final class FakeCuda implements CudaBackend {
     FakeCuda errorNames(boolean known) {
         errorNames = known;
         return this;
+    }
+
+    /** When true, streamEndCapture succeeds but returns no graph, as CUDA does for an invalidated capture. */
+    synchronized FakeCuda invalidateCaptures(boolean invalidate) {
+        invalidateCaptures = invalidate;
+        return this;
+    }
+
+    /** @return how many captured graphs exist (made by streamEndCapture, not yet destroyed) */
+    synchronized int liveGraphs() {
+        return graphs.size();
     }
 
     FakeCuda elapsedMs(float ms) {
@@ -354,7 +369,8 @@ final class FakeCuda implements CudaBackend {
 
     @Override
     public synchronized int streamSynchronize(long stream) {
-        return record("streamSynchronize", "stream", stream);
+        int rc = record("streamSynchronize", "stream", stream);
+        return rc != 0 ? rc : capturing.getOrDefault(stream, 0) == 1 ? CAPTURE_UNSUPPORTED : 0;
     }
 
     @Override
@@ -372,6 +388,9 @@ final class FakeCuda implements CudaBackend {
     public synchronized int streamBeginCapture(long stream, int mode) {
         int rc = record("streamBeginCapture", "stream", stream, "mode", mode);
         if (rc == 0) {
+            if (capturing.getOrDefault(stream, 0) == 1) {
+                return CAPTURE_UNSUPPORTED;
+            }
             capturing.put(stream, 1);
         }
         return rc;
@@ -381,8 +400,10 @@ final class FakeCuda implements CudaBackend {
     public synchronized int streamEndCapture(long stream, long[] graph) {
         int rc = record("streamEndCapture", "stream", stream);
         Integer state = capturing.remove(stream);
-        if (rc == 0) {
-            graph[0] = state != null && state == 1 ? 0x6000_0000L + 0x10 * ++graphCounter : 0;
+        graph[0] = 0;
+        if (rc == 0 && state != null && state == 1 && !invalidateCaptures) {
+            graph[0] = 0x6000_0000L + 0x10 * ++graphCounter;
+            graphs.add(graph[0]);
         }
         return rc;
     }
@@ -408,6 +429,7 @@ final class FakeCuda implements CudaBackend {
 
     @Override
     public synchronized int graphDestroy(long graph) {
+        graphs.remove(graph);
         return record("graphDestroy", "graph", graph);
     }
 

@@ -46,7 +46,7 @@ public class CollectiveAllocationBenchmark {
             throw new IllegalStateException("run with -Dnccl4j.library=<nccl4j-native/target/nccl-stub/libnccl-stub.so>"
                     + " (scripts/jmh-alloc.sh does)");
         }
-        Cuda.useBackend(new FakeCudaBackend());
+        FakeCuda.install(1);
         Nccl.library();
         NcclNative.unsetenv("NCCL_STUB_LOG"); // the stub then does no file I/O
         comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0);

@@ -27,12 +27,11 @@ import org.nccl4j.jni.StubNccl;
  * is the core tests' business; the data check needs real GPUs.)
  */
 class PerfOnStubTest {
-    private FakeCudaBackend cuda;
+    private FakeCuda cuda;
 
     @BeforeEach
     void fake() {
-        cuda = new FakeCudaBackend();
-        Cuda.useBackend(cuda);
+        cuda = FakeCuda.install(2).elapsedMs(1.0f);
         StubNccl.useFull();
         NcclNative.unsetenv("NCCL_STUB_LOG");
     }
@@ -76,13 +75,14 @@ class PerfOnStubTest {
 
     @Test
     void cudaGraphRunsCaptureAndReplay() {
-        int before = cuda.calls.size();
+        int before = cuda.calls().size();
         String out = run(0, "-t", "all_reduce,sendrecv", "-b", "1K", "-e", "1K", "-n", "5", "-G", "4", "-c", "0", "-g", "2");
-        List<String> calls = cuda.calls.subList(before, cuda.calls.size());
-        long launches = calls.stream().filter("cudaGraphLaunch"::equals).count();
+        List<String> all = cuda.calls();
+        List<String> calls = all.subList(before, all.size());
+        long launches = calls.stream().filter(c -> c.startsWith("graphLaunch ")).count();
         // 2 operations x 2 placements x 4 launches x 2 GPUs
         assertEquals(32, launches, calls.toString());
-        assertEquals(8, calls.stream().filter(c -> c.startsWith("cudaStreamBeginCapture")).count());
+        assertEquals(8, calls.stream().filter(c -> c.startsWith("streamBeginCapture ")).count());
         // 1 ms over 5 iterations x 4 launches = 50 us
         assertTrue(out.contains("    50.00"), out);
         assertEquals(0, Capture.active());
