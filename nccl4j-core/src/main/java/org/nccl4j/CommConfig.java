@@ -88,27 +88,52 @@ public final class CommConfig {
             return v;
         }
 
-        /** {@code blocking}: false makes NCCL calls return ncclInProgress and complete in the background. */
+        /**
+         * {@code blocking}: false makes NCCL calls return ncclInProgress and complete in the background.
+         *
+         * @param blocking true (the default) to block; false for nonblocking calls
+         * @return this builder
+         */
         public Builder blocking(boolean blocking) {
             return set(NcclNative.CFG_BLOCKING, blocking ? 1 : 0);
         }
 
-        /** {@code cgaClusterSize}: CUDA thread-block-cluster size, 0..8 (Hopper and newer). */
+        /**
+         * {@code cgaClusterSize}: CUDA thread-block-cluster size, 0..8 (Hopper and newer).
+         *
+         * @param size the cluster size
+         * @return this builder
+         */
         public Builder cgaClusterSize(int size) {
             return set(NcclNative.CFG_CGA_CLUSTER_SIZE, range("cgaClusterSize", size, 0, 8));
         }
 
-        /** {@code minCTAs}: lower bound on CTAs (channels), 1..64. */
+        /**
+         * {@code minCTAs}: lower bound on CTAs (channels), 1..64.
+         *
+         * @param n the number of CTAs
+         * @return this builder
+         */
         public Builder minCTAs(int n) {
             return set(NcclNative.CFG_MIN_CTAS, range("minCTAs", n, 1, 64));
         }
 
-        /** {@code maxCTAs}: upper bound on CTAs (channels), 1..64. */
+        /**
+         * {@code maxCTAs}: upper bound on CTAs (channels), 1..64.
+         *
+         * @param n the number of CTAs
+         * @return this builder
+         */
         public Builder maxCTAs(int n) {
             return set(NcclNative.CFG_MAX_CTAS, range("maxCTAs", n, 1, 64));
         }
 
-        /** {@code netName}: the network module to use, e.g. "IB" or "Socket". */
+        /**
+         * {@code netName}: the network module to use, e.g. "IB" or "Socket".
+         *
+         * @param name the name, or null
+         * @return this builder
+         */
         public Builder netName(String name) {
             if (name != null && name.isBlank()) {
                 throw Errors.argument("netName must not be blank (use null for NCCL's choice)");
@@ -117,17 +142,32 @@ public final class CommConfig {
             return this;
         }
 
-        /** {@code splitShare}: children made by split share the parent's resources. */
+        /**
+         * {@code splitShare}: children made by split share the parent's resources.
+         *
+         * @param share true to share
+         * @return this builder
+         */
         public Builder splitShare(boolean share) {
             return set(NcclNative.CFG_SPLIT_SHARE, share ? 1 : 0);
         }
 
-        /** {@code trafficClass}: network traffic class (NCCL 2.25+), >= 0. */
+        /**
+         * {@code trafficClass}: network traffic class (NCCL 2.25+), >= 0.
+         *
+         * @param tc the traffic class
+         * @return this builder
+         */
         public Builder trafficClass(int tc) {
             return set(NcclNative.CFG_TRAFFIC_CLASS, range("trafficClass", tc, 0, Integer.MAX_VALUE));
         }
 
-        /** {@code commName}: a name shown in NCCL's logs and profiler (NCCL 2.27+). */
+        /**
+         * {@code commName}: a name shown in NCCL's logs and profiler (NCCL 2.27+).
+         *
+         * @param name the name, or null
+         * @return this builder
+         */
         public Builder commName(String name) {
             if (name != null && name.isBlank()) {
                 throw Errors.argument("commName must not be blank (use null for none)");
@@ -136,22 +176,42 @@ public final class CommConfig {
             return this;
         }
 
-        /** {@code collnetEnable} (NCCL 2.27+). */
+        /**
+         * {@code collnetEnable} (NCCL 2.27+).
+         *
+         * @param enable true to enable
+         * @return this builder
+         */
         public Builder collnetEnable(boolean enable) {
             return set(NcclNative.CFG_COLLNET_ENABLE, enable ? 1 : 0);
         }
 
-        /** {@code CTAPolicy}: NCCL_CTA_POLICY_DEFAULT 0, EFFICIENCY 1, ZERO 2 (NCCL 2.27+). */
+        /**
+         * {@code CTAPolicy}: NCCL_CTA_POLICY_DEFAULT 0, EFFICIENCY 1, ZERO 2 (NCCL 2.27+).
+         *
+         * @param policy the policy bits
+         * @return this builder
+         */
         public Builder ctaPolicy(int policy) {
             return set(NcclNative.CFG_CTA_POLICY, range("CTAPolicy", policy, 0, 3));
         }
 
-        /** {@code shrinkShare} (NCCL 2.27+). */
+        /**
+         * {@code shrinkShare} (NCCL 2.27+).
+         *
+         * @param share true to share
+         * @return this builder
+         */
         public Builder shrinkShare(boolean share) {
             return set(NcclNative.CFG_SHRINK_SHARE, share ? 1 : 0);
         }
 
-        /** {@code nvlsCTAs}: CTAs for NVLS collectives (NCCL 2.27+), >= 1. */
+        /**
+         * {@code nvlsCTAs}: CTAs for NVLS collectives (NCCL 2.27+), >= 1.
+         *
+         * @param n the number of CTAs
+         * @return this builder
+         */
         public Builder nvlsCTAs(int n) {
             return set(NcclNative.CFG_NVLS_CTAS, range("nvlsCTAs", n, 1, 64));
         }
@@ -159,6 +219,10 @@ public final class CommConfig {
         /**
          * Sets any {@code ncclConfig_t} int field by its index ({@code NcclNative.CFG_*}); for fields without a
          * typed setter. NCCL validates the value.
+         *
+         * @param index the field index, {@code NcclNative.CFG_*}
+         * @param value the value; NCCL validates it
+         * @return this builder
          */
         public Builder raw(int index, int value) {
             if (index < 0 || index >= NcclNative.CFG_INTS) {
@@ -167,7 +231,7 @@ public final class CommConfig {
             return set(index, value);
         }
 
-        /** @return the configuration; checks minCTAs <= maxCTAs */
+        /** @return the configuration; checks {@code minCTAs <= maxCTAs} */
         public CommConfig build() {
             int min = ints[NcclNative.CFG_MIN_CTAS];
             int max = ints[NcclNative.CFG_MAX_CTAS];

@@ -77,6 +77,11 @@ public final class Communicator implements AutoCloseable {
      * {@code ncclCommInitRank} with NCCL's default configuration.
      *
      * @see #create(int, int, UniqueId, int, CommConfig)
+     * @param rank this rank, {@code 0 <= rank < size}
+     * @param size the number of ranks, {@code >= 1}
+     * @param id the id rank 0 made, the same on every rank
+     * @param device the CUDA device this rank uses
+     * @return the communicator
      */
     public static Communicator create(int rank, int size, UniqueId id, int device) {
         return create(rank, size, id, device, null);
@@ -596,6 +601,12 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclAllReduce}, out of place: reduces {@code send} (its whole length in elements of {@code type})
      * across ranks into {@code recv} on every rank.
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -605,14 +616,30 @@ public final class Communicator implements AutoCloseable {
         allReduce0(send.address(), recv.address(), count, type, op, stream);
     }
 
-    /** {@code ncclAllReduce}, in place on {@code buffer}. */
+    /**
+     * {@code ncclAllReduce}, in place on {@code buffer}.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void allReduce(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
         long count = elements(buffer, type, "buffer");
         allReduce0(buffer.address(), buffer.address(), count, type, op, stream);
     }
 
-    /** {@code ncclAllReduce} on raw device addresses (in place when they are equal). */
+    /**
+     * {@code ncclAllReduce} on raw device addresses (in place when they are equal).
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
         checkRaw(send, "send", count);
@@ -631,6 +658,12 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclBroadcast}: copies {@code send} of rank {@code root} into {@code recv} on every rank. The
      * count is {@code recv}'s length; {@code send} is read on the root only (may be null elsewhere).
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -645,7 +678,14 @@ public final class Communicator implements AutoCloseable {
         broadcast0(sendAddr, recv.address(), count, type, root, stream);
     }
 
-    /** {@code ncclBroadcast}, in place: {@code buffer} of {@code root} is copied to {@code buffer} everywhere. */
+    /**
+     * {@code ncclBroadcast}, in place: {@code buffer} of {@code root} is copied to {@code buffer} everywhere.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void broadcast(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -653,7 +693,16 @@ public final class Communicator implements AutoCloseable {
         broadcast0(buffer.address(), buffer.address(), count, type, root, stream);
     }
 
-    /** {@code ncclBroadcast} on raw device addresses. */
+    /**
+     * {@code ncclBroadcast} on raw device addresses.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void broadcast(long send, long recv, long count, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -674,6 +723,13 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclReduce}: reduces {@code send} across ranks into {@code recv} of rank {@code root}. The count is
      * {@code send}'s length; {@code recv} is written on the root only (may be null elsewhere).
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void reduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
@@ -688,7 +744,15 @@ public final class Communicator implements AutoCloseable {
         reduce0(send.address(), recvAddr, count, type, op, root, stream);
     }
 
-    /** {@code ncclReduce}, in place on {@code buffer} (the result lands in the root's buffer). */
+    /**
+     * {@code ncclReduce}, in place on {@code buffer} (the result lands in the root's buffer).
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void reduce(DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -696,7 +760,17 @@ public final class Communicator implements AutoCloseable {
         reduce0(buffer.address(), buffer.address(), count, type, op, root, stream);
     }
 
-    /** {@code ncclReduce} on raw device addresses. */
+    /**
+     * {@code ncclReduce} on raw device addresses.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void reduce(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -718,6 +792,11 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclAllGather}: every rank's {@code send} (its whole length) lands at offset rank x count of
      * {@code recv} on every rank; {@code recv} must hold size x count elements.
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void allGather(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -730,6 +809,10 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclAllGather}, in place: {@code buffer} holds size x count elements and this rank's part is
      * already at offset rank x count.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void allGather(DeviceBuffer buffer, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -737,7 +820,15 @@ public final class Communicator implements AutoCloseable {
         allGather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, stream);
     }
 
-    /** {@code ncclAllGather} on raw device addresses; {@code sendCount} elements per rank. */
+    /**
+     * {@code ncclAllGather} on raw device addresses; {@code sendCount} elements per rank.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param sendCount the number of elements each rank sends
+     * @param type the element type
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void allGather(long send, long recv, long sendCount, DataType type, Stream stream) {
         checkCommon(type, stream);
         checkRaw(send, "send", sendCount);
@@ -755,6 +846,12 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclReduceScatter}: reduces {@code send} (size x count elements) across ranks; rank i receives
      * block i in {@code recv}, whose length is the count.
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -764,14 +861,30 @@ public final class Communicator implements AutoCloseable {
         reduceScatter0(send.address(), recv.address(), count, type, op, stream);
     }
 
-    /** {@code ncclReduceScatter}, in place: the result for this rank lands at offset rank x count of {@code buffer}. */
+    /**
+     * {@code ncclReduceScatter}, in place: the result for this rank lands at offset rank x count of {@code buffer}.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void reduceScatter(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
         long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
         reduceScatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, op, stream);
     }
 
-    /** {@code ncclReduceScatter} on raw device addresses; {@code recvCount} elements per rank. */
+    /**
+     * {@code ncclReduceScatter} on raw device addresses; {@code recvCount} elements per rank.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param recvCount the number of elements each rank receives
+     * @param type the element type
+     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
         checkRaw(send, "send", recvCount);
@@ -790,6 +903,11 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclAlltoAll}: block j of {@code send} goes to rank j, and the block from rank i lands at block i
      * of {@code recv}; blocks are {@code send}'s length / size elements. NCCL defines no in-place form.
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void alltoAll(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -799,7 +917,15 @@ public final class Communicator implements AutoCloseable {
         alltoAll0(send.address(), recv.address(), count, type, stream);
     }
 
-    /** {@code ncclAlltoAll} on raw device addresses; {@code count} elements per peer. */
+    /**
+     * {@code ncclAlltoAll} on raw device addresses; {@code count} elements per peer.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void alltoAll(long send, long recv, long count, DataType type, Stream stream) {
         checkCommon(type, stream);
         checkRaw(send, "send", count);
@@ -834,6 +960,12 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclGather}: every rank's {@code send} (its whole length) lands at block rank of {@code recv} on
      * {@code root}; {@code recv} is used on the root only (may be null elsewhere).
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void gather(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -851,6 +983,11 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclGather}, in place: {@code buffer} holds size x count elements on every rank and this rank's
      * part is at block rank; the root's buffer receives every block.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void gather(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -859,7 +996,16 @@ public final class Communicator implements AutoCloseable {
         gather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, root, stream);
     }
 
-    /** {@code ncclGather} on raw device addresses; {@code count} elements per rank. */
+    /**
+     * {@code ncclGather} on raw device addresses; {@code count} elements per rank.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void gather(long send, long recv, long count, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -895,6 +1041,12 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclScatter}: block i of {@code send} on {@code root} goes to {@code recv} of rank i; the count is
      * {@code recv}'s length; {@code send} is read on the root only (may be null elsewhere).
+     *
+     * @param send the data this rank sends, on this communicator's device
+     * @param recv where the result lands, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void scatter(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -912,6 +1064,11 @@ public final class Communicator implements AutoCloseable {
     /**
      * {@code ncclScatter}, in place: {@code buffer} holds size x count elements; the root's blocks are sent out
      * and each rank receives its block at block rank of its own buffer.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
      */
     public void scatter(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -920,7 +1077,16 @@ public final class Communicator implements AutoCloseable {
         scatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, root, stream);
     }
 
-    /** {@code ncclScatter} on raw device addresses; {@code count} elements per rank. */
+    /**
+     * {@code ncclScatter} on raw device addresses; {@code count} elements per rank.
+     *
+     * @param send the device address of the data this rank sends
+     * @param recv the device address where the result lands
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param root the root rank, {@code 0 <= root < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void scatter(long send, long recv, long count, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
         checkRank(root, "root");
@@ -977,7 +1143,14 @@ public final class Communicator implements AutoCloseable {
 
     // ------------------------------------------------------------------ point-to-point
 
-    /** {@code ncclSend}: sends all of {@code buffer} to {@code peer}, which must post a matching receive. */
+    /**
+     * {@code ncclSend}: sends all of {@code buffer} to {@code peer}, which must post a matching receive.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param peer the other rank, {@code 0 <= peer < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void send(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);
         checkRank(peer, "peer");
@@ -985,7 +1158,15 @@ public final class Communicator implements AutoCloseable {
         send0(buffer.address(), count, type, peer, stream);
     }
 
-    /** {@code ncclSend} from a raw device address. */
+    /**
+     * {@code ncclSend} from a raw device address.
+     *
+     * @param buffer the device address of the data
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param peer the other rank, {@code 0 <= peer < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void send(long buffer, long count, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);
         checkRank(peer, "peer");
@@ -998,7 +1179,14 @@ public final class Communicator implements AutoCloseable {
                 NcclFunction.ncclSend, count * type.size(), stream);
     }
 
-    /** {@code ncclRecv}: receives {@code buffer}'s length in elements from {@code peer}. */
+    /**
+     * {@code ncclRecv}: receives {@code buffer}'s length in elements from {@code peer}.
+     *
+     * @param buffer the buffer, on this communicator's device
+     * @param type the element type
+     * @param peer the other rank, {@code 0 <= peer < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void recv(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);
         checkRank(peer, "peer");
@@ -1006,7 +1194,15 @@ public final class Communicator implements AutoCloseable {
         recv0(buffer.address(), count, type, peer, stream);
     }
 
-    /** {@code ncclRecv} into a raw device address. */
+    /**
+     * {@code ncclRecv} into a raw device address.
+     *
+     * @param buffer the device address of the data
+     * @param count the number of elements of {@code type}
+     * @param type the element type
+     * @param peer the other rank, {@code 0 <= peer < size()}
+     * @param stream the stream to enqueue on, of this communicator's device
+     */
     public void recv(long buffer, long count, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);
         checkRank(peer, "peer");
