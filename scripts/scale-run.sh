@@ -1,40 +1,81 @@
 #!/usr/bin/env bash
-# A compact scale run on one machine with N GPUs (default: all), from a bundle made by scripts/gpu-bundle.sh,
-# writing logs to OUT_DIR (default: scale-results):
-#   1. the C baseline and nccl4j-perf (one process per GPU), every operation, 8 B..256 MiB by x32, -n 20;
-#   2. all_reduce with NCCL_ALGO=Ring and =Tree set through nccl4j's configuration (-Dnccl.algo), 8 B..1 GiB by x4;
-#   3. a simulated two-host run: NCCL_HOSTID differs between the two halves of the ranks, every operation
-#      checked (-c 1), NCCL_DEBUG=INFO kept for the transport lines;
-#   4. the examples under scripts/nccl4j-run -np N.
+# The scale run on one machine with N GPUs (default: all), from a bundle made by scripts/gpu-bundle.sh, logs
+# and JSON to OUT_DIR (default: scale-results). Everything the scale issue asks, in one command:
+#   1. C baseline vs nccl4j-perf, one process per GPU, every operation, 8 B..32 MiB by x2 (-n 50), and
+#      64 MiB..1 GiB by x2 (-n 100), REPEATS times each, C and Java alternating;
+#   2. small all_reduce 8 B..64 KiB, -n 1000 -w 100, REPEATS times, C and Java alternating;
+#   3. all_reduce with NCCL_ALGO=Ring and =Tree set through nccl4j's configuration (-Dnccl.algo), 8 B..1 GiB;
+#   4. a simulated two-host run: NCCL_HOSTID differs between the two halves of the ranks, every operation
+#      checked (-c 1), NCCL_DEBUG=INFO with INIT,NET kept for the transport lines (grep "via NET" / "via P2P");
+#   5. the examples under scripts/nccl4j-run and mpirun (scripts/examples-gpu.sh), and the DDP comparison with
+#      PyTorch (scripts/ddp-compare.sh) at N.
+# PHASES="1 2 3 4 5" chooses phases; QUICK=1 is the compact form (one repeat, -n 20, no DDP comparison).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bundle=$(cd "${1:-$root/bundle}" && pwd)
 out=${OUT_DIR:-scale-results}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 np=${NP:-$(nvidia-smi -L | grep -c '^GPU')}
+phases=${PHASES:-1 2 3 4 5}
+quick=${QUICK:-0}
+repeats=${REPEATS:-3}
+[ "$quick" = 1 ] && repeats=1
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL4J_BUNDLE=$bundle
 perf=$root/scripts/nccl4j-perf
 base=$root/perf/native/build/nccl_perf_baseline
 [ -x "$base" ] || timeout 120 bash "$root/perf/native/build.sh" > "$out/build.log" 2>&1
-mpi() { timeout "${RUN_TIMEOUT:-90}" mpirun --allow-run-as-root --bind-to none -np "$np" -x NCCL_NVLS_ENABLE \
+mpi() { timeout "${RUN_TIMEOUT:-240}" mpirun --allow-run-as-root --bind-to none -np "$np" -x NCCL_NVLS_ENABLE \
           -x LD_LIBRARY_PATH -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29800 + RANDOM % 100)) "$@"; }
 status=0
 run() { local name=$1; shift; "$@" > "$out/$name.log" 2>&1; local s=$?; echo "$name: exit $s"; [ $s = 0 ] || status=1; }
-run c-all mpi "$base" -t all -b 8 -e 256M -f 32 -n 20 -w 5 -c 0
-run java-all mpi "$perf" -t all -b 8 -e 256M -f 32 -n 20 -w 5 -c 0
-for algo in Ring Tree; do
-  run "java-$algo" mpi -x JAVA_OPTS="-Dnccl.algo=$algo" "$perf" -t all_reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 0
-done
-cat > "$out/hostid-rank.sh" <<EOS
+has() { case " $phases " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if has 1; then
+  if [ "$quick" = 1 ]; then ladders=("-b 8 -e 256M -f 32 -n 20 -w 5"); else ladders=("-b 8 -e 32M -f 2 -n 50 -w 5" "-b 64M -e 1G -f 2 -n 100 -w 5"); fi
+  for r in $(seq 1 "$repeats"); do
+    k=0
+    for l in "${ladders[@]}"; do
+      k=$((k + 1))
+      # shellcheck disable=SC2086
+      run "c-all-$k-$r" mpi "$base" -t all $l -c 0 -J "$out/c-all-$k-$r.json"
+      # shellcheck disable=SC2086
+      run "java-all-$k-$r" mpi "$perf" -t all $l -c 0 -J "$out/java-all-$k-$r.json"
+    done
+  done
+fi
+if has 2 && [ "$quick" != 1 ]; then
+  for r in $(seq 1 "$repeats"); do
+    run "c-small-$r" mpi "$base" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 100 -c 0 -J "$out/c-small-$r.json"
+    run "java-small-$r" mpi "$perf" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 100 -c 0 -J "$out/java-small-$r.json"
+  done
+fi
+if has 3; then
+  for algo in Ring Tree; do
+    run "java-$algo" mpi -x JAVA_OPTS="-Dnccl.algo=$algo" "$perf" -t all_reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 0 \
+        -J "$out/java-$algo.json"
+  done
+fi
+if has 4; then
+  cat > "$out/hostid-rank.sh" <<EOS
 #!/usr/bin/env bash
 export NCCL_HOSTID=simhost\$(( OMPI_COMM_WORLD_RANK * 2 / OMPI_COMM_WORLD_SIZE ))
 exec "$perf" -t all -b 1K -e 1M -f 32 -n 5 -w 1 -c 1
 EOS
-chmod +x "$out/hostid-rank.sh"
-run hostid mpi -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET "$out/hostid-rank.sh"
-for ex in AllReduce DdpSimple ZeroShards "DdpTraining --steps 10"; do
-  run "ex-${ex%% *}" timeout 120 "$bundle/nccl4j-run" -np "$np" $ex
-done
+  chmod +x "$out/hostid-rank.sh"
+  run hostid mpi -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET "$out/hostid-rank.sh"
+fi
+if has 5; then
+  if [ "$quick" = 1 ]; then
+    for ex in AllReduce DdpSimple ZeroShards "DdpTraining --steps 10"; do
+      # shellcheck disable=SC2086
+      run "ex-${ex%% *}" timeout 120 "$bundle/nccl4j-run" -np "$np" $ex
+    done
+  else
+    run examples env NP="$np" LOG_DIR="$out/examples" bash "$here/examples-gpu.sh" "$bundle"
+    run ddp-compare env NP="$np" RESULTS_DIR="$out/ddp" bash "$here/ddp-compare.sh" "$bundle"
+  fi
+fi
 exit $status
