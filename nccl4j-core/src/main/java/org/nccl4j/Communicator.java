@@ -940,7 +940,7 @@ public final class Communicator implements AutoCloseable {
             return;
         }
         long block = count * type.size();
-        groupStart();
+        Nccl.groupStart();
         int rc = 0;
         NcclFunction last = NcclFunction.ncclSend;
         for (int peer = 0; peer < size && rc == 0; peer++) {
@@ -1023,7 +1023,7 @@ public final class Communicator implements AutoCloseable {
             return;
         }
         long block = count * type.size();
-        groupStart();
+        Nccl.groupStart();
         NcclFunction last = NcclFunction.ncclSend;
         int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream.handle());
         if (rank == root) {
@@ -1104,7 +1104,7 @@ public final class Communicator implements AutoCloseable {
             return;
         }
         long block = count * type.size();
-        groupStart();
+        Nccl.groupStart();
         int rc = 0;
         NcclFunction last = NcclFunction.ncclSend;
         if (rank == root) {
@@ -1118,10 +1118,6 @@ public final class Communicator implements AutoCloseable {
         }
         groupEnd(rc, last);
         enqueued(0, NcclFunction.ncclScatter, count * type.size(), stream);
-    }
-
-    private static void groupStart() {
-        Nccl.groupStart();
     }
 
     /**
