@@ -85,7 +85,7 @@ public final class AllReduce {
                     host.putFloat(value(c.rank(), i));
                 }
                 host.flip();
-                bufs.add(Examples.upload(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32), host));
+                bufs.add(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32).copyFrom(host));
                 events.add(new Event[] {Event.create(c.device()), Event.create(c.device())});
             }
             // 1. correctness: one in-place all-reduce, every element checked against the host's sum

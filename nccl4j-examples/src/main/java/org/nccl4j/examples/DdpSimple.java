@@ -143,7 +143,7 @@ public final class DdpSimple {
                 float x = input(c.rank());
                 System.out.println(Examples.who(c) + "y=w*7*x: " + forward(W0, x) + "=" + W0 + "*7*" + x);
                 System.out.println(Examples.who(c) + "dy/dw=7*x: " + localGradient(x));
-                Examples.upload(grads.get(k), new float[] {localGradient(x)});
+                grads.get(k).copyFrom(new float[] {localGradient(x)});
             }
             // what DDP does after backward: average the gradient across ranks
             ReduceOp op = avg ? ReduceOp.AVG : ReduceOp.SUM;
@@ -163,7 +163,7 @@ public final class DdpSimple {
                 // the optimizer step, the same on every rank because the gradient is
                 newW[k] = sgdStep(W0, lr, got);
                 System.out.println(Examples.who(c) + "SGD step: w = " + W0 + " - " + lr + " * " + got + " = " + newW[k]);
-                Examples.upload(ws.get(k), new float[] {newW[k]});
+                ws.get(k).copyFrom(new float[] {newW[k]});
             }
             // every replica must hold the same w: gather them all
             Examples.grouped(comms, k -> comms.get(k).allGather(ws.get(k), replicas.get(k), DataType.FLOAT32,

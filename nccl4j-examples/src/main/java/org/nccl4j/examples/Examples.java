@@ -1,6 +1,5 @@
 package org.nccl4j.examples;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
@@ -15,7 +14,6 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Group;
 import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
-import org.nccl4j.Stream;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /** Small helpers shared by the examples. */
@@ -69,28 +67,6 @@ public final class Examples {
                 op.accept(k);
             }
         }
-    }
-
-    /**
-     * Copies {@code host} (its remaining bytes) to the start of {@code buf} and waits until the copy has landed.
-     * {@code DeviceBuffer.copyFrom} is a {@code cudaMemcpy} from pageable memory, which may return before its
-     * DMA reaches the device, on the legacy default stream, which the non-blocking streams NCCL runs on do not
-     * wait for. So the copy is made with the buffer's device current, and that device's legacy default stream
-     * is synchronized before any collective reads the buffer.
-     */
-    static DeviceBuffer upload(DeviceBuffer buf, ByteBuffer host) {
-        Cuda.setDevice(buf.device());
-        buf.copyFrom(host);
-        Stream.defaultStream(buf.device()).synchronize();
-        return buf;
-    }
-
-    /** {@link #upload(DeviceBuffer, ByteBuffer)} from a float array. */
-    static DeviceBuffer upload(DeviceBuffer buf, float[] host) {
-        Cuda.setDevice(buf.device());
-        buf.copyFrom(host);
-        Stream.defaultStream(buf.device()).synchronize();
-        return buf;
     }
 
     /** How an example's lines start: {@code rank r: }. */

@@ -151,7 +151,7 @@ public final class ZeroShards {
                     host.putFloat(gradient(c.rank(), i));
                 }
                 host.flip();
-                grads.add(Examples.upload(closer.add(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32)), host));
+                grads.add(closer.add(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32)).copyFrom(host));
                 shards.add(closer.add(DeviceBuffer.allocate(c.device(), shard, DataType.FLOAT32)));
                 fulls.add(closer.add(DeviceBuffer.allocate(c.device(), count, DataType.FLOAT32)));
                 switch (average) {
@@ -173,7 +173,7 @@ public final class ZeroShards {
                         int at = (int) (4 * j);
                         s.putFloat(at, s.getFloat(at) / n);
                     }
-                    Examples.upload(shards.get(k), s);
+                    shards.get(k).copyFrom(s);
                 }
                 wrong += check(c, "shard " + c.rank(), s, c.rank() * shard, shard, n, tol);
             }

@@ -238,10 +238,7 @@ final class Bench implements AutoCloseable {
         }
         double identity = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
         for (int k = 0; k < local; k++) {
-            scratch[k].copyFrom(new double[] {k == 0 ? v : identity});
-        }
-        for (int k = 0; k < local; k++) {
-            Stream.defaultStream(comms.get(k).device()).synchronize();
+            scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
         }
         if (local == 1) {
             comms.get(0).allReduce(scratch[0], DataType.FLOAT64, op, streams[0]);
@@ -407,9 +404,8 @@ final class Bench implements AutoCloseable {
                     Elements.put(host, t, Pattern.input(redop, rank[k], s + i));
                 }
                 host.flip();
-                b.slice(off + s * ws, (long) n * ws).copyFrom(host);
+                b.slice(off + s * ws, (long) n * ws).copyFrom(host); // returns once the data has landed
             }
-            Stream.defaultStream(comms.get(k).device()).synchronize(); // the copies have landed
         }
         issueAll(o, c, t, redop, root);
         syncAll();
