@@ -158,7 +158,8 @@ static void* n4j_handle = NULL;
 static void* n4j_fn[N4J_FN_COUNT];
 static char n4j_path[PATH_MAX + 1];
 static char n4j_open_error[2048];
-static int n4j_last_errno = 0;
+/* errno of this thread's last failed setenv/unsetenv: per thread, so that two threads' failures never mix */
+static __thread int n4j_last_errno = 0;
 
 static inline int n4j_absent(void) { return n4j_handle ? N4J_MISSING_SYMBOL : N4J_NOT_LOADED; }
 

@@ -79,7 +79,7 @@ public final class NcclNative {
     /** 1 when the loaded NCCL exports entry point {@code index}. */
     @Name("n4j_has_function") static native int hasFunction(int index);
 
-    /** {@code errno} of the last failed setenv/unsetenv. */
+    /** {@code errno} of the calling thread's last failed setenv/unsetenv (kept per thread). */
     @Name("n4j_errno") public static native int errno();
 
     /** The shim's {@code NCCL_UNIQUE_ID_BYTES}. */
