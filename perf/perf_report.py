@@ -8,11 +8,14 @@ Files read (in --json-dir), each in nccl4j-perf's -J shape:
   c-eager-large, java-np-eager-large, java-g-eager-large                     every operation, 64 MiB..1 GiB
   torch-eager                                                                torch.distributed all_reduce
   c-check, java-np-check, java-g-check                                       every operation, checked
+  c-init-<r>, java-np-init-<r>, java-g-init-<r>                              short runs with --init_repeats
 Small-size figures are medians over the repeats. latest.json holds exactly: date, machine, nccl_version,
 ranks, native_small_us, java_small_us, torch_small_us (8 B, out of place; torch is in place), small_overhead_us
 (max over 8 B..64 KiB of Java - C, one process per GPU, eager), graph_overhead_us (the same for CUDA graphs),
 min_busbw_ratio_64MiB_up (min over operations, placements and sizes >= 64 MiB of Java/C bus bandwidth),
-init_overhead_ms (median Java communicator init - median C init, one process per GPU), alloc_bytes_per_call
+init_overhead_ms (median Java communicator init - median C init, one process per GPU: the first communicator of
+each process, ranks aligned by a barrier before the clock), init_repeat_overhead_ms (the same for the communicators
+re-created in the same process by --init_repeats; an addition to the issue's keys), alloc_bytes_per_call
 (the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs).
 """
 import argparse
@@ -153,13 +156,24 @@ def main():
             g = gmap.get(k)
             large_rows.append((r["op"], int(r["size"]), r["placement"], c["busbw"], r["busbw"], g["busbw"] if g else None, ratio))
 
+    def init_values(ds):
+        return [d["init_ms"] for d in ds if d and d.get("init_ms") is not None]
+
     def init_median(ds):
-        v = [d["init_ms"] for d in ds if d and d.get("init_ms") is not None]
+        v = init_values(ds)
         return statistics.median(v) if v else None
 
-    c_init = init_median(c_small + c_graph + c_larges)
-    j_init = init_median(j_small + j_graph + j_larges)
-    g_init = init_median(g_small + g_graph + g_larges)
+    def repeat_values(ds):
+        return [v for d in ds if d for v in d.get("init_repeat_ms", [])]
+
+    c_inits, j_inits, g_inits = docs(jd, "c-init-"), docs(jd, "java-np-init-"), docs(jd, "java-g-init-")
+    c_all, j_all, g_all = (c_small + c_graph + c_larges + c_inits, j_small + j_graph + j_larges + j_inits,
+                           g_small + g_graph + g_larges + g_inits)
+    c_init, j_init, g_init = init_median(c_all), init_median(j_all), init_median(g_all)
+    c_rep, j_rep, g_rep = repeat_values(c_inits), repeat_values(j_inits), repeat_values(g_inits)
+    c_rep_med = statistics.median(c_rep) if c_rep else None
+    j_rep_med = statistics.median(j_rep) if j_rep else None
+    g_rep_med = statistics.median(g_rep) if g_rep else None
     t_init = torch.get("init_ms") if torch else None
 
     allocs = [r["alloc_bytes"] for d in j_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
@@ -179,6 +193,7 @@ def main():
         "graph_overhead_us": overhead(gj, gc),
         "min_busbw_ratio_64MiB_up": min(ratios) if ratios else None,
         "init_overhead_ms": (j_init - c_init) if j_init is not None and c_init is not None else None,
+        "init_repeat_overhead_ms": (j_rep_med - c_rep_med) if j_rep_med is not None and c_rep_med is not None else None,
         "alloc_bytes_per_call": (round(jmh_max, 3) if jmh_max is not None
                                  else round(max(allocs), 3) if allocs else None),
     }
@@ -252,11 +267,29 @@ def main():
         L.append("")
         L.append(f"![all_reduce bus bandwidth]({a.png})")
         L.append("")
-    L.append("## Communicator init (ms, median over runs; CUDA context made before the clock starts)")
+    L.append("## Communicator init (ms; CUDA context made before the clock starts)")
     L.append("")
-    L.append("| C (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank) | Java (Communicator.fromEnvironment: TCP id exchange + ncclCommInitRank) | Java -g (Communicator.initAll) | torch (init_process_group + barrier) |")
-    L.append("|---:|---:|---:|---:|")
-    L.append(f"| {fmt(c_init, 1)} | {fmt(j_init, 1)} | {fmt(g_init, 1)} | {fmt(t_init, 1)} |")
+    L.append("C times `ncclGetUniqueId` + `MPI_Bcast` + `ncclCommInitRank` after an `MPI_Barrier`; Java (one process "
+             "per GPU) times `Communicator.fromEnvironment()` (launch detection, the TCP id exchange, "
+             "`ncclCommInitRank`) after an untimed id exchange that waits for every rank's JVM; Java -g times "
+             "`Communicator.initAll` (`ncclCommInitAll`). *First*: the first communicator of each process, median "
+             "over the processes. *Re-created*: `--init_repeats`, the same creation again in the same process after "
+             "a barrier, destroyed after each; median over every repeat of every process.")
+    L.append("")
+    L.append("| | C | Java | Java - C | Java -g | torch (init_process_group + barrier) |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    diff = (j_init - c_init) if j_init is not None and c_init is not None else None
+    rdiff = (j_rep_med - c_rep_med) if j_rep_med is not None and c_rep_med is not None else None
+    L.append(f"| first (processes: C {len(init_values(c_all))}, Java {len(init_values(j_all))}) | {fmt(c_init, 1)} | "
+             f"{fmt(j_init, 1)} | {fmt(diff, 1)} | {fmt(g_init, 1)} | {fmt(t_init, 1)} |")
+    L.append(f"| re-created (samples: C {len(c_rep)}, Java {len(j_rep)}) | {fmt(c_rep_med, 1)} | {fmt(j_rep_med, 1)} | "
+             f"{fmt(rdiff, 1)} | {fmt(g_rep_med, 1)} | |")
+    if c_rep and j_rep:
+        q = lambda v: statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+        L.append("")
+        L.append(f"Spread of the re-created times: C min {min(c_rep):.1f}, quartiles "
+                 f"{' / '.join(f'{x:.1f}' for x in q(c_rep))}, max {max(c_rep):.1f}; Java min {min(j_rep):.1f}, quartiles "
+                 f"{' / '.join(f'{x:.1f}' for x in q(j_rep))}, max {max(j_rep):.1f}.")
     L.append("")
     L.append("## Java heap allocation while issuing (bytes per iteration, HotSpot's per-thread counter)")
     L.append("")

@@ -24,6 +24,8 @@
 # JMH_ALLOC=<file>: the output of scripts/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
 # then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
 # 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c).
+# 0. (first) communicator init: R short runs each of a, b, c with --init_repeats 10 (C and Java interleaved):
+#    the first init of each process, ranks aligned before the clock, and 10 re-creations in the same process.
 # Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
 # On 2 H200s the whole takes about 4 minutes; each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --docs) docs=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "perf-compare: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -96,6 +98,12 @@ one() { # name cmd...
 j() { echo "$out/json/$1.json"; }
 
 start=$(date +%s)
+init=(-t all_reduce -b 8 -e 8 -n 10 -w 2 -c 0 --init_repeats "${INIT_REPEATS:-10}")
+for r in $(seq 1 "$repeats"); do
+  mpi "c-init-$r" "$baseline" "${init[@]}" -J "$(j c-init-$r)"
+  mpi "java-np-init-$r" "$perf" "${init[@]}" -J "$(j java-np-init-$r)"
+  one "java-g-init-$r" "$perf" "${init[@]}" -g "$np" -J "$(j java-g-init-$r)"
+done
 small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
 for r in $(seq 1 "$repeats"); do
   mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 100 -J "$(j c-eager-small-$r)"

@@ -30,6 +30,14 @@
 /* ------------------------------------------------------------------ errors */
 
 static int g_rank = 0;
+/* --init_repeats: how many, and the median, min and max of their times (ms) */
+static int g_init_repeats = 0;
+static double g_init_median = 0, g_init_min = 0, g_init_max = 0;
+
+static int cmp_double(const void* x, const void* y) {
+  double a = *(const double*)x, b = *(const double*)y;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 #define CUDACHECK(cmd) do {                                                                         \
     cudaError_t e_ = (cmd);                                                                         \
@@ -108,6 +116,7 @@ static double bus_factor(int o, int n) {
 typedef struct {
   long long min_bytes, max_bytes, step_bytes, step_factor;
   int iters, warmup, check, gpus, graph_launches, blocking, average, root; /* root -1: all */
+  int init_repeats; /* communicators created and timed again after the first */
   int ops[NUM_OPS], nops;
   int redops[NUM_REDOPS], nredops;
   int types[NUM_TYPES], ntypes;
@@ -117,7 +126,8 @@ typedef struct {
 static const char* FLAGS[][2] = {{"-t", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"},
   {"-i", "--stepbytes"}, {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"},
   {"-o", "--op"}, {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"},
-  {"-z", "--blocking"}, {"-a", "--average"}, {"-J", "--output_file"}, {"-h", "--help"}};
+  {"-z", "--blocking"}, {"-a", "--average"}, {"-J", "--output_file"}, {"--init_repeats", "--init_repeats"},
+  {"-h", "--help"}};
 #define NUM_FLAGS ((int)(sizeof(FLAGS) / sizeof(FLAGS[0])))
 
 static const char* flag_of(const char* s) {
@@ -189,6 +199,7 @@ static void parse_args(int argc, char** argv, args_t* a) {
       if (i + 1 >= argc) usage_error("%s needs a value%s", f, "");
       value = argv[++i];
     }
+    if (strcmp(f, "--init_repeats") == 0) { a->init_repeats = (int)parse_int(f, value, 0, 100000); continue; }
     switch (f[1]) {
       case 't':
         if (strcasecmp(value, "all") == 0) {
@@ -613,6 +624,9 @@ static void print_header(const args_t* a, int op, int nranks, double init_ms, co
   printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d\n", 0, 0, (int)getpid(), host, device);
   if (nranks > 1) printf("#  Ranks 1..%d: one process each (mpirun)\n", nranks - 1);
   printf("# Communicator init: %.1f ms (ncclGetUniqueId + MPI_Bcast + ncclCommInitRank)\n", init_ms);
+  if (g_init_repeats > 0)
+    printf("# Communicator re-created %d times in this process: median %.1f ms (min %.1f, max %.1f)\n", g_init_repeats,
+           g_init_median, g_init_min, g_init_max);
   printf("#\n");
   printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop",
@@ -680,6 +694,32 @@ int main(int argc, char** argv) {
   NCCLCHECK(ncclCommInitRank(&B.comm, nranks, id, g_rank));
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double init_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+
+  /* --init_repeats: the same creation again, after a barrier each time, and destroyed right after (as nccl4j-perf) */
+  double* again = (double*)calloc(a.init_repeats > 0 ? (size_t)a.init_repeats : 1, sizeof(double));
+  for (int r = 0; r < a.init_repeats; r++) {
+    ncclComm_t c;
+    MPI_Barrier(MPI_COMM_WORLD);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (g_rank == 0) NCCLCHECK(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    NCCLCHECK(ncclCommInitRank(&c, nranks, id, g_rank));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    again[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    NCCLCHECK(ncclCommFinalize(c));
+    NCCLCHECK(ncclCommDestroy(c));
+  }
+  g_init_repeats = a.init_repeats;
+  if (a.init_repeats > 0) {
+    double* sorted = (double*)malloc((size_t)a.init_repeats * sizeof(double));
+    memcpy(sorted, again, (size_t)a.init_repeats * sizeof(double));
+    qsort(sorted, (size_t)a.init_repeats, sizeof(double), cmp_double);
+    int n = a.init_repeats;
+    g_init_median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    g_init_min = sorted[0];
+    g_init_max = sorted[n - 1];
+    free(sorted);
+  }
 
   B.a = &a;
   B.rank = g_rank;
@@ -778,6 +818,12 @@ int main(int argc, char** argv) {
       fprintf(f, ",\n  \"ranks\": %d,\n  \"processes\": %d,\n  \"gpus_per_process\": 1,\n", nranks, nranks);
       fprintf(f, "  \"mode\": \"process-per-gpu\",\n  \"init_ms\": ");
       json_number(f, init_ms);
+      if (a.init_repeats > 0) {
+        fprintf(f, ",\n  \"init_repeat_ms\": [");
+        for (int r = 0; r < a.init_repeats; r++) { if (r) fprintf(f, ", "); json_number(f, again[r]); }
+        fprintf(f, "],\n  \"init_repeat_median_ms\": ");
+        json_number(f, g_init_median);
+      }
       fprintf(f, ",\n  \"runtime\": \"C (nvcc, CUDA %d)\",\n", CUDART_VERSION);
       fprintf(f, "  \"config\": {\n    \"minbytes\": %lld,\n    \"maxbytes\": %lld,\n    \"stepfactor\": %lld,\n"
                  "    \"stepbytes\": %lld,\n    \"iters\": %d,\n    \"warmup_iters\": %d,\n    \"check\": %d,\n"
@@ -815,6 +861,7 @@ int main(int argc, char** argv) {
   }
 
   free(results);
+  free(again);
   free(B.host);
   CUDACHECK(cudaEventDestroy(B.start));
   CUDACHECK(cudaEventDestroy(B.stop));

@@ -4,7 +4,9 @@ import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Supplier;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
 import org.nccl4j.CudaGraph;
@@ -15,8 +17,10 @@ import org.nccl4j.Group;
 import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
+import org.nccl4j.Rendezvous;
 import org.nccl4j.Stream;
 import org.nccl4j.examples.Examples;
+import org.nccl4j.jni.NcclNative;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
@@ -40,6 +44,7 @@ final class Bench implements AutoCloseable {
     private final int nranks;
     private final boolean perProcess;
     private final double initMs;
+    private double[] initRepeatMs = new double[0];
     private final Stream[] streams;
     private final DeviceBuffer[] send;
     private final DeviceBuffer[] recv;
@@ -109,7 +114,12 @@ final class Bench implements AutoCloseable {
      * Makes the communicators: one per process when a launcher started this process as one of several ranks,
      * else one per GPU of {@code -g} in this process. The time of the communicator's creation is measured after
      * NCCL is loaded and the CUDA contexts exist, so it holds the id exchange and {@code ncclCommInitRank} (or
-     * {@code ncclCommInitAll}) alone.
+     * {@code ncclCommInitAll}) alone. With one process per rank, the ranks first meet in an untimed id exchange
+     * (the route {@link Communicator#fromEnvironment()} takes), so that the clock starts when every process is up,
+     * as the C baseline's {@code MPI_Barrier} does: the difference in JVM start-up between ranks is not init time.
+     *
+     * <p>{@code --init_repeats R} then times R more creations in the same process, each one after a barrier on the
+     * first communicator and closed right after; the C baseline does the same with {@code MPI_Barrier}.
      */
     static Bench open(PerfArgs args) {
         Nccl.library();
@@ -120,10 +130,13 @@ final class Bench implements AutoCloseable {
             }
             LaunchInfo launch = LaunchInfo.detect();
             Cuda.setDevice(launch.device()); // creates the CUDA context outside the measured init
+            align(launch);
             long t0 = System.nanoTime();
             Communicator comm = Communicator.fromEnvironment();
             double ms = (System.nanoTime() - t0) / 1e6;
-            return new Bench(args, List.of(comm), true, ms);
+            Bench b = new Bench(args, List.of(comm), true, ms);
+            b.repeatInit(() -> List.of(Communicator.fromEnvironment()));
+            return b;
         }
         int visible = Cuda.deviceCount();
         if (args.gpus > visible) {
@@ -139,7 +152,47 @@ final class Bench implements AutoCloseable {
         long t0 = System.nanoTime();
         List<Communicator> comms = Communicator.initAll(devices);
         double ms = (System.nanoTime() - t0) / 1e6;
-        return new Bench(args, comms, false, ms);
+        Bench b = new Bench(args, comms, false, ms);
+        b.repeatInit(() -> Communicator.initAll(devices));
+        return b;
+    }
+
+    /**
+     * Waits until every rank's process is up: an id exchange by the route {@link Communicator#fromEnvironment()}
+     * will take (TCP or a shared file), whose id is thrown away. With {@code NCCL_COMM_ID} there is no exchange to
+     * meet in, and the ranks start the clock unaligned.
+     */
+    private static void align(LaunchInfo launch) {
+        if (launch.worldSize() == 1 || NcclNative.getenv("NCCL_COMM_ID") != null) {
+            return;
+        }
+        Rendezvous.Builder rb = Rendezvous.builder().launch(launch);
+        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+        if (file != null && !file.isBlank()) {
+            rb.file(Path.of(file));
+        } else {
+            rb.tcp();
+        }
+        rb.build().exchange(() -> new byte[Rendezvous.UNIQUE_ID_BYTES]);
+    }
+
+    /** Times {@code args.initRepeats} creations of communicators like the first, each after a barrier. */
+    private void repeatInit(Supplier<List<Communicator>> create) {
+        initRepeatMs = new double[args.initRepeats];
+        try {
+            for (int r = 0; r < args.initRepeats; r++) {
+                barrier();
+                long t0 = System.nanoTime();
+                List<Communicator> made = create.get();
+                initRepeatMs[r] = (System.nanoTime() - t0) / 1e6;
+                for (Communicator c : made) {
+                    c.close();
+                }
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
     }
 
     int nranks() {
@@ -160,6 +213,11 @@ final class Bench implements AutoCloseable {
 
     double initMs() {
         return initMs;
+    }
+
+    /** The times of the {@code --init_repeats} creations after the first, in ms (empty without the option). */
+    double[] initRepeatMs() {
+        return initRepeatMs.clone();
     }
 
     /** @return whether this process holds rank 0 (and prints) */

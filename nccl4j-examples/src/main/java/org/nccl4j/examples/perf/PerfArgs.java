@@ -47,6 +47,8 @@ public final class PerfArgs {
     public int blocking = 0;
     /** -a: across processes, report 0 rank 0's time, 1 the average, 2 the minimum, 3 the maximum (1). */
     public int average = 1;
+    /** --init_repeats: communicators created and timed again after the first, in the same process (default 0). */
+    public int initRepeats = 0;
     /** -J: the JSON output file, or null. */
     public Path jsonFile;
     /** --plot: the PNG of bus bandwidth against size, or null. */
@@ -80,6 +82,7 @@ public final class PerfArgs {
             "  -a,--average <0|1|2|3>              across processes: 0 rank 0, 1 average, 2 min, 3 max (default 1)",
             "  -J,--output_file <file.json>        write the results as JSON",
             "  --plot <file.png>                   draw bus bandwidth against size (one line per operation)",
+            "  --init_repeats <n>                  after the first, create and time n more communicators (default 0)",
             "  -h,--help                           this text");
 
     /**
@@ -134,7 +137,8 @@ public final class PerfArgs {
         {"-t", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"}, {"-i", "--stepbytes"},
         {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"}, {"-o", "--op"},
         {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"}, {"-z", "--blocking"},
-        {"-a", "--average"}, {"-J", "--output_file"}, {"--plot", "--plot"}, {"-h", "--help"}};
+        {"-a", "--average"}, {"-J", "--output_file"}, {"--plot", "--plot"},
+        {"--init_repeats", "--init_repeats"}, {"-h", "--help"}};
 
     private static String canonical(String flag) {
         for (String[] n : NAMES) {
@@ -183,6 +187,7 @@ public final class PerfArgs {
             case "-a": average = (int) parseInt(flag, v, 0, 3); break;
             case "-J": jsonFile = path(flag, v); break;
             case "--plot": plotFile = path(flag, v); break;
+            case "--init_repeats": initRepeats = (int) parseInt(flag, v, 0, 100_000); break;
             default: throw new IllegalStateException(flag);
         }
     }

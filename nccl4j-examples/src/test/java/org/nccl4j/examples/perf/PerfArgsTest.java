@@ -39,6 +39,7 @@ class PerfArgsTest {
         assertEquals(1, a.average);
         assertNull(a.jsonFile);
         assertNull(a.plotFile);
+        assertEquals(0, a.initRepeats);
         assertEquals(List.of(Operation.ALL_REDUCE), a.operations);
         assertFalse(a.help);
         assertEquals(List.of(32L << 20), a.sizes());
@@ -93,6 +94,8 @@ class PerfArgsTest {
         assertTrue(PerfArgs.parse("--help").help);
         assertTrue(PerfArgs.parse("-h").help);
         assertEquals(2, PerfArgs.parse("-z", "2").blocking);
+        assertEquals(12, PerfArgs.parse("--init_repeats", "12").initRepeats);
+        assertEquals(3, PerfArgs.parse("--init_repeats=3").initRepeats);
         assertEquals(1, PerfArgs.parse("--blocking=1").blocking);
     }
 
@@ -179,6 +182,10 @@ class PerfArgsTest {
         assertTrue(m.contains("-J (--output_file)"), m);
         m = refused("--plot", " ");
         assertTrue(m.contains("--plot"), m);
+        m = refused("--init_repeats", "-2");
+        assertTrue(m.contains("--init_repeats") && m.contains("'-2'"), m);
+        m = refused("--init_repeats", "ten");
+        assertTrue(m.contains("--init_repeats") && m.contains("'ten'"), m);
         m = refused("-t", "allgather_v");
         assertTrue(m.contains("-t (--operation)") && m.contains("'allgather_v'") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
