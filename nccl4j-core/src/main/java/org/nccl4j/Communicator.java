@@ -455,12 +455,11 @@ public final class Communicator implements AutoCloseable {
 
     /** A buffer registration made by {@link #register(DeviceBuffer)}. */
     public static final class Registration implements AutoCloseable {
-        private final Communicator comm;
+        private final CommBound bound;
         private final long handle;
-        private boolean closed;
 
         Registration(Communicator comm, long handle) {
-            this.comm = comm;
+            this.bound = new CommBound(comm, NcclFunction.ncclCommDeregister);
             this.handle = handle;
         }
 
@@ -469,16 +468,14 @@ public final class Communicator implements AutoCloseable {
             return handle;
         }
 
-        /** {@code ncclCommDeregister}. Idempotent; a no-op once the communicator is closed. */
+        /**
+         * {@code ncclCommDeregister}. Idempotent; a no-op once the communicator is closed.
+         *
+         * @throws NcclException when ncclCommDeregister fails (the registration counts as closed all the same)
+         */
         @Override
         public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            if (!comm.isClosed()) {
-                Errors.check(NcclNative.ncclCommDeregister(comm.handle, handle), NcclFunction.ncclCommDeregister, comm);
-            }
+            bound.close(comm -> NcclNative.ncclCommDeregister(comm, handle));
         }
     }
 
