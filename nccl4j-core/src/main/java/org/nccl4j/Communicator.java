@@ -20,8 +20,10 @@ import org.nccl4j.jni.NcclNative;
  * Every collective comes in three forms: out-of-place on {@link DeviceBuffer}s (counts derived from the buffers
  * and checked), in-place on one buffer, and raw on {@code (address, count)} for memory another library owns.
  * All are asynchronous: they return once the operation is enqueued on the stream. Arguments are checked
- * before anything reaches NCCL (closed communicator, buffer or stream; buffer or stream on another device;
- * counts that do not fit; root or peer out of range; an operator made for another communicator or type).
+ * before anything reaches NCCL (closed communicator, buffer or stream, or a slice of a closed buffer; buffer or
+ * stream on another device; a buffer whose size is not a whole number of elements of the data type, whose count
+ * would be truncated; counts that do not fit; root or peer out of range; an operator made for another
+ * communicator or type).
  * A collective call allocates nothing on the Java heap and makes one JNI call.
  *
  * <p>{@link #alltoAll}, {@link #gather} and {@link #scatter} use NCCL's own functions when the loaded library
@@ -35,6 +37,9 @@ import org.nccl4j.jni.NcclNative;
 public final class Communicator implements AutoCloseable {
     /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
     public static final int NO_COLOR = -1;
+
+    /** The fix proposed, besides a buffer of whole elements, when a buffer's size is not: an explicit count. */
+    private static final String EXPLICIT_COUNT = "the overload that takes device addresses and an explicit count";
 
     private final long handle;
     private final int rank;
@@ -412,6 +417,8 @@ public final class Communicator implements AutoCloseable {
      * @param scalar one element of {@code type} on this communicator's device; must outlive the operator
      * @param type the data type of the collectives that will use the operator
      * @return the operator; close it when done
+     * @throws IllegalStateException when the communicator or {@code scalar} is closed, or {@code scalar} is a
+     *     slice of a closed buffer
      */
     public ReduceOp.PreMulSum createPreMulSum(DeviceBuffer scalar, DataType type) {
         ensureOpen();
@@ -433,7 +440,8 @@ public final class Communicator implements AutoCloseable {
      *
      * @param buffer a buffer on this communicator's device (best from {@link DeviceBuffer#allocateNccl})
      * @return the registration; close it ({@code ncclCommDeregister}) before freeing the buffer
-     * @throws IllegalStateException while the calling thread is capturing a CUDA graph
+     * @throws IllegalStateException while the calling thread is capturing a CUDA graph, or when the communicator
+     *     or the buffer is closed, or the buffer is a slice of a closed buffer
      */
     public Registration register(DeviceBuffer buffer) {
         ensureOpen();
@@ -447,12 +455,11 @@ public final class Communicator implements AutoCloseable {
 
     /** A buffer registration made by {@link #register(DeviceBuffer)}. */
     public static final class Registration implements AutoCloseable {
-        private final Communicator comm;
+        private final CommBound bound;
         private final long handle;
-        private boolean closed;
 
         Registration(Communicator comm, long handle) {
-            this.comm = comm;
+            this.bound = new CommBound(comm, NcclFunction.ncclCommDeregister);
             this.handle = handle;
         }
 
@@ -461,16 +468,14 @@ public final class Communicator implements AutoCloseable {
             return handle;
         }
 
-        /** {@code ncclCommDeregister}. Idempotent; a no-op once the communicator is closed. */
+        /**
+         * {@code ncclCommDeregister}. Idempotent; a no-op once the communicator is closed.
+         *
+         * @throws NcclException when ncclCommDeregister fails (the registration counts as closed all the same)
+         */
         @Override
         public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            if (!comm.isClosed()) {
-                Errors.check(NcclNative.ncclCommDeregister(comm.handle, handle), NcclFunction.ncclCommDeregister, comm);
-            }
+            bound.close(comm -> NcclNative.ncclCommDeregister(comm, handle));
         }
     }
 
@@ -524,7 +529,7 @@ public final class Communicator implements AutoCloseable {
 
     private RuntimeException bufferError(DeviceBuffer b, String name) {
         if (b.isClosed()) {
-            return new IllegalStateException(name + " is closed");
+            return b.closedError(name);
         }
         return Errors.argument(name + " is on device " + b.device() + " but this communicator (rank " + rank
                 + ") uses device " + device + ": allocate it on device " + device);
@@ -572,9 +577,10 @@ public final class Communicator implements AutoCloseable {
         checkStream(stream);
     }
 
+    /** The count of a collective derived from {@code b}'s size: refused unless it is a whole number of elements. */
     private long elements(DeviceBuffer b, DataType type, String name) {
         checkBuffer(b, name);
-        return b.bytes() / type.size();
+        return b.count(type, name, EXPLICIT_COUNT);
     }
 
     private long perRank(long total, String name, DataType type) {
@@ -607,6 +613,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -623,6 +634,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void allReduce(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -664,6 +680,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -685,6 +706,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void broadcast(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -730,6 +756,11 @@ public final class Communicator implements AutoCloseable {
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void reduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
@@ -752,6 +783,11 @@ public final class Communicator implements AutoCloseable {
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void reduce(DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
@@ -797,6 +833,11 @@ public final class Communicator implements AutoCloseable {
      * @param recv where the result lands, on this communicator's device
      * @param type the element type
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void allGather(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -813,6 +854,11 @@ public final class Communicator implements AutoCloseable {
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void allGather(DeviceBuffer buffer, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -852,6 +898,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -868,6 +919,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void reduceScatter(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
         checkCommon(type, stream);
@@ -908,6 +964,11 @@ public final class Communicator implements AutoCloseable {
      * @param recv where the result lands, on this communicator's device
      * @param type the element type
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void alltoAll(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
         checkCommon(type, stream);
@@ -966,6 +1027,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void gather(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -988,6 +1054,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void gather(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -1047,6 +1118,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void scatter(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -1069,6 +1145,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void scatter(DeviceBuffer buffer, DataType type, int root, Stream stream) {
         checkCommon(type, stream);
@@ -1146,6 +1227,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param peer the other rank, {@code 0 <= peer < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void send(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);
@@ -1182,6 +1268,11 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param peer the other rank, {@code 0 <= peer < size()}
      * @param stream the stream to enqueue on, of this communicator's device
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
+     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
+     *     overload with an explicit count; also for the other invalid arguments listed on this class
+     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
+     *     slice of a closed buffer
      */
     public void recv(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
         checkCommon(type, stream);

@@ -18,6 +18,13 @@ import org.nccl4j.jni.NcclNative;
  * from Java arrays and NIO buffers. Close it to free what it allocated; a wrapped buffer's close frees
  * nothing. Closing twice is harmless; a buffer left unclosed is reported in the log, not freed.
  *
+ * <p>A {@link #slice(long, long) slice} shares its parent's liveness: once the parent (or any buffer it was
+ * sliced from) is closed, every use of the slice throws an {@link IllegalStateException} naming the closed
+ * parent. Closing a slice frees nothing and leaves the parent usable.
+ *
+ * <p>Collectives that take a DeviceBuffer derive their element count from its size: a buffer whose size is not
+ * a multiple of the data type's size is refused, never silently truncated.
+ *
  * <p>While the calling thread is capturing a CUDA graph ({@link Stream#beginCapture()}), allocating, freeing,
  * filling and copying are refused with an {@link IllegalStateException}: CUDA forbids them during capture.
  */
@@ -32,14 +39,21 @@ public final class DeviceBuffer implements AutoCloseable {
     private final long bytes;
     private final int device;
     private final Owner owner;
+    /** The buffer this is a slice of (whose memory it points into), or null. */
+    private final DeviceBuffer parent;
     private final Leaks.Token leak;
     private volatile boolean closed;
 
     private DeviceBuffer(long address, long bytes, int device, Owner owner) {
+        this(address, bytes, device, owner, null);
+    }
+
+    private DeviceBuffer(long address, long bytes, int device, Owner owner, DeviceBuffer parent) {
         this.address = address;
         this.bytes = bytes;
         this.device = device;
         this.owner = owner;
+        this.parent = parent;
         this.leak = owner == Owner.CUDA_MALLOC || owner == Owner.NCCL_MEM_ALLOC
                 ? Leaks.track(this, "DeviceBuffer of " + bytes + " bytes on device " + device + " (" + owner + ")")
                 : null;
@@ -124,11 +138,15 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
-     * A view of part of this buffer, sharing its memory and never freeing it.
+     * A view of part of this buffer, sharing its memory and never freeing it. The view is usable only while
+     * this buffer is open: after this buffer is closed, every use of the view throws. Closing the view frees
+     * nothing and leaves this buffer usable.
      *
      * @param offset start, in bytes
      * @param length length, in bytes
      * @return the view
+     * @throws IndexOutOfBoundsException when the range is not inside this buffer
+     * @throws IllegalStateException when this buffer, or the buffer it is a slice of, is closed
      */
     public DeviceBuffer slice(long offset, long length) {
         ensureOpen();
@@ -136,11 +154,22 @@ public final class DeviceBuffer implements AutoCloseable {
             throw new IndexOutOfBoundsException("slice(" + offset + ", " + length + ") is outside this buffer of "
                     + bytes + " bytes");
         }
-        return new DeviceBuffer(address + offset, length, device, Owner.VIEW);
+        return new DeviceBuffer(address + offset, length, device, Owner.VIEW, this);
     }
 
-    /** @return the device address */
+    /**
+     * The device address. For a buffer that is not a slice it stays readable after {@link #close()} (as a
+     * fact, like {@link #bytes()}); for a slice it is refused once the parent is closed, since the memory it
+     * points into may have been freed.
+     *
+     * @return the device address
+     * @throws IllegalStateException when this is a slice and its parent buffer (or one it was sliced from) is
+     *     closed
+     */
     public long address() {
+        if (parent != null && parent.isClosed()) {
+            throw closedError(describe());
+        }
         return address;
     }
 
@@ -156,22 +185,80 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /**
      * @param type an element type
-     * @return how many whole elements of {@code type} fit
+     * @return how many elements of {@code type} this buffer holds
+     * @throws NullPointerException when {@code type} is null
+     * @throws IllegalArgumentException when the size in bytes is not a multiple of {@code type}'s size (the count
+     *     would be truncated): use a buffer whose size is a multiple, or a slice of whole elements
      */
     public long count(DataType type) {
-        return bytes / type.size();
+        if (type == null) {
+            throw Errors.nullArgument("type");
+        }
+        return count(type, "this DeviceBuffer", null);
     }
 
-    /** @return whether {@link #close()} was called */
+    /**
+     * The number of elements of {@code type} in this buffer, for a count derived from its size; allocates
+     * nothing unless it throws.
+     *
+     * @param name the argument's name for the message ("send", "recv", "buffer")
+     * @param alternative a further fix to propose, or null
+     * @throws IllegalArgumentException when the size is not a multiple of {@code type}'s size
+     */
+    long count(DataType type, String name, String alternative) {
+        int size = type.size();
+        if (bytes % size != 0) {
+            throw notWholeElements(type, name, alternative);
+        }
+        return bytes / size;
+    }
+
+    private IllegalArgumentException notWholeElements(DataType type, String name, String alternative) {
+        int size = type.size();
+        long whole = bytes / size;
+        String buffer = "use a buffer whose size is a multiple of " + size + " bytes";
+        String slice = whole > 0
+                ? "a slice of whole elements (slice(0, " + whole * size + ") holds " + whole + ")"
+                : null;
+        String fix = alternative == null
+                ? (slice == null ? buffer : buffer + " or " + slice)
+                : (slice == null ? buffer + " or " + alternative : buffer + ", " + slice + ", or " + alternative);
+        return Errors.argument(name + " holds " + bytes + " bytes, not a multiple of the " + size + "-byte size of "
+                + type + " (its element count would be truncated): " + fix);
+    }
+
+    /**
+     * @return whether {@link #close()} was called on this buffer or, for a slice, on its parent (or on a buffer
+     *     the parent was sliced from); either way the buffer may no longer be used
+     */
     public boolean isClosed() {
-        return closed;
+        return closed || parent != null && parent.isClosed();
     }
 
     void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException("this DeviceBuffer (" + bytes + " bytes on device " + device
-                    + ") is closed");
+        if (isClosed()) {
+            throw closedError(describe());
         }
+    }
+
+    private String describe() {
+        return "this DeviceBuffer (" + bytes + " bytes on device " + device + ")";
+    }
+
+    /**
+     * Why this buffer may not be used, with {@code subject} naming it: it was closed itself, or it is a slice
+     * whose parent was closed (named by its {@link #toString()}).
+     */
+    IllegalStateException closedError(String subject) {
+        if (closed) {
+            return new IllegalStateException(subject + " is closed");
+        }
+        DeviceBuffer p = parent;
+        while (p != null && !p.closed) {
+            p = p.parent;
+        }
+        return new IllegalStateException(subject + " is a slice of " + p + ", and that parent buffer was closed: "
+                + "its memory may be freed; keep the parent open while its slices are in use");
     }
 
     // ---- copies ----
@@ -179,6 +266,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} into the start of this buffer ({@code cudaMemcpy} host to device) and waits until the
      * data is on the device, so that work enqueued afterwards on any stream sees it.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(float[] src) {
         try (FloatPointer p = new FloatPointer(src)) {
@@ -186,42 +275,67 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Copies {@code src} into the start of this buffer. */
+    /**
+     * Copies {@code src} into the start of this buffer.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(double[] src) {
         try (DoublePointer p = new DoublePointer(src)) {
             return fromHost(p, 8L * src.length, "double[]");
         }
     }
 
-    /** Copies {@code src} into the start of this buffer. */
+    /**
+     * Copies {@code src} into the start of this buffer.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(int[] src) {
         try (IntPointer p = new IntPointer(src)) {
             return fromHost(p, 4L * src.length, "int[]");
         }
     }
 
-    /** Copies {@code src} into the start of this buffer. */
+    /**
+     * Copies {@code src} into the start of this buffer.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(long[] src) {
         try (LongPointer p = new LongPointer(src)) {
             return fromHost(p, 8L * src.length, "long[]");
         }
     }
 
-    /** Copies {@code src} (e.g. float16/bfloat16 bit patterns) into the start of this buffer. */
+    /**
+     * Copies {@code src} (e.g. float16/bfloat16 bit patterns) into the start of this buffer.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(short[] src) {
         try (ShortPointer p = new ShortPointer(src)) {
             return fromHost(p, 2L * src.length, "short[]");
         }
     }
 
-    /** Copies {@code src} into the start of this buffer. */
+    /**
+     * Copies {@code src} into the start of this buffer.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(byte[] src) {
         try (BytePointer p = new BytePointer(src)) {
             return fromHost(p, src.length, "byte[]");
         }
     }
 
-    /** Copies the remaining bytes of {@code src} (direct or heap) into the start of this buffer; its position is unchanged. */
+    /**
+     * Copies the remaining bytes of {@code src} (direct or heap) into the start of this buffer; its position is
+     * unchanged.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer copyFrom(ByteBuffer src) {
         if (src.isDirect()) {
             try (BytePointer p = new BytePointer(src)) {
@@ -236,6 +350,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst} ({@code cudaMemcpy} device to host). The copy does not
      * wait for work on other (non-blocking) streams: synchronize the stream that wrote the buffer first.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public float[] copyTo(float[] dst) {
         try (FloatPointer p = new FloatPointer(dst.length)) {
@@ -245,7 +361,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into {@code dst}. */
+    /**
+     * Copies the start of this buffer into {@code dst}.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public double[] copyTo(double[] dst) {
         try (DoublePointer p = new DoublePointer(dst.length)) {
             toHost(p, 8L * dst.length, "double[]");
@@ -254,7 +374,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into {@code dst}. */
+    /**
+     * Copies the start of this buffer into {@code dst}.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public int[] copyTo(int[] dst) {
         try (IntPointer p = new IntPointer(dst.length)) {
             toHost(p, 4L * dst.length, "int[]");
@@ -263,7 +387,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into {@code dst}. */
+    /**
+     * Copies the start of this buffer into {@code dst}.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public long[] copyTo(long[] dst) {
         try (LongPointer p = new LongPointer(dst.length)) {
             toHost(p, 8L * dst.length, "long[]");
@@ -272,7 +400,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into {@code dst}. */
+    /**
+     * Copies the start of this buffer into {@code dst}.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public short[] copyTo(short[] dst) {
         try (ShortPointer p = new ShortPointer(dst.length)) {
             toHost(p, 2L * dst.length, "short[]");
@@ -281,7 +413,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into {@code dst}. */
+    /**
+     * Copies the start of this buffer into {@code dst}.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public byte[] copyTo(byte[] dst) {
         try (BytePointer p = new BytePointer(dst.length)) {
             toHost(p, dst.length, "byte[]");
@@ -290,7 +426,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Copies the start of this buffer into the remaining bytes of {@code dst}; its position is unchanged. */
+    /**
+     * Copies the start of this buffer into the remaining bytes of {@code dst}; its position is unchanged.
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public ByteBuffer copyTo(ByteBuffer dst) {
         if (dst.isDirect()) {
             try (BytePointer p = new BytePointer(dst)) {
@@ -303,7 +443,11 @@ public final class DeviceBuffer implements AutoCloseable {
         return dst;
     }
 
-    /** Sets every byte to {@code value} ({@code cudaMemset}). */
+    /**
+     * Sets every byte to {@code value} ({@code cudaMemset}).
+     *
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public DeviceBuffer fill(int value) {
         ensureOpen();
         Capture.refuseOnCapturingThread("DeviceBuffer.fill (cudaMemset)");
@@ -315,7 +459,10 @@ public final class DeviceBuffer implements AutoCloseable {
         return this;
     }
 
-    /** @return a little-endian direct ByteBuffer holding a copy of the whole buffer */
+    /**
+     * @return a little-endian direct ByteBuffer holding a copy of the whole buffer
+     * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
+     */
     public ByteBuffer toByteBuffer() {
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalStateException("buffer of " + bytes + " bytes is too large for a ByteBuffer");
@@ -358,7 +505,10 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Frees the memory if this buffer allocated it ({@code cudaFree} or {@code ncclMemFree}). Idempotent. */
+    /**
+     * Frees the memory if this buffer allocated it ({@code cudaFree} or {@code ncclMemFree}). Idempotent.
+     * Closing a slice frees nothing and leaves its parent usable; closing a parent makes its slices unusable.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -389,6 +539,6 @@ public final class DeviceBuffer implements AutoCloseable {
     @Override
     public String toString() {
         return "DeviceBuffer[0x" + Long.toHexString(address) + ", " + bytes + " bytes, device " + device + ", "
-                + owner + (closed ? ", closed" : "") + "]";
+                + owner + (closed ? ", closed" : isClosed() ? ", parent closed" : "") + "]";
     }
 }

@@ -59,12 +59,13 @@ public class ReduceOp {
     public static final class PreMulSum extends ReduceOp implements AutoCloseable {
         private final Communicator comm;
         private final DataType type;
-        private volatile boolean closed;
+        private final CommBound bound;
 
         PreMulSum(int code, Communicator comm, DataType type, String description) {
             super(code, "PreMulSum(" + description + ", " + type + ")");
             this.comm = comm;
             this.type = type;
+            this.bound = new CommBound(comm, NcclFunction.ncclRedOpDestroy);
         }
 
         /** @return the communicator this operator belongs to */
@@ -79,7 +80,7 @@ public class ReduceOp {
 
         @Override
         void checkUsable(Communicator c, DataType t) {
-            if (closed) {
+            if (bound.isClosed()) {
                 throw new IllegalStateException(this + " is closed");
             }
             if (c != comm) {
@@ -92,16 +93,14 @@ public class ReduceOp {
             }
         }
 
-        /** Destroys the operator ({@code ncclRedOpDestroy}). Idempotent; a no-op after the communicator closed. */
+        /**
+         * Destroys the operator ({@code ncclRedOpDestroy}). Idempotent; a no-op after the communicator closed.
+         *
+         * @throws NcclException when ncclRedOpDestroy fails (the operator counts as closed all the same)
+         */
         @Override
         public void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            if (!comm.isClosed()) {
-                Errors.check(NcclNative.ncclRedOpDestroy(code(), comm.handle()), NcclFunction.ncclRedOpDestroy, comm);
-            }
+            bound.close(c -> NcclNative.ncclRedOpDestroy(code(), c));
         }
     }
 }

@@ -96,6 +96,20 @@ final class CollectiveForms {
             return roles.contains("count");
         }
 
+        /**
+         * The buffer whose size gives the element count: "buffer" in place, otherwise whichever of send and recv
+         * is not {@link #fitRole()}; null for raw forms, which take the count.
+         */
+        String countRole() {
+            if (raw()) {
+                return null;
+            }
+            if (takes("buffer")) {
+                return "buffer";
+            }
+            return "send".equals(fitRole) ? "recv" : "send";
+        }
+
         @Override
         public String toString() {
             return name;

@@ -306,6 +306,28 @@ class CommunicatorLifecycleTest extends StubFixture {
     }
 
     @Test
+    void aFailedPreMulSumDestroyIsReportedOnceAndTheOperatorStaysClosed() {
+        Communicator c = comm(1, 4);
+        Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 8, DataType.FLOAT32);
+        ReduceOp.PreMulSum op = c.createPreMulSum(0.5, DataType.FLOAT32);
+        stub.result(org.nccl4j.jni.NcclFunction.ncclRedOpDestroy, 5);
+        NcclException e = assertThrows(NcclException.class, op::close);
+        assertEquals("ncclRedOpDestroy", e.operation());
+        assertEquals(NcclResult.INVALID_USAGE, e.result());
+        assertEquals(1, e.rank());
+        assertEquals("ncclRedOpDestroy failed on rank 1: ncclInvalidUsage (5): stub error string 5; last error: "
+                + "stub last error after ncclRedOpDestroy", e.getMessage());
+        stub.result(org.nccl4j.jni.NcclFunction.ncclRedOpDestroy, 0);
+        mark();
+        op.close();
+        assertEquals(List.of(), newCalls(), "not retried");
+        IllegalStateException closed = assertThrows(IllegalStateException.class,
+                () -> c.allReduce(b, DataType.FLOAT32, op, s));
+        assertEquals("PreMulSum(host 0.5, FLOAT32) is closed", closed.getMessage());
+    }
+
+    @Test
     void twoPreMulSumsGetDistinctCodes() {
         Communicator c = comm(0, 2);
         ReduceOp.PreMulSum a = later(c.createPreMulSum(1.0, DataType.FLOAT32));
@@ -426,6 +448,24 @@ class CommunicatorLifecycleTest extends StubFixture {
         mark();
         r.close();
         assertEquals(List.of(), newCalls());
+    }
+
+    @Test
+    void aFailedDeregisterIsReportedOnceAndNotRetried() {
+        Communicator c = comm(0, 2);
+        DeviceBuffer b = buffer(0, 64, DataType.UINT8);
+        Communicator.Registration r = c.register(b);
+        stub.result(org.nccl4j.jni.NcclFunction.ncclCommDeregister, 5);
+        NcclException e = assertThrows(NcclException.class, r::close);
+        assertEquals("ncclCommDeregister", e.operation());
+        assertEquals(NcclResult.INVALID_USAGE, e.result());
+        assertEquals(0, e.rank());
+        assertEquals("ncclCommDeregister failed on rank 0: ncclInvalidUsage (5): stub error string 5; last error: "
+                + "stub last error after ncclCommDeregister", e.getMessage());
+        stub.result(org.nccl4j.jni.NcclFunction.ncclCommDeregister, 0);
+        mark();
+        r.close();
+        assertEquals(List.of(), newCalls(), "not retried");
     }
 
     @Test

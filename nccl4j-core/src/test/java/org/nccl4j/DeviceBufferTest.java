@@ -19,7 +19,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * {@link DeviceBuffer} over {@link FakeCuda}: allocation and freeing (once), copies of every array type and of
  * direct and heap ByteBuffers (checked in the fake device memory, byte by byte, as well as by round trip),
- * copies that do not fit, slices, wrapped memory, fill, toString; and the open-resource list of
+ * copies that do not fit, slices (refused once their parent is closed; closing one frees nothing), counts of whole
+ * elements only, wrapped memory, fill, toString; and the open-resource list of
  * {@link Nccl#openResources()} for every kind of tracked resource.
  */
 class DeviceBufferTest extends StubFixture {
@@ -350,6 +351,145 @@ class DeviceBufferTest extends StubFixture {
         assertEquals(4, b.slice(4, 28).slice(1, 4).address() - b.address() - 1, "a slice of a slice");
         assertEquals(b.address(), b.slice(0, 32).address());
         assertEquals(b.address() + 31, b.slice(31, 1).address());
+    }
+
+    private static final String PARENT_CLOSED = ", and that parent buffer was closed: its memory may be freed; keep "
+            + "the parent open while its slices are in use";
+
+    @Test
+    void aSliceOfAClosedParentRefusesEveryUse() {
+        DeviceBuffer parent = DeviceBuffer.allocate(1, 32);
+        DeviceBuffer s = parent.slice(8, 16);
+        DeviceBuffer ss = s.slice(4, 4);
+        parent.close();
+        cuda.clearCalls();
+        String closedParent = "DeviceBuffer[" + hex(parent.address()) + ", 32 bytes, device 1, CUDA_MALLOC, closed]";
+        List<Executable> ops = List.of(s::address, () -> s.copyFrom(new float[1]), () -> s.copyTo(new float[1]),
+                () -> s.copyFrom(new byte[0]), () -> s.copyTo(ByteBuffer.allocateDirect(1)),
+                () -> s.copyFrom(ByteBuffer.allocate(1)), () -> s.fill(0), s::toByteBuffer, () -> s.slice(0, 1));
+        for (Executable op : ops) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, op);
+            assertEquals("this DeviceBuffer (16 bytes on device 1) is a slice of " + closedParent + PARENT_CLOSED,
+                    e.getMessage());
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, ss::address);
+        assertEquals("this DeviceBuffer (4 bytes on device 1) is a slice of " + closedParent + PARENT_CLOSED,
+                e.getMessage(), "a slice of a slice names the buffer that was closed");
+        assertThrows(IllegalStateException.class, () -> ss.copyTo(new byte[1]));
+        assertTrue(s.isClosed());
+        assertTrue(ss.isClosed());
+        assertTrue(s.toString().endsWith(", 16 bytes, device 1, VIEW, parent closed]"), s.toString());
+        assertEquals(List.of(), cuda.calls(), "nothing reached CUDA");
+        s.close();
+        ss.close();
+        assertEquals(List.of(), cuda.calls(), "closing the slices frees nothing");
+    }
+
+    @Test
+    void aSliceOfAClosedParentIsRefusedByCollectivesBeforeNccl() {
+        Communicator comm = comm(0, 2);
+        Stream stream = stream(0);
+        DeviceBuffer parent = DeviceBuffer.allocate(0, 64);
+        DeviceBuffer s = parent.slice(32, 32);
+        DeviceBuffer ok = buffer(0, 8, DataType.FLOAT32);
+        String closedParent = "DeviceBuffer[" + hex(parent.address()) + ", 64 bytes, device 0, CUDA_MALLOC, closed]";
+        parent.close();
+        mark();
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> comm.allReduce(s, DataType.FLOAT32, ReduceOp.SUM, stream));
+        assertEquals("buffer is a slice of " + closedParent + PARENT_CLOSED, e.getMessage());
+        e = assertThrows(IllegalStateException.class,
+                () -> comm.allReduce(ok, s, DataType.FLOAT32, ReduceOp.SUM, stream));
+        assertEquals("recv is a slice of " + closedParent + PARENT_CLOSED, e.getMessage());
+        e = assertThrows(IllegalStateException.class, () -> comm.send(s, DataType.FLOAT32, 1, stream));
+        assertEquals("buffer is a slice of " + closedParent + PARENT_CLOSED, e.getMessage());
+        e = assertThrows(IllegalStateException.class, () -> comm.register(s));
+        assertEquals("buffer is a slice of " + closedParent + PARENT_CLOSED, e.getMessage());
+        e = assertThrows(IllegalStateException.class, () -> comm.createPreMulSum(s, DataType.FLOAT32));
+        assertEquals("scalar is a slice of " + closedParent + PARENT_CLOSED, e.getMessage());
+        assertEquals(List.of(), newCalls(), "nothing reached NCCL");
+        assertEquals(0, comm.operationsEnqueued());
+    }
+
+    @Test
+    void aSliceOfAClosedSliceIsRefusedButTheParentStaysUsable() {
+        DeviceBuffer parent = buffer(2, 32, DataType.UINT8);
+        DeviceBuffer s = parent.slice(8, 16);
+        DeviceBuffer ss = s.slice(4, 4);
+        s.close();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> ss.copyFrom(new byte[1]));
+        assertEquals("this DeviceBuffer (4 bytes on device 2) is a slice of DeviceBuffer[" + hex(parent.address() + 8)
+                + ", 16 bytes, device 2, VIEW, closed]" + PARENT_CLOSED, e.getMessage(), "names the closed slice");
+        assertFalse(parent.isClosed());
+        parent.copyFrom(new byte[] {7});
+        assertEquals(7, device(parent)[0]);
+        assertEquals(parent.address() + 8, parent.slice(8, 4).address(), "new slices of the parent work");
+    }
+
+    @Test
+    void closingASliceLeavesTheParentUsableAndFreesNothing() {
+        DeviceBuffer parent = DeviceBuffer.allocate(1, 32);
+        DeviceBuffer s = parent.slice(8, 8);
+        cuda.clearCalls();
+        s.close();
+        s.close();
+        assertEquals(List.of(), cuda.calls(), "no cudaFree, no device switch");
+        assertTrue(s.isClosed());
+        assertFalse(parent.isClosed());
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> s.copyFrom(new int[1]));
+        assertEquals("this DeviceBuffer (8 bytes on device 1) is closed", e.getMessage());
+        assertEquals(parent.address() + 8, s.address(), "the memory is alive: the address is a fact, as a closed "
+                + "buffer's own");
+
+        parent.copyFrom(new int[] {1, 2, 3, 4, 5, 6, 7, 8});
+        assertArrayEquals(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, parent.copyTo(new int[8]));
+        DeviceBuffer again = parent.slice(8, 8);
+        assertArrayEquals(new int[] {3, 4}, again.copyTo(new int[2]));
+        assertTrue(Nccl.openResources().stream().anyMatch(x -> x.startsWith("DeviceBuffer of 32 bytes on device 1")),
+                "the parent is still open and tracked");
+
+        cuda.clearCalls();
+        parent.close();
+        assertEquals(List.of("free address=" + hex(parent.address()) + " device=1"), cuda.calls("free"),
+                "the parent frees its memory, once");
+        assertTrue(again.isClosed(), "and its slices follow it");
+    }
+
+    @Test
+    void gradientViewsAreRefusedOnceTheirBucketsAreClosed() {
+        Communicator comm = comm(0, 2);
+        GradientBuckets buckets = GradientBuckets.builder(comm).build0(3, 5);
+        DeviceBuffer g = buckets.gradient(1);
+        assertEquals(20, g.bytes());
+        assertEquals(5, g.count(DataType.FLOAT32));
+        g.copyFrom(new float[] {1, 2, 3, 4, 5});
+        buckets.close();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> g.copyTo(new float[5]));
+        assertTrue(e.getMessage().startsWith("this DeviceBuffer (20 bytes on device 0) is a slice of DeviceBuffer["),
+                e.getMessage());
+        assertTrue(e.getMessage().endsWith(", 32 bytes, device 0, CUDA_MALLOC, closed]" + PARENT_CLOSED),
+                e.getMessage());
+        assertThrows(IllegalStateException.class, g::address);
+    }
+
+    @Test
+    void countIsRefusedForAPartialElement() {
+        DeviceBuffer ten = buffer(0, 10, DataType.UINT8);
+        assertEquals(10, ten.count(DataType.INT8));
+        assertEquals(5, ten.count(DataType.FLOAT16));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ten.count(DataType.FLOAT32));
+        assertEquals("this DeviceBuffer holds 10 bytes, not a multiple of the 4-byte size of FLOAT32 (its element "
+                + "count would be truncated): use a buffer whose size is a multiple of 4 bytes or a slice of whole "
+                + "elements (slice(0, 8) holds 2)", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ten.count(DataType.INT64));
+        assertTrue(e.getMessage().contains("not a multiple of the 8-byte size of INT64"), e.getMessage());
+        assertTrue(e.getMessage().endsWith("(slice(0, 8) holds 1)"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ten.slice(0, 2).count(DataType.FLOAT32));
+        assertEquals("this DeviceBuffer holds 2 bytes, not a multiple of the 4-byte size of FLOAT32 (its element "
+                + "count would be truncated): use a buffer whose size is a multiple of 4 bytes", e.getMessage(),
+                "no slice to propose when not one element fits");
+        NullPointerException n = assertThrows(NullPointerException.class, () -> ten.count(null));
+        assertEquals("type must not be null", n.getMessage());
     }
 
     @ParameterizedTest(name = "slice({0}, {1})")

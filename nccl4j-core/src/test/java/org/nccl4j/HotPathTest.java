@@ -15,7 +15,8 @@ import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 
 /**
- * The hot path of the idiomatic API: a collective call, checks included, allocates nothing on the Java heap;
+ * The hot path of the idiomatic API: a collective call, checks included (the whole-element check of the count,
+ * the liveness of a slice's parent), allocates nothing on the Java heap;
  * and the {@link OperationObserver} sees each enqueued operation once, in order.
  *
  * <p>Allocation is measured with HotSpot's per-thread counter (com.sun.management.ThreadMXBean), which counts
@@ -33,6 +34,7 @@ class HotPathTest extends StubFixture {
     private Stream stream;
     private DeviceBuffer small;
     private DeviceBuffer large;
+    private DeviceBuffer slice;
     private ReduceOp.PreMulSum preMulSum;
 
     @BeforeEach
@@ -41,6 +43,7 @@ class HotPathTest extends StubFixture {
         stream = stream(0);
         small = buffer(0, 256, DataType.FLOAT32);
         large = buffer(0, 1024, DataType.FLOAT32);
+        slice = large.slice(1024, 1024); // 256 floats, as small
         preMulSum = later(comm.createPreMulSum(0.5, DataType.FLOAT32));
     }
 
@@ -94,13 +97,18 @@ class HotPathTest extends StubFixture {
                     comm.send(SEND, i, DataType.FLOAT16, i & 3, stream);
                 }
             }),
+            allocatedBy(bean, n -> {
+                for (int i = 0; i < n; i++) {
+                    comm.allReduce(slice, small, DataType.FLOAT32, ReduceOp.SUM, stream);
+                }
+            }),
         };
         String[] names = {"allReduce(in place)", "allReduce(send, recv)", "allReduce(raw, PreMulSum)",
-            "allGather(in place)", "send(raw)"};
+            "allGather(in place)", "send(raw)", "allReduce(slice, recv)"};
         for (int i = 0; i < results.length; i++) {
             report.add(names[i] + ": " + results[i] + " bytes");
         }
-        assertEquals(5 * 4L * CALLS, comm.operationsEnqueued(), "every call was enqueued: " + report);
+        assertEquals(6 * 4L * CALLS, comm.operationsEnqueued(), "every call was enqueued: " + report);
         for (int i = 0; i < results.length; i++) {
             assertTrue(results[i] < 1024, CALLS + " calls allocated too much: " + report);
         }

@@ -70,6 +70,14 @@ class ValidationTest extends StubFixture {
                 b.close();
                 a.set(role, b);
             }, IllegalStateException.class, f -> List.of(role + " is closed"));
+            add(role + " a slice of a closed buffer", f -> f.takes(role), (t, f, a) -> {
+                DeviceBuffer parent = DeviceBuffer.allocate(0, a.get(role).bytes() + 16);
+                DeviceBuffer slice = parent.slice(16, a.get(role).bytes());
+                parent.close();
+                a.set(role, slice);
+            }, IllegalStateException.class, f -> List.of(role + " is a slice of DeviceBuffer[0x",
+                    " bytes, device 0, CUDA_MALLOC, closed], and that parent buffer was closed: its memory may be "
+                    + "freed; keep the parent open while its slices are in use"));
             add(role + " on device 1", f -> f.takes(role),
                     (t, f, a) -> a.set(role, t.later(DeviceBuffer.allocate(1, a.get(role).bytes()))),
                     IllegalArgumentException.class,
@@ -112,6 +120,13 @@ class ValidationTest extends StubFixture {
                 f -> List.of(f.fitRole() + " holds " + (f.fitNeeded() - 1) + " elements of FLOAT32 ("
                         + 4 * (f.fitNeeded() - 1) + " bytes) but the operation needs " + f.fitNeeded(),
                         "use a larger buffer or a smaller count"));
+        add("count buffer of 10 bytes for FLOAT32", f -> f.countRole() != null,
+                (t, f, a) -> a.set(f.countRole(), t.later(DeviceBuffer.allocate(0, 10))),
+                IllegalArgumentException.class,
+                f -> List.of(f.countRole() + " holds 10 bytes, not a multiple of the 4-byte size of FLOAT32 (its "
+                        + "element count would be truncated): use a buffer whose size is a multiple of 4 bytes, a "
+                        + "slice of whole elements (slice(0, 8) holds 2), or the overload that takes device addresses "
+                        + "and an explicit count"));
         add("length not a multiple of the ranks", f -> f.perRankRole() != null,
                 (t, f, a) -> a.set(f.perRankRole(), t.floats((long) SIZE * N + 2)), IllegalArgumentException.class,
                 f -> List.of(f.perRankRole() + " holds 34 elements of FLOAT32, not a multiple of the 4 ranks"));
@@ -164,14 +179,17 @@ class ValidationTest extends StubFixture {
 
     @Test
     void everyFormHasItsCases() {
-        // 5 for all forms, 3 per DeviceBuffer taken, 1 per address, 2 counts, 4 for reductions, 3 for root/peer
+        // 5 for all forms, 4 per DeviceBuffer taken, 1 per address, 2 counts, 4 for reductions, 3 for root/peer,
+        // 1 per buffer that gives the count, is checked against a count, or must be a multiple of the ranks
         assertEquals(27, CollectiveForms.all().size());
+        assertEquals(17, CollectiveForms.all().stream().filter(f -> f.countRole() != null).count(),
+                "every DeviceBuffer form derives its count from a buffer");
         long cases = cases().count();
         long expected = 0;
         for (Form f : CollectiveForms.all()) {
             expected += 5;
             for (String r : List.of("send", "recv", "buffer")) {
-                expected += f.takes(r) ? 3 : 0;
+                expected += f.takes(r) ? 4 : 0;
             }
             for (String r : List.of("sendAddr", "recvAddr", "bufferAddr")) {
                 expected += f.takes(r) ? 1 : 0;
@@ -181,6 +199,7 @@ class ValidationTest extends StubFixture {
             expected += f.rankRole() != null ? 3 : 0;
             expected += f.fitRole() != null ? 1 : 0;
             expected += f.perRankRole() != null ? 1 : 0;
+            expected += f.countRole() != null ? 1 : 0;
         }
         assertEquals(expected, cases);
         assertTrue(cases > 250, "cases: " + cases);
@@ -194,6 +213,27 @@ class ValidationTest extends StubFixture {
         f.call().run(a);
         assertEquals(List.of(f.fn()), newCallNames(), "exactly one call, of " + f.fn());
         assertEquals(1, a.comm.operationsEnqueued());
+    }
+
+    @Test
+    void onlyTheBufferThatGivesTheCountMustHoldWholeElements() {
+        // the control of the 10-byte case: the same 10 bytes are 5 whole FLOAT16 elements, and NCCL gets 5; a
+        // buffer only checked against a count derived from another may be larger and end in a partial element
+        Communicator c = comm(RANK, SIZE);
+        Stream s = stream(0);
+        DeviceBuffer ten = later(DeviceBuffer.allocate(0, 10));
+        mark();
+        c.allReduce(ten, DataType.FLOAT16, ReduceOp.SUM, s);
+        assertEquals("5", only("ncclAllReduce").get("count"));
+        DeviceBuffer send = floats(N);
+        DeviceBuffer recv = later(DeviceBuffer.allocate(0, 4 * N + 3));
+        mark();
+        c.allReduce(send, recv, DataType.FLOAT32, ReduceOp.SUM, s);
+        assertEquals(Integer.toString(N), only("ncclAllReduce").get("count"));
+        mark();
+        assertRejected(IllegalArgumentException.class,
+                () -> c.allReduce(recv, send, DataType.FLOAT32, ReduceOp.SUM, s),
+                List.of("send holds 35 bytes, not a multiple of the 4-byte size of FLOAT32", "slice(0, 32) holds 8"));
     }
 
     @ParameterizedTest(name = "{0}")
