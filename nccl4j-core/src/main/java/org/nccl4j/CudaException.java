@@ -7,8 +7,11 @@ package org.nccl4j;
 public class CudaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The {@code cudaError_t} the call returned. */
     private final int code;
+    /** The CUDA function that failed. */
     private final String operation;
+    /** The device involved, or -1. */
     private final int device;
 
     /**

@@ -47,7 +47,14 @@ public final class Event implements AutoCloseable {
         }
     }
 
-    /** Records the event on {@code stream} ({@code cudaEventRecord}). */
+    /**
+     * Records the event on {@code stream} ({@code cudaEventRecord}): it completes when the work enqueued on the
+     * stream so far has finished. A later record replaces this one.
+     *
+     * @param stream an open stream of the event's device
+     * @return this event
+     * @throws CudaException when {@code cudaEventRecord} fails
+     */
     public Event record(Stream stream) {
         ensureOpen();
         stream.ensureOpen();

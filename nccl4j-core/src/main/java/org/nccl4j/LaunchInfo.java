@@ -64,7 +64,11 @@ public final class LaunchInfo {
             this.description = description;
         }
 
-        /** A short human-readable name, e.g. "Open MPI" or "single process". */
+        /**
+         * A short human-readable name of the launcher.
+         *
+         * @return the name, e.g. "Open MPI" or "single process"
+         */
         public String description() {
             return description;
         }
@@ -98,6 +102,7 @@ public final class LaunchInfo {
     /**
      * Detects the launch from this process's environment as the JVM saw it at start ({@link System#getenv()}).
      *
+     * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static LaunchInfo detect() {
@@ -107,6 +112,8 @@ public final class LaunchInfo {
     /**
      * Detects the launch from {@code env}, a map of environment variables.
      *
+     * @param env variable name to value, as from {@link System#getenv()}; empty values count as unset
+     * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static LaunchInfo detect(Map<String, String> env) {
@@ -266,6 +273,9 @@ public final class LaunchInfo {
     /**
      * A copy using CUDA device {@code device} instead.
      *
+     * @param device the CUDA device ordinal, 0 or more
+     * @return a new instance with the same launch values and this device, whose {@link #deviceOrigin()} is
+     *         {@code "explicit"}
      * @throws IllegalArgumentException when {@code device} is negative
      */
     public LaunchInfo withDevice(int device) {
@@ -276,32 +286,56 @@ public final class LaunchInfo {
                 masterPort);
     }
 
-    /** The launcher that described this process. */
+    /**
+     * The launcher that described this process.
+     *
+     * @return the launcher, {@link Source#SINGLE_PROCESS} when there was none
+     */
     public Source source() {
         return source;
     }
 
-    /** This process's rank, from 0 to {@code worldSize() - 1}. */
+    /**
+     * This process's rank in the job.
+     *
+     * @return the rank, from 0 to {@code worldSize() - 1}
+     */
     public int rank() {
         return rank;
     }
 
-    /** The number of processes in the job. */
+    /**
+     * The number of processes in the job.
+     *
+     * @return the world size, 1 or more
+     */
     public int worldSize() {
         return worldSize;
     }
 
-    /** The rank of this process among those on its node, when the launcher tells. */
+    /**
+     * The rank of this process among those on its node, when the launcher tells.
+     *
+     * @return the local rank (0 or more), or empty when the launcher does not set it
+     */
     public OptionalInt localRank() {
         return localRank < 0 ? OptionalInt.empty() : OptionalInt.of(localRank);
     }
 
-    /** The number of processes on this node, when the launcher tells. */
+    /**
+     * The number of processes on this node, when the launcher tells.
+     *
+     * @return the local world size (1 or more), or empty when the launcher does not set it
+     */
     public OptionalInt localWorldSize() {
         return localWorldSize < 0 ? OptionalInt.empty() : OptionalInt.of(localWorldSize);
     }
 
-    /** Whether a device is known: from the local rank, {@code NCCL4J_DEVICE} or {@link #withDevice(int)}. */
+    /**
+     * Whether a device is known: from the local rank, {@code NCCL4J_DEVICE} or {@link #withDevice(int)}.
+     *
+     * @return true when {@link #device()} returns rather than throws
+     */
     public boolean hasDevice() {
         return device >= 0;
     }
@@ -309,6 +343,7 @@ public final class LaunchInfo {
     /**
      * The CUDA device this process should use.
      *
+     * @return the CUDA device ordinal, 0 or more
      * @throws IllegalStateException when the launcher gave no local rank and no device was set
      */
     public int device() {
@@ -319,17 +354,29 @@ public final class LaunchInfo {
         return device;
     }
 
-    /** Where the device came from: "local rank", "NCCL4J_DEVICE", "explicit", or empty when unknown. */
+    /**
+     * Where the device came from.
+     *
+     * @return {@code "local rank"}, {@code "NCCL4J_DEVICE"} or {@code "explicit"}; empty when the device is unknown
+     */
     public Optional<String> deviceOrigin() {
         return Optional.ofNullable(deviceOrigin);
     }
 
-    /** {@code MASTER_ADDR}, when set. */
+    /**
+     * The {@code MASTER_ADDR} variable: the rendezvous host, for {@link Rendezvous}.
+     *
+     * @return the value, trimmed, or empty when the variable is unset or empty
+     */
     public Optional<String> masterAddr() {
         return Optional.ofNullable(masterAddr);
     }
 
-    /** {@code MASTER_PORT}, when set. */
+    /**
+     * The {@code MASTER_PORT} variable: the rendezvous TCP port, for {@link Rendezvous}.
+     *
+     * @return the port, 1 to 65535, or empty when the variable is unset or empty
+     */
     public OptionalInt masterPort() {
         return masterPort < 0 ? OptionalInt.empty() : OptionalInt.of(masterPort);
     }

@@ -125,7 +125,11 @@ public final class NcclEnvironment {
             this.ncclName = ncclName;
         }
 
-        /** The name NCCL uses in {@code NCCL_ALGO}. */
+        /**
+         * The name NCCL uses for this algorithm in {@code NCCL_ALGO}.
+         *
+         * @return the name, e.g. {@code "Ring"} or {@code "NVLSTree"}
+         */
         public String ncclName() {
             return ncclName;
         }
@@ -146,7 +150,11 @@ public final class NcclEnvironment {
             this.ncclName = ncclName;
         }
 
-        /** The name NCCL uses in {@code NCCL_PROTO}. */
+        /**
+         * The name NCCL uses for this protocol in {@code NCCL_PROTO}.
+         *
+         * @return the name, e.g. {@code "LL128"} or {@code "Simple"}
+         */
         public String ncclName() {
             return ncclName;
         }
@@ -242,12 +250,20 @@ public final class NcclEnvironment {
         this.settings = Collections.unmodifiableMap(new TreeMap<>(settings));
     }
 
-    /** A builder with nothing set. */
+    /**
+     * A builder with nothing set.
+     *
+     * @return a new, empty builder
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** An environment with nothing set; {@link #apply()} on it does nothing. */
+    /**
+     * An environment with nothing set; {@link #apply()} on it does nothing.
+     *
+     * @return the empty environment
+     */
     public static NcclEnvironment empty() {
         return new NcclEnvironment(Map.of());
     }
@@ -255,13 +271,18 @@ public final class NcclEnvironment {
     /**
      * The settings given as {@code nccl.*} system properties of this JVM, e.g. {@code -Dnccl.algo=Ring}.
      *
+     * @return an environment holding one variable per {@code nccl.*} property (empty when there is none)
      * @throws IllegalArgumentException naming the property when a name or value is invalid
      */
     public static NcclEnvironment fromSystemProperties() {
         return builder().systemProperties(System.getProperties()).build();
     }
 
-    /** The names of the variables with a typed setter in {@link Builder}, in a fixed order. */
+    /**
+     * The names of the variables with a typed setter in {@link Builder}, in a fixed order.
+     *
+     * @return the unmodifiable set of names, such as {@value #ALGO}, in the order of the constants above
+     */
     public static Set<String> knownVariables() {
         return KNOWN.keySet();
     }
@@ -289,17 +310,31 @@ public final class NcclEnvironment {
         return "NCCL_" + words.replace('.', '_').toUpperCase(Locale.ROOT);
     }
 
-    /** The configured variables, name to value, sorted by name; unmodifiable. */
+    /**
+     * The configured variables.
+     *
+     * @return variable name to value, sorted by name; unmodifiable
+     */
     public Map<String, String> settings() {
         return settings;
     }
 
-    /** The configured value of {@code name}, if any. */
+    /**
+     * The configured value of one variable.
+     *
+     * @param name the variable name, e.g. {@value #ALGO}
+     * @return the value as stored (validation normalizes some: {@code NCCL_DEBUG} and topology levels to upper case,
+     *         numbers without leading zeros), or empty when this environment does not set {@code name}
+     */
     public Optional<String> get(String name) {
         return Optional.ofNullable(settings.get(name));
     }
 
-    /** A builder holding these settings, to derive a changed environment. */
+    /**
+     * A builder holding these settings, to derive a changed environment.
+     *
+     * @return a new builder with a copy of these settings; changing it leaves this environment as it is
+     */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.values.putAll(settings);
@@ -345,6 +380,7 @@ public final class NcclEnvironment {
      * The values in the live process environment of every variable with a typed setter plus every variable set in
      * this environment, leaving out those that are not set; sorted by name.
      *
+     * @return variable name to live value; unmodifiable
      * @throws IllegalStateException when the live environment cannot be read (nccl4j's native library did not load)
      */
     public Map<String, String> effective() {
@@ -366,6 +402,7 @@ public final class NcclEnvironment {
      * A human-readable table of the watched variables: the live value of each, the configured one, and whether they
      * differ (for example because {@link #apply()} was not called, or another party changed the variable).
      *
+     * @return the table, one line per variable after a header line, each line ending in {@code '\n'}
      * @throws IllegalStateException when the live environment cannot be read (nccl4j's native library did not load)
      */
     public String report() {
@@ -449,52 +486,111 @@ public final class NcclEnvironment {
          * Sets {@code NCCL_ALGO} from NCCL's own syntax: a comma-separated list of algorithms (case-insensitive),
          * {@code ^} in front to exclude them instead, and per collective as {@code allreduce:tree,ring;broadcast:ring}
          * (NCCL 2.24+). Only the first entry may lack a collective prefix.
+         *
+         * @param spec the value, e.g. {@code Ring,Tree}, {@code ^NVLS} or {@code allreduce:tree;broadcast:ring}
+         * @return this builder
+         * @throws IllegalArgumentException when an algorithm or collective name is unknown or the syntax is wrong
          */
         public Builder algo(String spec) {
             return set(ALGO, spec);
         }
 
-        /** Sets {@code NCCL_ALGO} to allow exactly these algorithms. */
+        /**
+         * Sets {@code NCCL_ALGO} to allow exactly these algorithms.
+         *
+         * @param algorithms the algorithms, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no algorithm is given
+         */
         public Builder algo(Algorithm... algorithms) {
             return set(ALGO, join(nonEmpty(ALGO, algorithms), Algorithm::ncclName));
         }
 
-        /** Sets {@code NCCL_ALGO} to allow every algorithm except these ({@code ^} syntax). */
+        /**
+         * Sets {@code NCCL_ALGO} to allow every algorithm except these ({@code ^} syntax).
+         *
+         * @param algorithms the algorithms to exclude, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no algorithm is given
+         */
         public Builder algoExcluding(Algorithm... algorithms) {
             return set(ALGO, "^" + join(nonEmpty(ALGO, algorithms), Algorithm::ncclName));
         }
 
-        /** Sets {@code NCCL_PROTO} from NCCL's syntax, as for {@link #algo(String)}: e.g. {@code ^LL128}. */
+        /**
+         * Sets {@code NCCL_PROTO} from NCCL's syntax, as for {@link #algo(String)}: e.g. {@code ^LL128}.
+         *
+         * @param spec the value: protocol names ({@code LL}, {@code LL128}, {@code Simple}; case-insensitive),
+         *         optionally negated with {@code ^} and per collective
+         * @return this builder
+         * @throws IllegalArgumentException when a protocol or collective name is unknown or the syntax is wrong
+         */
         public Builder protocol(String spec) {
             return set(PROTO, spec);
         }
 
-        /** Sets {@code NCCL_PROTO} to allow exactly these protocols. */
+        /**
+         * Sets {@code NCCL_PROTO} to allow exactly these protocols.
+         *
+         * @param protocols the protocols, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no protocol is given
+         */
         public Builder protocol(Protocol... protocols) {
             return set(PROTO, join(nonEmpty(PROTO, protocols), Protocol::ncclName));
         }
 
-        /** Sets {@code NCCL_PROTO} to allow every protocol except these. */
+        /**
+         * Sets {@code NCCL_PROTO} to allow every protocol except these ({@code ^} syntax).
+         *
+         * @param protocols the protocols to exclude, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no protocol is given
+         */
         public Builder protocolExcluding(Protocol... protocols) {
             return set(PROTO, "^" + join(nonEmpty(PROTO, protocols), Protocol::ncclName));
         }
 
-        /** Sets {@code NCCL_DEBUG}. */
+        /**
+         * Sets {@code NCCL_DEBUG}.
+         *
+         * @param level the log level
+         * @return this builder
+         */
         public Builder debug(DebugLevel level) {
             return set(DEBUG, Objects.requireNonNull(level, "level").name());
         }
 
-        /** Sets {@code NCCL_DEBUG_SUBSYS} from NCCL's syntax: a comma-separated list, {@code ^} in front to negate. */
+        /**
+         * Sets {@code NCCL_DEBUG_SUBSYS} from NCCL's syntax: a comma-separated list, {@code ^} in front to negate.
+         *
+         * @param spec the value, e.g. {@code INIT,NET} or {@code ^PROXY}; names as in {@link DebugSubsystem},
+         *         case-insensitive
+         * @return this builder
+         * @throws IllegalArgumentException when a subsystem is unknown or the syntax is wrong
+         */
         public Builder debugSubsys(String spec) {
             return set(DEBUG_SUBSYS, spec);
         }
 
-        /** Sets {@code NCCL_DEBUG_SUBSYS} to these subsystems. */
+        /**
+         * Sets {@code NCCL_DEBUG_SUBSYS} to these subsystems.
+         *
+         * @param subsystems the subsystems that log, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no subsystem is given
+         */
         public Builder debugSubsys(DebugSubsystem... subsystems) {
             return set(DEBUG_SUBSYS, join(nonEmpty(DEBUG_SUBSYS, subsystems), DebugSubsystem::name));
         }
 
-        /** Sets {@code NCCL_DEBUG_SUBSYS} to every subsystem except these. */
+        /**
+         * Sets {@code NCCL_DEBUG_SUBSYS} to every subsystem except these ({@code ^} syntax).
+         *
+         * @param subsystems the subsystems that do not log, at least one
+         * @return this builder
+         * @throws IllegalArgumentException when no subsystem is given
+         */
         public Builder debugSubsysExcluding(DebugSubsystem... subsystems) {
             return set(DEBUG_SUBSYS, "^" + join(nonEmpty(DEBUG_SUBSYS, subsystems), DebugSubsystem::name));
         }
@@ -502,6 +598,11 @@ public final class NcclEnvironment {
         /**
          * Sets {@code NCCL_DEBUG_FILE}: a file name in which NCCL replaces {@code %h} with the host name and
          * {@code %p} with the process id. NCCL does not expand {@code ~}, so a leading {@code ~} is rejected.
+         *
+         * @param pattern the file name, absolute or relative to NCCL's working directory, e.g.
+         *         {@code /tmp/nccl.%h.%p.log}
+         * @return this builder
+         * @throws IllegalArgumentException when {@code pattern} is empty or starts with {@code ~}
          */
         public Builder debugFile(String pattern) {
             return set(DEBUG_FILE, pattern);
@@ -510,6 +611,10 @@ public final class NcclEnvironment {
         /**
          * Sets {@code NCCL_SOCKET_IFNAME}: comma-separated interface name prefixes, {@code ^} in front to exclude,
          * then {@code =} to match whole names instead of prefixes; e.g. {@code ^docker,lo} or {@code =eth0}.
+         *
+         * @param spec the value
+         * @return this builder
+         * @throws IllegalArgumentException when the list is empty or an entry is malformed
          */
         public Builder socketIfname(String spec) {
             return set(SOCKET_IFNAME, spec);
@@ -518,62 +623,127 @@ public final class NcclEnvironment {
         /**
          * Sets {@code NCCL_IB_HCA}: comma-separated adapter name prefixes with an optional {@code :port}, with the
          * same {@code ^} and {@code =} prefixes as {@link #socketIfname}; e.g. {@code =mlx5_0:1,mlx5_1:1}.
+         *
+         * @param spec the value
+         * @return this builder
+         * @throws IllegalArgumentException when the list is empty, an entry is malformed or a port is 0
          */
         public Builder ibHca(String spec) {
             return set(IB_HCA, spec);
         }
 
-        /** Sets {@code NCCL_IB_DISABLE} (true turns InfiniBand/RoCE off, so NCCL uses sockets). */
+        /**
+         * Sets {@code NCCL_IB_DISABLE} (true turns InfiniBand/RoCE off, so NCCL uses sockets).
+         *
+         * @param disable true to write {@code 1}, false to write {@code 0}
+         * @return this builder
+         */
         public Builder ibDisable(boolean disable) {
             return set(IB_DISABLE, disable ? "1" : "0");
         }
 
-        /** Sets {@code NCCL_P2P_DISABLE} (true turns direct GPU-to-GPU transport off). */
+        /**
+         * Sets {@code NCCL_P2P_DISABLE} (true turns direct GPU-to-GPU transport off).
+         *
+         * @param disable true to write {@code 1}, false to write {@code 0}
+         * @return this builder
+         */
         public Builder p2pDisable(boolean disable) {
             return set(P2P_DISABLE, disable ? "1" : "0");
         }
 
-        /** Sets {@code NCCL_P2P_LEVEL} to a topology distance. */
+        /**
+         * Sets {@code NCCL_P2P_LEVEL} to a topology distance.
+         *
+         * @param level the farthest distance at which GPUs still use P2P
+         * @return this builder
+         */
         public Builder p2pLevel(TopologyLevel level) {
             return set(P2P_LEVEL, Objects.requireNonNull(level, "level").name());
         }
 
-        /** Sets {@code NCCL_P2P_LEVEL} to NCCL's legacy integer form (0 and up). */
+        /**
+         * Sets {@code NCCL_P2P_LEVEL} to NCCL's legacy integer form.
+         *
+         * @param level the distance as an integer, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException when {@code level} is negative
+         */
         public Builder p2pLevel(int level) {
             return set(P2P_LEVEL, Integer.toString(level));
         }
 
-        /** Sets {@code NCCL_SHM_DISABLE} (true turns the shared-memory transport off). */
+        /**
+         * Sets {@code NCCL_SHM_DISABLE} (true turns the shared-memory transport off).
+         *
+         * @param disable true to write {@code 1}, false to write {@code 0}
+         * @return this builder
+         */
         public Builder shmDisable(boolean disable) {
             return set(SHM_DISABLE, disable ? "1" : "0");
         }
 
-        /** Sets {@code NCCL_NET_GDR_LEVEL} to a topology distance. */
+        /**
+         * Sets {@code NCCL_NET_GDR_LEVEL} to a topology distance.
+         *
+         * @param level the farthest NIC-to-GPU distance at which GPUDirect RDMA is used
+         * @return this builder
+         */
         public Builder netGdrLevel(TopologyLevel level) {
             return set(NET_GDR_LEVEL, Objects.requireNonNull(level, "level").name());
         }
 
-        /** Sets {@code NCCL_NET_GDR_LEVEL} to NCCL's legacy integer form (0 and up). */
+        /**
+         * Sets {@code NCCL_NET_GDR_LEVEL} to NCCL's legacy integer form.
+         *
+         * @param level the distance as an integer, 0 or more
+         * @return this builder
+         * @throws IllegalArgumentException when {@code level} is negative
+         */
         public Builder netGdrLevel(int level) {
             return set(NET_GDR_LEVEL, Integer.toString(level));
         }
 
-        /** Sets {@code NCCL_BUFFSIZE}, in bytes (positive; NCCL's default is 4 MiB). */
+        /**
+         * Sets {@code NCCL_BUFFSIZE}, the buffer size per channel (NCCL's default is 4 MiB).
+         *
+         * @param bytes the size in bytes, 1 or more (NCCL recommends a power of 2)
+         * @return this builder
+         * @throws IllegalArgumentException when {@code bytes} is less than 1
+         */
         public Builder buffSize(long bytes) {
             return set(BUFFSIZE, Long.toString(bytes));
         }
 
-        /** Sets {@code NCCL_NTHREADS}: 64, 128, 256 or 512. */
+        /**
+         * Sets {@code NCCL_NTHREADS}, the CUDA threads per block that NCCL launches.
+         *
+         * @param threads 64, 128, 256 or 512
+         * @return this builder
+         * @throws IllegalArgumentException for any other value
+         */
         public Builder nThreads(int threads) {
             return set(NTHREADS, Integer.toString(threads));
         }
 
-        /** Sets {@code NCCL_MIN_NCHANNELS} (positive; not above {@code NCCL_MAX_NCHANNELS} when both are set). */
+        /**
+         * Sets {@code NCCL_MIN_NCHANNELS}; {@link #build()} checks that it is not above {@code NCCL_MAX_NCHANNELS}.
+         *
+         * @param channels the least number of channels, 1 or more
+         * @return this builder
+         * @throws IllegalArgumentException when {@code channels} is less than 1
+         */
         public Builder minNChannels(int channels) {
             return set(MIN_NCHANNELS, Integer.toString(channels));
         }
 
-        /** Sets {@code NCCL_MAX_NCHANNELS} (positive; not below {@code NCCL_MIN_NCHANNELS} when both are set). */
+        /**
+         * Sets {@code NCCL_MAX_NCHANNELS}; {@link #build()} checks that it is not below {@code NCCL_MIN_NCHANNELS}.
+         *
+         * @param channels the greatest number of channels, 1 or more
+         * @return this builder
+         * @throws IllegalArgumentException when {@code channels} is less than 1
+         */
         public Builder maxNChannels(int channels) {
             return set(MAX_NCHANNELS, Integer.toString(channels));
         }
@@ -581,12 +751,23 @@ public final class NcclEnvironment {
         /**
          * Sets {@code NCCL_COMM_ID} to {@code host:port}: an IPv4 address, an IPv6 address in brackets or a host
          * name, and a port from 1 to 65535; e.g. {@code 10.0.0.1:29500} or {@code [fd00::1]:29500}.
+         *
+         * @param hostPort the bootstrap root's address and port
+         * @return this builder
+         * @throws IllegalArgumentException when the host or the port is invalid
          */
         public Builder commId(String hostPort) {
             return set(COMM_ID, hostPort);
         }
 
-        /** Sets {@code NCCL_COMM_ID} from a host and a port. */
+        /**
+         * Sets {@code NCCL_COMM_ID} from a host and a port, putting an IPv6 address in brackets.
+         *
+         * @param host an IPv4 address, an IPv6 address (with or without brackets) or a host name
+         * @param port the port, 1 to 65535
+         * @return this builder
+         * @throws IllegalArgumentException when the host or the port is invalid
+         */
         public Builder commId(String host, int port) {
             Objects.requireNonNull(host, "host");
             return set(COMM_ID, (host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port);
@@ -596,6 +777,13 @@ public final class NcclEnvironment {
          * Sets any variable. The name must start with {@code NCCL_} and consist of upper-case letters, digits and
          * underscores, or be one of {@link #NON_NCCL_NAMES}. Values of the variables with a typed setter are
          * validated as there; others must be non-empty and free of NUL characters.
+         *
+         * @param name the variable name, e.g. {@code NCCL_IB_TIMEOUT}
+         * @param value the value; for variables with a typed setter some values are stored normalized (e.g.
+         *         {@code NCCL_DEBUG=warn} as {@code WARN}, {@code NCCL_BUFFSIZE=0042} as {@code 42})
+         * @return this builder
+         * @throws IllegalArgumentException when the name is not accepted, or the value is empty, holds a NUL or fails
+         *         the variable's validation
          */
         public Builder set(String name, String value) {
             checkName(name);
@@ -613,7 +801,12 @@ public final class NcclEnvironment {
             return this;
         }
 
-        /** Removes {@code name} from this builder (it does not unset it in the process environment). */
+        /**
+         * Removes {@code name} from this builder (it does not unset it in the process environment).
+         *
+         * @param name the variable name; one that is not set is ignored
+         * @return this builder
+         */
         public Builder remove(String name) {
             values.remove(name);
             return this;
@@ -623,6 +816,8 @@ public final class NcclEnvironment {
          * Adds every {@code nccl.*} entry of {@code properties} (see {@link NcclEnvironment#variableForProperty}),
          * replacing settings made earlier; other properties are ignored.
          *
+         * @param properties the properties, e.g. {@link System#getProperties()}
+         * @return this builder
          * @throws IllegalArgumentException naming the property when its name or value is invalid
          */
         public Builder systemProperties(Properties properties) {
@@ -645,6 +840,7 @@ public final class NcclEnvironment {
         /**
          * Checks the settings together and returns the immutable environment.
          *
+         * @return the environment; later changes to this builder do not affect it
          * @throws IllegalArgumentException when {@code NCCL_MIN_NCHANNELS} is greater than {@code NCCL_MAX_NCHANNELS}
          */
         public NcclEnvironment build() {

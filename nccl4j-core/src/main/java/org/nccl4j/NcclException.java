@@ -10,10 +10,15 @@ package org.nccl4j;
 public class NcclException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The raw status code. */
     private final int code;
+    /** The status as an enum. */
     private final NcclResult result;
+    /** {@code ncclGetLastError}'s text, or null. */
     private final String lastError;
+    /** The communicator's rank, or -1. */
     private final int rank;
+    /** The NCCL function that failed. */
     private final String operation;
 
     /**

@@ -8,12 +8,21 @@ package org.nccl4j;
 public class RendezvousException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    /** An exception with {@code message}. */
+    /**
+     * An exception with {@code message}.
+     *
+     * @param message what failed, which ranks were involved and what to change
+     */
     public RendezvousException(String message) {
         super(message);
     }
 
-    /** An exception with {@code message}, caused by {@code cause}. */
+    /**
+     * An exception with {@code message}, caused by {@code cause}.
+     *
+     * @param message what failed, which ranks were involved and what to change
+     * @param cause the underlying failure, e.g. an {@link java.io.IOException} or a timeout
+     */
     public RendezvousException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -171,7 +171,13 @@ public final class Stream implements AutoCloseable {
         return captureThread;
     }
 
-    /** Makes future work on this stream wait for {@code event} ({@code cudaStreamWaitEvent}). */
+    /**
+     * Makes future work on this stream wait for {@code event} ({@code cudaStreamWaitEvent}). Returns at once.
+     *
+     * @param event the event whose most recent {@link Event#record(Stream) record} the stream waits for; may be on
+     *         another device
+     * @throws CudaException when {@code cudaStreamWaitEvent} fails
+     */
     public void waitFor(Event event) {
         ensureOpen();
         Cuda.check(Cuda.backend().streamWaitEvent(handle, event.handle()), "cudaStreamWaitEvent", device);

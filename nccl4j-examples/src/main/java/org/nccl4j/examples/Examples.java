@@ -29,6 +29,7 @@ public final class Examples {
      * {@link LaunchInfo#detect()} finds a world of more than one process. This is the same detection
      * {@link Communicator#fromEnvironment()} uses, so the two never disagree.
      *
+     * @return true when the launch describes more than one process
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static boolean launchedPerRank() {

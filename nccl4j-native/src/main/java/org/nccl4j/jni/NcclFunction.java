@@ -61,7 +61,11 @@ public enum NcclFunction {
         this.since = since;
     }
 
-    /** The NCCL release (major.minor) whose header first declared this entry point, as far as nccl4j knows. */
+    /**
+     * The NCCL release whose header first declared this entry point, as far as nccl4j knows.
+     *
+     * @return the release as {@code "major.minor"}, e.g. {@code "2.19"}
+     */
     public String since() {
         return since;
     }

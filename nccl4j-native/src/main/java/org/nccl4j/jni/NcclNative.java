@@ -55,257 +55,807 @@ public final class NcclNative {
 
     // ---- loader (used by NcclLibrary) ----
 
-    /** Opens {@code name} (a path or a file name for the system search); 0 or -1 with {@link #openMessage()}. */
+    /**
+     * Opens {@code name} with {@code dlopen} and resolves every entry point of {@link NcclFunction}; the library must
+     * export {@code ncclGetVersion}. Closes any library opened before.
+     *
+     * @param name a path, or a file name for the system's default library search
+     * @return 0 when opened, -1 when not (the reason is then in {@link #openMessage()})
+     */
     @Name("n4j_open") static native int open(String name);
 
-    /** Closes the loaded library (tests that switch libraries only). */
+    /**
+     * Closes the loaded library, if any (tests that switch libraries only; NCCL is never unloaded in use).
+     *
+     * @return always 0
+     */
     @Name("n4j_close") static native int close();
 
-    /** Why the last {@link #open} failed. */
+    /**
+     * Why the last {@link #open} failed.
+     *
+     * @return the {@code dlopen}/{@code dlsym} message, or an empty string when the last {@link #open} succeeded
+     */
     @Name("n4j_open_message") static native String openMessage();
 
-    /** Absolute path of the loaded library, or null. */
+    /**
+     * Absolute path of the loaded library: the file that defines {@code ncclGetVersion}, symbolic links resolved.
+     *
+     * @return the path, or null when no library is open
+     */
     @Name("n4j_loaded_path") static native String loadedPath();
 
-    /** 1 when a library is open. */
+    /**
+     * Whether an NCCL library is open.
+     *
+     * @return 1 when a library is open, 0 otherwise
+     */
     @Name("n4j_is_loaded") public static native int isLoaded();
 
-    /** Number of entry points the shim knows (the size of {@link NcclFunction}). */
+    /**
+     * Number of entry points the shim knows (the size of {@link NcclFunction}).
+     *
+     * @return the number of entry points in the shim's table
+     */
     @Name("n4j_function_count") static native int functionCount();
 
-    /** NCCL's name of entry point {@code index}. */
+    /**
+     * NCCL's name of entry point {@code index}.
+     *
+     * @param index position in the shim's table, which is {@link NcclFunction}'s ordinal
+     * @return the C symbol name, or null when {@code index} is out of range
+     */
     @Name("n4j_function_name") static native String functionName(int index);
 
-    /** 1 when the loaded NCCL exports entry point {@code index}. */
+    /**
+     * Whether the loaded NCCL exports entry point {@code index}.
+     *
+     * @param index position in the shim's table, which is {@link NcclFunction}'s ordinal
+     * @return 1 when the symbol was resolved, 0 when it is missing, no library is open or {@code index} is out of range
+     */
     @Name("n4j_has_function") static native int hasFunction(int index);
 
-    /** {@code errno} of the calling thread's last failed setenv/unsetenv (kept per thread). */
+    /**
+     * {@code errno} of the calling thread's last failed {@link #setenv}/{@link #unsetenv} (kept per thread).
+     *
+     * @return the C {@code errno} value (e.g. {@code EINVAL} = 22), or 0 when no call on this thread has failed
+     */
     @Name("n4j_errno") public static native int errno();
 
-    /** The shim's {@code NCCL_UNIQUE_ID_BYTES}. */
+    /**
+     * The shim's {@code NCCL_UNIQUE_ID_BYTES}.
+     *
+     * @return the size of {@code ncclUniqueId} the shim was built with, in bytes (128)
+     */
     @Name("n4j_unique_id_bytes") static native int uniqueIdBytes();
 
-    /** The shim's {@code sizeof(ncclConfig_t)}. */
+    /**
+     * The shim's {@code sizeof(ncclConfig_t)}.
+     *
+     * @return the size in bytes of the {@code ncclConfig_t} the shim passes to NCCL
+     */
     @Name("n4j_config_size") static native int configSize();
 
     // ---- process environment (NCCL reads its settings from it; Java cannot write it) ----
 
-    /** POSIX {@code setenv(name, value, overwrite)}; 0 or {@link #OS_ERROR}. */
+    /**
+     * POSIX {@code setenv(name, value, overwrite)} on the live process environment, which NCCL reads. Needs no NCCL
+     * library.
+     *
+     * @param name variable name (no {@code '='})
+     * @param value new value
+     * @param overwrite non-zero to replace an existing value, 0 to keep it
+     * @return 0, or {@link #OS_ERROR} with the reason in {@link #errno()}
+     */
     @Name("n4j_setenv") public static native int setenv(String name, String value, int overwrite);
 
-    /** POSIX {@code unsetenv(name)}; 0 or {@link #OS_ERROR}. */
+    /**
+     * POSIX {@code unsetenv(name)} on the live process environment. Needs no NCCL library.
+     *
+     * @param name variable name (no {@code '='})
+     * @return 0 (also when the variable was not set), or {@link #OS_ERROR} with the reason in {@link #errno()}
+     */
     @Name("n4j_unsetenv") public static native int unsetenv(String name);
 
-    /** POSIX {@code getenv(name)}: the live environment, unlike {@link System#getenv(String)}. */
+    /**
+     * POSIX {@code getenv(name)}: the live environment, unlike {@link System#getenv(String)}, which is a copy taken at
+     * JVM start. Needs no NCCL library.
+     *
+     * @param name variable name
+     * @return the value, or null when the variable is not set
+     */
     @Name("n4j_getenv") public static native String getenv(String name);
 
     // ---- version, ids, communicators ----
 
-    /** {@code ncclGetVersion(int* version)}. */
+    /**
+     * {@code ncclGetVersion(int* version)}.
+     *
+     * @param version one-element array that receives {@code NCCL_VERSION_CODE}: major*10000 + minor*100 + patch (e.g.
+     *         22703 for 2.27.3; releases before 2.9 use major*1000 + minor*100 + patch)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGetVersion") public static native int ncclGetVersion(int[] version);
 
-    /** {@code ncclGetUniqueId(ncclUniqueId* id)}: fills {@code id} (128 bytes). */
+    /**
+     * {@code ncclGetUniqueId(ncclUniqueId* uniqueId)}: a new id for one communicator's initialization, to be sent to
+     * every rank.
+     *
+     * @param id array of at least {@link #UNIQUE_ID_BYTES} bytes that receives the id
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGetUniqueId") public static native int ncclGetUniqueId(@Cast("signed char*") byte[] id);
 
-    /** {@code ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank)}. */
+    /**
+     * {@code ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank)}. Blocks until all
+     * {@code nranks} ranks have joined (unless inside a group); the CUDA device must be set on the calling thread.
+     *
+     * @param comm one-element array that receives the new {@code ncclComm_t} handle
+     * @param nranks number of ranks in the communicator
+     * @param id the {@code ncclUniqueId}: {@link #UNIQUE_ID_BYTES} bytes (a shorter array is read past its end)
+     * @param rank this caller's rank, 0 to {@code nranks - 1}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommInitRank") public static native int ncclCommInitRank(
             @Cast("int64_t*") long[] comm, int nranks, @Cast("const signed char*") byte[] id, int rank);
 
     /**
-     * {@code ncclCommInitRankConfig(comm, nranks, id, rank, config)}; {@code config} holds {@link #CFG_INTS}
-     * ints indexed by the {@code CFG_*} constants, or is null for NCCL's defaults.
+     * {@code ncclCommInitRankConfig(comm, nranks, commId, rank, config)}: {@link #ncclCommInitRank} with an
+     * {@code ncclConfig_t} that the shim fills from {@code config}, {@code netName} and {@code commName}.
+     *
+     * @param comm one-element array that receives the new {@code ncclComm_t} handle
+     * @param nranks number of ranks in the communicator
+     * @param id the {@code ncclUniqueId}: {@link #UNIQUE_ID_BYTES} bytes (a shorter array is read past its end)
+     * @param rank this caller's rank, 0 to {@code nranks - 1}
+     * @param config {@link #CFG_INTS} ints of {@code ncclConfig_t}, indexed by the {@code CFG_*} constants, each
+     *         {@link #CONFIG_UNDEF_INT} for NCCL's default; or null to pass no config (then {@code netName} and
+     *         {@code commName} are ignored)
+     * @param netName {@code ncclConfig_t.netName}: the network module to use, or null for NCCL's choice; the shim keeps
+     *         a copy for the life of the process
+     * @param commName {@code ncclConfig_t.commName}: a name for the communicator in NCCL's logs, or null; kept like
+     *         {@code netName}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
      */
     @Name("n4j_ncclCommInitRankConfig") public static native int ncclCommInitRankConfig(
             @Cast("int64_t*") long[] comm, int nranks, @Cast("const signed char*") byte[] id, int rank,
             @Cast("const int*") int[] config, String netName, String commName);
 
-    /** {@code ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist)}. */
+    /**
+     * {@code ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist)}: one communicator per device, all in
+     * this process.
+     *
+     * @param comms array of at least {@code ndev} elements that receives the handles, rank i at index i
+     * @param ndev number of devices (and ranks)
+     * @param devlist CUDA device numbers, rank i on {@code devlist[i]}; null for devices 0 to {@code ndev - 1}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommInitAll") public static native int ncclCommInitAll(
             @Cast("int64_t*") long[] comms, int ndev, @Cast("const int*") int[] devlist);
 
-    /** {@code ncclCommInitRankScalable(comm, nranks, rank, nIds, ids, config)}; {@code ids} holds nIds x 128 bytes. */
+    /**
+     * {@code ncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config)} (NCCL 2.23+): like
+     * {@link #ncclCommInitRankConfig} with several unique ids, to spread the bootstrap load.
+     *
+     * @param comm one-element array that receives the new {@code ncclComm_t} handle
+     * @param nranks number of ranks in the communicator
+     * @param rank this caller's rank, 0 to {@code nranks - 1}
+     * @param nIds number of unique ids, 1 to {@code nranks}; the same on every rank
+     * @param ids the {@code nIds} ids back to back, {@code nIds * }{@link #UNIQUE_ID_BYTES} bytes, in the same order on
+     *         every rank
+     * @param config {@link #CFG_INTS} ints of {@code ncclConfig_t}, indexed by the {@code CFG_*} constants, each
+     *         {@link #CONFIG_UNDEF_INT} for NCCL's default; or null to pass no config (then {@code netName} and
+     *         {@code commName} are ignored)
+     * @param netName {@code ncclConfig_t.netName}: the network module to use, or null for NCCL's choice; the shim keeps
+     *         a copy for the life of the process
+     * @param commName {@code ncclConfig_t.commName}: a name for the communicator in NCCL's logs, or null; kept like
+     *         {@code netName}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommInitRankScalable") public static native int ncclCommInitRankScalable(
             @Cast("int64_t*") long[] comm, int nranks, int rank, int nIds, @Cast("const signed char*") byte[] ids,
             @Cast("const int*") int[] config, String netName, String commName);
 
-    /** {@code ncclCommFinalize(comm)}. */
+    /**
+     * {@code ncclCommFinalize(comm)} (NCCL 2.14+): flushes the communicator's pending operations and frees its shared
+     * resources; call {@link #ncclCommDestroy} after it.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommFinalize") public static native int ncclCommFinalize(@Cast("void*") long comm);
 
-    /** {@code ncclCommDestroy(comm)}. */
+    /**
+     * {@code ncclCommDestroy(comm)}: frees the communicator's local resources. The handle is invalid after it.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommDestroy") public static native int ncclCommDestroy(@Cast("void*") long comm);
 
-    /** {@code ncclCommAbort(comm)}. */
+    /**
+     * {@code ncclCommAbort(comm)}: frees the communicator and aborts the operations still running on the device. The
+     * handle is invalid after it.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommAbort") public static native int ncclCommAbort(@Cast("void*") long comm);
 
-    /** {@code ncclCommSplit(comm, color, key, newcomm, config)}. */
+    /**
+     * {@code ncclCommSplit(comm, color, key, newcomm, config)} (NCCL 2.18+). Collective over {@code comm}.
+     *
+     * @param comm the parent communicator ({@code ncclComm_t} handle)
+     * @param color ranks passing the same non-negative color share a new communicator; {@code NCCL_SPLIT_NOCOLOR} (-1)
+     *         joins none
+     * @param key orders the ranks in the new communicator (smaller key, smaller rank; ties by parent rank)
+     * @param newcomm one-element array that receives the new handle, 0 for {@code NCCL_SPLIT_NOCOLOR}
+     * @param config {@link #CFG_INTS} ints of {@code ncclConfig_t}, indexed by the {@code CFG_*} constants, each
+     *         {@link #CONFIG_UNDEF_INT} for NCCL's default; or null to inherit the parent's config (then
+     *         {@code netName} and {@code commName} are ignored)
+     * @param netName {@code ncclConfig_t.netName}: the network module to use, or null for NCCL's choice; the shim keeps
+     *         a copy for the life of the process
+     * @param commName {@code ncclConfig_t.commName}: a name for the communicator in NCCL's logs, or null; kept like
+     *         {@code netName}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommSplit") public static native int ncclCommSplit(@Cast("void*") long comm, int color, int key,
             @Cast("int64_t*") long[] newcomm, @Cast("const int*") int[] config, String netName, String commName);
 
-    /** {@code ncclCommShrink(comm, excludeRanks, excludeCount, newcomm, config, shrinkFlags)}. */
+    /**
+     * {@code ncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags)} (NCCL 2.27+): a
+     * new communicator without the excluded ranks, the remaining ones renumbered without gaps.
+     *
+     * @param comm the parent communicator ({@code ncclComm_t} handle)
+     * @param excludeRanks ranks of {@code comm} to leave out
+     * @param excludeCount number of entries of {@code excludeRanks} to use
+     * @param newcomm one-element array that receives the new {@code ncclComm_t} handle
+     * @param config {@link #CFG_INTS} ints of {@code ncclConfig_t}, indexed by the {@code CFG_*} constants, each
+     *         {@link #CONFIG_UNDEF_INT} for NCCL's default; or null to inherit the parent's config (then
+     *         {@code netName} and {@code commName} are ignored)
+     * @param netName {@code ncclConfig_t.netName}: the network module to use, or null for NCCL's choice; the shim keeps
+     *         a copy for the life of the process
+     * @param commName {@code ncclConfig_t.commName}: a name for the communicator in NCCL's logs, or null; kept like
+     *         {@code netName}
+     * @param shrinkFlags {@code NCCL_SHRINK_DEFAULT} (0), or {@code NCCL_SHRINK_ABORT} (1) to abort the parent's
+     *         pending operations first (after a rank failure)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommShrink") public static native int ncclCommShrink(@Cast("void*") long comm,
             @Cast("int*") int[] excludeRanks, int excludeCount, @Cast("int64_t*") long[] newcomm,
             @Cast("const int*") int[] config, String netName, String commName, int shrinkFlags);
 
-    /** {@code ncclCommGetUniqueId(comm, id)}: an id for {@code ncclCommGrow}. */
+    /**
+     * {@code ncclCommGetUniqueId(comm, uniqueId)} (NCCL 2.29+): an id for one {@link #ncclCommGrow} of {@code comm},
+     * made by a single coordinating rank and sent to the joining ranks; usable once.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param id array of at least {@link #UNIQUE_ID_BYTES} bytes that receives the id
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommGetUniqueId") public static native int ncclCommGetUniqueId(@Cast("void*") long comm,
             @Cast("signed char*") byte[] id);
 
-    /** {@code ncclCommGrow(comm, nRanks, id, rank, newcomm, config)}; {@code id} may be null. */
+    /**
+     * {@code ncclCommGrow(comm, nRanks, uniqueId, rank, newcomm, config)} (NCCL 2.29+): a communicator with new ranks
+     * added. Existing ranks pass {@code comm}, rank -1 and (except the coordinator) a null id; new ranks pass
+     * {@code comm} 0, the coordinator's id and their rank.
+     *
+     * @param comm the parent communicator ({@code ncclComm_t} handle), or 0 on a joining rank
+     * @param nranks total number of ranks in the grown communicator (more than the parent has)
+     * @param id the id from {@link #ncclCommGetUniqueId}, {@link #UNIQUE_ID_BYTES} bytes; or null
+     * @param rank -1 on an existing rank (it keeps its rank); on a new rank its rank, at least the parent's size
+     * @param newcomm one-element array that receives the new {@code ncclComm_t} handle
+     * @param config {@link #CFG_INTS} ints of {@code ncclConfig_t}, indexed by the {@code CFG_*} constants, each
+     *         {@link #CONFIG_UNDEF_INT} for NCCL's default; or null to inherit the parent's config, or NCCL's defaults
+     *         on a new rank (then {@code netName} and {@code commName} are ignored)
+     * @param netName {@code ncclConfig_t.netName}: the network module to use, or null for NCCL's choice; the shim keeps
+     *         a copy for the life of the process
+     * @param commName {@code ncclConfig_t.commName}: a name for the communicator in NCCL's logs, or null; kept like
+     *         {@code netName}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommGrow") public static native int ncclCommGrow(@Cast("void*") long comm, int nranks,
             @Cast("const signed char*") byte[] id, int rank, @Cast("int64_t*") long[] newcomm,
             @Cast("const int*") int[] config, String netName, String commName);
 
-    /** {@code ncclCommRevoke(comm, revokeFlags)}. */
+    /**
+     * {@code ncclCommRevoke(comm, revokeFlags)} (NCCL 2.28.7+): stops the communicator's in-flight operations, so that
+     * it can then be destroyed, split or shrunk.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param flags {@code revokeFlags}: must be {@code NCCL_REVOKE_DEFAULT} (0)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommRevoke") public static native int ncclCommRevoke(@Cast("void*") long comm, int flags);
 
-    /** {@code ncclCommGetAsyncError(comm, ncclResult_t* asyncError)}. */
+    /**
+     * {@code ncclCommGetAsyncError(comm, ncclResult_t* asyncError)}: the communicator's asynchronous state, polled e.g.
+     * while a nonblocking call is {@code ncclInProgress}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param asyncError one-element array that receives the state as an {@code ncclResult_t}: 0 when healthy, 7
+     *         ({@code ncclInProgress}) while a nonblocking operation is still running, else the error
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommGetAsyncError") public static native int ncclCommGetAsyncError(@Cast("void*") long comm,
             int[] asyncError);
 
-    /** {@code ncclGetLastError(comm)}; null when the loaded NCCL lacks it. */
+    /**
+     * {@code ncclGetLastError(comm)}: NCCL's message for the last error.
+     *
+     * @param comm a communicator ({@code ncclComm_t} handle) or 0; current NCCL ignores it and reports the last error
+     *         of the process, which may come from an earlier or an asynchronous operation
+     * @return the message (empty when none has occurred), or null when no NCCL is loaded or it lacks the function
+     */
     @Name("n4j_ncclGetLastError") public static native String ncclGetLastError(@Cast("void*") long comm);
 
-    /** {@code ncclGetErrorString(result)}; null when the loaded NCCL lacks it. */
+    /**
+     * {@code ncclGetErrorString(result)}: NCCL's text for a status.
+     *
+     * @param result an {@code ncclResult_t} value, 0 to 8
+     * @return the text, or null when no NCCL is loaded or it lacks the function
+     */
     @Name("n4j_ncclGetErrorString") public static native String ncclGetErrorString(int result);
 
-    /** {@code ncclCommCount(comm, int* count)}. */
+    /**
+     * {@code ncclCommCount(comm, int* count)}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param count one-element array that receives the number of ranks
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommCount") public static native int ncclCommCount(@Cast("void*") long comm, int[] count);
 
-    /** {@code ncclCommCuDevice(comm, int* device)}. */
+    /**
+     * {@code ncclCommCuDevice(comm, int* device)}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param device one-element array that receives the CUDA device number the communicator uses
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommCuDevice") public static native int ncclCommCuDevice(@Cast("void*") long comm, int[] device);
 
-    /** {@code ncclCommUserRank(comm, int* rank)}. */
+    /**
+     * {@code ncclCommUserRank(comm, int* rank)}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param rank one-element array that receives this communicator's rank
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommUserRank") public static native int ncclCommUserRank(@Cast("void*") long comm, int[] rank);
 
     // ---- groups ----
 
-    /** {@code ncclGroupStart()}. */
+    /**
+     * {@code ncclGroupStart()}: the calls until the matching {@link #ncclGroupEnd} are fused into one operation (groups
+     * nest).
+     *
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGroupStart") public static native int ncclGroupStart();
 
-    /** {@code ncclGroupEnd()}. */
+    /**
+     * {@code ncclGroupEnd()}: ends a group and, for the outermost, launches its operations.
+     *
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGroupEnd") public static native int ncclGroupEnd();
 
-    /** {@code ncclGroupSimulateEnd(ncclSimInfo_t*)}: {@code estimatedTime[0]} receives the estimate (us). */
+    /**
+     * {@code ncclGroupSimulateEnd(ncclSimInfo_t* simInfo)} (NCCL 2.22+): ends the group like {@link #ncclGroupEnd} but
+     * launches nothing, returning NCCL's estimate of its time instead.
+     *
+     * @param estimatedTime one-element array that receives {@code ncclSimInfo_t.estimatedTime}, NCCL's model estimate
+     *         in microseconds ({@code -1} if NCCL filled in none); or null to discard it
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGroupSimulateEnd") public static native int ncclGroupSimulateEnd(float[] estimatedTime);
 
     // ---- collectives and point-to-point ----
 
-    /** {@code ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream)}. */
+    /**
+     * {@code ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream)}: every rank gets the reduction of
+     * all ranks' inputs. Enqueued on {@code stream}; returns before it runs.
+     *
+     * @param sendbuff device address of the {@code count}-element input
+     * @param recvbuff device address of the {@code count}-element output; equal to {@code sendbuff} for in place
+     * @param count number of elements (not bytes) in each buffer
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param op reduction: an {@code ncclRedOp_t} value, 0 to 4 ({@code ncclSum}, {@code ncclProd}, {@code ncclMax},
+     *         {@code ncclMin}, {@code ncclAvg}) or one made by {@link #ncclRedOpCreatePreMulSum}
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclAllReduce") public static native int ncclAllReduce(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype, int op,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream)}. */
+    /**
+     * {@code ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream)}: the root's input is copied to
+     * every rank's output. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the input; read on the root only
+     * @param recvbuff device address of the {@code count}-element output; equal to {@code sendbuff} for in place
+     * @param count number of elements (not bytes)
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param root rank (in {@code comm}, not a CUDA device number) of the root (the source)
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclBroadcast") public static native int ncclBroadcast(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype, int root,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)}. */
+    /**
+     * {@code ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)}: the reduction of all ranks'
+     * inputs lands on the root. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the {@code count}-element input
+     * @param recvbuff device address of the {@code count}-element output; used on the root only (may be 0 elsewhere)
+     * @param count number of elements (not bytes)
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param op reduction: an {@code ncclRedOp_t} value, 0 to 4 ({@code ncclSum}, {@code ncclProd}, {@code ncclMax},
+     *         {@code ncclMin}, {@code ncclAvg}) or one made by {@link #ncclRedOpCreatePreMulSum}
+     * @param root rank (in {@code comm}, not a CUDA device number) of the root (the destination)
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclReduce") public static native int ncclReduce(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype, int op, int root,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream)}. */
+    /**
+     * {@code ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream)}: rank i's input lands at element
+     * {@code i * sendcount} of every rank's output. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the {@code sendcount}-element input
+     * @param recvbuff device address of the output, {@code nranks * sendcount} elements; in place when
+     *         {@code sendbuff == recvbuff + rank * sendcount * elementSize}
+     * @param sendcount number of elements (not bytes) each rank contributes
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclAllGather") public static native int ncclAllGather(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long sendcount, int datatype,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream)}. */
+    /**
+     * {@code ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream)}: the reduction of all
+     * inputs, rank i getting block i. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the input, {@code nranks * recvcount} elements
+     * @param recvbuff device address of the {@code recvcount}-element output; in place when
+     *         {@code recvbuff == sendbuff + rank * recvcount * elementSize}
+     * @param recvcount number of elements (not bytes) each rank receives
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param op reduction: an {@code ncclRedOp_t} value, 0 to 4 ({@code ncclSum}, {@code ncclProd}, {@code ncclMax},
+     *         {@code ncclMin}, {@code ncclAvg}) or one made by {@link #ncclRedOpCreatePreMulSum}
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclReduceScatter") public static native int ncclReduceScatter(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long recvcount, int datatype, int op,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream)} (NCCL 2.28+). */
+    /**
+     * {@code ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream)} (NCCL 2.28+): block j of the input goes
+     * to rank j, and block i of the output comes from rank i. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the input, {@code nranks * count} elements
+     * @param recvbuff device address of the output, {@code nranks * count} elements
+     * @param count number of elements (not bytes) per block, i.e. sent to each rank
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclAlltoAll") public static native int ncclAlltoAll(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+). */
+    /**
+     * {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+): rank i's input lands at
+     * element {@code i * count} of the root's output. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the {@code count}-element input
+     * @param recvbuff device address of the output, {@code nranks * count} elements; used on the root only
+     * @param count number of elements (not bytes) each rank sends
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param root rank (in {@code comm}, not a CUDA device number) of the root (the destination)
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclGather") public static native int ncclGather(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype, int root,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+). */
+    /**
+     * {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+): block i of the root's
+     * input goes to rank i. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the input, {@code nranks * count} elements; used on the root only
+     * @param recvbuff device address of the {@code count}-element output
+     * @param count number of elements (not bytes) each rank receives
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param root rank (in {@code comm}, not a CUDA device number) of the root (the source)
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclScatter") public static native int ncclScatter(@Cast("const void*") long sendbuff,
             @Cast("void*") long recvbuff, @Cast("size_t") long count, int datatype, int root,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclSend(sendbuff, count, datatype, peer, comm, stream)}. */
+    /**
+     * {@code ncclSend(sendbuff, count, datatype, peer, comm, stream)} (NCCL 2.7+): the peer must post a matching
+     * {@link #ncclRecv}; concurrent sends and receives belong in one group. Enqueued on {@code stream}.
+     *
+     * @param sendbuff device address of the {@code count}-element data to send
+     * @param count number of elements (not bytes); the same as the peer's receive
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2});
+     *         the same as the peer's receive
+     * @param peer rank (in {@code comm}) to send to
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclSend") public static native int ncclSend(@Cast("const void*") long sendbuff,
             @Cast("size_t") long count, int datatype, int peer, @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclRecv(recvbuff, count, datatype, peer, comm, stream)}. */
+    /**
+     * {@code ncclRecv(recvbuff, count, datatype, peer, comm, stream)} (NCCL 2.7+): the peer must post a matching
+     * {@link #ncclSend}. Enqueued on {@code stream}.
+     *
+     * @param recvbuff device address that receives {@code count} elements
+     * @param count number of elements (not bytes); the same as the peer's send
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2});
+     *         the same as the peer's send
+     * @param peer rank (in {@code comm}) to receive from
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclRecv") public static native int ncclRecv(@Cast("void*") long recvbuff,
             @Cast("size_t") long count, int datatype, int peer, @Cast("void*") long comm, @Cast("void*") long stream);
 
     // ---- reduction operators ----
 
-    /** {@code ncclRedOpCreatePreMulSum(op, scalar, datatype, residence, comm)} with the scalar at a device or host address. */
+    /**
+     * {@code ncclRedOpCreatePreMulSum(op, scalar, datatype, residence, comm)} (NCCL 2.11+): a sum that first multiplies
+     * each input by a scalar, for collectives of {@code comm} and {@code datatype} only. Destroy it with
+     * {@link #ncclRedOpDestroy}.
+     *
+     * @param op one-element array that receives the new {@code ncclRedOp_t} value
+     * @param scalar address of one {@code datatype} element: device memory for {@code ncclScalarDevice}, read when each
+     *         collective runs; host memory for {@code ncclScalarHostImmediate}, read before the call returns
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2});
+     *         also the scalar's type
+     * @param residence {@code ncclScalarResidence_t}: 0 = {@code ncclScalarDevice}, 1 = {@code ncclScalarHostImmediate}
+     * @param comm communicator ({@code ncclComm_t} handle) the operator belongs to
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclRedOpCreatePreMulSum") public static native int ncclRedOpCreatePreMulSum(int[] op,
             @Cast("void*") long scalar, int datatype, int residence, @Cast("void*") long comm);
 
     /**
-     * {@code ncclRedOpCreatePreMulSum} with {@code ncclScalarHostImmediate}: the scalar's bits (in the low
-     * bytes for types narrower than 8 bytes) are passed by value and read by NCCL before it returns.
+     * {@code ncclRedOpCreatePreMulSum} with {@code ncclScalarHostImmediate}: the scalar's bits (in the low bytes for
+     * types narrower than 8 bytes) are passed by value and read by NCCL before it returns.
+     *
+     * @param op one-element array that receives the new {@code ncclRedOp_t} value
+     * @param scalarBits the scalar's bit pattern in {@code datatype}, e.g. {@link Double#doubleToRawLongBits} for
+     *         {@code ncclFloat64} or {@link Float#floatToRawIntBits} for {@code ncclFloat32}, in the low bytes
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2});
+     *         also the scalar's type
+     * @param comm communicator ({@code ncclComm_t} handle) the operator belongs to
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
      */
     @Name("n4j_ncclRedOpCreatePreMulSumHost") public static native int ncclRedOpCreatePreMulSumHost(int[] op,
             @Cast("int64_t") long scalarBits, int datatype, @Cast("void*") long comm);
 
-    /** {@code ncclRedOpDestroy(op, comm)}. */
+    /**
+     * {@code ncclRedOpDestroy(op, comm)} (NCCL 2.11+): frees an operator from {@link #ncclRedOpCreatePreMulSum};
+     * allowed as soon as the last call that used it has returned.
+     *
+     * @param op the {@code ncclRedOp_t} value to destroy
+     * @param comm the communicator ({@code ncclComm_t} handle) it was created with
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclRedOpDestroy") public static native int ncclRedOpDestroy(int op, @Cast("void*") long comm);
 
     // ---- registration and memory ----
 
-    /** {@code ncclCommRegister(comm, buff, size, void** handle)}. */
+    /**
+     * {@code ncclCommRegister(comm, buff, size, void** handle)} (NCCL 2.19+): registers a buffer for zero-copy
+     * communication.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param buff device address of the buffer
+     * @param size size of the buffer in bytes
+     * @param handle one-element array that receives the registration handle, for {@link #ncclCommDeregister}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommRegister") public static native int ncclCommRegister(@Cast("void*") long comm,
             @Cast("void*") long buff, @Cast("size_t") long size, @Cast("int64_t*") long[] handle);
 
-    /** {@code ncclCommDeregister(comm, handle)}. */
+    /**
+     * {@code ncclCommDeregister(comm, handle)} (NCCL 2.19+).
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle) the buffer was registered with
+     * @param handle the handle from {@link #ncclCommRegister}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommDeregister") public static native int ncclCommDeregister(@Cast("void*") long comm,
             @Cast("void*") long handle);
 
-    /** {@code ncclCommWindowRegister(comm, buff, size, ncclWindow_t* win, winFlags)}. */
+    /**
+     * {@code ncclCommWindowRegister(comm, buff, size, ncclWindow_t* win, winFlags)} (NCCL 2.27+): registers a buffer as
+     * a window, collectively over {@code comm}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param buff device address of the buffer, e.g. from {@link #ncclMemAlloc}
+     * @param size size of the buffer in bytes; may differ across ranks
+     * @param window one-element array that receives the {@code ncclWindow_t} handle (inside a group, not before
+     *         {@link #ncclGroupEnd})
+     * @param flags {@code winFlags}: {@code NCCL_WIN_DEFAULT} (0), or a bitwise or of {@code NCCL_WIN_COLL_SYMMETRIC}
+     *         (1) and {@code NCCL_WIN_STRICT_ORDERING} (2)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommWindowRegister") public static native int ncclCommWindowRegister(@Cast("void*") long comm,
             @Cast("void*") long buff, @Cast("size_t") long size, @Cast("int64_t*") long[] window, int flags);
 
-    /** {@code ncclCommWindowDeregister(comm, win)}. */
+    /**
+     * {@code ncclCommWindowDeregister(comm, win)} (NCCL 2.27+): local to this rank; no NCCL operation may still use the
+     * window.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle) the window was registered with
+     * @param window the {@code ncclWindow_t} handle from {@link #ncclCommWindowRegister}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommWindowDeregister") public static native int ncclCommWindowDeregister(@Cast("void*") long comm,
             @Cast("void*") long window);
 
-    /** {@code ncclMemAlloc(void** ptr, size)}. */
+    /**
+     * {@code ncclMemAlloc(void** ptr, size)} (NCCL 2.19+): device memory suited to NCCL's registration and
+     * symmetric-memory optimizations, on the current CUDA device. Free it with {@link #ncclMemFree}.
+     *
+     * @param ptr one-element array that receives the device address
+     * @param size bytes requested (NCCL may round the allocation up to its granularity)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclMemAlloc") public static native int ncclMemAlloc(@Cast("int64_t*") long[] ptr,
             @Cast("size_t") long size);
 
-    /** {@code ncclMemFree(ptr)}. */
+    /**
+     * {@code ncclMemFree(ptr)} (NCCL 2.19+).
+     *
+     * @param ptr a device address from {@link #ncclMemAlloc}
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclMemFree") public static native int ncclMemFree(@Cast("void*") long ptr);
 
     // ---- suspend/resume, statistics, windows, one-sided ----
 
-    /** {@code ncclCommSuspend(comm, flags)}. */
+    /**
+     * {@code ncclCommSuspend(comm, flags)} (NCCL 2.29.7+): releases resources of an idle communicator, which cannot be
+     * used until {@link #ncclCommResume}.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param flags what to release: {@code NCCL_SUSPEND_MEM} (1) = the dynamic GPU memory allocations
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommSuspend") public static native int ncclCommSuspend(@Cast("void*") long comm, int flags);
 
-    /** {@code ncclCommResume(comm)}. */
+    /**
+     * {@code ncclCommResume(comm)} (NCCL 2.29.7+): restores what {@link #ncclCommSuspend} released.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommResume") public static native int ncclCommResume(@Cast("void*") long comm);
 
-    /** {@code ncclCommMemStats(comm, stat, uint64_t* value)}. */
+    /**
+     * {@code ncclCommMemStats(comm, stat, uint64_t* value)} (NCCL 2.29.7+).
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle)
+     * @param stat an {@code ncclCommMemStat_t} value: 0 = GPU memory that suspend can release (bytes), 1 = whether it
+     *         is suspended (0 or 1), 2 = GPU memory that stays (bytes), 3 = all GPU memory NCCL tracks (bytes)
+     * @param value one-element array that receives the statistic (an unsigned 64-bit value)
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclCommMemStats") public static native int ncclCommMemStats(@Cast("void*") long comm, int stat,
             @Cast("int64_t*") long[] value);
 
-    /** {@code ncclWinGetUserPtr(comm, win, void** ptr)}. */
+    /**
+     * {@code ncclWinGetUserPtr(comm, win, void** outUserPtr)} (NCCL 2.29+): the buffer a window was registered with.
+     *
+     * @param comm the communicator ({@code ncclComm_t} handle) the window belongs to
+     * @param window the {@code ncclWindow_t} handle
+     * @param ptr one-element array that receives the buffer's device address
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclWinGetUserPtr") public static native int ncclWinGetUserPtr(@Cast("void*") long comm,
             @Cast("void*") long window, @Cast("int64_t*") long[] ptr);
 
-    /** {@code ncclPutSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm, stream)}. */
+    /**
+     * {@code ncclPutSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm, stream)}
+     * (NCCL 2.29+): one-sided write into the peer's window, followed by a signal to it. Enqueued on {@code stream}.
+     *
+     * @param localbuff device address of the {@code count}-element data to write
+     * @param count number of elements (not bytes)
+     * @param datatype the element type, an {@code ncclDataType_t}: 0 ({@code ncclInt8}) to 11 ({@code ncclFloat8e5m2})
+     * @param peer rank (in {@code comm}) whose window is written
+     * @param peerWindow the window to write into ({@code ncclWindow_t} handle from the collective
+     *         {@link #ncclCommWindowRegister})
+     * @param peerWindowOffset offset in bytes from the start of the peer's window
+     * @param sigIdx signal index; NCCL requires 0 for now
+     * @param ctx context; NCCL requires 0 for now
+     * @param flags reserved, must be 0 (passed to NCCL as {@code unsigned int})
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclPutSignal") public static native int ncclPutSignal(@Cast("const void*") long localbuff,
             @Cast("size_t") long count, int datatype, int peer, @Cast("void*") long peerWindow,
             @Cast("size_t") long peerWindowOffset, int sigIdx, int ctx, int flags,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclSignal(peer, sigIdx, ctx, flags, comm, stream)}. */
+    /**
+     * {@code ncclSignal(peer, sigIdx, ctx, flags, comm, stream)} (NCCL 2.29+): a signal to the peer, with no data.
+     * Enqueued on {@code stream}.
+     *
+     * @param peer rank (in {@code comm}) to signal
+     * @param sigIdx signal index; NCCL requires 0 for now
+     * @param ctx context; NCCL requires 0 for now
+     * @param flags reserved, must be 0 (passed to NCCL as {@code unsigned int})
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclSignal") public static native int ncclSignal(int peer, int sigIdx, int ctx, int flags,
             @Cast("void*") long comm, @Cast("void*") long stream);
 
-    /** {@code ncclWaitSignal(nDesc, descs, comm, stream)}; {@code descs} holds nDesc x (opCnt, peer, sigIdx, ctx). */
+    /**
+     * {@code ncclWaitSignal(nDesc, signalDescs, comm, stream)} (NCCL 2.29+): the stream waits until the described
+     * signals have arrived.
+     *
+     * @param nDesc number of descriptors in {@code descs}
+     * @param descs {@code nDesc} {@code ncclWaitSignalDesc_t}s flattened, 4 ints each: opCnt (signals to wait for),
+     *         peer, sigIdx, ctx; so at least {@code 4 * nDesc} ints
+     * @param comm communicator handle ({@code ncclComm_t})
+     * @param stream the CUDA stream ({@code cudaStream_t} handle) to enqueue on; 0 is the legacy default stream
+     * @return NCCL's {@code ncclResult_t} (0 = {@code ncclSuccess}, 7 = {@code ncclInProgress} on a nonblocking
+     *         communicator, other values errors), or {@link #NOT_LOADED} or {@link #MISSING_SYMBOL}
+     */
     @Name("n4j_ncclWaitSignal") public static native int ncclWaitSignal(int nDesc, @Cast("const int*") int[] descs,
             @Cast("void*") long comm, @Cast("void*") long stream);
 }

@@ -95,7 +95,15 @@ public final class Elements {
 
     // ------------------------------------------------------------------ host encoding
 
-    /** Writes {@code v} as one element of {@code t} at the buffer's position (little-endian). */
+    /**
+     * Writes {@code v} as one element of {@code t} at the buffer's position, which advances by the element size.
+     * The bytes are little-endian when {@code b} is set so, as nccl4j-perf's buffers are.
+     *
+     * @param b the buffer
+     * @param t the element type
+     * @param v the value; integer types take it truncated toward zero, floating types rounded to nearest even
+     *         (fp16 and fp8 saturate at their largest finite value)
+     */
     public static void put(ByteBuffer b, DataType t, double v) {
         switch (t) {
             case INT8: case UINT8: b.put((byte) (long) v); break;
@@ -111,7 +119,14 @@ public final class Elements {
         }
     }
 
-    /** Reads one element of {@code t} at absolute byte {@code index} as a double (unsigned types as unsigned). */
+    /**
+     * Reads one element of {@code t} at absolute byte {@code index} as a double (unsigned types as unsigned).
+     *
+     * @param b the buffer; its position is not changed
+     * @param t the element type
+     * @param index the element's first byte, an absolute index into {@code b}
+     * @return the value
+     */
     public static double get(ByteBuffer b, DataType t, int index) {
         switch (t) {
             case INT8: return b.get(index);

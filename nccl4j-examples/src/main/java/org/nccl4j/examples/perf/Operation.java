@@ -33,14 +33,23 @@ import java.util.Locale;
  * twice.
  */
 public enum Operation {
+    /** {@code ncclAllReduce} (nccl-tests' all_reduce_perf). */
     ALL_REDUCE("all_reduce", true, false),
+    /** {@code ncclAllGather} (all_gather_perf). */
     ALL_GATHER("all_gather", false, false),
+    /** {@code ncclReduceScatter} (reduce_scatter_perf). */
     REDUCE_SCATTER("reduce_scatter", true, false),
+    /** {@code ncclBroadcast} (broadcast_perf). */
     BROADCAST("broadcast", false, true),
+    /** {@code ncclReduce} (reduce_perf). */
     REDUCE("reduce", true, true),
+    /** {@code ncclSend} to rank + 1 and {@code ncclRecv} from rank - 1, in a ring (sendrecv_perf). */
     SENDRECV("sendrecv", false, false),
+    /** {@code ncclAlltoAll} (alltoall_perf). */
     ALLTOALL("alltoall", false, false),
+    /** {@code ncclGather} (gather_perf). */
     GATHER("gather", false, true),
+    /** {@code ncclScatter} (scatter_perf). */
     SCATTER("scatter", false, true);
 
     private final String perfName;

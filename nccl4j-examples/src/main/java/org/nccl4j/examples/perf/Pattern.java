@@ -21,6 +21,9 @@ public final class Pattern {
      * The input of rank {@code q} at element {@code i} of its send buffer.
      *
      * @param op the operator for reducing operations, null for the others
+     * @param q the rank that writes the input
+     * @param i the element index in the send buffer
+     * @return the value, a whole number from 0 to 7
      */
     public static double input(ReduceOp op, int q, long i) {
         if (op == null) {
@@ -38,7 +41,15 @@ public final class Pattern {
         }
     }
 
-    /** The reduction over all {@code nranks} ranks of their inputs at element {@code i}. */
+    /**
+     * The reduction over all {@code nranks} ranks of their inputs at element {@code i}.
+     *
+     * @param op the operator, not null
+     * @param t the data type (avg divides exactly for floating types and rounds down for integer ones)
+     * @param nranks ranks in the communicator
+     * @param i the element index
+     * @return the exact reduced value
+     */
     public static double reduced(ReduceOp op, DataType t, int nranks, long i) {
         double acc;
         switch (op.code()) {
@@ -111,12 +122,27 @@ public final class Pattern {
         }
     }
 
-    /** @return whether rank {@code rank} has a result to check */
+    /**
+     * Whether rank {@code rank} has a result to check: all but the non-root ranks of reduce and gather.
+     *
+     * @param o the operation
+     * @param rank the rank in question
+     * @param root the root (rooted operations)
+     * @return whether rank {@code rank} has a result to check
+     */
     public static boolean checked(Operation o, int rank, int root) {
         return !((o == Operation.REDUCE || o == Operation.GATHER) && rank != root);
     }
 
-    /** The largest accepted difference between a result and its expected value. */
+    /**
+     * The largest accepted difference between a result and its expected value.
+     *
+     * @param t the data type
+     * @param op the operator, or null for operations that do not reduce
+     * @param expected the expected value
+     * @return 0 (exact) except for avg on floating types, where it is a relative tolerance of the type's precision
+     *         times {@code max(1, |expected|)}
+     */
     public static double tolerance(DataType t, ReduceOp op, double expected) {
         if (op == null || op.code() != 4 || !t.isFloating()) {
             return 0;

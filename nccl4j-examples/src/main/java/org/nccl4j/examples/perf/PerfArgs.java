@@ -308,6 +308,10 @@ public final class PerfArgs {
      * The sizes to measure, as nccl-tests walks them: from {@code min}, multiplied by {@code factor} when it is
      * above 1, else increased by {@code step}, while not above {@code max}.
      *
+     * @param min the first size in bytes ({@code -b})
+     * @param max the largest size in bytes ({@code -e})
+     * @param factor the multiplier ({@code -f}); 1 or less to step by {@code step} instead
+     * @param step the increment in bytes ({@code -i}), used when {@code factor} is 1 or less
      * @return the sizes in bytes
      */
     public static List<Long> ladder(long min, long max, long factor, long step) {

@@ -20,7 +20,21 @@ package org.nccl4j.examples.perf;
 public record Result(Operation operation, long size, long count, String type, String redop, int root,
         boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes) {
 
-    /** A result without an allocation figure. */
+    /**
+     * A result without an allocation figure ({@code allocBytes} is NaN).
+     *
+     * @param operation the operation
+     * @param size the "size" column in bytes
+     * @param count the "count" column (the count given to NCCL)
+     * @param type nccl-tests' type name
+     * @param redop the operator's name, or "none"
+     * @param root the root, or -1
+     * @param inPlace whether the run was in place
+     * @param timeUs microseconds per operation
+     * @param algbw size / time in GB/s
+     * @param busbw algbw x the operation's bus factor
+     * @param wrong elements found wrong over all ranks, or -1 when not checked (N/A)
+     */
     public Result(Operation operation, long size, long count, String type, String redop, int root, boolean inPlace,
             double timeUs, double algbw, double busbw, long wrong) {
         this(operation, size, count, type, redop, root, inPlace, timeUs, algbw, busbw, wrong, Double.NaN);
