@@ -38,10 +38,20 @@
 #define N4J_UNIQUE_ID_BYTES 128
 #define N4J_API_MAGIC 0xcafebeefu
 #define N4J_CONFIG_UNDEF_INT INT_MIN
-/* The ncclConfig_t layout written here is the one of NCCL 2.31 (fields appended in order since 2.14).
- * NCCL copies min(size, its own sizeof) bytes and ignores the fields newer than itself, so one layout
- * serves every NCCL >= 2.14. */
-#define N4J_CONFIG_VERSION 23100
+/* The ncclConfig_t layout written here is NCCL 2.30.7's (ncclConfig_v23000 in its nccl.h, the newest release),
+ * and 'version' is NCCL_VERSION(2,30,7). One layout serves every NCCL >= 2.14 because
+ *  - NCCL has only ever appended fields to ncclConfig_t (2.14.3: blocking; 2.17.1: cgaClusterSize, minCTAs,
+ *    maxCTAs, netName; 2.18.1: splitShare; 2.26.2: trafficClass; 2.27.3: commName, collnetEnable, CTAPolicy,
+ *    shrinkShare, nvlsCTAs; 2.28.3: nChannelsPerNetPeer, nvlinkCentricSched; 2.29.2: graphUsageMode,
+ *    numRmaCtx; 2.30.3: maxP2pPeers; 2.30.7: graphStreamOrdering), so every older layout is a prefix of this one;
+ *  - every NCCL since 2.14 copies min(config->size, its own sizeof(ncclConfig_t)) bytes of the config it is
+ *    given (ncclCommInitRankConfig, split, shrink, grow, scalable init), and since 2.17 resets to its defaults
+ *    the fields newer than config->version;
+ * so an older NCCL reads the prefix it knows and never sees the rest: a field it lacks is silently ignored
+ * (nccl4j-core refuses to pass a set field to an NCCL older than that field). Nothing may be declared here that
+ * NCCL does not declare: a later NCCL appending a different field at that offset would read our value as its
+ * own. The offsets are checked below. */
+#define N4J_CONFIG_VERSION 23007
 
 typedef struct { char internal[N4J_UNIQUE_ID_BYTES]; } n4j_unique_id;
 
@@ -67,16 +77,26 @@ typedef struct {
   int numRmaCtx;
   int maxP2pPeers;
   int graphStreamOrdering;
-  int launchOrderImplicit;
-  int numRmaSig;
-  int rmaEagerInit;
-  int hostCftMode;
-  int nvlsHostMode;
 } n4j_config;
+
+/* ncclConfig_t's offsets and size on LP64, as NCCL 2.30.7 lays it out (this header is compiled as C++ by JavaCPP). */
+#ifdef __cplusplus
+#define N4J_STATIC_ASSERT(cond, what) static_assert(cond, what)
+#else
+#define N4J_STATIC_ASSERT(cond, what) _Static_assert(cond, what)
+#endif
+N4J_STATIC_ASSERT(offsetof(n4j_config, blocking) == 16, "ncclConfig_t.blocking");
+N4J_STATIC_ASSERT(offsetof(n4j_config, netName) == 32, "ncclConfig_t.netName");
+N4J_STATIC_ASSERT(offsetof(n4j_config, splitShare) == 40, "ncclConfig_t.splitShare");
+N4J_STATIC_ASSERT(offsetof(n4j_config, trafficClass) == 44, "ncclConfig_t.trafficClass");
+N4J_STATIC_ASSERT(offsetof(n4j_config, commName) == 48, "ncclConfig_t.commName");
+N4J_STATIC_ASSERT(offsetof(n4j_config, collnetEnable) == 56, "ncclConfig_t.collnetEnable");
+N4J_STATIC_ASSERT(offsetof(n4j_config, graphStreamOrdering) == 92, "ncclConfig_t.graphStreamOrdering");
+N4J_STATIC_ASSERT(sizeof(n4j_config) == 96, "sizeof(ncclConfig_t)");
 
 /* The order of the int fields that Java passes in its int[] config (NcclNative.CFG_*): every int field of
  * n4j_config after 'version', netName and commName excluded. */
-#define N4J_CONFIG_INTS 21
+#define N4J_CONFIG_INTS 16
 
 typedef struct {
   size_t size;
@@ -298,11 +318,6 @@ static n4j_config* n4j_make_config(n4j_config* c, const int* ints, const char* n
   c->numRmaCtx = ints[13];
   c->maxP2pPeers = ints[14];
   c->graphStreamOrdering = ints[15];
-  c->launchOrderImplicit = ints[16];
-  c->numRmaSig = ints[17];
-  c->rmaEagerInit = ints[18];
-  c->hostCftMode = ints[19];
-  c->nvlsHostMode = ints[20];
   return c;
 }
 

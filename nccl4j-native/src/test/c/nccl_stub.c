@@ -8,29 +8,40 @@
  * them and refuse any other handle with ncclInvalidArgument.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
 
+#ifndef STUB_VERSION /* the build may set it: libnccl-stub-2.30.7.so is the full stub reporting 23007 */
 #ifdef STUB_OLD
 #define STUB_VERSION 21903
 #else
 #define STUB_VERSION 22803
 #endif
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 
 typedef struct { char internal[128]; } stub_uid;
+/* ncclConfig_t as NCCL 2.30.7 declares it (the newest layout). The offsets are asserted independently of the
+ * shim's copy of the struct, so that the stub's record of each field proves where the shim wrote it. */
 typedef struct {
   size_t size; unsigned int magic; unsigned int version;
   int blocking; int cgaClusterSize; int minCTAs; int maxCTAs; const char* netName; int splitShare;
   int trafficClass; const char* commName; int collnetEnable; int CTAPolicy; int shrinkShare; int nvlsCTAs;
   int nChannelsPerNetPeer; int nvlinkCentricSched; int graphUsageMode; int numRmaCtx; int maxP2pPeers;
-  int graphStreamOrdering; int launchOrderImplicit; int numRmaSig; int rmaEagerInit; int hostCftMode;
-  int nvlsHostMode;
+  int graphStreamOrdering;
 } stub_config;
+#define STUB_AT(field, offset) _Static_assert(offsetof(stub_config, field) == (offset), #field)
+STUB_AT(size, 0); STUB_AT(magic, 8); STUB_AT(version, 12); STUB_AT(blocking, 16); STUB_AT(cgaClusterSize, 20);
+STUB_AT(minCTAs, 24); STUB_AT(maxCTAs, 28); STUB_AT(netName, 32); STUB_AT(splitShare, 40); STUB_AT(trafficClass, 44);
+STUB_AT(commName, 48); STUB_AT(collnetEnable, 56); STUB_AT(CTAPolicy, 60); STUB_AT(shrinkShare, 64);
+STUB_AT(nvlsCTAs, 68); STUB_AT(nChannelsPerNetPeer, 72); STUB_AT(nvlinkCentricSched, 76); STUB_AT(graphUsageMode, 80);
+STUB_AT(numRmaCtx, 84); STUB_AT(maxP2pPeers, 88); STUB_AT(graphStreamOrdering, 92);
+_Static_assert(sizeof(stub_config) == 96, "sizeof(ncclConfig_t)");
 typedef struct { size_t size; unsigned int magic; unsigned int version; float estimatedTime; } stub_sim_info;
 typedef struct { int opCnt; int peer; int sigIdx; int ctx; } stub_wait_desc;
 
@@ -100,14 +111,12 @@ static void config_text(const stub_config* c, char* out, size_t n) {
            "config.size=%zu config.magic=0x%x config.version=%u blocking=%d cgaClusterSize=%d minCTAs=%d "
            "maxCTAs=%d netName=%s splitShare=%d trafficClass=%d commName=%s collnetEnable=%d CTAPolicy=%d "
            "shrinkShare=%d nvlsCTAs=%d nChannelsPerNetPeer=%d nvlinkCentricSched=%d graphUsageMode=%d "
-           "numRmaCtx=%d maxP2pPeers=%d graphStreamOrdering=%d launchOrderImplicit=%d numRmaSig=%d "
-           "rmaEagerInit=%d hostCftMode=%d nvlsHostMode=%d",
+           "numRmaCtx=%d maxP2pPeers=%d graphStreamOrdering=%d",
            c->size, c->magic, c->version, c->blocking, c->cgaClusterSize, c->minCTAs, c->maxCTAs,
            c->netName ? c->netName : "(null)", c->splitShare, c->trafficClass,
            c->commName ? c->commName : "(null)", c->collnetEnable, c->CTAPolicy, c->shrinkShare, c->nvlsCTAs,
            c->nChannelsPerNetPeer, c->nvlinkCentricSched, c->graphUsageMode, c->numRmaCtx, c->maxP2pPeers,
-           c->graphStreamOrdering, c->launchOrderImplicit, c->numRmaSig, c->rmaEagerInit, c->hostCftMode,
-           c->nvlsHostMode);
+           c->graphStreamOrdering);
 }
 
 /* ---------------- version, ids, communicators ---------------- */

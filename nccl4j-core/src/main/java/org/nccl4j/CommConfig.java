@@ -1,14 +1,44 @@
 package org.nccl4j;
 
+import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
 
 /**
  * A communicator's configuration ({@code ncclConfig_t}): every field left unset keeps NCCL's default.
  * Immutable; build with {@link #builder()}.
+ *
+ * <p>nccl4j passes NCCL 2.30.7's {@code ncclConfig_t}. An older NCCL reads only the fields its own
+ * {@code ncclConfig_t} has and silently ignores the rest, so a communicator is not made with a field set that
+ * the loaded NCCL is older than: {@link Communicator#create(int, int, UniqueId, int, CommConfig)} and
+ * {@link Communicator#split(int, int, CommConfig)} throw {@link IllegalArgumentException} naming the field, the
+ * loaded version and the first release that has it (the NCCL release tags show: blocking 2.14.3;
+ * cgaClusterSize, minCTAs, maxCTAs, netName 2.17.1; splitShare 2.18.1; trafficClass 2.26.2; commName,
+ * collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs 2.27.3; nChannelsPerNetPeer, nvlinkCentricSched 2.28.3;
+ * graphUsageMode, numRmaCtx 2.29.2; maxP2pPeers 2.30.3; graphStreamOrdering 2.30.7).
  */
 public final class CommConfig {
     /** NCCL's defaults everywhere. */
     public static final CommConfig DEFAULT = builder().build();
+
+    /** {@code ncclConfig_t}'s names of the int fields, indexed by {@code NcclNative.CFG_*}. */
+    private static final String[] NAMES = {"blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare",
+        "trafficClass", "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer",
+        "nvlinkCentricSched", "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering"};
+
+    /**
+     * The version code of the first NCCL release whose {@code ncclConfig_t} has each int field, indexed by
+     * {@code NcclNative.CFG_*} (NVIDIA/nccl's src/nccl.h.in at each release tag).
+     */
+    private static final int[] SINCE = {21403, 21701, 21701, 21701, 21801, 22602, 22703, 22703, 22703, 22703,
+        22803, 22803, 22902, 22902, 23003, 23007};
+    private static final int NET_NAME_SINCE = 21701;
+    private static final int COMM_NAME_SINCE = 22703;
+
+    static {
+        if (NAMES.length != NcclNative.CFG_INTS || SINCE.length != NcclNative.CFG_INTS) {
+            throw new AssertionError("CommConfig's tables do not match NcclNative.CFG_INTS");
+        }
+    }
 
     private final int[] ints;
     private final String netName;
@@ -37,6 +67,36 @@ public final class CommConfig {
         return commName;
     }
 
+    /**
+     * Refuses a field that {@code library} would silently ignore: one that is set here but newer than the
+     * library's {@code ncclConfig_t}.
+     *
+     * @param library the loaded NCCL
+     * @throws IllegalArgumentException naming the first such field, the loaded version and the version that
+     *         added the field
+     */
+    void requireSupportedBy(NcclLibrary library) {
+        int version = library.versionCode();
+        for (int i = 0; i < ints.length; i++) {
+            if (ints[i] != NcclNative.CONFIG_UNDEF_INT && version < SINCE[i]) {
+                throw unsupported(NAMES[i], SINCE[i], library);
+            }
+        }
+        if (netName != null && version < NET_NAME_SINCE) {
+            throw unsupported("netName", NET_NAME_SINCE, library);
+        }
+        if (commName != null && version < COMM_NAME_SINCE) {
+            throw unsupported("commName", COMM_NAME_SINCE, library);
+        }
+    }
+
+    private static IllegalArgumentException unsupported(String field, int since, NcclLibrary library) {
+        return Errors.argument("CommConfig field " + field + " needs NCCL " + NcclLibrary.versionString(since)
+                + " or newer, but the loaded NCCL is " + library.version() + " (" + library.path() + "), whose "
+                + "ncclConfig_t has no " + field + " and would silently ignore it. Leave " + field
+                + " unset, or load a newer NCCL.");
+    }
+
     /** @return whether operations on the communicator block the caller (the default) or return ncclInProgress */
     public boolean blocking() {
         return ints[NcclNative.CFG_BLOCKING] != 0;
@@ -45,14 +105,10 @@ public final class CommConfig {
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder("CommConfig[");
-        String[] names = {"blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare", "trafficClass",
-            "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer", "nvlinkCentricSched",
-            "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering", "launchOrderImplicit",
-            "numRmaSig", "rmaEagerInit", "hostCftMode", "nvlsHostMode"};
         String sep = "";
         for (int i = 0; i < ints.length; i++) {
             if (ints[i] != NcclNative.CONFIG_UNDEF_INT) {
-                sb.append(sep).append(names[i]).append('=').append(ints[i]);
+                sb.append(sep).append(NAMES[i]).append('=').append(ints[i]);
                 sep = ", ";
             }
         }
@@ -153,7 +209,7 @@ public final class CommConfig {
         }
 
         /**
-         * {@code trafficClass}: network traffic class (NCCL 2.25+), >= 0.
+         * {@code trafficClass}: network traffic class (NCCL 2.26.2+), >= 0.
          *
          * @param tc the traffic class
          * @return this builder
@@ -218,7 +274,8 @@ public final class CommConfig {
 
         /**
          * Sets any {@code ncclConfig_t} int field by its index ({@code NcclNative.CFG_*}); for fields without a
-         * typed setter. NCCL validates the value.
+         * typed setter. NCCL validates the value; a communicator is not made with a field newer than the loaded
+         * NCCL (see the class comment).
          *
          * @param index the field index, {@code NcclNative.CFG_*}
          * @param value the value; NCCL validates it

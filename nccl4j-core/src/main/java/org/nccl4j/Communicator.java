@@ -104,6 +104,8 @@ public final class Communicator implements AutoCloseable {
      * @param device the CUDA device this rank uses
      * @param config the configuration, or null for NCCL's defaults
      * @return the communicator
+     * @throws IllegalArgumentException when {@code config} sets a field that the loaded NCCL is older than (it
+     *         would ignore it), among the other argument checks
      */
     public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
         if (size < 1) {
@@ -118,7 +120,10 @@ public final class Communicator implements AutoCloseable {
         if (device < 0) {
             throw Errors.argument("device must be >= 0, got " + device);
         }
-        Nccl.library();
+        NcclLibrary lib = Nccl.library();
+        if (config != null) {
+            config.requireSupportedBy(lib);
+        }
         Nccl.markInitialized();
         Cuda.setDevice(device);
         long[] out = new long[1];
@@ -295,11 +300,16 @@ public final class Communicator implements AutoCloseable {
      * @param key orders ranks within the new communicator
      * @param config the child's configuration, or null to inherit
      * @return the new communicator, or null for {@link #NO_COLOR}
+     * @throws IllegalArgumentException when {@code config} sets a field that the loaded NCCL is older than (it
+     *         would ignore it), or for a bad {@code color}
      */
     public Communicator split(int color, int key, CommConfig config) {
         ensureOpen();
         if (color < NO_COLOR) {
             throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
+        }
+        if (config != null) {
+            config.requireSupportedBy(library);
         }
         long[] out = new long[1];
         int rc = config == null

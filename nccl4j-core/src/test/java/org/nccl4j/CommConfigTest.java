@@ -5,23 +5,31 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.jni.StubNccl;
 
 /**
- * {@link CommConfig}: each setter's validation and message, toString, immutability, and (against the stub)
- * that every int field index lands in the {@code ncclConfig_t} field of that name.
+ * {@link CommConfig}: each setter's validation and message, toString, immutability, and (against the stub
+ * reporting NCCL 2.30.7, whose ncclConfig_t has every field) that every int field index lands in the
+ * {@code ncclConfig_t} field of that name. The refusal of fields newer than the loaded NCCL is tested in
+ * {@link CommunicatorLifecycleTest} and {@link OldNcclFallbackTest}.
  */
 class CommConfigTest extends StubFixture {
     /** ncclConfig_t's int fields in the order of NcclNative.CFG_*, named as nccl.h (and the stub) names them. */
     static final String[] FIELDS = {"blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare",
         "trafficClass", "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer",
-        "nvlinkCentricSched", "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering",
-        "launchOrderImplicit", "numRmaSig", "rmaEagerInit", "hostCftMode", "nvlsHostMode"};
+        "nvlinkCentricSched", "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering"};
+
+    @Override
+    protected Path stubLibrary() {
+        return StubNccl.latest();
+    }
 
     @ParameterizedTest(name = "{0}({1})")
     @CsvSource({"cgaClusterSize, -1, 0..8", "cgaClusterSize, 9, 0..8", "minCTAs, 0, 1..64", "minCTAs, 65, 1..64",
@@ -70,7 +78,7 @@ class CommConfigTest extends StubFixture {
         for (int bad : new int[] {-1, NcclNative.CFG_INTS, Integer.MAX_VALUE}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> CommConfig.builder().raw(bad, 1));
-            assertEquals("config field index must be in 0..20, got " + bad, e.getMessage());
+            assertEquals("config field index must be in 0..15, got " + bad, e.getMessage());
         }
     }
 
@@ -111,17 +119,39 @@ class CommConfigTest extends StubFixture {
         }
         CommConfig cfg = b.build();
         assertEquals(expected + ", netName=net0, commName=comm0]", cfg.toString());
+        assertEquals("2.30.7", Nccl.version());
         mark();
         later(Communicator.create(0, 1, testId(), 0, cfg));
         Map<String, String> r = only("ncclCommInitRankConfig");
+        // the stub records each field of NCCL 2.30.7's ncclConfig_t, read at its offset (asserted in the stub)
         for (int i = 0; i < FIELDS.length; i++) {
             assertEquals(Integer.toString(100 + i), r.get(FIELDS[i]), "field " + i + " " + FIELDS[i]);
         }
         assertEquals("net0", r.get("netName"));
         assertEquals("comm0", r.get("commName"));
+        assertEquals("96", r.get("config.size"));
+        assertEquals("0xcafebeef", r.get("config.magic"));
+        assertEquals("23007", r.get("config.version"));
+        assertEquals(3 + 3 + FIELDS.length + 2, r.size(), "nranks, rank, id; size, magic, version; the fields: " + r);
         // and the indices the setters use
         assertEquals(0, NcclNative.CFG_BLOCKING);
         assertEquals(7, NcclNative.CFG_CTA_POLICY);
-        assertEquals(20, NcclNative.CFG_NVLS_HOST_MODE);
+        assertEquals(15, NcclNative.CFG_GRAPH_STREAM_ORDERING);
+        assertEquals(16, NcclNative.CFG_INTS);
+    }
+
+    @Test
+    void everyFieldIsAcceptedByTheNcclThatHasIt() {
+        // 2.30.7 has every field: a config with all of them set is passed to a split too
+        CommConfig.Builder b = CommConfig.builder().netName("n").commName("c");
+        for (int i = 0; i < FIELDS.length; i++) {
+            b.raw(i, i);
+        }
+        Communicator parent = later(Communicator.create(0, 1, testId(), 0));
+        mark();
+        later(parent.split(0, 0, b.raw(NcclNative.CFG_BLOCKING, 1).build()));
+        Map<String, String> r = only("ncclCommSplit");
+        assertEquals("15", r.get("graphStreamOrdering"));
+        assertEquals("c", r.get("commName"));
     }
 }

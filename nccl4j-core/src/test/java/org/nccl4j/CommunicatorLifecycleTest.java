@@ -63,7 +63,7 @@ class CommunicatorLifecycleTest extends StubFixture {
         CommConfig cfg = CommConfig.builder().blocking(false).cgaClusterSize(2).minCTAs(4).maxCTAs(16)
                 .netName("Socket").splitShare(true).trafficClass(5).commName("trainer").collnetEnable(false)
                 .ctaPolicy(1).shrinkShare(true).nvlsCTAs(8).raw(NcclNative.CFG_N_CHANNELS_PER_NET_PEER, 3)
-                .raw(NcclNative.CFG_NVLS_HOST_MODE, 1).build();
+                .raw(NcclNative.CFG_NVLINK_CENTRIC_SCHED, 1).build();
         mark();
         Communicator c = later(Communicator.create(1, 3, testId(), 0, cfg));
         Map<String, String> r = only("ncclCommInitRankConfig");
@@ -75,12 +75,12 @@ class CommunicatorLifecycleTest extends StubFixture {
                 Map.entry("splitShare", "1"), Map.entry("trafficClass", "5"), Map.entry("commName", "trainer"),
                 Map.entry("collnetEnable", "0"), Map.entry("CTAPolicy", "1"), Map.entry("shrinkShare", "1"),
                 Map.entry("nvlsCTAs", "8"), Map.entry("nChannelsPerNetPeer", "3"),
-                Map.entry("nvlinkCentricSched", UNDEF), Map.entry("graphUsageMode", UNDEF),
+                Map.entry("nvlinkCentricSched", "1"), Map.entry("graphUsageMode", UNDEF),
                 Map.entry("numRmaCtx", UNDEF), Map.entry("maxP2pPeers", UNDEF),
-                Map.entry("graphStreamOrdering", UNDEF), Map.entry("launchOrderImplicit", UNDEF),
-                Map.entry("numRmaSig", UNDEF), Map.entry("rmaEagerInit", UNDEF), Map.entry("hostCftMode", UNDEF),
-                Map.entry("nvlsHostMode", "1"));
+                Map.entry("graphStreamOrdering", UNDEF));
         expected.forEach((k, v) -> assertEquals(v, r.get(k), "config field " + k));
+        assertEquals("96", r.get("config.size"));
+        assertEquals("23007", r.get("config.version"));
         assertEquals(List.of(), stub.calls("ncclCommInitRank"));
         assertFalse(c.isBlocking());
         assertEquals(1, c.rank());
@@ -93,12 +93,48 @@ class CommunicatorLifecycleTest extends StubFixture {
         Communicator c = later(Communicator.create(0, 1, testId(), 0, CommConfig.DEFAULT));
         Map<String, String> r = only("ncclCommInitRankConfig");
         for (String k : List.of("blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare", "trafficClass",
-                "CTAPolicy", "nvlsCTAs", "nvlsHostMode")) {
+                "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer", "nvlinkCentricSched",
+                "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering")) {
             assertEquals(UNDEF, r.get(k), k);
         }
         assertEquals("(null)", r.get("netName"));
         assertEquals("(null)", r.get("commName"));
         assertTrue(c.isBlocking(), "an unset blocking field means NCCL's default, blocking");
+    }
+
+    /**
+     * The stub reports NCCL 2.28.3, whose ncclConfig_t ends at nvlinkCentricSched: a field added later would be
+     * silently ignored by it, so the communicator is not made. (Each field's first release: CommConfig.)
+     */
+    @ParameterizedTest(name = "{0} needs {2}")
+    @CsvSource({"12, graphUsageMode, 2.29.2", "13, numRmaCtx, 2.29.2", "14, maxP2pPeers, 2.30.3",
+        "15, graphStreamOrdering, 2.30.7"})
+    void aFieldNewerThanTheLoadedNcclIsRefusedBeforeNccl(int index, String field, String since) {
+        assertEquals(field, CommConfigTest.FIELDS[index]);
+        CommConfig cfg = CommConfig.builder().minCTAs(2).raw(index, 1).build();
+        mark();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> later(Communicator.create(0, 1, testId(), 0, cfg)));
+        assertEquals("CommConfig field " + field + " needs NCCL " + since + " or newer, but the loaded NCCL is 2.28.3 ("
+                + Nccl.library().path() + "), whose ncclConfig_t has no " + field + " and would silently ignore it. "
+                + "Leave " + field + " unset, or load a newer NCCL.", e.getMessage());
+        assertEquals(List.of(), newCalls(), "nothing reached NCCL");
+
+        Communicator parent = comm(0, 1);
+        mark();
+        e = assertThrows(IllegalArgumentException.class, () -> later(parent.split(0, 0, cfg)));
+        assertTrue(e.getMessage().startsWith("CommConfig field " + field + " needs NCCL " + since + " "), e.getMessage());
+        assertEquals(List.of(), newCalls(), "nothing reached NCCL");
+    }
+
+    @Test
+    void aNewerFieldLeftUnsetOrUndefIsNotRefused() {
+        // CONFIG_UNDEF_INT is "unset": NCCL's default, which an older NCCL gives too
+        CommConfig cfg = CommConfig.builder().raw(NcclNative.CFG_GRAPH_STREAM_ORDERING, NcclNative.CONFIG_UNDEF_INT)
+                .raw(NcclNative.CFG_NVLINK_CENTRIC_SCHED, 0).build();
+        mark();
+        later(Communicator.create(0, 1, testId(), 0, cfg));
+        assertEquals(UNDEF, only("ncclCommInitRankConfig").get("graphStreamOrdering"));
     }
 
     @Test

@@ -336,4 +336,22 @@ class OldNcclFallbackTest extends StubFixture {
         x.close();
         assertEquals(List.of("ncclCommFinalize comm=" + h, "ncclCommDestroy comm=" + h), newCalls());
     }
+
+    @Test
+    void configFieldsNewerThan219AreRefusedAndTheOlderOnesPass() {
+        // 2.19.3's ncclConfig_t ends at splitShare: trafficClass (2.26.2) and commName (2.27.3) would be ignored
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().trafficClass(3).build())));
+        assertTrue(e.getMessage().startsWith("CommConfig field trafficClass needs NCCL 2.26.2 or newer, but the "
+                + "loaded NCCL is 2.19.3 (" + oldPath + ")"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> later(comm.split(0, 0, CommConfig.builder().commName("child").build())));
+        assertTrue(e.getMessage().startsWith("CommConfig field commName needs NCCL 2.27.3 or newer"), e.getMessage());
+        assertEquals(List.of(), newCalls(), "nothing reached NCCL");
+
+        Communicator ok = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().blocking(true)
+                .cgaClusterSize(2).minCTAs(1).maxCTAs(2).netName("IB").splitShare(true).build()));
+        assertEquals("IB", only("ncclCommInitRankConfig").get("netName"));
+        assertEquals(0, ok.rank());
+    }
 }

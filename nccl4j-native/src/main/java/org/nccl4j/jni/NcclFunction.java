@@ -4,6 +4,11 @@ package org.nccl4j.jni;
  * The NCCL host entry points that nccl4j resolves, in the order of the native shim's table, each with the
  * NCCL release that introduced it. Which of them the loaded library exports is reported by
  * {@link NcclLibrary#has(NcclFunction)} and {@link NcclLibrary#report()}.
+ *
+ * <p>The entry points added since 2.28 carry the exact first release (major.minor.patch), checked against the
+ * release tags of NVIDIA/nccl ({@code src/nccl.h.in}): some arrived in a later patch release of their minor,
+ * e.g. {@code ncclCommRevoke} is in 2.28.7 but not in 2.28.3, and {@code ncclCommSuspend}, {@code ncclCommResume}
+ * and {@code ncclCommMemStats} are in 2.29.7 but not in 2.29.2. The older ones carry major.minor.
  */
 public enum NcclFunction {
     /** {@code ncclGetVersion}. */ ncclGetVersion("2.3"),
@@ -17,9 +22,9 @@ public enum NcclFunction {
     /** {@code ncclCommAbort}. */ ncclCommAbort("2.4"),
     /** {@code ncclCommSplit}. */ ncclCommSplit("2.18"),
     /** {@code ncclCommShrink}. */ ncclCommShrink("2.27"),
-    /** {@code ncclCommGetUniqueId}. */ ncclCommGetUniqueId("2.29"),
-    /** {@code ncclCommGrow}. */ ncclCommGrow("2.29"),
-    /** {@code ncclCommRevoke}. */ ncclCommRevoke("2.28"),
+    /** {@code ncclCommGetUniqueId}. */ ncclCommGetUniqueId("2.29.2"),
+    /** {@code ncclCommGrow}. */ ncclCommGrow("2.29.2"),
+    /** {@code ncclCommRevoke}. */ ncclCommRevoke("2.28.7"),
     /** {@code ncclCommGetAsyncError}. */ ncclCommGetAsyncError("2.4"),
     /** {@code ncclGetLastError}. */ ncclGetLastError("2.13"),
     /** {@code ncclGetErrorString}. */ ncclGetErrorString("2.0"),
@@ -34,9 +39,9 @@ public enum NcclFunction {
     /** {@code ncclReduce}. */ ncclReduce("2.0"),
     /** {@code ncclAllGather}. */ ncclAllGather("2.0"),
     /** {@code ncclReduceScatter}. */ ncclReduceScatter("2.0"),
-    /** {@code ncclAlltoAll}. */ ncclAlltoAll("2.28"),
-    /** {@code ncclGather}. */ ncclGather("2.28"),
-    /** {@code ncclScatter}. */ ncclScatter("2.28"),
+    /** {@code ncclAlltoAll}. */ ncclAlltoAll("2.28.3"),
+    /** {@code ncclGather}. */ ncclGather("2.28.3"),
+    /** {@code ncclScatter}. */ ncclScatter("2.28.3"),
     /** {@code ncclSend}. */ ncclSend("2.7"),
     /** {@code ncclRecv}. */ ncclRecv("2.7"),
     /** {@code ncclRedOpCreatePreMulSum}. */ ncclRedOpCreatePreMulSum("2.11"),
@@ -47,13 +52,13 @@ public enum NcclFunction {
     /** {@code ncclCommWindowDeregister}. */ ncclCommWindowDeregister("2.27"),
     /** {@code ncclMemAlloc}. */ ncclMemAlloc("2.19"),
     /** {@code ncclMemFree}. */ ncclMemFree("2.19"),
-    /** {@code ncclCommSuspend}. */ ncclCommSuspend("2.29"),
-    /** {@code ncclCommResume}. */ ncclCommResume("2.29"),
-    /** {@code ncclCommMemStats}. */ ncclCommMemStats("2.29"),
-    /** {@code ncclWinGetUserPtr}. */ ncclWinGetUserPtr("2.29"),
-    /** {@code ncclPutSignal}. */ ncclPutSignal("2.29"),
-    /** {@code ncclSignal}. */ ncclSignal("2.29"),
-    /** {@code ncclWaitSignal}. */ ncclWaitSignal("2.29");
+    /** {@code ncclCommSuspend}. */ ncclCommSuspend("2.29.7"),
+    /** {@code ncclCommResume}. */ ncclCommResume("2.29.7"),
+    /** {@code ncclCommMemStats}. */ ncclCommMemStats("2.29.7"),
+    /** {@code ncclWinGetUserPtr}. */ ncclWinGetUserPtr("2.29.2"),
+    /** {@code ncclPutSignal}. */ ncclPutSignal("2.29.2"),
+    /** {@code ncclSignal}. */ ncclSignal("2.29.2"),
+    /** {@code ncclWaitSignal}. */ ncclWaitSignal("2.29.2");
 
     private final String since;
 
@@ -64,7 +69,8 @@ public enum NcclFunction {
     /**
      * The NCCL release whose header first declared this entry point, as far as nccl4j knows.
      *
-     * @return the release as {@code "major.minor"}, e.g. {@code "2.19"}
+     * @return the release as {@code "major.minor.patch"} for the entry points added since 2.28 (e.g.
+     *         {@code "2.28.7"}), else as {@code "major.minor"} (e.g. {@code "2.19"})
      */
     public String since() {
         return since;

@@ -43,15 +43,18 @@ public final class NcclNative {
     /** {@code NCCL_CONFIG_UNDEF_INT}: a config field left to NCCL's default. */
     public static final int CONFIG_UNDEF_INT = Integer.MIN_VALUE;
 
-    /** Indices into the {@code int[]} config passed to the {@code *Config} entry points ({@code ncclConfig_t}'s int fields, in order). */
+    /**
+     * Indices into the {@code int[]} config passed to the {@code *Config} entry points: {@code ncclConfig_t}'s int
+     * fields, in order, as NCCL 2.30.7 declares them (the shim sends that layout, 96 bytes, with version 23007;
+     * an older NCCL reads only the fields it has).
+     */
     public static final int CFG_BLOCKING = 0, CFG_CGA_CLUSTER_SIZE = 1, CFG_MIN_CTAS = 2, CFG_MAX_CTAS = 3,
             CFG_SPLIT_SHARE = 4, CFG_TRAFFIC_CLASS = 5, CFG_COLLNET_ENABLE = 6, CFG_CTA_POLICY = 7,
             CFG_SHRINK_SHARE = 8, CFG_NVLS_CTAS = 9, CFG_N_CHANNELS_PER_NET_PEER = 10,
             CFG_NVLINK_CENTRIC_SCHED = 11, CFG_GRAPH_USAGE_MODE = 12, CFG_NUM_RMA_CTX = 13,
-            CFG_MAX_P2P_PEERS = 14, CFG_GRAPH_STREAM_ORDERING = 15, CFG_LAUNCH_ORDER_IMPLICIT = 16,
-            CFG_NUM_RMA_SIG = 17, CFG_RMA_EAGER_INIT = 18, CFG_HOST_CFT_MODE = 19, CFG_NVLS_HOST_MODE = 20;
+            CFG_MAX_P2P_PEERS = 14, CFG_GRAPH_STREAM_ORDERING = 15;
     /** Length of the {@code int[]} config. */
-    public static final int CFG_INTS = 21;
+    public static final int CFG_INTS = 16;
 
     // ---- loader (used by NcclLibrary) ----
 
@@ -330,7 +333,7 @@ public final class NcclNative {
             @Cast("const int*") int[] config, String netName, String commName, int shrinkFlags);
 
     /**
-     * {@code ncclCommGetUniqueId(comm, uniqueId)} (NCCL 2.29+): an id for one {@link #ncclCommGrow} of {@code comm},
+     * {@code ncclCommGetUniqueId(comm, uniqueId)} (NCCL 2.29.2+): an id for one {@link #ncclCommGrow} of {@code comm},
      * made by a single coordinating rank and sent to the joining ranks; usable once.
      *
      * @param comm the communicator ({@code ncclComm_t} handle)
@@ -341,7 +344,7 @@ public final class NcclNative {
             @Cast("signed char*") byte[] id);
 
     /**
-     * {@code ncclCommGrow(comm, nRanks, uniqueId, rank, newcomm, config)} (NCCL 2.29+): a communicator with new ranks
+     * {@code ncclCommGrow(comm, nRanks, uniqueId, rank, newcomm, config)} (NCCL 2.29.2+): a communicator with new ranks
      * added. Existing ranks pass {@code comm}, rank -1 and (except the coordinator) a null id; new ranks pass
      * {@code comm} 0, the coordinator's id and their rank.
      *
@@ -557,7 +560,7 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream)} (NCCL 2.28+): block j of the input goes
+     * {@code ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream)} (NCCL 2.28.3+): block j of the input goes
      * to rank j, and block i of the output comes from rank i. Enqueued on {@code stream}.
      *
      * @param sendbuff device address of the input, {@code nranks * count} elements
@@ -574,7 +577,7 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+): rank i's input lands at
+     * {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): rank i's input lands at
      * element {@code i * count} of the root's output. Enqueued on {@code stream}.
      *
      * @param sendbuff device address of the {@code count}-element input
@@ -592,7 +595,7 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28+): block i of the root's
+     * {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): block i of the root's
      * input goes to rank i. Enqueued on {@code stream}.
      *
      * @param sendbuff device address of the input, {@code nranks * count} elements; used on the root only
@@ -794,7 +797,7 @@ public final class NcclNative {
             @Cast("int64_t*") long[] value);
 
     /**
-     * {@code ncclWinGetUserPtr(comm, win, void** outUserPtr)} (NCCL 2.29+): the buffer a window was registered with.
+     * {@code ncclWinGetUserPtr(comm, win, void** outUserPtr)} (NCCL 2.29.2+): the buffer a window was registered with.
      *
      * @param comm the communicator ({@code ncclComm_t} handle) the window belongs to
      * @param window the {@code ncclWindow_t} handle
@@ -806,7 +809,7 @@ public final class NcclNative {
 
     /**
      * {@code ncclPutSignal(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm, stream)}
-     * (NCCL 2.29+): one-sided write into the peer's window, followed by a signal to it. Enqueued on {@code stream}.
+     * (NCCL 2.29.2+): one-sided write into the peer's window, followed by a signal to it. Enqueued on {@code stream}.
      *
      * @param localbuff device address of the {@code count}-element data to write
      * @param count number of elements (not bytes)
@@ -829,7 +832,7 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclSignal(peer, sigIdx, ctx, flags, comm, stream)} (NCCL 2.29+): a signal to the peer, with no data.
+     * {@code ncclSignal(peer, sigIdx, ctx, flags, comm, stream)} (NCCL 2.29.2+): a signal to the peer, with no data.
      * Enqueued on {@code stream}.
      *
      * @param peer rank (in {@code comm}) to signal
@@ -845,7 +848,7 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclWaitSignal(nDesc, signalDescs, comm, stream)} (NCCL 2.29+): the stream waits until the described
+     * {@code ncclWaitSignal(nDesc, signalDescs, comm, stream)} (NCCL 2.29.2+): the stream waits until the described
      * signals have arrived.
      *
      * @param nDesc number of descriptors in {@code descs}

@@ -72,14 +72,13 @@ class LoaderTest {
                 ptr,                                      // netName: 32..40
                 i, i,                                     // splitShare, trafficClass: 40..48
                 ptr,                                      // commName: 48..56
-                i, i, i, i, i, i, i, i, i, i, i, i, i, i, i); // collnetEnable .. nvlsHostMode: 56..116
-        // 4 + 2 + 15 = 21 ints (CFG_INTS) and 2 pointers; 116 bytes of fields, padded to a multiple of 8.
-        // (8 + 4 + 4 + 21 * 4 + 2 * 8 = 112 only if the ints packed around the pointers without padding; they
-        // do not: the 4 ints before netName end at 32, aligned, but the 15 trailing ints leave 116 -> 120.)
-        assertEquals(120, computed);
+                i, i, i, i, i, i, i, i, i, i);          // collnetEnable .. graphStreamOrdering: 56..96
+        // NCCL 2.30.7's ncclConfig_v23000: 4 + 2 + 10 = 16 ints (CFG_INTS) and 2 pointers, with no padding
+        // (the 4 ints before netName end at 32 and the 2 before commName at 48, both 8-aligned): 96 bytes.
+        assertEquals(96, computed);
         assertEquals(computed, NcclNative.configSize());
         assertEquals(MarshallingTest.CONFIG_SIZE, NcclNative.configSize());
-        assertEquals(21, NcclNative.CFG_INTS);
+        assertEquals(16, NcclNative.CFG_INTS);
         // ncclSimInfo_t: size_t, 2 x unsigned int, float -> 20, padded to 24 (the stub checks what it receives)
         assertEquals(24, cLayoutSize(sizeT, uint, uint, 4));
     }
@@ -94,7 +93,7 @@ class LoaderTest {
         "20900, 2.9.0", // from 2.9: X*10000 + Y*100 + Z
         "21903, 2.19.3",
         "22803, 2.28.3",
-        "23100, 2.31.0",
+        "23007, 2.30.7",
         "30102, 3.1.2"})
     void versionString(int code, String expected) {
         assertEquals(expected, NcclLibrary.versionString(code));
@@ -143,6 +142,43 @@ class LoaderTest {
         }
         assertEquals(all.toString(), lines[4]);
         assertEquals("missing: none", lines[5]);
+    }
+
+    @Test
+    void theFullStubReportingTwoThirtySevenIsTheSameStub() {
+        NcclLibrary lib = NcclLibrary.reload(StubNccl.latest().toString());
+        assertEquals(23007, lib.versionCode());
+        assertEquals("2.30.7", lib.version());
+        assertEquals(Set.of(), lib.missing());
+    }
+
+    // ---------------------------------------------------------------- since-versions
+
+    /**
+     * The first release of each entry point added since 2.28, from the release tags of NVIDIA/nccl
+     * (src/nccl.h.in of v2.28.3-1, v2.28.7-1, v2.29.2-1, v2.29.7-1): where a patch release added it, major.minor
+     * alone would claim that 2.28.3 has ncclCommRevoke or 2.29.2 has ncclCommSuspend, which they lack.
+     */
+    @ParameterizedTest(name = "{0} since {1}")
+    @CsvSource({
+        "ncclCommRevoke, 2.28.7",
+        "ncclCommSuspend, 2.29.7", "ncclCommResume, 2.29.7", "ncclCommMemStats, 2.29.7",
+        "ncclCommGrow, 2.29.2", "ncclCommGetUniqueId, 2.29.2", "ncclWinGetUserPtr, 2.29.2",
+        "ncclPutSignal, 2.29.2", "ncclSignal, 2.29.2", "ncclWaitSignal, 2.29.2",
+        "ncclAlltoAll, 2.28.3", "ncclGather, 2.28.3", "ncclScatter, 2.28.3"})
+    void entryPointsAddedSince228CarryTheirExactFirstRelease(NcclFunction f, String since) {
+        assertEquals(since, f.since());
+    }
+
+    @Test
+    void aMissingEntryPointIsExplainedWithItsPatchRelease() {
+        // A 2.28.3 library lacks ncclCommRevoke: the message must not suggest that 2.28 is enough.
+        NcclLibrary lib = NcclLibrary.reload(StubNccl.full().toString());
+        String m = lib.missing(NcclFunction.ncclCommRevoke).getMessage();
+        assertTrue(m.contains("the loaded NCCL 2.28.3 ("), m);
+        assertTrue(m.contains("it first appeared in NCCL 2.28.7)"), m);
+        m = lib.missing(NcclFunction.ncclCommSuspend).getMessage();
+        assertTrue(m.contains("it first appeared in NCCL 2.29.7)"), m);
     }
 
     @Test

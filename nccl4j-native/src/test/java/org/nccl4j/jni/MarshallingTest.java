@@ -126,17 +126,14 @@ class MarshallingTest {
         CFG_NAMES[NcclNative.CFG_NUM_RMA_CTX] = "numRmaCtx";
         CFG_NAMES[NcclNative.CFG_MAX_P2P_PEERS] = "maxP2pPeers";
         CFG_NAMES[NcclNative.CFG_GRAPH_STREAM_ORDERING] = "graphStreamOrdering";
-        CFG_NAMES[NcclNative.CFG_LAUNCH_ORDER_IMPLICIT] = "launchOrderImplicit";
-        CFG_NAMES[NcclNative.CFG_NUM_RMA_SIG] = "numRmaSig";
-        CFG_NAMES[NcclNative.CFG_RMA_EAGER_INIT] = "rmaEagerInit";
-        CFG_NAMES[NcclNative.CFG_HOST_CFT_MODE] = "hostCftMode";
-        CFG_NAMES[NcclNative.CFG_NVLS_HOST_MODE] = "nvlsHostMode";
     }
 
-    /** sizeof(ncclConfig_t) as laid out on LP64 (see LoaderTest#configSizeIsTheCLayout). */
-    static final int CONFIG_SIZE = 120;
+    /** sizeof(ncclConfig_t) of NCCL 2.30.7 as laid out on LP64 (see LoaderTest#configSizeIsTheCLayout). */
+    static final int CONFIG_SIZE = 96;
+    /** The config's version field: NCCL_VERSION(2,30,7). */
+    static final int CONFIG_VERSION = 23007;
 
-    /** 21 distinct ints, including NCCL_CONFIG_UNDEF_INT, INT_MAX and negatives; {@code salt} varies them per call. */
+    /** 16 distinct ints, including NCCL_CONFIG_UNDEF_INT, INT_MAX and negatives; {@code salt} varies them per call. */
     static int[] config(int salt) {
         int[] c = new int[NcclNative.CFG_INTS];
         for (int i = 0; i < c.length; i++) {
@@ -151,7 +148,7 @@ class MarshallingTest {
     /** What the stub records for a config built by the shim from {@code ints} and the two strings. */
     static Map<String, String> configArgs(int[] ints, String netName, String commName) {
         Map<String, String> m = args("config.size", CONFIG_SIZE, "config.magic", "0xcafebeef",
-                "config.version", 23100);
+                "config.version", CONFIG_VERSION);
         for (int i = 0; i < ints.length; i++) {
             m.put(CFG_NAMES[i], Integer.toString(ints[i]));
         }
@@ -751,7 +748,7 @@ class MarshallingTest {
         assertArgs("ncclWaitSignal", args("nDesc", 0, "descs", "", "comm", "0x0", "stream", "0x0"));
     }
 
-    /** Sanity of the helpers themselves: the 21 config names are distinct and all set. */
+    /** Sanity of the helpers themselves: the 16 config names are distinct and all set. */
     @Test
     void configNamesAreComplete() {
         assertEquals(NcclNative.CFG_INTS, new HashSet<>(Arrays.asList(CFG_NAMES)).size());

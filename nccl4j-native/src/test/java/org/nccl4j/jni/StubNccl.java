@@ -28,6 +28,14 @@ public final class StubNccl {
         return dir().resolve("libnccl-stub.so");
     }
 
+    /**
+     * The full stub reporting NCCL 2.30.7, the first release whose {@code ncclConfig_t} has every field nccl4j
+     * sends (for tests that set config fields newer than 2.28.3, which nccl4j refuses to pass to an older NCCL).
+     */
+    public static Path latest() {
+        return dir().resolve("libnccl-stub-2.30.7.so");
+    }
+
     /** The NCCL 2.19.3 look-alike, lacking the entry points added after 2.19. */
     public static Path old() {
         return dir().resolve("libnccl-stub-old.so");
