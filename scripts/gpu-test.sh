@@ -21,6 +21,7 @@ cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
 np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 export NCCL_COMM_ID=${NCCL_COMM_ID:-127.0.0.1:$((29500 + RANDOM % 500))}
 log_dir=${LOG_DIR:-$(mktemp -d)}
+mkdir -p "$log_dir"
 
 cp=""
 for j in "$bundle"/lib/*.jar; do
