@@ -204,6 +204,12 @@ public final class Communicator implements AutoCloseable {
      *   <li>{@link #create(int, int, UniqueId, int, CommConfig)} on the detected device.</li>
      * </ol>
      *
+     * <p>It may be called many times in one run (several communicators, or destroy and create again); each call is a
+     * new rendezvous. Over TCP rank 0 listens on {@code MASTER_PORT} again each time, and a peer that comes while the
+     * previous call's socket is still closing retries. With {@code NCCL4J_RENDEZVOUS_FILE}, every rank must make the
+     * same sequence of calls with one file and run id: the file carries the number of the rendezvous (its generation,
+     * see {@link Rendezvous.Route#FILE} and {@link Rendezvous}), so no rank takes the id of an earlier call.
+     *
      * @param config the configuration, or null for NCCL's defaults
      * @return the communicator
      * @throws RendezvousException when the id cannot be exchanged

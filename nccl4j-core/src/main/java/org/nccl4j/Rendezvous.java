@@ -4,10 +4,12 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -26,7 +28,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
@@ -47,10 +52,15 @@ import org.slf4j.LoggerFactory;
  *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. Rank 0 checks each peer's rank and
  *     world size and, when a token is configured ({@link Builder#token} or {@code NCCL4J_RENDEZVOUS_TOKEN}), that
  *     the peer knows it (by HMAC over a fresh nonce; the token is never sent). Once all {@code worldSize - 1}
- *     peers have arrived, rank 0 calls the supplier and sends the id to each. A connection with a wrong token or
- *     a malformed or oversized message is refused and rank 0 keeps waiting (it may be a stranger); a peer with a
- *     different world size, a rank out of range or a rank already taken ends the rendezvous on every rank with an
- *     error naming the values. See {@code RendezvousWire} for the format.</li>
+ *     peers have arrived, rank 0 stops listening, calls the supplier and sends the id to each. A connection with a
+ *     wrong token or a malformed or oversized message is refused and rank 0 keeps waiting (it may be a stranger); a
+ *     peer with a different world size, a rank out of range or a rank already taken ends the rendezvous on every
+ *     rank with an error naming the values. See {@code RendezvousWire} for the format. A connection that is
+ *     refused, or that ends or is reset before rank 0's CHALLENGE frame, is retried like a refused one until the
+ *     timeout: it did not reach rank 0 of this rendezvous but, say, the server of the previous rendezvous on the
+ *     same port, closing with the connection still in its backlog. After the CHALLENGE, a lost connection or an
+ *     ERROR frame (sent whenever rank 0 refuses or gives up) ends the rendezvous. So rendezvous may follow each
+ *     other on one port at once, as when a run creates several communicators.</li>
  * <li>{@link Route#FILE}: rank 0 removes the file, then writes it anew atomically (a temporary file in the same
  *     directory, flushed to disk, then renamed over the path); the others poll until it appears. To tell a file
  *     of this run from one left by an earlier run, the file carries a SHA-256 hash of a <b>run id</b> that must be
@@ -59,7 +69,17 @@ import org.slf4j.LoggerFactory;
  *     {@code TORCHELASTIC_RESTART_COUNT}, {@code SLURM_JOB_ID} with {@code SLURM_STEP_ID}, {@code PMIX_NAMESPACE},
  *     or Open MPI's job id). A file with another run's hash is ignored and polling goes on; a file of this run with
  *     another world size is an error. The file holds a CRC32 of its contents and is created readable by its owner
- *     only; it is left in place for the next run to replace.</li>
+ *     only; it is left in place for the next run to replace.
+ *     <p>Several rendezvous of one run may use the same path and run id (one per communicator, say), so the file
+ *     also carries a <b>generation</b>: the number of the rendezvous among those of its rank with this path and run
+ *     id, 1 for the first. Each process counts the file rendezvous that completed, per absolute path, run id and
+ *     rank; rank 0 writes the next generation, and the others take only a file of the generation they count, never
+ *     the id of an earlier rendezvous. A peer that finds an older generation keeps polling; one that finds a newer
+ *     generation fails at once, as it fell behind. Hence the rule: <b>every rank must make the same sequence of file
+ *     rendezvous with one path and run id</b>. A rendezvous that failed does not count, so a retry waits for the
+ *     same generation. Rank 0 does not wait for the others to read the file, so it must not begin the next
+ *     rendezvous on the path before they have ({@code ncclCommInitRank} between the two ensures that). Ranks run as
+ *     threads of one process (in tests) count separately, since their ranks differ.</li>
  * </ul>
  *
  * <p>Every route returns a fresh copy of the 128-byte id and throws {@link RendezvousException} on failure.
@@ -87,13 +107,27 @@ public final class Rendezvous {
         COMM_ID,
         /** Rank 0 serves the id over TCP. */
         TCP,
-        /** Rank 0 writes the id to a file on a shared file system. */
+        /**
+         * Rank 0 writes the id to a file on a shared file system. Every rank must make the same sequence of file
+         * rendezvous with one path and run id (see the generation in the {@linkplain Rendezvous class description}).
+         */
         FILE
     }
 
     static final int FILE_MAGIC = 0x4E344A46; // "N4JF"
-    static final int FILE_VERSION = 1;
-    static final int FILE_BYTES = 4 + 1 + 4 + 32 + UNIQUE_ID_BYTES + 4;
+    /** 2 added the generation; 1 had none. */
+    static final int FILE_VERSION = 2;
+    /** Magic, version, world size, generation, run hash, id, CRC32. */
+    static final int FILE_BYTES = 4 + 1 + 4 + 8 + 32 + UNIQUE_ID_BYTES + 4;
+    /** Files up to this size are read to tell another format version from a foreign file. */
+    private static final int FILE_READ_LIMIT = 4096;
+
+    /** The file rendezvous completed so far, per file, run id and rank; see {@link Route#FILE}. */
+    private static final ConcurrentMap<FileSequence, AtomicLong> FILE_EXCHANGES = new ConcurrentHashMap<>();
+
+    /** Whose file rendezvous are counted together: one rank's with one file (absolute, normalized) and run id. */
+    private record FileSequence(Path file, String runId, int rank) {
+    }
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -182,7 +216,7 @@ public final class Rendezvous {
                 }
                 return rank == 0 ? serve(idSupplier) : fetch();
             case FILE:
-                return rank == 0 ? writeFile(idSupplier) : readFile();
+                return viaFile(idSupplier);
             default:
                 throw new AssertionError(route);
         }
@@ -256,6 +290,11 @@ public final class Rendezvous {
                 }
                 admit(s, deadline, peers, refused);
             }
+            // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
+            // rendezvous on this port; were this socket still open, the kernel could complete that connection's
+            // handshake here and then drop it when the socket closes, without a reset: the peer would wait for a
+            // CHALLENGE that never comes. Once closed, the peer is refused until the next server listens.
+            server.close();
             byte[] id;
             try {
                 id = newId(idSupplier);
@@ -426,32 +465,47 @@ public final class Rendezvous {
         String target = host + ":" + port;
         Socket s = null;
         try {
-            IOException last = null;
+            String lastError = null;
+            IOException lastCause = null;
             // Connection retries start fast and back off to at most 250 ms: rank 0 usually starts listening
             // within milliseconds of the others, and every millisecond here is communicator start-up time.
             long backoff = Math.min(CONNECT_BACKOFF_START_MS, Math.max(1, pollInterval.toMillis()));
-            while (s == null) {
+            RendezvousWire.Frame challenge = null;
+            while (challenge == null) {
                 long remaining = remainingMillis(deadline);
                 if (remaining <= 0) {
                     throw new RendezvousException("rank " + rank + " could not connect to rank 0 at " + target
-                            + " within " + seconds(timeout) + (last == null ? "" : " (last error: " + last + ")")
-                            + "; check that rank 0 runs, that MASTER_ADDR/MASTER_PORT name it, and that no firewall"
-                            + " blocks the port", last);
+                            + " within " + seconds(timeout)
+                            + (lastError == null ? "" : " (last error: " + lastError + ")") + "; check that rank 0"
+                            + " runs, that MASTER_ADDR/MASTER_PORT name it, and that no firewall blocks the port",
+                            lastCause);
                 }
                 Socket attempt = new Socket();
                 try {
                     attempt.connect(new InetSocketAddress(host, port), (int) Math.min(remaining, 10_000));
+                    if (attempt.getLocalPort() == attempt.getPort()
+                            && attempt.getLocalAddress().equals(attempt.getInetAddress())) {
+                        // TCP's simultaneous open joins a socket to itself when nothing listens on a local port
+                        throw new ConnectException("connected to itself (nothing listens on " + target + ")");
+                    }
+                    attempt.setTcpNoDelay(true);
+                    challenge = readOnClient(attempt, attempt.getInputStream(), deadline, target, true);
                     s = attempt;
                 } catch (IOException e) {
-                    closeQuietly(attempt);
-                    last = e;
+                    // refused, or closed or reset before the CHALLENGE: not rank 0 of this rendezvous (yet); it may be
+                    // the server of an earlier rendezvous on this port, closing with our connection in its backlog
+                    lastError = e instanceof EarlyClose ? e.getMessage() : e.toString();
+                    lastCause = e;
+                } finally {
+                    if (s != attempt) {
+                        closeQuietly(attempt);
+                    }
+                }
+                if (challenge == null) {
                     sleep(Math.min(backoff, Math.max(1, remainingMillis(deadline))));
                     backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
                 }
             }
-            s.setTcpNoDelay(true);
-            InputStream in = s.getInputStream();
-            RendezvousWire.Frame challenge = readOnClient(s, in, deadline, target);
             if (challenge.type != RendezvousWire.CHALLENGE || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
@@ -459,7 +513,7 @@ public final class Rendezvous {
             }
             byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
             RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
-            RendezvousWire.Frame answer = readOnClient(s, in, deadline, target);
+            RendezvousWire.Frame answer = readOnClient(s, s.getInputStream(), deadline, target, false);
             if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "
@@ -474,7 +528,21 @@ public final class Rendezvous {
         }
     }
 
-    private RendezvousWire.Frame readOnClient(Socket s, InputStream in, long deadline, String target)
+    /** A connection that ended before its first frame: not (yet) the rank 0 of this rendezvous; worth a retry. */
+    private static final class EarlyClose extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        EarlyClose(IOException cause) {
+            super("the connection closed before rank 0's CHALLENGE (" + cause + ")", cause);
+        }
+    }
+
+    /**
+     * Reads one frame from rank 0. A time-out, a malformed frame and an ERROR frame throw {@link RendezvousException}.
+     * The end of the stream or a reset throws {@link EarlyClose} for the {@code first} frame, when rank 0 of this
+     * rendezvous has not spoken yet, and {@link RendezvousException} after it.
+     */
+    private RendezvousWire.Frame readOnClient(Socket s, InputStream in, long deadline, String target, boolean first)
             throws IOException {
         long remaining = remainingMillis(deadline);
         if (remaining <= 0) {
@@ -486,11 +554,19 @@ public final class Rendezvous {
             f = RendezvousWire.read(in);
         } catch (SocketTimeoutException e) {
             throw clientTimeout(target);
-        } catch (EOFException e) {
-            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " closed the connection without"
-                    + " an answer; see rank 0's log", e);
         } catch (RendezvousWire.ProtocolException e) {
             throw new RendezvousException("rank " + rank + ": " + e.getMessage() + " (from " + target + ")", e);
+        } catch (EOFException e) {
+            if (first) {
+                throw new EarlyClose(e);
+            }
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " closed the connection without"
+                    + " an answer; see rank 0's log", e);
+        } catch (SocketException e) {
+            if (first) {
+                throw new EarlyClose(e);
+            }
+            throw e;
         }
         if (f.type == RendezvousWire.ERROR) {
             throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " refused: "
@@ -507,10 +583,20 @@ public final class Rendezvous {
 
     // ---- file ----
 
-    private byte[] writeFile(Supplier<byte[]> idSupplier) {
+    private byte[] viaFile(Supplier<byte[]> idSupplier) {
+        AtomicLong completed = FILE_EXCHANGES.computeIfAbsent(
+                new FileSequence(file.toAbsolutePath().normalize(), runId, rank), k -> new AtomicLong());
+        long generation = completed.get() + 1;
+        byte[] id = rank == 0 ? writeFile(idSupplier, generation) : readFile(generation);
+        // only a rendezvous that completed counts: a retry after a failure waits for the same generation
+        completed.accumulateAndGet(generation, Math::max);
+        return id;
+    }
+
+    private byte[] writeFile(Supplier<byte[]> idSupplier, long generation) {
         byte[] id = newId(idSupplier);
         ByteBuffer b = ByteBuffer.allocate(FILE_BYTES);
-        b.putInt(FILE_MAGIC).put((byte) FILE_VERSION).putInt(worldSize).put(runHash()).put(id);
+        b.putInt(FILE_MAGIC).put((byte) FILE_VERSION).putInt(worldSize).putLong(generation).put(runHash()).put(id);
         CRC32 crc = new CRC32();
         crc.update(b.array(), 0, FILE_BYTES - 4);
         b.putInt((int) crc.getValue());
@@ -528,7 +614,7 @@ public final class Rendezvous {
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             tmp = null;
-            LOG.info("rank 0 wrote the unique id to {}", file);
+            LOG.info("rank 0 wrote the unique id to {} (generation {})", file, generation);
             return id;
         } catch (AtomicMoveNotSupportedException e) {
             throw new RendezvousException("rank 0 cannot rename atomically in " + dir + " (" + e + "); put the"
@@ -547,7 +633,7 @@ public final class Rendezvous {
         }
     }
 
-    private byte[] readFile() {
+    private byte[] readFile(long generation) {
         long deadline = System.nanoTime() + timeout.toNanos();
         byte[] expected = runHash();
         String lastProblem = "the file never appeared";
@@ -555,41 +641,59 @@ public final class Rendezvous {
             byte[] content = null;
             try {
                 long size = Files.size(file);
-                if (size != FILE_BYTES) {
-                    lastProblem = "the file has " + size + " bytes, not " + FILE_BYTES + " (not an nccl4j rendezvous"
-                            + " file?)";
-                } else {
+                if (size <= FILE_READ_LIMIT) {
                     content = Files.readAllBytes(file);
+                } else {
+                    lastProblem = fileSizeProblem(size);
                 }
             } catch (NoSuchFileException e) {
                 // not there yet
             } catch (IOException e) {
                 lastProblem = "reading it failed: " + e;
             }
-            if (content != null && content.length == FILE_BYTES) {
+            if (content != null) {
                 ByteBuffer b = ByteBuffer.wrap(content);
-                CRC32 crc = new CRC32();
-                crc.update(content, 0, FILE_BYTES - 4);
-                int magic = b.getInt();
-                int version = b.get() & 0xff;
-                int size = b.getInt();
-                byte[] hash = new byte[32];
-                b.get(hash);
-                byte[] id = new byte[UNIQUE_ID_BYTES];
-                b.get(id);
-                int sum = b.getInt();
-                if (magic != FILE_MAGIC || version != FILE_VERSION || sum != (int) crc.getValue()) {
-                    lastProblem = "the file is not a valid nccl4j rendezvous file (bad magic, version or checksum)";
-                } else if (!MessageDigest.isEqual(hash, expected)) {
-                    lastProblem = "the file present is from another run (its run id differs), so it is stale or"
-                            + " belongs to another job";
-                } else if (size != worldSize) {
-                    throw new RendezvousException("rank " + rank + ": world size mismatch: rank 0 wrote " + file
-                            + " for world size " + size + " but this rank has " + worldSize
-                            + "; start every rank with the same world size");
+                int magic = content.length >= 5 ? b.getInt() : 0;
+                int version = content.length >= 5 ? b.get() & 0xff : -1;
+                if (magic == FILE_MAGIC && version != FILE_VERSION) {
+                    lastProblem = "the file has format version " + version + " but this nccl4j reads version "
+                            + FILE_VERSION + " (written by another nccl4j version?)";
+                } else if (content.length != FILE_BYTES) {
+                    lastProblem = fileSizeProblem(content.length);
                 } else {
-                    LOG.debug("rank {} read the unique id from {}", rank, file);
-                    return id;
+                    CRC32 crc = new CRC32();
+                    crc.update(content, 0, FILE_BYTES - 4);
+                    int size = b.getInt();
+                    long written = b.getLong();
+                    byte[] hash = new byte[32];
+                    b.get(hash);
+                    byte[] id = new byte[UNIQUE_ID_BYTES];
+                    b.get(id);
+                    int sum = b.getInt();
+                    if (magic != FILE_MAGIC || sum != (int) crc.getValue()) {
+                        lastProblem = "the file is not a valid nccl4j rendezvous file (bad magic or checksum)";
+                    } else if (!MessageDigest.isEqual(hash, expected)) {
+                        lastProblem = "the file present is from another run (its run id differs), so it is stale or"
+                                + " belongs to another job";
+                    } else if (written < generation) {
+                        lastProblem = "it saw generation " + written + " of this run's file but waits for generation "
+                                + generation + " (this rank's file rendezvous number " + generation + " with this path"
+                                + " and run id); every rank must make the same sequence of file rendezvous with one"
+                                + " path and run id";
+                    } else if (written > generation) {
+                        throw new RendezvousException("rank " + rank + " waits for generation " + generation + " of "
+                                + file + " but rank 0 already wrote generation " + written + " of this run, so this"
+                                + " rank fell behind; every rank must make the same sequence of file rendezvous with"
+                                + " one path and run id, and rank 0 must not begin the next before every rank has"
+                                + " read the file (ncclCommInitRank between them ensures that)");
+                    } else if (size != worldSize) {
+                        throw new RendezvousException("rank " + rank + ": world size mismatch: rank 0 wrote " + file
+                                + " for world size " + size + " but this rank has " + worldSize
+                                + "; start every rank with the same world size");
+                    } else {
+                        LOG.debug("rank {} read the unique id from {} (generation {})", rank, file, generation);
+                        return id;
+                    }
                 }
             }
             long remaining = remainingMillis(deadline);
@@ -601,6 +705,10 @@ public final class Rendezvous {
             }
             sleep(Math.min(remaining, Math.max(1, pollInterval.toMillis())));
         }
+    }
+
+    private static String fileSizeProblem(long size) {
+        return "the file has " + size + " bytes, not " + FILE_BYTES + " (not an nccl4j rendezvous file?)";
     }
 
     private byte[] runHash() {
