@@ -238,6 +238,28 @@ def main():
         L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | "
                  f"{fmt(j / c if c and j is not None else None, 3)} | {fmt(g)} | {fmt(t)} |")
     L.append("")
+    diffs = [med(tj, s) - med(tc, s) for s in sizes if med(tj, s) is not None and med(tc, s) is not None]
+    if diffs:
+        ahead = sum(1 for d in diffs if d <= 0)
+        L.append(f"Over the {len(diffs)} sizes: mean of Java - C {statistics.mean(diffs):+.3f} us, median "
+                 f"{statistics.median(diffs):+.3f} us; Java at or below C at {ahead} of {len(diffs)} sizes.")
+        L.append("")
+
+    def run_modes(ds):
+        # each run's median time over 8 B..4 KiB out of place: a process sits in one of two modes for the whole run
+        out = []
+        for d in ds:
+            v = [r["time_us"] for r in d.get("results", []) if r["op"] == "all_reduce"
+                 and r["placement"] == "out-of-place" and 0 < r["size"] <= 4096]
+            if v:
+                out.append(statistics.median(v))
+        return out
+
+    mc, mj = run_modes(c_small), run_modes(j_small)
+    if mc and mj:
+        L.append("Each run's median over 8 B..4 KiB (us), in run order; C: "
+                 + ", ".join(f"{x:.2f}" for x in mc) + "; Java: " + ", ".join(f"{x:.2f}" for x in mj) + ".")
+        L.append("")
     L.append("In place (same runs):")
     L.append("")
     L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
