@@ -277,7 +277,7 @@ def main():
         c, j, g = med(gc, s), med(gj, s), med(gg, s)
         L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | {fmt(g)} |")
     L.append("")
-    L.append("## Every operation at 64 MiB and up (bus bandwidth, GB/s; -n 20)")
+    L.append(f"## Every operation at 64 MiB and up (bus bandwidth, GB/s; -n 100, median of {len(c_larges)} runs)")
     L.append("")
     L.append("| operation | size | placement | C | Java | Java -g | Java / C |")
     L.append("|---|---:|---|---:|---:|---:|---:|")
