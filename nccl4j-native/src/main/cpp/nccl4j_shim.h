@@ -293,9 +293,15 @@ static const char* n4j_keep_string(const char* s) {
   return node->text;
 }
 
-/* Fills 'c' from Java's ints (N4J_CONFIG_INTS of them, in n4j_config's order) and strings. */
-static n4j_config* n4j_make_config(n4j_config* c, const int* ints, const char* netName, const char* commName) {
-  if (ints == NULL) return NULL;
+/* Fills 'c' from Java's ints (N4J_CONFIG_INTS of them, in n4j_config's order) and strings, and sets *out to c,
+ * or to NULL when Java passed no config. Returns 0, or N4J_SYSTEM_ERROR when a name could not be kept (malloc
+ * failed): the caller returns that, ncclSystemError (2), NCCL's own status for a failed system call, rather than
+ * handing NCCL a config that silently lost the name. */
+#define N4J_SYSTEM_ERROR 2
+static int n4j_make_config(n4j_config* c, const int* ints, const char* netName, const char* commName,
+                           n4j_config** out) {
+  *out = NULL;
+  if (ints == NULL) return 0;
   memset(c, 0, sizeof(*c));
   c->size = sizeof(*c);
   c->magic = N4J_API_MAGIC;
@@ -305,9 +311,11 @@ static n4j_config* n4j_make_config(n4j_config* c, const int* ints, const char* n
   c->minCTAs = ints[2];
   c->maxCTAs = ints[3];
   c->netName = n4j_keep_string(netName);
+  if (netName != NULL && c->netName == NULL) return N4J_SYSTEM_ERROR;
   c->splitShare = ints[4];
   c->trafficClass = ints[5];
   c->commName = n4j_keep_string(commName);
+  if (commName != NULL && c->commName == NULL) return N4J_SYSTEM_ERROR;
   c->collnetEnable = ints[6];
   c->CTAPolicy = ints[7];
   c->shrinkShare = ints[8];
@@ -318,7 +326,8 @@ static n4j_config* n4j_make_config(n4j_config* c, const int* ints, const char* n
   c->numRmaCtx = ints[13];
   c->maxP2pPeers = ints[14];
   c->graphStreamOrdering = ints[15];
-  return c;
+  *out = c;
+  return 0;
 }
 
 static inline n4j_unique_id n4j_id_from(const signed char* bytes) {
@@ -353,7 +362,8 @@ static int n4j_ncclCommInitRank(int64_t* comm, int nranks, const signed char* id
 static int n4j_ncclCommInitRankConfig(int64_t* comm, int nranks, const signed char* id, int rank,
                                       const int* cfg, const char* netName, const char* commName) {
   n4j_config c;
-  n4j_config* cp = n4j_make_config(&c, cfg, netName, commName);
+  n4j_config* cp;
+  if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
   N4J_CALL(ncclCommInitRankConfig, (void**, int, n4j_unique_id, int, n4j_config*),
            (void**)comm, nranks, n4j_id_from(id), rank, cp);
 }
@@ -365,7 +375,8 @@ static int n4j_ncclCommInitAll(int64_t* comms, int ndev, const int* devlist) {
 static int n4j_ncclCommInitRankScalable(int64_t* comm, int nranks, int rank, int nIds, const signed char* ids,
                                         const int* cfg, const char* netName, const char* commName) {
   n4j_config c;
-  n4j_config* cp = n4j_make_config(&c, cfg, netName, commName);
+  n4j_config* cp;
+  if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
   N4J_CALL(ncclCommInitRankScalable, (void**, int, int, int, void*, n4j_config*),
            (void**)comm, nranks, rank, nIds, (void*)ids, cp);
 }
@@ -377,14 +388,16 @@ static int n4j_ncclCommAbort(void* comm) { N4J_CALL(ncclCommAbort, (void*), comm
 static int n4j_ncclCommSplit(void* comm, int color, int key, int64_t* newcomm,
                              const int* cfg, const char* netName, const char* commName) {
   n4j_config c;
-  n4j_config* cp = n4j_make_config(&c, cfg, netName, commName);
+  n4j_config* cp;
+  if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
   N4J_CALL(ncclCommSplit, (void*, int, int, void**, n4j_config*), comm, color, key, (void**)newcomm, cp);
 }
 
 static int n4j_ncclCommShrink(void* comm, int* exclude, int excludeCount, int64_t* newcomm,
                               const int* cfg, const char* netName, const char* commName, int flags) {
   n4j_config c;
-  n4j_config* cp = n4j_make_config(&c, cfg, netName, commName);
+  n4j_config* cp;
+  if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
   N4J_CALL(ncclCommShrink, (void*, int*, int, void**, n4j_config*, int),
            comm, exclude, excludeCount, (void**)newcomm, cp, flags);
 }
@@ -396,7 +409,8 @@ static int n4j_ncclCommGetUniqueId(void* comm, signed char* id) {
 static int n4j_ncclCommGrow(void* comm, int nranks, const signed char* id, int rank, int64_t* newcomm,
                             const int* cfg, const char* netName, const char* commName) {
   n4j_config c;
-  n4j_config* cp = n4j_make_config(&c, cfg, netName, commName);
+  n4j_config* cp;
+  if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
   N4J_CALL(ncclCommGrow, (void*, int, const void*, int, void**, n4j_config*),
            comm, nranks, (const void*)id, rank, (void**)newcomm, cp);
 }

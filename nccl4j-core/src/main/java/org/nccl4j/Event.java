@@ -41,7 +41,7 @@ public final class Event implements AutoCloseable {
         return device;
     }
 
-    private void ensureOpen() {
+    void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("this Event (device " + device + ") is closed");
         }
@@ -53,11 +53,21 @@ public final class Event implements AutoCloseable {
      *
      * @param stream an open stream of the event's device
      * @return this event
+     * @throws NullPointerException when {@code stream} is null
+     * @throws IllegalArgumentException when {@code stream} is on another device
+     * @throws IllegalStateException when this event or the stream is closed
      * @throws CudaException when {@code cudaEventRecord} fails
      */
     public Event record(Stream stream) {
         ensureOpen();
+        if (stream == null) {
+            throw Errors.nullArgument("stream");
+        }
         stream.ensureOpen();
+        if (stream.device() != device) {
+            throw Errors.argument("stream is on device " + stream.device() + " but this event is on device " + device
+                    + ": record an event on a stream of its own device (Event.create(" + stream.device() + "))");
+        }
         Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         return this;
     }
@@ -73,9 +83,16 @@ public final class Event implements AutoCloseable {
      *
      * @param start an earlier recorded event
      * @return milliseconds between {@code start} and this event
+     * @throws NullPointerException when {@code start} is null
+     * @throws IllegalStateException when this event or {@code start} is closed
+     * @throws CudaException when {@code cudaEventElapsedTime} fails (for example, an event not yet recorded)
      */
     public float elapsedSince(Event start) {
         ensureOpen();
+        if (start == null) {
+            throw Errors.nullArgument("start");
+        }
+        start.ensureOpen();
         float[] ms = new float[1];
         Cuda.check(Cuda.backend().eventElapsedTime(ms, start.handle, handle), "cudaEventElapsedTime", device);
         return ms[0];

@@ -176,10 +176,17 @@ public final class Stream implements AutoCloseable {
      *
      * @param event the event whose most recent {@link Event#record(Stream) record} the stream waits for; may be on
      *         another device
+     * @throws NullPointerException when {@code event} is null
+     * @throws IllegalStateException when this stream or the event is closed (a destroyed event's handle must not
+     *         reach CUDA)
      * @throws CudaException when {@code cudaStreamWaitEvent} fails
      */
     public void waitFor(Event event) {
         ensureOpen();
+        if (event == null) {
+            throw Errors.nullArgument("event");
+        }
+        event.ensureOpen();
         Cuda.check(Cuda.backend().streamWaitEvent(handle, event.handle()), "cudaStreamWaitEvent", device);
     }
 

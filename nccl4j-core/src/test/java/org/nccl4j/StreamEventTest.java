@@ -126,4 +126,39 @@ class StreamEventTest extends StubFixture {
         assertEquals(3, x.device());
         assertEquals(0, cuda.current());
     }
+
+    @Test
+    void closedOrNullEventsNeverReachCuda() {
+        Stream s = stream(1);
+        Event e = Event.create(1);
+        Event other = later(Event.create(1));
+        e.close();
+        cuda.clearCalls();
+        IllegalStateException x = assertThrows(IllegalStateException.class, () -> s.waitFor(e));
+        assertEquals("this Event (device 1) is closed", x.getMessage());
+        x = assertThrows(IllegalStateException.class, () -> other.elapsedSince(e));
+        assertEquals("this Event (device 1) is closed", x.getMessage());
+        NullPointerException n = assertThrows(NullPointerException.class, () -> s.waitFor(null));
+        assertEquals("event must not be null", n.getMessage());
+        n = assertThrows(NullPointerException.class, () -> other.elapsedSince(null));
+        assertEquals("start must not be null", n.getMessage());
+        n = assertThrows(NullPointerException.class, () -> other.record(null));
+        assertEquals("stream must not be null", n.getMessage());
+        assertEquals(List.of(), cuda.calls(), "nothing reached CUDA");
+    }
+
+    @Test
+    void anEventIsRecordedOnlyOnAStreamOfItsDevice() {
+        Stream s = stream(2);
+        Event e = later(Event.create(1));
+        cuda.clearCalls();
+        IllegalArgumentException x = assertThrows(IllegalArgumentException.class, () -> e.record(s));
+        assertEquals("stream is on device 2 but this event is on device 1: record an event on a stream of its own "
+                + "device (Event.create(2))", x.getMessage());
+        assertEquals(List.of(), cuda.calls());
+        Event onTwo = later(Event.create(2));
+        s.waitFor(e); // waiting across devices is allowed
+        assertSame(onTwo, onTwo.record(s));
+        assertEquals(1, cuda.calls("streamWaitEvent").size());
+    }
 }
