@@ -19,7 +19,8 @@
 #   (c) nccl4j-perf -g N in one process                (Java: Communicator.initAll, a group per iteration)
 #   (d) perf/torch_allreduce.py under torchrun          (torch.distributed all_reduce, eager)
 # 1. small all_reduce, 8 B..64 KiB doubling, out of place and in place: R repeats x 1000 iterations
-#    (-n 1000 -w 100) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
+#    (-n 1000 -w 1000: nccl-tests' warm-up runs -w iterations at every size, so about 14000 calls precede
+#    the first timed loop, enough for HotSpot's C2 to compile nccl4j's issuing path; C gets the same) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
 #    graph launched 10 times (-n 100 -G 10), i.e. also 1000 timed operations.
 # 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
 # 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 100 -w 5, R repeats (a, b, c;
@@ -49,7 +50,7 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift 2 ;;
     --small-repeats) small_repeats=$2; shift 2 ;;
     --docs) docs=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "perf-compare: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -113,14 +114,14 @@ small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
 small_repeats=${small_repeats:-$repeats}
 for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
   if [ "$r" -le "$small_repeats" ]; then
-    mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 100 -J "$(j c-eager-small-$r)"
-    mpi "java-np-eager-small-$r" "$perf" "${small[@]}" -n 1000 -w 100 -J "$(j java-np-eager-small-$r)"
+    mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 1000 -J "$(j c-eager-small-$r)"
+    mpi "java-np-eager-small-$r" "$perf" "${small[@]}" -n 1000 -w 1000 -J "$(j java-np-eager-small-$r)"
   fi
   [ "$r" -le "$repeats" ] || continue
-  one "java-g-eager-small-$r" "$perf" "${small[@]}" -g "$np" -n 1000 -w 100 -J "$(j java-g-eager-small-$r)"
-  mpi "c-graph-small-$r" "$baseline" "${small[@]}" -n 100 -G 10 -w 100 -J "$(j c-graph-small-$r)"
-  mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 100 -J "$(j java-np-graph-small-$r)"
-  one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 100 -J "$(j java-g-graph-small-$r)"
+  one "java-g-eager-small-$r" "$perf" "${small[@]}" -g "$np" -n 1000 -w 1000 -J "$(j java-g-eager-small-$r)"
+  mpi "c-graph-small-$r" "$baseline" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j c-graph-small-$r)"
+  mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j java-np-graph-small-$r)"
+  one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 1000 -J "$(j java-g-graph-small-$r)"
 done
 curve=(-t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0)
 mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
