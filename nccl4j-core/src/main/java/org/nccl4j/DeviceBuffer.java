@@ -267,6 +267,8 @@ public final class DeviceBuffer implements AutoCloseable {
      * Copies {@code src} into the start of this buffer ({@code cudaMemcpy} host to device) and waits until the
      * data is on the device, so that work enqueued afterwards on any stream sees it.
      *
+     * @param src the values to copy, all of them: {@code 4 * src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(float[] src) {
@@ -278,6 +280,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} into the start of this buffer.
      *
+     * @param src the values to copy, all of them: {@code 8 * src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(double[] src) {
@@ -289,6 +293,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} into the start of this buffer.
      *
+     * @param src the values to copy, all of them: {@code 4 * src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(int[] src) {
@@ -300,6 +306,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} into the start of this buffer.
      *
+     * @param src the values to copy, all of them: {@code 8 * src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(long[] src) {
@@ -311,6 +319,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} (e.g. float16/bfloat16 bit patterns) into the start of this buffer.
      *
+     * @param src the values to copy, all of them: {@code 2 * src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(short[] src) {
@@ -322,6 +332,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies {@code src} into the start of this buffer.
      *
+     * @param src the values to copy, all of them: {@code src.length} bytes, at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(byte[] src) {
@@ -334,6 +346,8 @@ public final class DeviceBuffer implements AutoCloseable {
      * Copies the remaining bytes of {@code src} (direct or heap) into the start of this buffer; its position is
      * unchanged.
      *
+     * @param src the bytes to copy, from its position to its limit: at most this buffer's size
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer copyFrom(ByteBuffer src) {
@@ -351,6 +365,8 @@ public final class DeviceBuffer implements AutoCloseable {
      * Copies the start of this buffer into {@code dst} ({@code cudaMemcpy} device to host). The copy does not
      * wait for work on other (non-blocking) streams: synchronize the stream that wrote the buffer first.
      *
+     * @param dst the array to fill, all of it: {@code 4 * dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public float[] copyTo(float[] dst) {
@@ -364,6 +380,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst}.
      *
+     * @param dst the array to fill, all of it: {@code 8 * dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public double[] copyTo(double[] dst) {
@@ -377,6 +395,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst}.
      *
+     * @param dst the array to fill, all of it: {@code 4 * dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public int[] copyTo(int[] dst) {
@@ -390,6 +410,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst}.
      *
+     * @param dst the array to fill, all of it: {@code 8 * dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public long[] copyTo(long[] dst) {
@@ -403,6 +425,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst}.
      *
+     * @param dst the array to fill, all of it: {@code 2 * dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public short[] copyTo(short[] dst) {
@@ -416,6 +440,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into {@code dst}.
      *
+     * @param dst the array to fill, all of it: {@code dst.length} bytes, at most this buffer's size
+     * @return {@code dst}, holding the copied values
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public byte[] copyTo(byte[] dst) {
@@ -429,6 +455,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies the start of this buffer into the remaining bytes of {@code dst}; its position is unchanged.
      *
+     * @param dst receives the bytes, from its position to its limit: at most this buffer's size
+     * @return {@code dst}, holding the copied bytes
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public ByteBuffer copyTo(ByteBuffer dst) {
@@ -446,6 +474,8 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Sets every byte to {@code value} ({@code cudaMemset}).
      *
+     * @param value the byte value; only its low 8 bits are used
+     * @return this buffer
      * @throws IllegalStateException when this buffer, or the parent it is a slice of, is closed
      */
     public DeviceBuffer fill(int value) {

@@ -164,27 +164,47 @@ public final class Rendezvous {
         this.processEnvironment = processEnvironment;
     }
 
-    /** A builder; rank and world size default to {@link LaunchInfo#detect()}. */
+    /**
+     * A builder; rank and world size default to {@link LaunchInfo#detect()}.
+     *
+     * @return a new builder with no route chosen
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** The route. */
+    /**
+     * The route.
+     *
+     * @return the route by which the id travels
+     */
     public Route route() {
         return route;
     }
 
-    /** This process's rank. */
+    /**
+     * This process's rank.
+     *
+     * @return this process's rank, from 0 to {@code worldSize() - 1}
+     */
     public int rank() {
         return rank;
     }
 
-    /** The number of ranks. */
+    /**
+     * The number of ranks.
+     *
+     * @return the number of ranks, 1 or more
+     */
     public int worldSize() {
         return worldSize;
     }
 
-    /** The time to wait for the other ranks. */
+    /**
+     * The time to wait for the other ranks.
+     *
+     * @return the time {@link #exchange} waits for the other ranks
+     */
     public Duration timeout() {
         return timeout;
     }
@@ -777,13 +797,23 @@ public final class Rendezvous {
         private Builder() {
         }
 
-        /** Takes rank, world size, {@code MASTER_ADDR} and {@code MASTER_PORT} from {@code launch}. */
+        /**
+         * Takes rank, world size, {@code MASTER_ADDR} and {@code MASTER_PORT} from {@code launch}.
+         *
+         * @param launch the launch information, not null
+         * @return this builder
+         */
         public Builder launch(LaunchInfo launch) {
             this.launch = Objects.requireNonNull(launch, "launch");
             return this;
         }
 
-        /** Sets this process's rank (0 or more, below the world size). */
+        /**
+         * Sets this process's rank (0 or more, below the world size).
+         *
+         * @param rank this process's rank, 0 or more; {@link #build()} checks that it is below the world size
+         * @return this builder
+         */
         public Builder rank(int rank) {
             if (rank < 0) {
                 throw new IllegalArgumentException("rank is " + rank + ": ranks are 0 or more");
@@ -792,7 +822,12 @@ public final class Rendezvous {
             return this;
         }
 
-        /** Sets the number of ranks (1 or more). */
+        /**
+         * Sets the number of ranks (1 or more).
+         *
+         * @param worldSize the number of ranks, 1 or more
+         * @return this builder
+         */
         public Builder worldSize(int worldSize) {
             if (worldSize < 1) {
                 throw new IllegalArgumentException("worldSize is " + worldSize + ": it must be 1 or more");
@@ -801,13 +836,21 @@ public final class Rendezvous {
             return this;
         }
 
-        /** Chooses the {@code NCCL_COMM_ID} route: nothing is exchanged; see {@link Route#COMM_ID}. */
+        /**
+         * Chooses the {@code NCCL_COMM_ID} route: nothing is exchanged; see {@link Route#COMM_ID}.
+         *
+         * @return this builder
+         */
         public Builder commId() {
             this.route = Route.COMM_ID;
             return this;
         }
 
-        /** Chooses the TCP route to {@code MASTER_ADDR:MASTER_PORT} (from the launch or the environment). */
+        /**
+         * Chooses the TCP route to {@code MASTER_ADDR:MASTER_PORT} (from the launch or the environment).
+         *
+         * @return this builder
+         */
         public Builder tcp() {
             this.route = Route.TCP;
             return this;
@@ -816,6 +859,10 @@ public final class Rendezvous {
         /**
          * Chooses the TCP route to {@code host:port}: rank 0 listens on {@code port} (0 picks a free port, reported
          * to {@link #onListening}); the others connect to {@code host:port}.
+         *
+         * @param host rank 0's host name or address, not null or empty
+         * @param port the port, 1 to 65535, or 0 on rank 0 for any free port
+         * @return this builder
          */
         public Builder tcp(String host, int port) {
             Objects.requireNonNull(host, "host");
@@ -832,7 +879,12 @@ public final class Rendezvous {
             return this;
         }
 
-        /** Chooses the file route with the file {@code path}, on a file system shared by all ranks. */
+        /**
+         * Chooses the file route with the file {@code path}, on a file system shared by all ranks.
+         *
+         * @param path the file that carries the id, with a file name, not null
+         * @return this builder
+         */
         public Builder file(Path path) {
             Objects.requireNonNull(path, "path");
             if (path.getFileName() == null) {
@@ -843,13 +895,23 @@ public final class Rendezvous {
             return this;
         }
 
-        /** The address rank 0 listens on; by default every interface. */
+        /**
+         * The address rank 0 listens on; by default every interface.
+         *
+         * @param address the local address to bind, not null
+         * @return this builder
+         */
         public Builder bindAddress(InetAddress address) {
             this.bindAddress = Objects.requireNonNull(address, "address");
             return this;
         }
 
-        /** Called on rank 0 with the bound address once it listens; useful with port 0. */
+        /**
+         * Called on rank 0 with the bound address once it listens; useful with port 0.
+         *
+         * @param callback receives the address and port rank 0 listens on, not null
+         * @return this builder
+         */
         public Builder onListening(Consumer<InetSocketAddress> callback) {
             this.onListening = Objects.requireNonNull(callback, "callback");
             return this;
@@ -858,6 +920,9 @@ public final class Rendezvous {
         /**
          * The token that every rank must share (by default {@code NCCL4J_RENDEZVOUS_TOKEN}, or none); null for none.
          * Over TCP it proves each peer belongs to the job; in the file route it is mixed into the run hash.
+         *
+         * @param token the shared token, not empty; null for none (the environment variable is then not read)
+         * @return this builder
          */
         public Builder token(String token) {
             if (token != null && token.isEmpty()) {
@@ -868,7 +933,12 @@ public final class Rendezvous {
             return this;
         }
 
-        /** The run id of the file route: the same on every rank of this run, different between runs. */
+        /**
+         * The run id of the file route: the same on every rank of this run, different between runs.
+         *
+         * @param runId the run id, not null or empty
+         * @return this builder
+         */
         public Builder runId(String runId) {
             Objects.requireNonNull(runId, "runId");
             if (runId.isEmpty()) {
@@ -878,19 +948,34 @@ public final class Rendezvous {
             return this;
         }
 
-        /** How long to wait for all ranks (default 300 s); positive. */
+        /**
+         * How long to wait for all ranks (default 300 s); positive.
+         *
+         * @param timeout the time to wait, positive
+         * @return this builder
+         */
         public Builder timeout(Duration timeout) {
             this.timeout = positive("timeout", timeout);
             return this;
         }
 
-        /** How long rank 0 waits for one connection's HELLO before dropping it (default 10 s); positive. */
+        /**
+         * How long rank 0 waits for one connection's HELLO before dropping it (default 10 s); positive.
+         *
+         * @param timeout the time to wait for one HELLO, positive
+         * @return this builder
+         */
         public Builder handshakeTimeout(Duration timeout) {
             this.handshakeTimeout = positive("handshakeTimeout", timeout);
             return this;
         }
 
-        /** The file route's polling interval and the TCP route's first reconnect delay (default 100 ms); positive. */
+        /**
+         * The file route's polling interval and the TCP route's first reconnect delay (default 100 ms); positive.
+         *
+         * @param interval the interval, positive
+         * @return this builder
+         */
         public Builder pollInterval(Duration interval) {
             this.pollInterval = positive("pollInterval", interval);
             return this;
@@ -919,6 +1004,7 @@ public final class Rendezvous {
         /**
          * Checks the configuration and returns the rendezvous.
          *
+         * @return the rendezvous, ready for {@link Rendezvous#exchange}
          * @throws IllegalStateException when no route was chosen, or the route lacks its address, port or run id
          * @throws IllegalArgumentException when the rank is not below the world size, or a launch variable is bad
          */
