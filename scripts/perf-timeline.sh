@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One operation at one size, C baseline and nccl4j-perf (one process per GPU) each under Nsight Systems, then
+# the NCCL kernels' durations and the gaps between them side by side (perf/timeline_report.py). Made to find
+# where the 0.6 % that nccl4j-perf loses against C on all_reduce at 64 MiB goes (docs/perf/2026-11-23.md):
+# longer kernels, or later ones.
+#
+#   scripts/perf-timeline.sh [bundle-dir]     OUT=<dir> (default perf-results/timeline)  NP=2  OP=all_reduce
+#                                             SIZE=64M  ITERS=100  BASELINE=perf/native/build/nccl_perf_baseline
+#
+# Needs nsys (PATH, /usr/local/cuda/bin or /opt/nvidia/nsight-systems/*/bin); exits 3 without it.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$(cd "${1:-$root/bundle}" 2>/dev/null && pwd) || { echo "perf-timeline: no bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
+out=${OUT:-$root/perf-results/timeline}
+np=${NP:-2}
+op=${OP:-all_reduce}
+size=${SIZE:-64M}
+iters=${ITERS:-100}
+baseline=${BASELINE:-$root/perf/native/build/nccl_perf_baseline}
+nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+[ -n "$nsys" ] || { echo "perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems)" >&2; exit 3; }
+if [ ! -x "$baseline" ]; then
+  "$root/perf/native/build.sh" > /dev/null || { echo "perf-timeline: the C baseline did not build" >&2; exit 2; }
+  baseline=$root/perf/native/build/nccl_perf_baseline
+fi
+mkdir -p "$out"
+for d in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+export NCCL4J_BUNDLE=$bundle
+unset NCCL_COMM_ID
+mpi_root=()
+[ "$(id -u)" = 0 ] && mpi_root=(--allow-run-as-root)
+args=(-t "$op" -b "$size" -e "$size" -n "$iters" -w 5 -c 0)
+"$nsys" --version > "$out/nsys-version.txt" 2>&1
+port=29640
+for side in c java; do
+  if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
+  port=$((port + 1))
+  echo "== $side: mpirun -np $np nsys profile ... ${cmd[*]}"
+  timeout 300 mpirun "${mpi_root[@]}" --bind-to none -np "$np" -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH \
+      -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port \
+      "$nsys" profile -t cuda --force-overwrite true -o "$out/$side-rank%q{OMPI_COMM_WORLD_RANK}" "${cmd[@]}" \
+      > "$out/$side.log" 2>&1 || { echo "   failed (see $out/$side.log)"; tail -5 "$out/$side.log"; }
+  for rep in "$out/$side"-rank*.nsys-rep; do
+    [ -e "$rep" ] || continue
+    "$nsys" stats -q -r cuda_gpu_trace -f csv --force-export true -o "${rep%.nsys-rep}" "$rep" \
+        >> "$out/$side-stats.log" 2>&1
+  done
+done
+python3 "$root/perf/timeline_report.py" "$out" | tee "$out/timeline.md"
