@@ -43,6 +43,8 @@ import org.junit.jupiter.api.io.TempDir;
  * check what each script runs: which java, the class path, the main class and its arguments, the mpirun options
  * ({@code --allow-run-as-root} for uid 0 only, the {@code -x} variables) and the environment the children get.
  * The environment is cleared but for the variables a test sets, so the results do not depend on the machine.
+ * The functions of {@code scripts/env.sh}, which the scripts share, are tested on their own too; CUDA library
+ * directories are temporary ones, named by {@code NCCL4J_CUDA_LIB_DIRS}.
  */
 @Timeout(120)
 class ScriptsTest {
@@ -353,6 +355,187 @@ class ScriptsTest {
                 assertTrue(bundled.contains("env.sh"), s + " sources env.sh but gpu-bundle.sh does not copy it: " + bundled);
             }
         }
+    }
+
+    // ---------------------------------------------------------------- env.sh, the shared setup
+
+    /** Runs {@code code} in bash under {@code set -euo pipefail} after sourcing the checkout's scripts/env.sh. */
+    private Result envSh(String code, String... kv) throws Exception {
+        Path snippet = base.resolve("snippet.sh");
+        Files.writeString(snippet, "#!/usr/bin/env bash\nset -euo pipefail\n. " + root.resolve("scripts/env.sh") + "\n" + code
+                + "\n");
+        Files.setPosixFilePermissions(snippet, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return run(snippet, env(kv));
+    }
+
+    private Path cudaTargets() throws IOException {
+        return Files.createDirectories(base.resolve("cuda/targets/x86_64-linux/lib"));
+    }
+
+    private Path cudaLib64() throws IOException {
+        return Files.createDirectories(base.resolve("cuda/lib64"));
+    }
+
+    @Test
+    void envShPutsTheCudaDirectoriesInFrontOfLdLibraryPathAsAsked() throws Exception {
+        String t = cudaTargets().toString();
+        String l = cudaLib64().toString();
+        String missing = base.resolve("cuda/missing").toString();
+        String show = "; echo \"${LD_LIBRARY_PATH-unset} $(declare -p LD_LIBRARY_PATH 2>/dev/null | cut -c1-10)\"";
+        String dirs = t + ":" + l;
+        Map<String, String> cases = new LinkedHashMap<>();
+        cases.put("nccl4j_cuda_libs", t + ":" + l + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --reverse", l + ":" + t + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --first", t + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --always", t + ":" + l + ":/opt/ld declare -x");
+        cases.put("LD_LIBRARY_PATH=/opt/ld:" + l + "; nccl4j_cuda_libs --reverse --dedupe", t + ":/opt/ld:" + l + " declare -x");
+        // --print leaves LD_LIBRARY_PATH as it is
+        cases.put("nccl4j_cuda_libs --reverse --print", l + ":" + t + ":/opt/ld|/opt/ld declare -x");
+        for (Map.Entry<String, String> c : cases.entrySet()) {
+            Result r = envSh(c.getKey() + show, "NCCL4J_CUDA_LIB_DIRS", dirs, "LD_LIBRARY_PATH", "/opt/ld");
+            assertEquals(0, r.status(), c.getKey() + "\n" + r);
+            assertEquals(c.getValue(), r.outLines().stream().map(String::strip).collect(Collectors.joining("|")), c.getKey());
+        }
+        // directories that do not exist are left out, and then LD_LIBRARY_PATH is not set at all; --always takes them
+        Result r = envSh("nccl4j_cuda_libs" + show + "; nccl4j_cuda_libs --reverse --first" + show
+                + "; nccl4j_cuda_libs --always" + show, "NCCL4J_CUDA_LIB_DIRS", missing + ":" + base.resolve("cuda/missing2"));
+        assertEquals(List.of("unset", "unset", missing + ":" + base.resolve("cuda/missing2") + " declare -x"), r.outLines()
+                .stream().map(String::strip).collect(Collectors.toList()), r.toString());
+        r = envSh("nccl4j_cuda_libs --dedupe --print", "NCCL4J_CUDA_LIB_DIRS", missing + ":" + l);
+        assertEquals(List.of(l), r.outLines());
+        // the default: the two directories of a CUDA install, targets/x86_64-linux/lib first
+        r = envSh("nccl4j_cuda_libs --always --print");
+        assertEquals(List.of(CUDA_TARGETS + ":" + CUDA_LIB64), r.outLines());
+        r = envSh("nccl4j_cuda_libs --bogus");
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("nccl4j_cuda_libs: unknown option --bogus"), r.err());
+    }
+
+    @Test
+    void envShGivesAllowRunAsRootToRootOnly() throws Exception {
+        String show = "nccl4j_mpi_root_args; echo \"[${nccl4j_mpi_root[*]}]\"";
+        assertEquals(List.of("[--allow-run-as-root]"), envSh(show).outLines());
+        assertEquals(List.of("[]"), envSh(show, "FAKE_UID", "1000").outLines());
+        assertEquals(List.of("[--allow-run-as-root]"), envSh(show, "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1").outLines());
+        assertEquals(List.of("[]"), envSh(show, "FAKE_UID", "0", "NCCL4J_AS_ROOT", "0").outLines());
+    }
+
+    @Test
+    void envShForwardsExportedVariablesByPrefixOrByName() throws Exception {
+        String show = "; printf '%s ' \"${nccl4j_mpi_fwd[@]}\"; echo";
+        Result r = envSh("NCCL_NOT_EXPORTED=1; nccl4j_mpi_forward_args NCCL_ CUDA_ LD_LIBRARY_PATH JAVA_OPTS" + show,
+                "NCCL_DEBUG", "INFO", "NCCLX", "no", "CUDA_HOME", "/c", "LD_LIBRARY_PATH", "/l", "LD_LIBRARY_PATH_2", "no",
+                "JAVA_OPTS", "-Dx", "JAVA_OPTS_MORE", "no", "XNCCL_A", "no", "TORCH_X", "no");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("-x CUDA_HOME -x JAVA_OPTS -x LD_LIBRARY_PATH -x NCCL_DEBUG"), r.outLines().stream()
+                .map(String::strip).collect(Collectors.toList()));
+        r = envSh("nccl4j_mpi_forward_args NVSHMEM_" + show + "; echo \"${#nccl4j_mpi_fwd[@]}\"");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("", "0"), r.outLines().stream().map(String::strip).collect(Collectors.toList()));
+    }
+
+    @Test
+    void envShFindsJavaAndTheClassPaths() throws Exception {
+        Path jar = makeBuild();
+        Result r = envSh("nccl4j_classpath " + bundle + "; nccl4j_classpath --wildcard " + bundle + "; nccl4j_examples_jar "
+                + root + "; nccl4j_build_classpath " + root + "; nccl4j_find_java x; nccl4j_java_home",
+                "JAVA_HOME", jdk.toString());
+        assertEquals(0, r.status(), r.toString());
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        assertEquals(List.of(classpath(bundle), bundle + "/lib/*", jar.toString(), buildCp, jdk + "/bin/java",
+                jdk + "/bin/java"), r.outLines());
+        delete(root.resolve("nccl4j-examples/target/lib"));
+        r = envSh("nccl4j_build_classpath " + root + " || echo \"status $?\"; nccl4j_java_home || echo \"status $?\";"
+                + " nccl4j_find_java x", "JAVA_HOME", base.resolve("nojdk").toString());
+        assertEquals(List.of(buildCp, "status 1", "status 1", bin.resolve("java").toString()), r.outLines(), r.toString());
+        delete(root.resolve("nccl4j-examples"));
+        r = envSh("echo \"[$(nccl4j_examples_jar " + root + ")]\"; nccl4j_build_classpath " + root + " || true");
+        assertEquals(List.of("[]", ":" + root.resolve("nccl4j-examples/target/lib") + "/*"), r.outLines(), r.toString());
+    }
+
+    @Test
+    void aScriptWithoutEnvShSaysSo() throws Exception {
+        Path lone = Files.createDirectories(base.resolve("lone"));
+        for (String s : List.of("nccl4j-run", "gpu-test.sh")) {
+            Files.copy(SCRIPTS.resolve(s), lone.resolve(s), StandardCopyOption.COPY_ATTRIBUTES);
+            Result r = run(lone.resolve(s), job());
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(s + ": " + lone + "/env.sh is missing", r.err().strip());
+            assertEquals(List.of(), r.tools());
+        }
+    }
+
+    /** LD_LIBRARY_PATH of each script's java (and C baseline) runs, with CUDA directories that exist. */
+    @Test
+    void eachScriptPutsTheCudaDirectoriesWhereItDid() throws Exception {
+        String t = cudaTargets().toString();
+        String l = cudaLib64().toString();
+        makeBuild();
+        Map<String, String> cuda = job("NCCL4J_CUDA_LIB_DIRS", t + ":" + l, "LOG_DIR", logs.toString(), "NP", "2",
+                "FAKE_JAVA_OUT", SUMMARY);
+
+        Result r = run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
+        assertEquals(0, r.status(), r.toString());
+        for (Call c : r.of("java")) {
+            assertEquals(t + ":/opt/ld", c.env("LD_LIBRARY_PATH"));
+        }
+
+        Map<String, String> e = new LinkedHashMap<>(cuda);
+        e.put("EXAMPLES", "AllReduce");
+        r = run(root.resolve("scripts/examples-gpu.sh"), e);   // lib64 first, then nccl4j-run puts targets first
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":" + l + ":" + l + ":" + t + ":/opt/ld", r.of("java").get(0).env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":/opt/ld", r.of("java").get(1).env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
+
+        r = run(bundle.resolve("nccl4j-run"), cuda, "-np", "2", "X");   // targets first
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        r = run(root.resolve("scripts/nccl4j-allreduce"), cuda);   // targets first
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        r = run(bundle.resolve("nccl4j-perf"), cuda);   // lib64 first
+        assertEquals(l + ":" + t + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+
+        e = new LinkedHashMap<>(cuda);
+        e.put("OUT_DIR", base.resolve("scale").toString());
+        e.put("PHASES", "4");
+        r = run(root.resolve("scripts/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":" + t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        e.put("NCCL4J_CUDA_LIB_DIRS", base.resolve("no-t") + ":" + base.resolve("no-l"));
+        r = run(root.resolve("scripts/scale-run.sh"), e);   // whether or not they exist
+        assertEquals(base.resolve("no-t") + ":" + base.resolve("no-l") + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+
+        e = new LinkedHashMap<>(cuda);
+        e.put("RESULTS_DIR", base.resolve("ddp").toString());
+        e.put("LD_LIBRARY_PATH", "/opt/ld:" + t);
+        r = run(root.resolve("scripts/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
+        assertEquals(l + ":/opt/ld:" + t, r.first("mpirun").env("LD_LIBRARY_PATH"));
+        for (Call c : r.of("java")) {
+            assertEquals(l + ":/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
+        }
+        for (Call c : r.of("python3")) {
+            assertEquals("/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
+        }
+
+        r = run(root.resolve("scripts/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
+                root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", base.resolve("pc").toString(),
+                "--repeats", "1", "--docs", base.resolve("docs").toString());   // the targets directory only
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":/opt/ld", r.first("nccl_perf_baseline").env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":" + t + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));   // + nccl4j-perf's
+    }
+
+    @Test
+    void nccl4jAsRootOverridesTheUidForMpirun() throws Exception {
+        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("--allow-run-as-root", "--bind-to"), r.first("mpirun").args().subList(0, 2));
+        r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "NCCL4J_AS_ROOT", "0"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("--bind-to", r.first("mpirun").args().get(0));
     }
 
     // ---------------------------------------------------------------- gpu-test.sh
