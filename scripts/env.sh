@@ -70,6 +70,7 @@ nccl4j_classpath() { # [--wildcard] DIR
 }
 
 nccl4j_examples_jar() { # ROOT
+  # shellcheck disable=SC2010  # the scripts' lookup as it was (ls | grep -v -- -tests)
   ls "$1"/nccl4j-examples/target/nccl4j-examples-*.jar 2>/dev/null | grep -v -- -tests | head -1 || true
 }
 
@@ -80,6 +81,7 @@ nccl4j_build_classpath() { # ROOT
   [ -n "$jar" ] && [ -d "$1/nccl4j-examples/target/lib" ]
 }
 
+# shellcheck disable=SC2120  # its arguments are options, all optional
 nccl4j_cuda_libs() { # [--first] [--reverse] [--always] [--dedupe] [--print]
   local first=0 reverse=0 always=0 dedupe=0 print=0 changed=0 i d value=${LD_LIBRARY_PATH:-}
   local dirs=()
@@ -116,6 +118,7 @@ nccl4j_cuda_libs() { # [--first] [--reverse] [--always] [--dedupe] [--print]
   return 0
 }
 
+# shellcheck disable=SC2034  # nccl4j_mpi_root is for the caller
 nccl4j_mpi_root_args() {
   nccl4j_mpi_root=()
   case "${NCCL4J_AS_ROOT:-}" in
@@ -131,6 +134,7 @@ nccl4j_mpi_forward_args() { # NAME...
   for n in "$@"; do
     case "$n" in *_) re="$re${re:+|}$n" ;; *) re="$re${re:+|}$n\$" ;; esac
   done
+  # shellcheck disable=SC2034  # nccl4j_mpi_fwd is for the caller
   nccl4j_mpi_fwd=()
   for v in $(compgen -e | grep -E "^($re)"); do nccl4j_mpi_fwd+=(-x "$v"); done
   return 0
