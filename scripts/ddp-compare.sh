@@ -23,6 +23,10 @@
 # loading its own CUDA libraries. Exit status: 0 when the four runs all gave a RESULT line, 1 otherwise,
 # 2 when the bundle, the GPUs or mpirun are missing.
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bundle=${1:-$root/bundle}
@@ -52,14 +56,8 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 [ "${gpus:-0}" -ge "$np" ] || { echo "ddp-compare: $np GPUs needed, nvidia-smi lists ${gpus:-0}" >&2; exit 2; }
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 
-cp=""
-for j in "$bundle"/lib/*.jar; do
-  case "$j" in *console-standalone*) ;; *) cp="$cp${cp:+:}$j" ;; esac
-done
-java_ld=${LD_LIBRARY_PATH:-}
-for d in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64; do
-  [ -d "$d" ] && case ":$java_ld:" in *":$d:"*) ;; *) java_ld="$d${java_ld:+:$java_ld}" ;; esac
-done
+cp=$(nccl4j_classpath "$bundle")
+java_ld=$(nccl4j_cuda_libs --reverse --dedupe --print)
 
 if [ "${SAME_NCCL:-0}" = 1 ] && [ -z "${NCCL4J_LIBRARY:-}" ]; then
   lib=$("$python" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
@@ -83,13 +81,11 @@ rank_script="$results/nccl4j-rank.sh"
   echo
 } > "$rank_script"
 chmod +x "$rank_script"
-fwd=()
-for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
-as_root=()
-[ "$(id -u)" = 0 ] && as_root=(--allow-run-as-root)
+nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ JAVA_OPTS
+nccl4j_mpi_root_args
 echo "== 1/4 nccl4j DDP: mpirun -np $np, MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
-LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" mpirun "${as_root[@]}" --bind-to none -np "$np" \
-    -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x LD_LIBRARY_PATH "${fwd[@]}" "$rank_script" \
+LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" mpirun "${nccl4j_mpi_root[@]}" --bind-to none -np "$np" \
+    -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x LD_LIBRARY_PATH "${nccl4j_mpi_fwd[@]}" "$rank_script" \
     2>&1 | tee "$results/nccl4j-ddp.log"
 status=${PIPESTATUS[0]}
 [ "$status" = 0 ] || { echo "ddp-compare: nccl4j DDP run failed (status $status)"; failed=1; }

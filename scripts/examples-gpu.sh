@@ -6,19 +6,20 @@
 #   scripts/examples-gpu.sh [bundle-dir]    NP=2  LOG_DIR=<dir for the logs>  RUN_TIMEOUT=180
 #   EXAMPLES="AllReduce;DdpSimple;..."      the runs (an example name and its arguments, ';' between runs)
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:-$here/../bundle}" && pwd)
 np=${NP:-2}
 log_dir=${LOG_DIR:-$(mktemp -d)}
 mkdir -p "$log_dir"
 limit=${RUN_TIMEOUT:-180}
-for d in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+nccl4j_cuda_libs --reverse
 java="$bundle/jre/bin/java"
-cp=$(ls "$bundle"/lib/*.jar | grep -v console-standalone | paste -sd:)
-root=()
-[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+cp=$(nccl4j_classpath "$bundle")
+nccl4j_mpi_root_args
 IFS=';' read -r -a runs <<< "${EXAMPLES:-AllReduce;DdpSimple;DdpSimple --average avg;ZeroShards;ZeroShards --average premul;ZeroShards --average avg;ReadmeSum;DdpTraining --steps 12}"
 
 passed=0
@@ -34,9 +35,8 @@ for run in "${runs[@]}"; do
   timeout "$limit" "$bundle/nccl4j-run" -np "$np" "${args[@]}" > "$log" 2>&1
   record "nccl4j-run -np $np ${args[*]}" $? "$log"
   log="$log_dir/$n-mpirun-$(echo "${args[*]}" | tr ' ' '_').log"
-  fwd=()
-  for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|LD_LIBRARY_PATH$)'); do fwd+=(-x "$v"); done
-  timeout "$limit" mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" \
+  nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ LD_LIBRARY_PATH
+  timeout "$limit" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output -np "$np" "${nccl4j_mpi_fwd[@]}" \
       -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29700 + n)) \
       "$java" ${JAVA_OPTS:-} -cp "$cp" "org.nccl4j.examples.${args[0]}" "${args[@]:1}" > "$log" 2>&1
   record "mpirun -np $np java ... ${args[*]}" $? "$log"

@@ -9,6 +9,10 @@
 # Every rank gets the parent's environment: mpirun's children inherit it, and the NCCL_*, NCCL4J_*, CUDA_*,
 # NVSHMEM_*, TORCH_*, LD_LIBRARY_PATH variables are also forwarded explicitly with -x.
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=${1:-$here}
 [ -x "$bundle/jre/bin/java" ] || bundle=$here/../bundle
@@ -16,17 +20,13 @@ bundle=$(cd "$bundle" && pwd)
 java="$bundle/jre/bin/java"
 [ -x "$java" ] || { echo "no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"; exit 2; }
 console=$(ls "$bundle"/lib/junit-platform-console-standalone-*.jar | head -1)
-cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
-[ -d "$cuda_lib" ] && export LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nccl4j_cuda_libs --first
 np=${NP:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 export NCCL_COMM_ID=${NCCL_COMM_ID:-127.0.0.1:$((29500 + RANDOM % 500))}
 log_dir=${LOG_DIR:-$(mktemp -d)}
 mkdir -p "$log_dir"
 
-cp=""
-for j in "$bundle"/lib/*.jar; do
-  case "$j" in *console-standalone*) ;; *) cp="$cp${cp:+:}$j" ;; esac
-done
+cp=$(nccl4j_classpath "$bundle")
 scan=()
 for j in "$bundle"/lib/nccl4j-*-tests.jar; do scan+=(--scan-classpath "$j"); done
 # TESTS=<regex of class names> narrows the run (JUnit's --include-classname).
@@ -55,10 +55,8 @@ count "$log_dir/single.log"
 
 if [ "$np" -ge 2 ]; then
   echo "== multi-process GPU tests: mpirun -np $np, NCCL_COMM_ID=$NCCL_COMM_ID"
-  fwd=()
-  for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|NVSHMEM_|TORCH_|LD_LIBRARY_PATH$|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
-  root=()
-  [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ NVSHMEM_ TORCH_ LD_LIBRARY_PATH JAVA_OPTS
+  nccl4j_mpi_root_args
   # The per-rank command goes in a script so that mpirun parses none of its arguments.
   rank_script="$log_dir/rank.sh"
   {
@@ -70,7 +68,7 @@ if [ "$np" -ge 2 ]; then
   } > "$rank_script"
   chmod +x "$rank_script"
   # A hung rank must not hold the machine: the whole mpirun run is bounded (MPI_TIMEOUT seconds, default 600).
-  timeout "${MPI_TIMEOUT:-600}" mpirun "${root[@]}" --bind-to none --tag-output -np "$np" "${fwd[@]}" "$rank_script" 2>&1 | tee "$log_dir/multi.log"
+  timeout "${MPI_TIMEOUT:-600}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output -np "$np" "${nccl4j_mpi_fwd[@]}" "$rank_script" 2>&1 | tee "$log_dir/multi.log"
   status=${PIPESTATUS[0]}
   count "$log_dir/multi.log"
   [ "$status" = 0 ] || { echo "mpirun exited with status $status"; failed=$((failed + 1)); }

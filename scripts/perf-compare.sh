@@ -33,6 +33,10 @@
 # Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
 # On 2 H200s the whole takes about 4 minutes; each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$root/bundle
 baseline=$root/perf/native/build/nccl_perf_baseline
@@ -68,15 +72,12 @@ fi
 mkdir -p "$out/raw" "$out/json" "$docs"
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID            # Java ranks exchange the id over TCP (MASTER_ADDR), C over MPI_Bcast
-cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
-[ -d "$cuda_lib" ] && export LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nccl4j_cuda_libs --first
 perf=$root/scripts/nccl4j-perf
 torch_py=${TORCH_PYTHON:-python3}
 "$torch_py" -c 'import torch' 2>/dev/null || torch_py=/opt/torch/.venv/bin/python3
-mpi_root=()
-[ "$(id -u)" = 0 ] && mpi_root=(--allow-run-as-root)
-fwd=()
-for v in $(compgen -e | grep -E '^(NCCL_|NCCL4J_|CUDA_|NVSHMEM_|TORCH_|LD_LIBRARY_PATH$|JAVA_OPTS$)'); do fwd+=(-x "$v"); done
+nccl4j_mpi_root_args
+nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ NVSHMEM_ TORCH_ LD_LIBRARY_PATH JAVA_OPTS
 port=29600
 failures=0
 
@@ -89,7 +90,7 @@ mpi() { # name cmd...
   port=$((port + 1))
   echo "== $name: mpirun -np $np $*"
   # BIND: Open MPI's binding of the ranks, the same for C and Java (default none; e.g. BIND=numa).
-  timeout "${RUN_TIMEOUT:-240}" mpirun "${mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" "${fwd[@]}" \
+  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" "${nccl4j_mpi_fwd[@]}" \
       -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port "$script" > "$out/raw/$name.log" 2>&1
   local s=$?
   [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }
@@ -151,7 +152,8 @@ echo "== runs took $(( $(date +%s) - start )) s, $failures failed"
 
 # the plot (nccl4j's Plot, XChart) and the report
 png_name="$date_tag-all_reduce-busbw.png"
-"$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$bundle/lib/*" org.nccl4j.examples.perf.Plot "$out/$png_name" \
+"$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath --wildcard "$bundle")" \
+    org.nccl4j.examples.perf.Plot "$out/$png_name" \
     --title "all_reduce bus bandwidth, $np ranks: C vs nccl4j (eager)" \
     "C mpirun=$(j c-eager-curve)" "nccl4j mpirun=$(j java-np-eager-curve)" "nccl4j -g $np=$(j java-g-eager-curve)" \
     > "$out/raw/plot.log" 2>&1 || { echo "   plot failed (see $out/raw/plot.log)"; failures=$((failures + 1)); }

@@ -11,6 +11,10 @@
 #      PyTorch (scripts/ddp-compare.sh) at N.
 # PHASES="1 2 3 4 5" chooses phases; QUICK=1 is the compact form (one repeat, -n 20, no DDP comparison).
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bundle=$(cd "${1:-$root/bundle}" && pwd)
@@ -22,11 +26,12 @@ phases=${PHASES:-1 2 3 4 5}
 quick=${QUICK:-0}
 repeats=${REPEATS:-3}
 [ "$quick" = 1 ] && repeats=1
-export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nccl4j_cuda_libs --always
 export NCCL4J_BUNDLE=$bundle
 perf=$root/scripts/nccl4j-perf
 base=$root/perf/native/build/nccl_perf_baseline
 [ -x "$base" ] || timeout 120 bash "$root/perf/native/build.sh" > "$out/build.log" 2>&1
+# mpirun gets --allow-run-as-root whoever runs it, and these variables only (not nccl4j_mpi_forward_args).
 mpi() { timeout "${RUN_TIMEOUT:-240}" mpirun --allow-run-as-root --bind-to none -np "$np" -x NCCL_NVLS_ENABLE \
           -x LD_LIBRARY_PATH -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29800 + RANDOM % 100)) "$@"; }
 status=0

@@ -1,0 +1,1119 @@
+package org.nccl4j.examples.launch;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The bash scripts of {@code scripts/}, run on the CPU against fakes. Each test copies the scripts into a temporary
+ * checkout with a fake bundle ({@code bundle/jre/bin/java}, empty {@code lib/*.jar}, the scripts that
+ * {@code gpu-bundle.sh} copies there) and puts fake {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id},
+ * {@code mvn}, {@code java} and {@code python3} first on PATH (all {@code fake-tool.sh}: each records its path,
+ * working directory, arguments and environment; mpirun then runs the per-rank command once per rank). The tests
+ * check what each script runs: which java, the class path, the main class and its arguments, the mpirun options
+ * ({@code --allow-run-as-root} for uid 0 only, the {@code -x} variables) and the environment the children get.
+ * The environment is cleared but for the variables a test sets, so the results do not depend on the machine.
+ * The functions of {@code scripts/env.sh}, which the scripts share, are tested on their own too; CUDA library
+ * directories are temporary ones, named by {@code NCCL4J_CUDA_LIB_DIRS}.
+ */
+@Timeout(120)
+class ScriptsTest {
+    private static final Path SCRIPTS = Path.of("").toAbsolutePath().getParent().resolve("scripts");
+    private static final String LAUNCHER = "org.nccl4j.examples.launch.Launcher";
+    private static final String PERF = "org.nccl4j.examples.perf.Perf";
+    private static final String CUDA_TARGETS = "/usr/local/cuda/targets/x86_64-linux/lib";
+    private static final String CUDA_LIB64 = "/usr/local/cuda/lib64";
+    /** When this machine has the CUDA directories, the scripts add them: LD_LIBRARY_PATH is then not checked. */
+    private static final boolean REAL_CUDA = Files.isDirectory(Path.of(CUDA_TARGETS)) || Files.isDirectory(Path.of(CUDA_LIB64));
+    /** A bundle's lib/ (names as gpu-bundle.sh leaves them; mixed case and '-' against '.' test the order). */
+    private static final List<String> JARS = List.of("xchart-3.8.8.jar", "VectorGraphics2D-0.13.jar",
+            "cuda-13.3-9.25-1.5.14.jar", "cuda-13.3-9.25-1.5.14-linux-x86_64.jar", "javacpp-1.5.14.jar",
+            "javacpp-1.5.14-linux-x86_64.jar", "junit-platform-console-standalone-1.14.1.jar", "logback-classic-1.5.18.jar",
+            "logback-core-1.5.18.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar", "nccl4j-core-0.1.0-SNAPSHOT-tests.jar",
+            "nccl4j-examples-0.1.0-SNAPSHOT.jar", "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar",
+            "nccl4j-native-0.1.0-SNAPSHOT.jar", "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "slf4j-api-2.0.17.jar");
+    private static final String CONSOLE = "junit-platform-console-standalone-1.14.1.jar";
+    /** The JUnit console launcher's summary, as fake java prints it. */
+    private static final String SUMMARY = "[         3 tests successful      ]\\n[         0 tests failed          ]";
+    private static final List<String> JAVA_OPTS = List.of("-Dx=1", "-Dy=2");
+
+    @TempDir
+    Path tmp;
+
+    private Path base;
+    private Path root;
+    private Path bundle;
+    private Path bin;
+    private Path jdk;
+    private Path rec;
+    private Path work;
+    private Path logs;
+
+    /** One recorded call of a fake tool. */
+    private record Call(String tool, String exe, String cwd, List<String> args, Map<String, String> env) {
+        String env(String name) {
+            return env.get(name);
+        }
+
+        String lastArg() {
+            return args.get(args.size() - 1);
+        }
+    }
+
+    /** A finished script: its exit status, output and the calls of the fakes, in order. */
+    private record Result(int status, String out, String err, List<Call> calls) {
+        List<String> tools() {
+            return calls.stream().map(Call::tool).collect(Collectors.toList());
+        }
+
+        List<Call> of(String tool) {
+            return calls.stream().filter(c -> c.tool.equals(tool)).collect(Collectors.toList());
+        }
+
+        Call first(String tool) {
+            List<Call> c = of(tool);
+            assertFalse(c.isEmpty(), "no call of " + tool + "\n" + this);
+            return c.get(0);
+        }
+
+        List<String> outLines() {
+            return out.lines().collect(Collectors.toList());
+        }
+
+        @Override
+        public String toString() {
+            return "status " + status + "\n--- stdout\n" + out + "--- stderr\n" + err + "--- calls\n"
+                    + calls.stream().map(c -> c.tool + " " + c.args).collect(Collectors.joining("\n"));
+        }
+    }
+
+    // ---------------------------------------------------------------- the sandbox
+
+    @BeforeEach
+    void sandbox() throws IOException {
+        base = tmp.toRealPath();
+        root = base.resolve("checkout");
+        Files.createDirectories(root.resolve("scripts"));
+        try (Stream<Path> s = Files.list(SCRIPTS)) {
+            for (Path p : s.filter(Files::isRegularFile).collect(Collectors.toList())) {
+                Files.copy(p, root.resolve("scripts").resolve(p.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
+            }
+        }
+        bundle = makeBundle(root.resolve("bundle"));
+        bin = Files.createDirectories(base.resolve("bin"));
+        for (String t : List.of("mpirun", "nvidia-smi", "timeout", "id", "mvn", "java", "python3")) {
+            fake(bin.resolve(t));
+        }
+        jdk = base.resolve("jdk");
+        fake(jdk.resolve("bin/java"));
+        fake(root.resolve("perf/native/build/nccl_perf_baseline"));
+        rec = Files.createDirectories(base.resolve("rec"));
+        work = Files.createDirectories(base.resolve("work"));
+        logs = base.resolve("logs");
+        Files.createDirectories(base.resolve("home"));
+        Files.createDirectories(base.resolve("tmp"));
+    }
+
+    /** The scripts that gpu-bundle.sh copies into the bundle, from its line {@code cp scripts/... "$out/"}. */
+    private static List<String> bundledScripts() throws IOException {
+        Matcher m = Pattern.compile("^cp ((?:scripts/\\S+ )+)\"\\$out/\"$", Pattern.MULTILINE)
+                .matcher(Files.readString(SCRIPTS.resolve("gpu-bundle.sh")));
+        assertTrue(m.find(), "gpu-bundle.sh has no line cp scripts/... \"$out/\"");
+        return Arrays.stream(m.group(1).trim().split(" +")).map(s -> s.substring("scripts/".length()))
+                .collect(Collectors.toList());
+    }
+
+    /** A bundle as gpu-bundle.sh lays it out, with a fake jre/bin/java and empty jars. */
+    private Path makeBundle(Path dir) throws IOException {
+        fake(dir.resolve("jre/bin/java"));
+        Files.createDirectories(dir.resolve("lib"));
+        for (String j : JARS) {
+            Files.createFile(dir.resolve("lib").resolve(j));
+        }
+        for (String s : bundledScripts()) {
+            Files.copy(SCRIPTS.resolve(s), dir.resolve(s), StandardCopyOption.COPY_ATTRIBUTES);
+        }
+        return dir;
+    }
+
+    /** nccl4j-examples/target of a build: the jar, the tests jar and lib/. */
+    private Path makeBuild() throws IOException {
+        Path target = Files.createDirectories(root.resolve("nccl4j-examples/target/lib"));
+        Files.createFile(root.resolve("nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT-tests.jar"));
+        return Files.createFile(target.resolveSibling("nccl4j-examples-0.1.0-SNAPSHOT.jar"));
+    }
+
+    private static void fake(Path p) throws IOException {
+        Files.createDirectories(p.getParent());
+        try (InputStream in = ScriptsTest.class.getResourceAsStream("fake-tool.sh")) {
+            Files.copy(in, p, StandardCopyOption.REPLACE_EXISTING);
+        }
+        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
+    private static void delete(Path dir) throws IOException {
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).collect(Collectors.toList())) {
+                Files.delete(p);
+            }
+        }
+    }
+
+    /** The class path the scripts build from a bundle: lib/*.jar but the console launcher, in glob (C) order. */
+    private static String classpath(Path bundleDir) {
+        return JARS.stream().filter(j -> !j.equals(CONSOLE)).sorted().map(j -> bundleDir.resolve("lib").resolve(j).toString())
+                .collect(Collectors.joining(":"));
+    }
+
+    /** The environment every run starts from (nothing of this machine's but the system PATH). */
+    private Map<String, String> baseEnv() {
+        Map<String, String> e = new TreeMap<>();
+        e.put("PATH", bin + ":/usr/local/bin:/usr/bin:/bin");
+        e.put("HOME", base.resolve("home").toString());
+        e.put("TMPDIR", base.resolve("tmp").toString());
+        e.put("LC_ALL", "C");
+        e.put("FAKE_REC", rec.toString());
+        e.put("FAKE_GPUS", "2");
+        e.put("FAKE_UID", "0");
+        return e;
+    }
+
+    /** A user's job environment: variables of each forwarded family, and one that is not forwarded. */
+    private static Map<String, String> job(String... more) {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("NCCL_DEBUG", "WARN");
+        e.put("NCCL4J_TEST_VAR", "on");
+        e.put("CUDA_VISIBLE_DEVICES", "0,1");
+        e.put("NVSHMEM_DISABLE", "1");
+        e.put("TORCH_NCCL_TRACE", "1");
+        e.put("LD_LIBRARY_PATH", "/opt/ld");
+        e.put("JAVA_OPTS", "-Dx=1 -Dy=2");
+        e.put("NOT_FORWARDED", "kept");
+        for (int i = 0; i < more.length; i += 2) {
+            e.put(more[i], more[i + 1]);
+        }
+        return e;
+    }
+
+    private static Map<String, String> env(String... kv) {
+        Map<String, String> e = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            e.put(kv[i], kv[i + 1]);
+        }
+        return e;
+    }
+
+    private Result run(Path script, Map<String, String> extra, String... args) throws Exception {
+        return runIn(baseEnv(), script, extra, args);
+    }
+
+    private Result runIn(Map<String, String> start, Path script, Map<String, String> extra, String... args)
+            throws Exception {
+        try (Stream<Path> s = Files.list(rec)) {
+            for (Path p : s.collect(Collectors.toList())) {
+                Files.delete(p);
+            }
+        }
+        List<String> cmd = new ArrayList<>(List.of(script.toString()));
+        cmd.addAll(Arrays.asList(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(work.toFile());
+        pb.environment().clear();
+        pb.environment().putAll(start);
+        pb.environment().putAll(extra);
+        Path out = base.resolve("script.out");
+        Path err = base.resolve("script.err");
+        pb.redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+        pb.redirectOutput(out.toFile());
+        pb.redirectError(err.toFile());
+        Process p = pb.start();
+        if (!p.waitFor(90, TimeUnit.SECONDS)) {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+            fail(script + " did not finish in 90 s");
+        }
+        List<Call> calls = new ArrayList<>();
+        try (Stream<Path> s = Files.list(rec)) {
+            for (Path f : s.sorted().collect(Collectors.toList())) {
+                calls.add(readCall(f));
+            }
+        }
+        return new Result(p.exitValue(), Files.readString(out), Files.readString(err), calls);
+    }
+
+    private static Call readCall(Path f) {
+        Map<String, String> kv = new HashMap<>();
+        try {
+            for (String line : Files.readAllLines(f)) {
+                int eq = line.indexOf('=');
+                kv.put(line.substring(0, eq), line.substring(eq + 1));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Map<String, String> env = new TreeMap<>();
+        for (String v : nulSeparated(kv.get("env"))) {
+            int eq = v.indexOf('=');
+            env.put(v.substring(0, eq), v.substring(eq + 1));
+        }
+        return new Call(kv.get("tool"), kv.get("exe"), kv.get("cwd"), nulSeparated(kv.get("args")), env);
+    }
+
+    private static List<String> nulSeparated(String b64) {
+        String s = new String(Base64.getDecoder().decode(b64 == null ? "" : b64), UTF_8);
+        if (s.isEmpty()) {
+            return List.of();
+        }
+        List<String> parts = new ArrayList<>(Arrays.asList(s.split("\0", -1)));
+        parts.remove(parts.size() - 1);
+        return parts;
+    }
+
+    /** Flattens strings and lists of strings into one list. */
+    private static List<String> args(Object... parts) {
+        List<String> a = new ArrayList<>();
+        for (Object p : parts) {
+            if (p instanceof List<?> l) {
+                l.forEach(x -> a.add(x.toString()));
+            } else {
+                a.add(p.toString());
+            }
+        }
+        return a;
+    }
+
+    /** {@code -x NAME} for each name. */
+    private static List<String> x(String... names) {
+        return Arrays.stream(names).flatMap(n -> Stream.of("-x", n)).collect(Collectors.toList());
+    }
+
+    private static void assertLd(String expected, Call c) {
+        if (!REAL_CUDA) {
+            assertEquals(expected, c.env("LD_LIBRARY_PATH"), "LD_LIBRARY_PATH of " + c.tool + " " + c.args);
+        }
+    }
+
+    /** The element matching {@code p} replaced by {@code mask}, so that a random port compares equal. */
+    private static List<String> masked(List<String> args, String regex, String mask) {
+        return args.stream().map(a -> a.matches(regex) ? mask : a).collect(Collectors.toList());
+    }
+
+    // ---------------------------------------------------------------- all scripts
+
+    @Test
+    void everyScriptParses() throws Exception {
+        List<Path> scripts;
+        try (Stream<Path> s = Files.list(SCRIPTS)) {
+            scripts = s.filter(Files::isRegularFile).sorted().collect(Collectors.toList());
+        }
+        assertTrue(scripts.size() >= 10, scripts.toString());
+        for (Path p : scripts) {
+            Process pr = new ProcessBuilder("bash", "-n", p.toString()).redirectErrorStream(true).start();
+            String out = new String(pr.getInputStream().readAllBytes(), UTF_8);
+            assertTrue(pr.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, pr.exitValue(), p + ": " + out);
+        }
+    }
+
+    @Test
+    void theBundleGetsItsScriptsAndWhatTheySource() throws Exception {
+        List<String> bundled = bundledScripts();
+        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf")), bundled.toString());
+        for (String s : bundled) {
+            Path p = SCRIPTS.resolve(s);
+            assertTrue(Files.isRegularFile(p), p.toString());
+            if (Files.readString(p).contains("env.sh")) {
+                assertTrue(bundled.contains("env.sh"), s + " sources env.sh but gpu-bundle.sh does not copy it: " + bundled);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- env.sh, the shared setup
+
+    /** Runs {@code code} in bash under {@code set -euo pipefail} after sourcing the checkout's scripts/env.sh. */
+    private Result envSh(String code, String... kv) throws Exception {
+        Path snippet = base.resolve("snippet.sh");
+        Files.writeString(snippet, "#!/usr/bin/env bash\nset -euo pipefail\n. " + root.resolve("scripts/env.sh") + "\n" + code
+                + "\n");
+        Files.setPosixFilePermissions(snippet, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return run(snippet, env(kv));
+    }
+
+    private Path cudaTargets() throws IOException {
+        return Files.createDirectories(base.resolve("cuda/targets/x86_64-linux/lib"));
+    }
+
+    private Path cudaLib64() throws IOException {
+        return Files.createDirectories(base.resolve("cuda/lib64"));
+    }
+
+    @Test
+    void envShPutsTheCudaDirectoriesInFrontOfLdLibraryPathAsAsked() throws Exception {
+        String t = cudaTargets().toString();
+        String l = cudaLib64().toString();
+        String missing = base.resolve("cuda/missing").toString();
+        String show = "; echo \"${LD_LIBRARY_PATH-unset} $(declare -p LD_LIBRARY_PATH 2>/dev/null | cut -c1-10)\"";
+        String dirs = t + ":" + l;
+        Map<String, String> cases = new LinkedHashMap<>();
+        cases.put("nccl4j_cuda_libs", t + ":" + l + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --reverse", l + ":" + t + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --first", t + ":/opt/ld declare -x");
+        cases.put("nccl4j_cuda_libs --always", t + ":" + l + ":/opt/ld declare -x");
+        cases.put("LD_LIBRARY_PATH=/opt/ld:" + l + "; nccl4j_cuda_libs --reverse --dedupe", t + ":/opt/ld:" + l + " declare -x");
+        // --print leaves LD_LIBRARY_PATH as it is
+        cases.put("nccl4j_cuda_libs --reverse --print", l + ":" + t + ":/opt/ld|/opt/ld declare -x");
+        for (Map.Entry<String, String> c : cases.entrySet()) {
+            Result r = envSh(c.getKey() + show, "NCCL4J_CUDA_LIB_DIRS", dirs, "LD_LIBRARY_PATH", "/opt/ld");
+            assertEquals(0, r.status(), c.getKey() + "\n" + r);
+            assertEquals(c.getValue(), r.outLines().stream().map(String::strip).collect(Collectors.joining("|")), c.getKey());
+        }
+        // directories that do not exist are left out, and then LD_LIBRARY_PATH is not set at all; --always takes them
+        Result r = envSh("nccl4j_cuda_libs" + show + "; nccl4j_cuda_libs --reverse --first" + show
+                + "; nccl4j_cuda_libs --always" + show, "NCCL4J_CUDA_LIB_DIRS", missing + ":" + base.resolve("cuda/missing2"));
+        assertEquals(List.of("unset", "unset", missing + ":" + base.resolve("cuda/missing2") + " declare -x"), r.outLines()
+                .stream().map(String::strip).collect(Collectors.toList()), r.toString());
+        r = envSh("nccl4j_cuda_libs --dedupe --print", "NCCL4J_CUDA_LIB_DIRS", missing + ":" + l);
+        assertEquals(List.of(l), r.outLines());
+        // the default: the two directories of a CUDA install, targets/x86_64-linux/lib first
+        r = envSh("nccl4j_cuda_libs --always --print");
+        assertEquals(List.of(CUDA_TARGETS + ":" + CUDA_LIB64), r.outLines());
+        r = envSh("nccl4j_cuda_libs --bogus");
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("nccl4j_cuda_libs: unknown option --bogus"), r.err());
+    }
+
+    @Test
+    void envShGivesAllowRunAsRootToRootOnly() throws Exception {
+        String show = "nccl4j_mpi_root_args; echo \"[${nccl4j_mpi_root[*]}]\"";
+        assertEquals(List.of("[--allow-run-as-root]"), envSh(show).outLines());
+        assertEquals(List.of("[]"), envSh(show, "FAKE_UID", "1000").outLines());
+        assertEquals(List.of("[--allow-run-as-root]"), envSh(show, "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1").outLines());
+        assertEquals(List.of("[]"), envSh(show, "FAKE_UID", "0", "NCCL4J_AS_ROOT", "0").outLines());
+    }
+
+    @Test
+    void envShForwardsExportedVariablesByPrefixOrByName() throws Exception {
+        String show = "; printf '%s ' \"${nccl4j_mpi_fwd[@]}\"; echo";
+        Result r = envSh("NCCL_NOT_EXPORTED=1; nccl4j_mpi_forward_args NCCL_ CUDA_ LD_LIBRARY_PATH JAVA_OPTS" + show,
+                "NCCL_DEBUG", "INFO", "NCCLX", "no", "CUDA_HOME", "/c", "LD_LIBRARY_PATH", "/l", "LD_LIBRARY_PATH_2", "no",
+                "JAVA_OPTS", "-Dx", "JAVA_OPTS_MORE", "no", "XNCCL_A", "no", "TORCH_X", "no");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("-x CUDA_HOME -x JAVA_OPTS -x LD_LIBRARY_PATH -x NCCL_DEBUG"), r.outLines().stream()
+                .map(String::strip).collect(Collectors.toList()));
+        r = envSh("nccl4j_mpi_forward_args NVSHMEM_" + show + "; echo \"${#nccl4j_mpi_fwd[@]}\"");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("", "0"), r.outLines().stream().map(String::strip).collect(Collectors.toList()));
+    }
+
+    @Test
+    void envShFindsJavaAndTheClassPaths() throws Exception {
+        Path jar = makeBuild();
+        Result r = envSh("nccl4j_classpath " + bundle + "; nccl4j_classpath --wildcard " + bundle + "; nccl4j_examples_jar "
+                + root + "; nccl4j_build_classpath " + root + "; nccl4j_find_java x; nccl4j_java_home",
+                "JAVA_HOME", jdk.toString());
+        assertEquals(0, r.status(), r.toString());
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        assertEquals(List.of(classpath(bundle), bundle + "/lib/*", jar.toString(), buildCp, jdk + "/bin/java",
+                jdk + "/bin/java"), r.outLines());
+        delete(root.resolve("nccl4j-examples/target/lib"));
+        r = envSh("nccl4j_build_classpath " + root + " || echo \"status $?\"; nccl4j_java_home || echo \"status $?\";"
+                + " nccl4j_find_java x", "JAVA_HOME", base.resolve("nojdk").toString());
+        assertEquals(List.of(buildCp, "status 1", "status 1", bin.resolve("java").toString()), r.outLines(), r.toString());
+        delete(root.resolve("nccl4j-examples"));
+        r = envSh("echo \"[$(nccl4j_examples_jar " + root + ")]\"; nccl4j_build_classpath " + root + " || true");
+        assertEquals(List.of("[]", ":" + root.resolve("nccl4j-examples/target/lib") + "/*"), r.outLines(), r.toString());
+    }
+
+    @Test
+    void aScriptWithoutEnvShSaysSo() throws Exception {
+        Path lone = Files.createDirectories(base.resolve("lone"));
+        for (String s : List.of("nccl4j-run", "gpu-test.sh")) {
+            Files.copy(SCRIPTS.resolve(s), lone.resolve(s), StandardCopyOption.COPY_ATTRIBUTES);
+            Result r = run(lone.resolve(s), job());
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(s + ": " + lone + "/env.sh is missing", r.err().strip());
+            assertEquals(List.of(), r.tools());
+        }
+    }
+
+    /** LD_LIBRARY_PATH of each script's java (and C baseline) runs, with CUDA directories that exist. */
+    @Test
+    void eachScriptPutsTheCudaDirectoriesWhereItDid() throws Exception {
+        String t = cudaTargets().toString();
+        String l = cudaLib64().toString();
+        makeBuild();
+        Map<String, String> cuda = job("NCCL4J_CUDA_LIB_DIRS", t + ":" + l, "LOG_DIR", logs.toString(), "NP", "2",
+                "FAKE_JAVA_OUT", SUMMARY);
+
+        Result r = run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
+        assertEquals(0, r.status(), r.toString());
+        for (Call c : r.of("java")) {
+            assertEquals(t + ":/opt/ld", c.env("LD_LIBRARY_PATH"));
+        }
+
+        Map<String, String> e = new LinkedHashMap<>(cuda);
+        e.put("EXAMPLES", "AllReduce");
+        r = run(root.resolve("scripts/examples-gpu.sh"), e);   // lib64 first, then nccl4j-run puts targets first
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":" + l + ":" + l + ":" + t + ":/opt/ld", r.of("java").get(0).env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":/opt/ld", r.of("java").get(1).env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
+
+        r = run(bundle.resolve("nccl4j-run"), cuda, "-np", "2", "X");   // targets first
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        r = run(root.resolve("scripts/nccl4j-allreduce"), cuda);   // targets first
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        r = run(bundle.resolve("nccl4j-perf"), cuda);   // lib64 first
+        assertEquals(l + ":" + t + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+
+        e = new LinkedHashMap<>(cuda);
+        e.put("OUT_DIR", base.resolve("scale").toString());
+        e.put("PHASES", "4");
+        r = run(root.resolve("scripts/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":" + l + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":" + t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+        e.put("NCCL4J_CUDA_LIB_DIRS", base.resolve("no-t") + ":" + base.resolve("no-l"));
+        r = run(root.resolve("scripts/scale-run.sh"), e);   // whether or not they exist
+        assertEquals(base.resolve("no-t") + ":" + base.resolve("no-l") + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
+
+        e = new LinkedHashMap<>(cuda);
+        e.put("RESULTS_DIR", base.resolve("ddp").toString());
+        e.put("LD_LIBRARY_PATH", "/opt/ld:" + t);
+        r = run(root.resolve("scripts/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
+        assertEquals(l + ":/opt/ld:" + t, r.first("mpirun").env("LD_LIBRARY_PATH"));
+        for (Call c : r.of("java")) {
+            assertEquals(l + ":/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
+        }
+        for (Call c : r.of("python3")) {
+            assertEquals("/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
+        }
+
+        r = run(root.resolve("scripts/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
+                root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", base.resolve("pc").toString(),
+                "--repeats", "1", "--docs", base.resolve("docs").toString());   // the targets directory only
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(t + ":/opt/ld", r.first("nccl_perf_baseline").env("LD_LIBRARY_PATH"));
+        assertEquals(l + ":" + t + ":" + t + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));   // + nccl4j-perf's
+    }
+
+    @Test
+    void nccl4jAsRootOverridesTheUidForMpirun() throws Exception {
+        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("--allow-run-as-root", "--bind-to"), r.first("mpirun").args().subList(0, 2));
+        r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "NCCL4J_AS_ROOT", "0"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("--bind-to", r.first("mpirun").args().get(0));
+    }
+
+    // ---------------------------------------------------------------- gpu-test.sh
+
+    @Test
+    void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
+        Result r = run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
+
+        Path java = bundle.resolve("jre/bin/java");
+        List<String> junit = args(JAVA_OPTS, "-jar", bundle.resolve("lib/" + CONSOLE), "execute", "--class-path",
+                classpath(bundle), "--scan-classpath", bundle.resolve("lib/nccl4j-core-0.1.0-SNAPSHOT-tests.jar"),
+                "--scan-classpath", bundle.resolve("lib/nccl4j-examples-0.1.0-SNAPSHOT-tests.jar"), "--scan-classpath",
+                bundle.resolve("lib/nccl4j-native-0.1.0-SNAPSHOT-tests.jar"), "--disable-banner", "--disable-ansi-colors",
+                "--details=tree", "--details-theme=ascii");
+        Call timeout1 = r.of("timeout").get(0);
+        assertEquals(List.of("900", "bash", "-c"), timeout1.args().subList(0, 3));
+        Call single = r.of("java").get(0);
+        assertEquals(java.toString(), single.exe());
+        assertEquals(args(junit, "--include-tag", "gpu", "--exclude-tag", "multiprocess"), single.args());
+        String commId = single.env("NCCL_COMM_ID");
+        assertTrue(commId.matches("127\\.0\\.0\\.1:29[5-9]\\d\\d"), commId);
+        assertLd("/opt/ld", single);
+
+        Path rankScript = logs.resolve("rank.sh");
+        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "-np", "2",
+                x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG",
+                        "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"), rankScript);
+        assertEquals(args("600", "mpirun", mpirun), r.of("timeout").get(1).args());
+        assertEquals(mpirun, r.first("mpirun").args());
+        for (int rank = 0; rank < 2; rank++) {
+            Call c = r.of("java").get(1 + rank);
+            assertEquals(java.toString(), c.exe());
+            assertEquals(args(junit, "--include-tag", "multiprocess"), c.args());
+            assertEquals(Integer.toString(rank), c.env("OMPI_COMM_WORLD_RANK"));
+            assertEquals(commId, c.env("NCCL_COMM_ID"));
+            assertEquals("-Dx=1 -Dy=2", c.env("JAVA_OPTS"));
+            assertLd("/opt/ld", c);
+        }
+        assertTrue(r.out().contains("== multi-process GPU tests: mpirun -np 2, NCCL_COMM_ID=" + commId), r.out());
+        assertEquals("9 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+        assertTrue(Files.exists(logs.resolve("single.log")) && Files.exists(logs.resolve("multi.log")));
+    }
+
+    @Test
+    void gpuTestLeavesOutAllowRunAsRootForOtherUsersAndKeepsAGivenCommId() throws Exception {
+        Result r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_UID", "1000", "NCCL_COMM_ID", "10.0.0.1:1234", "NP", "2"), bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "2", x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS",
+                "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"),
+                logs.resolve("rank.sh")), r.first("mpirun").args());
+        for (Call c : r.of("java")) {
+            assertEquals("10.0.0.1:1234", c.env("NCCL_COMM_ID"));
+        }
+    }
+
+    @Test
+    void gpuTestOnOneGpuSkipsMpirunAndTestsNarrowsTheClasses() throws Exception {
+        Result r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NP", "1", "TESTS", ".*StreamTest"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("timeout", "java"), r.tools(), r.toString());
+        Call c = r.first("java");
+        assertEquals(bundle.resolve("jre/bin/java").toString(), c.exe());
+        int i = c.args().indexOf("--include-classname");
+        assertEquals(".*StreamTest", c.args().get(i + 1));
+        assertEquals("--disable-banner", c.args().get(i + 2));
+        assertTrue(r.out().contains("== multi-process GPU tests skipped: 1 GPU(s)"), r.out());
+        assertEquals("3 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+    }
+
+    @Test
+    void gpuTestFailsWhenATestFailsOrThereIsNoBundle() throws Exception {
+        Result r = run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
+                "FAKE_JAVA_OUT", "[         2 tests successful      ]\\n[         1 tests failed          ]"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals("2 passed, 1 failed", r.outLines().get(r.outLines().size() - 1));
+
+        delete(bundle);
+        Files.createDirectories(base.resolve("empty"));
+        r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString()), base.resolve("empty").toString());
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.out().contains("no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"), r.toString());
+    }
+
+    // ---------------------------------------------------------------- examples-gpu.sh
+
+    @Test
+    void examplesGpuRunsEachExampleUnderNccl4jRunThenUnderMpirun() throws Exception {
+        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(),
+                "EXAMPLES", "AllReduce;DdpSimple --average avg"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java",
+                "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        Path java = bundle.resolve("jre/bin/java");
+        String cp = classpath(bundle);
+        List<List<String>> examples = List.of(List.of("AllReduce"), List.of("DdpSimple", "--average", "avg"));
+        for (int n = 0; n < 2; n++) {
+            List<String> ex = examples.get(n);
+            List<Call> c = r.calls().subList(6 * n, 6 * n + 6);
+            assertEquals(args("180", bundle.resolve("nccl4j-run"), "-np", "2", ex), c.get(0).args());
+            assertEquals(java.toString(), c.get(1).exe());
+            assertEquals(args("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", cp, LAUNCHER, "-np", "2", ex),
+                    c.get(1).args());
+            assertLd("/opt/ld", c.get(1));
+            List<String> rank = args(java, JAVA_OPTS, "-cp", cp, "org.nccl4j.examples." + ex.get(0), ex.subList(1, ex.size()));
+            List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "-np", "2",
+                    x("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1",
+                            "MASTER_PORT=" + (29701 + n)), rank);
+            assertEquals(args("180", "mpirun", mpirun), c.get(2).args());
+            assertEquals(mpirun, c.get(3).args());
+            for (int k = 0; k < 2; k++) {
+                Call j = c.get(4 + k);
+                assertEquals(java.toString(), j.exe());
+                assertEquals(rank.subList(1, rank.size()), j.args());
+                assertEquals(Integer.toString(k), j.env("OMPI_COMM_WORLD_RANK"));
+                assertEquals("127.0.0.1", j.env("MASTER_ADDR"));
+                assertEquals(Integer.toString(29701 + n), j.env("MASTER_PORT"));
+                assertLd("/opt/ld", j);
+            }
+        }
+        assertEquals(List.of("PASSED  nccl4j-run -np 2 AllReduce", "PASSED  mpirun -np 2 java ... AllReduce",
+                "PASSED  nccl4j-run -np 2 DdpSimple --average avg", "PASSED  mpirun -np 2 java ... DdpSimple --average avg",
+                "4 passed, 0 failed"), r.outLines());
+        for (String log : List.of("1-run-AllReduce.log", "1-mpirun-AllReduce.log", "2-run-DdpSimple_--average_avg.log",
+                "2-mpirun-DdpSimple_--average_avg.log")) {
+            assertTrue(Files.exists(logs.resolve(log)), log);
+        }
+    }
+
+    @Test
+    void examplesGpuReportsFailuresAndLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
+        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "FAKE_UID", "1000", "FAKE_JAVA_STATUS", "3", "NP", "3", "RUN_TIMEOUT", "7"), bundle.toString());
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
+        assertEquals("7", r.of("timeout").get(0).args().get(0));
+        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "3", x("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+                "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"), bundle.resolve("jre/bin/java"),
+                JAVA_OPTS, "-cp", classpath(bundle), "org.nccl4j.examples.AllReduce"), r.first("mpirun").args());
+        assertEquals(List.of("FAILED  nccl4j-run -np 3 AllReduce (exit 3, log " + logs.resolve("1-run-AllReduce.log") + ")",
+                "FAILED  mpirun -np 3 java ... AllReduce (exit 3, log " + logs.resolve("1-mpirun-AllReduce.log") + ")",
+                "0 passed, 2 failed"), r.outLines());
+    }
+
+    // ---------------------------------------------------------------- nccl4j-run
+
+    private static List<String> launcher(String cp, String... args) {
+        return args("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", cp, LAUNCHER, List.of(args));
+    }
+
+    @Test
+    void nccl4jRunInItsBundleRunsTheLauncherOnTheBundlesJavaAndJars() throws Exception {
+        makeBuild();
+        Result r = run(bundle.resolve("nccl4j-run"), job("CLASSPATH", "/my/classes"), "-np", "2", "DdpSimple", "--x", "a b");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java"), r.tools());
+        Call c = r.first("java");
+        assertEquals(bundle.resolve("jre/bin/java").toString(), c.exe());
+        assertEquals(launcher(classpath(bundle) + ":/my/classes", "-np", "2", "DdpSimple", "--x", "a b"), c.args());
+        // the whole environment reaches the launcher (and so the ranks); JAVA_OPTS is for the ranks only
+        assertEquals("kept", c.env("NOT_FORWARDED"));
+        assertEquals("-Dx=1 -Dy=2", c.env("JAVA_OPTS"));
+        assertEquals("WARN", c.env("NCCL_DEBUG"));
+        assertLd("/opt/ld", c);
+    }
+
+    @Test
+    void nccl4jRunTakesNccl4jBundleFirstAndRefusesOneWithoutJava() throws Exception {
+        makeBuild();
+        Path other = makeBundle(base.resolve("other-bundle"));
+        Result r = run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", other.toString()), "-np", "1", "X");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(launcher(classpath(other), "-np", "1", "X"), r.first("java").args());
+
+        r = run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", base.resolve("nothing").toString()), "-np", "1", "X");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals(List.of(), r.tools());
+        assertTrue(r.err().contains("nccl4j-run: NCCL4J_BUNDLE=" + base.resolve("nothing") + " has no jre/bin/java"), r.err());
+    }
+
+    @Test
+    void nccl4jRunWithNccl4jClasspathUsesJavaHomeElseThePathsJava() throws Exception {
+        Result r = run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar:/b/*", "JAVA_HOME", jdk.toString()),
+                "-np", "2", "Y");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
+        assertEquals(launcher("/a.jar:/b/*", "-np", "2", "Y"), r.first("java").args());
+
+        r = run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar", "JAVA_HOME", base.resolve("nojdk").toString()),
+                "-np", "2", "Y");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bin.resolve("java").toString(), r.first("java").exe());
+        assertEquals(launcher("/a.jar", "-np", "2", "Y"), r.first("java").args());
+    }
+
+    @Test
+    void nccl4jRunWithoutAnyJavaSaysSo() throws Exception {
+        Path minbin = Files.createDirectories(base.resolve("minbin"));
+        for (String t : List.of("bash", "dirname")) {
+            Path real = Stream.of("/usr/bin/", "/bin/").map(d -> Path.of(d + t)).filter(Files::isExecutable).findFirst()
+                    .orElseThrow();
+            Files.copy(real, minbin.resolve(t), StandardCopyOption.COPY_ATTRIBUTES);
+        }
+        Map<String, String> start = baseEnv();
+        start.put("PATH", minbin.toString());
+        Result r = runIn(start, bundle.resolve("nccl4j-run"), env("NCCL4J_CLASSPATH", "/a.jar"), "-np", "2", "Y");
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("nccl4j-run: no java found: set JAVA_HOME or put java on PATH (JDK or JRE 17+)"), r.err());
+    }
+
+    @Test
+    void nccl4jRunInACheckoutUsesTheBuildThenTheBundleThenBuilds() throws Exception {
+        Path jar = makeBuild();
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        Result r = run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java"), r.tools());
+        assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
+        assertEquals(launcher(buildCp, "-np", "2", "Z"), r.first("java").args());
+        assertLd("/opt/ld", r.first("java"));
+
+        delete(root.resolve("nccl4j-examples"));
+        r = run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(launcher(classpath(bundle), "-np", "2", "Z"), r.first("java").args());
+
+        delete(bundle);
+        r = run(root.resolve("scripts/nccl4j-run"), job("FAKE_MVN_BUILD", "1"), "-np", "2", "Z");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("mvn", "java"), r.tools());
+        assertEquals(List.of("-q", "-B", "-DskipTests", "package"), r.first("mvn").args());
+        assertEquals(root.toString(), r.first("mvn").cwd());
+        assertTrue(r.err().contains("nccl4j-run: building (mvn -DskipTests package) ..."), r.err());
+        assertEquals(bin.resolve("java").toString(), r.first("java").exe());
+        assertEquals(launcher(buildCp, "-np", "2", "Z"), r.first("java").args());
+    }
+
+    // ---------------------------------------------------------------- nccl4j-perf
+
+    private static List<String> perf(String cp, List<String> javaOpts, String... args) {
+        return args(javaOpts, "-Djava.awt.headless=true", "-cp", cp, PERF, List.of(args));
+    }
+
+    @Test
+    void nccl4jPerfTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
+        Path jar = makeBuild();
+        Path other = makeBundle(base.resolve("other-bundle"));
+        Result r = run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "-t", "all_reduce",
+                "-b", "8");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java"), r.tools());
+        Call c = r.first("java");
+        assertEquals(other.resolve("jre/bin/java").toString(), c.exe());
+        assertEquals(perf(other + "/lib/*", JAVA_OPTS, "-t", "all_reduce", "-b", "8"), c.args());
+        assertLd("/opt/ld", c);
+
+        r = run(other.resolve("nccl4j-perf"), job(), "-g", "2");   // the copy in a bundle outside a checkout
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(perf(other + "/lib/*", JAVA_OPTS, "-g", "2"), r.first("java").args());
+
+        r = run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");   // bundle/ before the build
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, "-g", "2"), r.first("java").args());
+
+        delete(bundle);
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        r = run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
+        assertEquals(perf(buildCp, JAVA_OPTS, "-g", "2"), r.first("java").args());
+
+        r = run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bin.resolve("java").toString(), r.first("java").exe());
+        assertEquals(perf(buildCp, JAVA_OPTS, "-g", "2"), r.first("java").args());
+    }
+
+    @Test
+    void nccl4jPerfWithoutBundleOrBuildSaysSo() throws Exception {
+        delete(bundle);
+        Result r = run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals(List.of(), r.tools());
+        assertTrue(r.err().contains("nccl4j-perf: no bundle and no build found: run 'mvn -DskipTests package' in " + root
+                + ", or set NCCL4J_BUNDLE"), r.err());
+    }
+
+    // ---------------------------------------------------------------- nccl4j-allreduce
+
+    @Test
+    void nccl4jAllreduceRunsTheAllReduceExampleOnThePathsJava() throws Exception {
+        Path jar = makeBuild();
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        Result r = run(root.resolve("scripts/nccl4j-allreduce"), job("JAVA_HOME", jdk.toString()), "--bytes", "1M");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java"), r.tools());
+        Call c = r.first("java");
+        assertEquals(bin.resolve("java").toString(), c.exe());   // java from PATH, not JAVA_HOME
+        assertEquals(args(JAVA_OPTS, "-cp", buildCp, "org.nccl4j.examples.AllReduce", "--bytes", "1M"), c.args());
+        assertLd("/opt/ld", c);
+
+        delete(root.resolve("nccl4j-examples"));
+        r = run(root.resolve("scripts/nccl4j-allreduce"), job("FAKE_MVN_BUILD", "1"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("mvn", "java"), r.tools());
+        assertEquals(List.of("-q", "-B", "-DskipTests", "package"), r.first("mvn").args());
+        assertEquals(root.toString(), r.first("mvn").cwd());
+        assertTrue(r.err().contains("nccl4j-allreduce: building (mvn -DskipTests package) ..."), r.err());
+        assertEquals(args(JAVA_OPTS, "-cp", buildCp, "org.nccl4j.examples.AllReduce"), r.first("java").args());
+
+        delete(root.resolve("nccl4j-examples"));
+        r = run(root.resolve("scripts/nccl4j-allreduce"), job());
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("mvn"), r.tools());
+    }
+
+    // ---------------------------------------------------------------- scale-run.sh
+
+    @Test
+    void scaleRunQuickRunsCAndJavaUnderMpirunTheAlgorithmsTheTwoHostSimulationAndTheExamples() throws Exception {
+        Path out = base.resolve("scale");
+        Result r = run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID", "1000"));
+        assertEquals(0, r.status(), r.toString());
+        List<String> mpiRun = List.of("timeout", "mpirun");
+        List<String> expectedTools = args("nvidia-smi", mpiRun, "nccl_perf_baseline", "nccl_perf_baseline", mpiRun, "java",
+                "java", mpiRun, "java", "java", mpiRun, "java", "java", mpiRun, "java", "java", "timeout", "java", "timeout",
+                "java", "timeout", "java", "timeout", "java");
+        assertEquals(expectedTools, r.tools(), r.toString());
+        Path baseline = root.resolve("perf/native/build/nccl_perf_baseline");
+        Path java = bundle.resolve("jre/bin/java");
+        String ld = CUDA_TARGETS + ":" + CUDA_LIB64 + ":/opt/ld";
+        // --allow-run-as-root whoever runs it
+        List<String> mpi = args("--allow-run-as-root", "--bind-to", "none", "-np", "2",
+                x("NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH", "NCCL4J_BUNDLE", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=PORT"));
+        String port = "MASTER_PORT=298\\d\\d";
+        List<String> ladder = List.of("-t", "all", "-b", "8", "-e", "256M", "-f", "32", "-n", "20", "-w", "5", "-c", "0");
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(args(mpi, baseline, ladder, "-J", out.resolve("c-all-1-1.json")), masked(mpiruns.get(0).args(), port, "MASTER_PORT=PORT"));
+        assertEquals(args("240", "mpirun"), r.of("timeout").get(0).args().subList(0, 2));
+        for (int k = 0; k < 2; k++) {
+            Call c = r.of("nccl_perf_baseline").get(k);
+            assertEquals(args(ladder, "-J", out.resolve("c-all-1-1.json")), c.args());
+            assertEquals(Integer.toString(k), c.env("OMPI_COMM_WORLD_RANK"));
+            assertLd(ld, c);
+        }
+        Path perfScript = root.resolve("scripts/nccl4j-perf");
+        assertEquals(args(mpi, perfScript, ladder, "-J", out.resolve("java-all-1-1.json")),
+                masked(mpiruns.get(1).args(), port, "MASTER_PORT=PORT"));
+        List<Call> javas = r.of("java");
+        for (int k = 0; k < 2; k++) {
+            Call c = javas.get(k);
+            assertEquals(java.toString(), c.exe());
+            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(ladder, "-J", out.resolve("java-all-1-1.json"))
+                    .toArray(new String[0])), c.args());
+            assertEquals(bundle.toString(), c.env("NCCL4J_BUNDLE"));
+            assertLd(ld, c);
+        }
+        List<String> algo = List.of("-t", "all_reduce", "-b", "8", "-e", "1G", "-f", "4", "-n", "20", "-w", "5", "-c", "0");
+        for (int a = 0; a < 2; a++) {
+            String name = a == 0 ? "Ring" : "Tree";
+            assertEquals(args(mpi, "-x", "JAVA_OPTS=-Dnccl.algo=" + name, perfScript, algo, "-J", out.resolve("java-" + name + ".json")),
+                    masked(mpiruns.get(2 + a).args(), port, "MASTER_PORT=PORT"));
+            Call c = javas.get(2 + 2 * a);
+            assertEquals(perf(bundle + "/lib/*", List.of("-Dnccl.algo=" + name),
+                    args(algo, "-J", out.resolve("java-" + name + ".json")).toArray(new String[0])), c.args());
+        }
+        assertEquals(args(mpi, x("NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"), out.resolve("hostid-rank.sh")),
+                masked(mpiruns.get(4).args(), port, "MASTER_PORT=PORT"));
+        for (int k = 0; k < 2; k++) {
+            Call c = javas.get(6 + k);
+            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, "-t", "all", "-b", "1K", "-e", "1M", "-f", "32", "-n", "5", "-w",
+                    "1", "-c", "1"), c.args());
+            assertEquals("simhost" + k, c.env("NCCL_HOSTID"));
+            assertEquals("INFO", c.env("NCCL_DEBUG"));
+            assertEquals("INIT,NET", c.env("NCCL_DEBUG_SUBSYS"));
+        }
+        List<List<String>> examples = List.of(List.of("AllReduce"), List.of("DdpSimple"), List.of("ZeroShards"),
+                List.of("DdpTraining", "--steps", "10"));
+        for (int e = 0; e < 4; e++) {
+            assertEquals(args("120", bundle.resolve("nccl4j-run"), "-np", "2", examples.get(e)),
+                    r.of("timeout").get(5 + e).args());
+            Call c = javas.get(8 + e);
+            assertEquals(java.toString(), c.exe());
+            assertEquals(launcher(classpath(bundle), args("-np", "2", examples.get(e)).toArray(new String[0])), c.args());
+        }
+        assertEquals(List.of("c-all-1-1: exit 0", "java-all-1-1: exit 0", "java-Ring: exit 0", "java-Tree: exit 0",
+                "hostid: exit 0", "ex-AllReduce: exit 0", "ex-DdpSimple: exit 0", "ex-ZeroShards: exit 0",
+                "ex-DdpTraining: exit 0"), r.outLines());
+    }
+
+    @Test
+    void scaleRunSmallSizesAndAFailure() throws Exception {
+        Path out = base.resolve("scale");
+        Result r = run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
+                "NP", "3", "FAKE_JAVA_STATUS", "4", "RUN_TIMEOUT", "9"), bundle.toString());
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
+                "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
+        assertEquals("9", r.of("timeout").get(1).args().get(0));
+        List<String> small = List.of("-t", "all_reduce", "-b", "8", "-e", "64K", "-f", "2", "-n", "1000", "-w", "100", "-c", "0");
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "-np", "3", x("NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH",
+                "NCCL4J_BUNDLE", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=PORT"), root.resolve("scripts/nccl4j-perf"), small, "-J",
+                out.resolve("java-small-1.json")), masked(r.of("mpirun").get(1).args(), "MASTER_PORT=298\\d\\d", "MASTER_PORT=PORT"));
+        assertEquals(List.of("c-small-1: exit 0", "java-small-1: exit 4"), r.outLines());
+    }
+
+    // ---------------------------------------------------------------- ddp-compare.sh
+
+    @Test
+    void ddpCompareRunsNccl4jUnderMpirunAndAloneThenPyTorchAndPrintsTheTable() throws Exception {
+        Path results = base.resolve("ddp");
+        Result r = run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+                "MASTER_PORT", "29555", "FAKE_JAVA_OUT",
+                "RESULT impl=nccl4j mode=ddp median_ms=6.4 hidden_fraction=0.8 loss_first=1.5 loss_last=0.9",
+                "FAKE_PYTHON_OUT", "RESULT impl=torch mode=ddp median_ms=6.7 hidden_fraction=na loss_first=1.5 loss_last=0.9"
+                        + " torch=2.11"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("python3", "nvidia-smi", "nvidia-smi", "timeout", "mpirun", "java", "java", "timeout", "java",
+                "timeout", "python3", "timeout", "python3"), r.tools(), r.toString());
+        assertEquals(List.of("-c", "import torch"), r.of("python3").get(0).args());
+        assertEquals(List.of("--query-gpu=name", "--format=csv,noheader"), r.of("nvidia-smi").get(1).args());
+        Path java = bundle.resolve("jre/bin/java");
+        String cp = classpath(bundle);
+        Path rankScript = results.resolve("nccl4j-rank.sh");
+        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "-np", "2",
+                x("MASTER_ADDR=127.0.0.1", "MASTER_PORT=29555", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "JAVA_OPTS",
+                        "NCCL4J_TEST_VAR", "NCCL_DEBUG"), rankScript);
+        assertEquals(args("300", "mpirun", mpirun), r.of("timeout").get(0).args());
+        assertEquals(mpirun, r.first("mpirun").args());
+        assertLd("/opt/ld", r.first("mpirun"));
+        List<String> common = List.of("--steps", "5", "--seed", "1234");
+        for (int k = 0; k < 2; k++) {
+            Call c = r.of("java").get(k);
+            assertEquals(java.toString(), c.exe());
+            assertEquals(args(JAVA_OPTS, "-cp", cp, "org.nccl4j.examples.DdpTraining", common, "--bucket-cap-mb", "25",
+                    "--trace", results.resolve("trace_nccl4j_ddp_rank{rank}.json")), c.args());
+            assertEquals("29555", c.env("MASTER_PORT"));
+            assertLd("/opt/ld", c);
+        }
+        Call single = r.of("java").get(2);
+        assertEquals(args(JAVA_OPTS, "-cp", cp, "org.nccl4j.examples.DdpTraining", common, "--no-comm", "--trace",
+                results.resolve("trace_nccl4j_single.json")), single.args());
+        assertLd("/opt/ld", single);
+        Path py = root.resolve("examples/torch/ddp_compare.py");
+        Call torchDdp = r.of("python3").get(1);
+        assertEquals(bin.resolve("python3").toString(), torchDdp.exe());
+        assertEquals(args("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", py, common,
+                "--bucket-cap-mb", "25"), torchDdp.args());
+        assertEquals("/opt/ld", torchDdp.env("LD_LIBRARY_PATH"));   // PyTorch keeps its own CUDA libraries
+        assertEquals(args(py, common, "--no-ddp"), r.of("python3").get(2).args());
+        assertEquals(args("300", "python3", py, common, "--no-ddp"), r.of("timeout").get(3).args());
+        assertTrue(r.out().contains("## DDP step time: nccl4j vs PyTorch 2.11"), r.out());
+        assertTrue(r.out().contains(", 2 x Fake GPU; 3 x Linear(4000,4000)"), r.out());
+        assertTrue(r.out().contains("| nccl4j | DDP | 2 | 6.4 | 100.0 % | 0.8 | 1.5 / 0.9 |"), r.out());
+        assertTrue(r.out().contains("| PyTorch | single GPU | 1 | 6.7 | 100.0 % | n/a | 1.5 / 0.9 |"), r.out());
+        assertTrue(r.out().contains("DDP step time, nccl4j / PyTorch: 0.955"), r.out());
+        assertTrue(Files.readString(results.resolve("ddp-compare.md")).contains("| nccl4j | single GPU | 1 | 6.4 |"));
+    }
+
+    @Test
+    void ddpCompareNeedsTheBundleAndEnoughGpus() throws Exception {
+        Result r = run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
+                "FAKE_GPUS", "1", "PYTHON", bin.resolve("python3").toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("ddp-compare: 2 GPUs needed, nvidia-smi lists 1"), r.err());
+        assertFalse(r.tools().contains("mpirun"));
+
+        r = run(root.resolve("scripts/ddp-compare.sh"), job(), base.resolve("nothing").toString());
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("ddp-compare: no " + base.resolve("nothing") + "/jre/bin/java (run scripts/gpu-bundle.sh)"),
+                r.err());
+    }
+
+    // ---------------------------------------------------------------- perf-compare.sh
+
+    @Test
+    void perfCompareHelpPrintsTheHeader() throws Exception {
+        Result r = run(root.resolve("scripts/perf-compare.sh"), job(), "--help");
+        assertEquals(0, r.status(), r.toString());
+        List<String> lines = r.outLines();
+        assertEquals("# One command on a GPU machine: nccl4j against C, side by side, and a report.", lines.get(0));
+        assertTrue(lines.stream().allMatch(l -> l.startsWith("#")), r.out());
+        assertTrue(r.out().contains("#   --bundle    a bundle made by scripts/gpu-bundle.sh"), r.out());
+        // sed -n '2,33p': the header's last line (RUN_TIMEOUT) is not printed
+        assertTrue(lines.get(lines.size() - 1).startsWith("# Then perf/perf_report.py writes"), r.out());
+        assertEquals(List.of(), r.tools());
+
+        r = run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("perf-compare: unknown argument --bogus (--help)"), r.err());
+    }
+
+    @Test
+    void perfCompareRunsCAndJavaUnderMpirunJavaInOneProcessTorchThePlotAndTheReport() throws Exception {
+        Path out = base.resolve("perf-out");
+        Path docs = base.resolve("docs");
+        Path baseline = root.resolve("perf/native/build/nccl_perf_baseline");
+        Result r = run(root.resolve("scripts/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
+                "--out", out.toString(), "--repeats", "1", "--docs", docs.toString());
+        assertEquals(0, r.status(), r.toString());
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(12, mpiruns.size(), r.toString());
+        for (Call c : r.calls()) {
+            assertEquals(null, c.env("NCCL_COMM_ID"), "NCCL_COMM_ID reached " + c.tool() + " " + c.args());
+        }
+        List<String> init = List.of("-t", "all_reduce", "-b", "8", "-e", "8", "-n", "10", "-w", "2", "-c", "0",
+                "--init_repeats", "10");
+        List<String> fwd = x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_BUNDLE", "NCCL4J_TEST_VAR",
+                "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE");
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "-np", "2", fwd, x("MASTER_ADDR=127.0.0.1",
+                "MASTER_PORT=29601"), out.resolve("raw/c-init-1.rank.sh")), mpiruns.get(0).args());
+        assertEquals(args("240", "mpirun"), r.of("timeout").get(0).args().subList(0, 2));
+        assertEquals("#!/usr/bin/env bash\nexec " + baseline + " " + String.join(" ", init) + " -J "
+                + out.resolve("json/c-init-1.json") + "\n", Files.readString(out.resolve("raw/c-init-1.rank.sh")));
+        Call c0 = r.first("nccl_perf_baseline");
+        assertEquals(args(init, "-J", out.resolve("json/c-init-1.json")), c0.args());
+        assertLd("/opt/ld", c0);
+        assertEquals(out.resolve("raw/java-np-init-1.rank.sh").toString(), mpiruns.get(1).lastArg());
+        List<Call> javas = r.of("java");
+        Path java = bundle.resolve("jre/bin/java");
+        for (int k = 0; k < 2; k++) {
+            Call c = javas.get(k);
+            assertEquals(java.toString(), c.exe());
+            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "-J", out.resolve("json/java-np-init-1.json"))
+                    .toArray(new String[0])), c.args());
+            assertEquals(bundle.toString(), c.env("NCCL4J_BUNDLE"));
+            assertEquals("29602", c.env("MASTER_PORT"));
+            assertLd("/opt/ld", c);
+        }
+        Call g = javas.get(2);   // nccl4j-perf -g N, one process
+        assertEquals(null, g.env("OMPI_COMM_WORLD_RANK"));
+        assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "-g", "2", "-J", out.resolve("json/java-g-init-1.json"))
+                .toArray(new String[0])), g.args());
+        assertEquals(args("240", root.resolve("scripts/nccl4j-perf"), init, "-g", "2", "-J",
+                out.resolve("json/java-g-init-1.json")), r.of("timeout").get(2).args());
+        assertEquals(7, javas.stream().filter(c -> c.env("OMPI_COMM_WORLD_RANK") == null).count());
+
+        String date = LocalDate.now(ZoneOffset.UTC).toString();
+        Call plot = javas.get(javas.size() - 1);
+        assertEquals(java.toString(), plot.exe());
+        assertEquals(args("-Djava.awt.headless=true", "-cp", bundle + "/lib/*", "org.nccl4j.examples.perf.Plot",
+                out.resolve(date + "-all_reduce-busbw.png"), "--title", "all_reduce bus bandwidth, 2 ranks: C vs nccl4j (eager)",
+                "C mpirun=" + out.resolve("json/c-eager-curve.json"), "nccl4j mpirun=" + out.resolve("json/java-np-eager-curve.json"),
+                "nccl4j -g 2=" + out.resolve("json/java-g-eager-curve.json")), plot.args());
+
+        List<Call> py = r.of("python3");
+        assertEquals(List.of("-c", "import torch"), py.get(0).args());
+        assertEquals(args("-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29660",
+                root.resolve("perf/torch_allreduce.py"), "--sizes",
+                "8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,67108864,268435456,1073741824", "--iters", "1000",
+                "--warmup", "100", "--large-iters", "20", "--repeats", "1", "-J", out.resolve("json/torch-eager.json")),
+                py.get(1).args());
+        String host = new String(new ProcessBuilder("hostname").start().getInputStream().readAllBytes(), UTF_8).strip();
+        assertEquals(args(root.resolve("perf/perf_report.py"), "--json-dir", out.resolve("json"), "--docs", docs, "--date", date,
+                "--machine", "2 x Fake GPU (" + host + ")", "--png", date + "-all_reduce-busbw.png", "--failures", "0"),
+                py.get(2).args());
+        assertTrue(r.out().contains("== report: " + docs + "/" + date + ".md"), r.out());
+    }
+
+    @Test
+    void perfCompareLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
+        Path out = base.resolve("perf-out");
+        Result r = run(root.resolve("scripts/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
+                root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", out.toString(), "--repeats", "1",
+                "--docs", base.resolve("docs").toString());
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("-L", r.first("nvidia-smi").args().get(0));
+        for (Call c : r.of("mpirun")) {
+            assertEquals(List.of("--bind-to", "numa", "-np", "2", "-x", "CUDA_VISIBLE_DEVICES"), c.args().subList(0, 6));
+        }
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# ScriptsTest's stand-in for java, mpirun, nvidia-smi, timeout, id, mvn, python and the C baseline: it records
+# its name, path ($0), working directory, arguments and whole environment in a new file of $FAKE_REC (named
+# NNNN-tool, numbered in call order), then does what the scripts expect of the real tool:
+#   mpirun      runs the per-rank command once per rank (-np), one after the other, with OMPI_COMM_WORLD_RANK,
+#               OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_LOCAL_RANK set and every -x NAME=VALUE exported;
+#               fails (99) on an option it does not know; exits with the last failing rank's status
+#   timeout     runs the command (no limit)
+#   nvidia-smi  -L: FAKE_GPUS lines "GPU i: ..."; --query-gpu=name: "Fake GPU" per GPU
+#   id          -u: FAKE_UID (default 0)
+#   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-examples/target/{nccl4j-examples-0.1.0-SNAPSHOT.jar,lib/}
+#               in its working directory and exits 0; otherwise exits 1
+#   java        prints FAKE_JAVA_OUT (printf %b), exits FAKE_JAVA_STATUS (default 0)
+#   python*     -c CODE: exits 0 (torch imports); else prints FAKE_PYTHON_OUT (printf %b) and exits 0
+#   other       exits 0
+# Records: "tool=", "exe=", "cwd=", then "args=" and "env=", each the base64 of NUL-terminated strings. id
+# records nothing: when a script asks for the uid is no part of what it does.
+tool=$(basename "$0")
+if [ "$tool" = id ]; then
+  [ "${1:-}" = -u ] || { echo "fake id: only -u" >&2; exit 1; }
+  echo "${FAKE_UID:-0}"
+  exit 0
+fi
+n=$(( $(ls "$FAKE_REC" | wc -l) + 1 ))
+while ! (set -C; : > "$FAKE_REC/$(printf '%04d' "$n")-$tool") 2>/dev/null; do n=$((n + 1)); done
+{
+  echo "tool=$tool"
+  echo "exe=$0"
+  echo "cwd=$PWD"
+  echo "args=$( (( $# )) && printf '%s\0' "$@" | base64 -w0)"
+  echo "env=$(env -0 | base64 -w0)"
+} >> "$FAKE_REC/$(printf '%04d' "$n")-$tool"
+
+case "$tool" in
+  mpirun)
+    np=1
+    sets=()
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --allow-run-as-root|--tag-output) shift ;;
+        --bind-to) shift 2 ;;
+        -np) np=$2; shift 2 ;;
+        -x) case "$2" in *=*) sets+=("$2") ;; esac; shift 2 ;;
+        -*) echo "fake mpirun: unknown option $1" >&2; exit 99 ;;
+        *) break ;;
+      esac
+    done
+    status=0
+    for ((r = 0; r < np; r++)); do
+      (
+        for kv in "${sets[@]}"; do export "${kv?}"; done
+        export OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=$np OMPI_COMM_WORLD_LOCAL_RANK=$r
+        exec "$@"
+      ) || status=$?
+    done
+    exit $status ;;
+  timeout)
+    case "$1" in [0-9]*) ;; *) echo "fake timeout: no limit given: $1" >&2; exit 125 ;; esac
+    shift
+    exec "$@" ;;
+  nvidia-smi)
+    for ((g = 0; g < ${FAKE_GPUS:-0}; g++)); do
+      case "$*" in
+        -L) echo "GPU $g: Fake GPU (UUID: GPU-fake-$g)" ;;
+        *--query-gpu=name*) echo "Fake GPU" ;;
+      esac
+    done ;;
+  mvn)
+    [ "${FAKE_MVN_BUILD:-0}" = 1 ] || { echo "fake mvn: build failed" >&2; exit 1; }
+    mkdir -p nccl4j-examples/target/lib
+    : > nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT.jar ;;
+  java)
+    [ -z "${FAKE_JAVA_OUT:-}" ] || printf '%b\n' "$FAKE_JAVA_OUT"
+    exit "${FAKE_JAVA_STATUS:-0}" ;;
+  python*)
+    [ "${1:-}" = -c ] && exit 0
+    [ -z "${FAKE_PYTHON_OUT:-}" ] || printf '%b\n' "$FAKE_PYTHON_OUT" ;;
+esac
+exit 0

@@ -1,0 +1,141 @@
+# shellcheck shell=bash
+# The setup that nccl4j's scripts share: which java, the class path, the CUDA library directories and mpirun's
+# options. Sourced, never run, by gpu-test.sh, examples-gpu.sh, ddp-compare.sh, perf-compare.sh, scale-run.sh,
+# nccl4j-run, nccl4j-perf and nccl4j-allreduce from the directory they sit in (scripts/, or a bundle: gpu-bundle.sh
+# copies this file there with the scripts it copies). It only defines functions: it runs nothing, exports
+# nothing and sets no shell option, so that it is safe under the scripts' set -euo pipefail. Where the scripts
+# differ (which CUDA directories, in which order; which variables go to mpirun's ranks), the difference is an
+# option or argument here, chosen by each script.
+#
+# Variables it reads (both for tests; neither needs setting on a GPU machine):
+#   NCCL4J_CUDA_LIB_DIRS  the CUDA library directories, ':'-separated, the preferred first
+#                         (default /usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64)
+#   NCCL4J_AS_ROOT        1: mpirun runs as root, 0: it does not; unset: as `id -u` says
+#
+# Functions:
+#   nccl4j_java_home          prints $JAVA_HOME/bin/java when that is executable; else returns 1
+#   nccl4j_find_java PROG     prints JAVA_HOME's java, else the path of the java on PATH; else says so on stderr
+#                             (as PROG) and returns 2
+#   nccl4j_classpath DIR      prints the class path of the bundle DIR: DIR/lib/*.jar joined with ':' (glob order),
+#                             without the JUnit console launcher (junit-platform-console-standalone)
+#   nccl4j_classpath --wildcard DIR
+#                             prints DIR/lib/* (java expands it: every jar, the console launcher included)
+#   nccl4j_examples_jar ROOT  prints the nccl4j-examples jar of the checkout ROOT's build (not the -tests jar),
+#                             or nothing
+#   nccl4j_build_classpath ROOT
+#                             prints JAR:ROOT/nccl4j-examples/target/lib/* (JAR: nccl4j_examples_jar ROOT); returns
+#                             1 when ROOT has no such build (no jar or no target/lib), after printing
+#   nccl4j_cuda_libs [--first] [--reverse] [--always] [--dedupe] [--print]
+#                             puts the CUDA library directories that exist in front of LD_LIBRARY_PATH and exports
+#                             it (unchanged, and not exported, when none exists). By default they come in the order
+#                             of NCCL4J_CUDA_LIB_DIRS. --first: only its first directory. --reverse: each directory
+#                             in turn is put in front, so that the last ends up first. --always: whether or not they
+#                             exist. --dedupe: not those already in LD_LIBRARY_PATH. --print: prints the new value
+#                             instead of setting LD_LIBRARY_PATH.
+#   nccl4j_mpi_root_args      sets the array nccl4j_mpi_root to (--allow-run-as-root) when running as root, else ()
+#   nccl4j_mpi_forward_args NAME...
+#                             sets the array nccl4j_mpi_fwd to (-x VAR ...), for mpirun, with every exported variable
+#                             (in `compgen -e` order) whose name starts with a NAME ending in '_' (NCCL_) or equals
+#                             another NAME (LD_LIBRARY_PATH)
+
+nccl4j_java_home() {
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+    echo "$JAVA_HOME/bin/java"
+  else
+    return 1
+  fi
+}
+
+nccl4j_find_java() { # PROG
+  if nccl4j_java_home; then
+    return 0
+  elif command -v java >/dev/null; then
+    command -v java
+  else
+    echo "$1: no java found: set JAVA_HOME or put java on PATH (JDK or JRE 17+)" >&2
+    return 2
+  fi
+}
+
+nccl4j_classpath() { # [--wildcard] DIR
+  if [ "$1" = --wildcard ]; then
+    echo "$2/lib/*"
+    return 0
+  fi
+  local j cp=""
+  for j in "$1"/lib/*.jar; do
+    case "$j" in *console-standalone*) ;; *) cp="$cp${cp:+:}$j" ;; esac
+  done
+  echo "$cp"
+}
+
+nccl4j_examples_jar() { # ROOT
+  # shellcheck disable=SC2010  # the scripts' lookup as it was (ls | grep -v -- -tests)
+  ls "$1"/nccl4j-examples/target/nccl4j-examples-*.jar 2>/dev/null | grep -v -- -tests | head -1 || true
+}
+
+nccl4j_build_classpath() { # ROOT
+  local jar
+  jar=$(nccl4j_examples_jar "$1")
+  echo "$jar:$1/nccl4j-examples/target/lib/*"
+  [ -n "$jar" ] && [ -d "$1/nccl4j-examples/target/lib" ]
+}
+
+# shellcheck disable=SC2120  # its arguments are options, all optional
+nccl4j_cuda_libs() { # [--first] [--reverse] [--always] [--dedupe] [--print]
+  local first=0 reverse=0 always=0 dedupe=0 print=0 changed=0 i d value=${LD_LIBRARY_PATH:-}
+  local dirs=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --first) first=1 ;;
+      --reverse) reverse=1 ;;
+      --always) always=1 ;;
+      --dedupe) dedupe=1 ;;
+      --print) print=1 ;;
+      *) echo "nccl4j_cuda_libs: unknown option $1" >&2; return 2 ;;
+    esac
+    shift
+  done
+  IFS=: read -r -a dirs <<< "${NCCL4J_CUDA_LIB_DIRS:-/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64}"
+  if [ "$first" = 1 ] && [ ${#dirs[@]} -gt 1 ]; then
+    dirs=("${dirs[0]}")
+  fi
+  # Each directory taken goes in front: in list order for --reverse, from the last one otherwise.
+  for ((i = 0; i < ${#dirs[@]}; i++)); do
+    if [ "$reverse" = 1 ]; then d=${dirs[i]}; else d=${dirs[${#dirs[@]} - 1 - i]}; fi
+    if [ "$always" = 0 ] && [ ! -d "$d" ]; then continue; fi
+    if [ "$dedupe" = 1 ]; then
+      case ":$value:" in *":$d:"*) continue ;; esac
+    fi
+    value="$d${value:+:$value}"
+    changed=1
+  done
+  if [ "$print" = 1 ]; then
+    echo "$value"
+  elif [ "$changed" = 1 ]; then
+    export LD_LIBRARY_PATH="$value"
+  fi
+  return 0
+}
+
+# shellcheck disable=SC2034  # nccl4j_mpi_root is for the caller
+nccl4j_mpi_root_args() {
+  nccl4j_mpi_root=()
+  case "${NCCL4J_AS_ROOT:-}" in
+    1) nccl4j_mpi_root=(--allow-run-as-root) ;;
+    0) ;;
+    *) if [ "$(id -u)" = 0 ]; then nccl4j_mpi_root=(--allow-run-as-root); fi ;;
+  esac
+  return 0
+}
+
+nccl4j_mpi_forward_args() { # NAME...
+  local n v re=""
+  for n in "$@"; do
+    case "$n" in *_) re="$re${re:+|}$n" ;; *) re="$re${re:+|}$n\$" ;; esac
+  done
+  # shellcheck disable=SC2034  # nccl4j_mpi_fwd is for the caller
+  nccl4j_mpi_fwd=()
+  for v in $(compgen -e | grep -E "^($re)"); do nccl4j_mpi_fwd+=(-x "$v"); done
+  return 0
+}
