@@ -31,7 +31,7 @@
 # 0. (first) communicator init: R short runs each of a, b, c with --init_repeats 10 (C and Java interleaved):
 #    the first init of each process, ranks aligned before the clock, and 10 re-creations in the same process.
 # Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
-# On 2 H200s the whole takes about 4 minutes; each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
+# On 2 H200s the whole takes about 6 minutes (7 with --small-repeats 20); each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
 # The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
 [ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
     --repeats) repeats=$2; shift 2 ;;
     --small-repeats) small_repeats=$2; shift 2 ;;
     --docs) docs=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the header comment
     *) echo "perf-compare: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done

@@ -9,6 +9,10 @@
 #
 # Needs nsys (PATH, /usr/local/cuda/bin or /opt/nvidia/nsight-systems/*/bin); exits 3 without it.
 set -uo pipefail
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$(cd "${1:-$root/bundle}" 2>/dev/null && pwd) || { echo "perf-timeline: no bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
 out=${OUT:-$root/perf-results/timeline}
@@ -24,13 +28,10 @@ if [ ! -x "$baseline" ]; then
   baseline=$root/perf/native/build/nccl_perf_baseline
 fi
 mkdir -p "$out"
-for d in /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64; do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+nccl4j_cuda_libs
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID
-mpi_root=()
-[ "$(id -u)" = 0 ] && mpi_root=(--allow-run-as-root)
+nccl4j_mpi_root_args
 args=(-t "$op" -b "$size" -e "$size" -n "$iters" -w 5 -c 0)
 "$nsys" --version > "$out/nsys-version.txt" 2>&1
 port=29640
@@ -38,7 +39,7 @@ for side in c java; do
   if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
   port=$((port + 1))
   echo "== $side: mpirun -np $np nsys profile ... ${cmd[*]}"
-  timeout 300 mpirun "${mpi_root[@]}" --bind-to none -np "$np" -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH \
+  timeout 300 mpirun "${nccl4j_mpi_root[@]}" --bind-to none -np "$np" -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH \
       -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port \
       "$nsys" profile -t cuda --force-overwrite true -o "$out/$side-rank%q{OMPI_COMM_WORLD_RANK}" "${cmd[@]}" \
       > "$out/$side.log" 2>&1 || { echo "   failed (see $out/$side.log)"; tail -5 "$out/$side.log"; }

@@ -1021,6 +1021,16 @@ class ScriptsTest {
     // ---------------------------------------------------------------- perf-compare.sh
 
     @Test
+    void perfTimelineWithoutNsysSaysSoAndRunsNothing() throws Exception {
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin"),
+                bundle.toString());
+        assertEquals(3, r.status(), r.toString());
+        assertTrue(r.err().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems)"),
+                r.err());
+        assertEquals(List.of(), r.of("mpirun"));
+    }
+
+    @Test
     void perfCompareHelpPrintsTheHeader() throws Exception {
         Result r = run(root.resolve("scripts/perf-compare.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
@@ -1028,8 +1038,9 @@ class ScriptsTest {
         assertEquals("# One command on a GPU machine: nccl4j against C, side by side, and a report.", lines.get(0));
         assertTrue(lines.stream().allMatch(l -> l.startsWith("#")), r.out());
         assertTrue(r.out().contains("#   --bundle    a bundle made by scripts/gpu-bundle.sh"), r.out());
-        // sed -n '2,33p': the header's last line (RUN_TIMEOUT) is not printed
-        assertTrue(lines.get(lines.size() - 1).startsWith("# Then perf/perf_report.py writes"), r.out());
+        // the whole header comment, down to its last line
+        assertTrue(lines.get(lines.size() - 1).startsWith("# On 2 H200s the whole takes about"), r.out());
+        assertTrue(lines.get(lines.size() - 1).endsWith("bounded by RUN_TIMEOUT seconds (default 240)."), r.out());
         assertEquals(List.of(), r.tools());
 
         r = run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
