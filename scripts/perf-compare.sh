@@ -11,6 +11,8 @@
 #   --small-repeats  repeats of the small eager runs of C and Java one process per GPU (default: --repeats);
 #               the per-process spread of small-message times (about +/-0.4 us, and some processes run 3 us
 #               slower throughout) needs about 20 to resolve the 0.3 us target
+#   --large-repeats  repeats of the runs at 64 MiB..1 GiB (default: --repeats); some operations take one of two
+#               bandwidth levels per run at 64 MiB, in C too, so a median of 5 can swing by several percent
 #   --docs      where the report goes (default: docs/perf of this checkout)
 #
 # Runs, every one with -c 0 (timing only) unless said:
@@ -44,6 +46,7 @@ np=
 out=
 repeats=5
 small_repeats=
+large_repeats=
 docs=$root/docs/perf
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -53,10 +56,15 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --small-repeats) small_repeats=$2; shift 2 ;;
+    --large-repeats) large_repeats=$2; shift 2 ;;
     --docs) docs=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the header comment
     *) echo "perf-compare: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
+done
+for opt in "repeats=$repeats" "small-repeats=$small_repeats" "large-repeats=$large_repeats"; do
+  v=${opt#*=}
+  [ -z "$v" ] || [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "perf-compare: --${opt%%=*} '$v' must be a whole number >= 1" >&2; exit 2; }
 done
 date_tag=$(date -u +%Y-%m-%d)
 out=${out:-$root/perf-results/$date_tag}
@@ -131,7 +139,7 @@ one java-g-eager-curve "$perf" "${curve[@]}" -g "$np" -J "$(j java-g-eager-curve
 large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
 # Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
 # as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
-for r in $(seq 1 "$repeats"); do
+for r in $(seq 1 "${large_repeats:-$repeats}"); do
   mpi "c-eager-large-$r" "$baseline" "${large[@]}" -J "$(j c-eager-large-$r)"
   mpi "java-np-eager-large-$r" "$perf" "${large[@]}" -J "$(j java-np-eager-large-$r)"
   one "java-g-eager-large-$r" "$perf" "${large[@]}" -g "$np" -J "$(j java-g-eager-large-$r)"

@@ -1046,6 +1046,13 @@ class ScriptsTest {
         r = run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-compare: unknown argument --bogus (--help)"), r.err());
+        for (String[] bad : new String[][] {{"--repeats", "0"}, {"--small-repeats", "x"}, {"--large-repeats", "-3"}}) {
+            r = run(root.resolve("scripts/perf-compare.sh"), job(), bad);
+            assertEquals(2, r.status(), r.toString());
+            assertTrue(r.err().contains("perf-compare: " + bad[0] + " '" + bad[1] + "' must be a whole number >= 1"),
+                    r.err());
+            assertEquals(List.of(), r.of("mpirun"), "nothing ran");
+        }
     }
 
     @Test
