@@ -168,7 +168,10 @@ public final class NcclEnvironment {
         WARN,
         /** Prints information on what NCCL does. */
         INFO,
-        /** Aborts on the first warning. */
+        /**
+         * A level NCCL accepts between INFO and TRACE (its {@code NCCL_LOG_ABORT}); NCCL documents no behaviour of
+         * its own for it (checked in NCCL 2.19 to 2.30's sources), so it logs as INFO does.
+         */
         ABORT,
         /** Prints replayable traces of every call (when NCCL was built with tracing). */
         TRACE
