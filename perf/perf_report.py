@@ -96,6 +96,24 @@ def med(by, size):
     return statistics.median(v) if v else None
 
 
+def mode_cut(values):
+    """The threshold between the two modes of per-run medians (Otsu's: the cut between sorted values that leaves
+    the least variance within the two groups), when the groups' means are at least 1 us apart; else None."""
+    v = sorted(values)
+    if len(v) < 4:
+        return None
+    best = None
+    for i in range(1, len(v)):
+        lo, hi = v[:i], v[i:]
+        within = sum((x - statistics.mean(lo)) ** 2 for x in lo) + sum((x - statistics.mean(hi)) ** 2 for x in hi)
+        if best is None or within < best[0]:
+            best = (within, i)
+    i = best[1]
+    if statistics.mean(v[i:]) - statistics.mean(v[:i]) < 1.0:
+        return None
+    return (v[i - 1] + v[i]) / 2
+
+
 def fmt(v, digits=2):
     if v is None:
         return "—"
@@ -260,6 +278,24 @@ def main():
         L.append("Each run's median over 8 B..4 KiB (us), in run order; C: "
                  + ", ".join(f"{x:.2f}" for x in mc) + "; Java: " + ", ".join(f"{x:.2f}" for x in mj) + ".")
         L.append("")
+        cut = mode_cut(mc + mj)
+        if cut is not None:
+            L.append(f"Split at {cut:.2f} us into the two modes (Otsu's threshold over the runs' medians), "
+                     "Java - C per size within each mode:")
+            L.append("")
+            L.append("| mode | runs (C, Java) | Java - C per size, 8 B..64 KiB (us) | mean |")
+            L.append("|---|---|---|---:|")
+            for name, fast in (("fast", True), ("slow", False)):
+                cs = [d for d, m in zip(c_small, mc) if (m < cut) == fast]
+                js = [d for d, m in zip(j_small, mj) if (m < cut) == fast]
+                if not cs or not js:
+                    L.append(f"| {name} | {len(cs)}, {len(js)} | (a side has no run in this mode) | |")
+                    continue
+                bc, bj = times(cs), times(js)
+                ds = [med(bj, z) - med(bc, z) for z in sizes if med(bj, z) is not None and med(bc, z) is not None]
+                L.append(f"| {name} | {len(cs)}, {len(js)} | {' '.join(f'{x:+.2f}' for x in ds)} | "
+                         f"{statistics.mean(ds):+.2f} |")
+            L.append("")
     L.append("In place (same runs):")
     L.append("")
     L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
@@ -284,6 +320,17 @@ def main():
     for op, s, pl, c, j, g, r in large_rows:
         L.append(f"| {op} | {human(s)} | {pl} | {fmt(c)} | {fmt(j)} | {fmt(g)} | {fmt(r, 3)} |")
     L.append("")
+    below = [(op, s, pl) for op, s, pl, c, j, g, r in large_rows if r is not None and r < 0.995]
+    if below:
+        L.append("Every run of the cases below 0.995 (GB/s, in run order), to tell a per-run level from a steady gap:")
+        L.append("")
+        per_run = lambda ds, k: [r["busbw"] for d in ds for r in d.get("results", [])
+                                 if (r["op"], int(r["size"]), r["placement"]) == k and r["type"] == "float"
+                                 and r["redop"] in ("sum", "none")]
+        for k in below:
+            L.append(f"- {k[0]} {human(k[1])} {k[2]}: C " + " ".join(f"{v:.1f}" for v in per_run(c_larges, k))
+                     + "; Java " + " ".join(f"{v:.1f}" for v in per_run(j_larges, k)))
+        L.append("")
     if a.png:
         L.append("## all_reduce bus bandwidth, 8 B to 1 GiB")
         L.append("")
