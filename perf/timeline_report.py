@@ -12,6 +12,8 @@ all-reduces nccl4j-perf uses as a barrier between measurements. Gaps longer than
 timed loops (a barrier, a host synchronization) and are left out of the gap statistics.
 
   perf/timeline_report.py DIR [--min-us 50] [--max-gap-us 100]
+  perf/timeline_report.py --op-times C.json JAVA.json     (the fallback without nsys: the "op_time_us" records
+                                                           that --op_times 1 adds to -J files, side by side)
 """
 import argparse
 import csv
@@ -81,7 +83,35 @@ def q(v):
     return f"{statistics.median(v):.2f} (p10 {qs[0]:.2f}, p90 {qs[-1]:.2f})"
 
 
+def op_times(c_path, j_path):
+    """Prints the per-operation times of two -J files made with --op_times 1, C and Java side by side."""
+    import json
+
+    def load(path):
+        with open(path) as f:
+            d = json.load(f)
+        return {(r["op"], r["size"], r["placement"]): r["op_time_us"] for r in d.get("results", [])
+                if r.get("op_time_us")}
+    c, j = load(c_path), load(j_path)
+    keys = [k for k in c if k in j]
+    if not keys:
+        print(f"timeline_report: no op_time_us records in both {c_path} and {j_path} (run with --op_times 1)",
+              file=sys.stderr)
+        return 2
+    print("| operation | size | placement | C p10 / p50 / p90 / max (us) | Java p10 / p50 / p90 / max (us) | Java - C, p50 (us) |")
+    print("|---|---:|---|---|---|---:|")
+    for k in keys:
+        f = lambda q: " / ".join(f"{q[x]:.2f}" for x in ("p10", "p50", "p90", "max"))
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {f(c[k])} | {f(j[k])} | {j[k]['p50'] - c[k]['p50']:+.2f} |")
+    return 0
+
+
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "--op-times":
+        if len(sys.argv) != 4:
+            print("usage: timeline_report.py --op-times C.json JAVA.json", file=sys.stderr)
+            return 2
+        return op_times(sys.argv[2], sys.argv[3])
     p = argparse.ArgumentParser()
     p.add_argument("dir")
     p.add_argument("--min-us", type=float, default=50)

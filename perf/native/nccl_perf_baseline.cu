@@ -117,6 +117,7 @@ typedef struct {
   long long min_bytes, max_bytes, step_bytes, step_factor;
   int iters, warmup, check, gpus, graph_launches, blocking, average, root; /* root -1: all */
   int init_repeats; /* communicators created and timed again after the first */
+  int op_times;     /* 1: an event after every eager operation, and their p10/p50/p90/max */
   int ops[NUM_OPS], nops;
   int redops[NUM_REDOPS], nredops;
   int types[NUM_TYPES], ntypes;
@@ -126,7 +127,7 @@ typedef struct {
 static const char* FLAGS[][2] = {{"-t", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"},
   {"-i", "--stepbytes"}, {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"},
   {"-o", "--op"}, {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"},
-  {"-z", "--blocking"}, {"-a", "--average"}, {"-J", "--output_file"}, {"--init_repeats", "--init_repeats"},
+  {"-z", "--blocking"}, {"-a", "--average"}, {"-J", "--output_file"}, {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"},
   {"-h", "--help"}};
 #define NUM_FLAGS ((int)(sizeof(FLAGS) / sizeof(FLAGS[0])))
 
@@ -200,6 +201,7 @@ static void parse_args(int argc, char** argv, args_t* a) {
       value = argv[++i];
     }
     if (strcmp(f, "--init_repeats") == 0) { a->init_repeats = (int)parse_int(f, value, 0, 100000); continue; }
+    if (strcmp(f, "--op_times") == 0) { a->op_times = (int)parse_int(f, value, 0, 1); continue; }
     switch (f[1]) {
       case 't':
         if (strcasecmp(value, "all") == 0) {
@@ -267,6 +269,7 @@ static void parse_args(int argc, char** argv, args_t* a) {
   if (a->step_factor > 1 && a->min_bytes == 0) usage_error("-b: '%s' cannot grow by a factor%s", "0", "");
   if (a->step_factor <= 1 && a->step_bytes <= 0) usage_error("-i: must be > 0 when no factor (-f) is given%s%s", "", "");
   if (a->blocking && a->graph_launches) usage_error("-z cannot be combined with -G%s%s", "", "");
+  if (a->op_times && a->graph_launches) usage_error("--op_times cannot be combined with -G%s%s", "", "");
   if (a->gpus != 1) usage_error("-g: only 1 GPU per process is supported by the C baseline (run one process per GPU under mpirun)%s%s", "", "");
 }
 
@@ -422,6 +425,8 @@ typedef struct {
   ncclComm_t comm;
   cudaStream_t stream;
   cudaEvent_t start, stop;
+  cudaEvent_t* marks; /* --op_times: one per iteration, else NULL */
+  double* op_t;       /* --op_times: the per-iteration times of the last eager loop (us) */
   char *send, *recv;
   size_t buf_bytes;
   unsigned char* host;
@@ -434,6 +439,7 @@ typedef struct {
 typedef struct {
   int op; long long size, count; int type; int redop; int root; int in_place;
   double time_us, algbw, busbw; long long wrong;
+  int has_op_times; double op_p10, op_p50, op_p90, op_max; /* --op_times, this rank's */
 } result_t;
 
 static void issue(bench_t* B, int o, counts_t c, int t, int redop, int root) {
@@ -555,6 +561,7 @@ static result_t measure(bench_t* B, int o, int t, int redop_in, int root, long l
     CUDACHECK(cudaEventRecord(B->start, B->stream));
     for (int i = 0; i < a->iters; i++) {
       issue(B, o, c, t, redop, root);
+      if (B->marks) CUDACHECK(cudaEventRecord(B->marks[i], B->stream));
       if (a->blocking) {
         CUDACHECK(cudaStreamSynchronize(B->stream));
         if (a->blocking == 1) MPI_Barrier(MPI_COMM_WORLD);
@@ -577,6 +584,21 @@ static result_t measure(bench_t* B, int o, int t, int redop_in, int root, long l
     default: us = combine(us, MPI_SUM) / nprocs; break;
   }
   result_t r;
+  r.has_op_times = 0;
+  if (B->marks && !exec) {
+    for (int i = 0; i < a->iters; i++) {
+      float m = 0;
+      CUDACHECK(cudaEventElapsedTime(&m, i == 0 ? B->start : B->marks[i - 1], B->marks[i]));
+      B->op_t[i] = m * 1000.0;
+    }
+    qsort(B->op_t, (size_t)a->iters, sizeof(double), cmp_double);
+    int n = a->iters;
+    /* nearest rank, as nccl4j-perf's Bench.percentiles */
+#define N4P_RANK(p) B->op_t[(int)ceil((p) / 100.0 * n) - 1 < 0 ? 0 : ((int)ceil((p) / 100.0 * n) - 1 > n - 1 ? n - 1 : (int)ceil((p) / 100.0 * n) - 1)]
+    r.has_op_times = 1;
+    r.op_p10 = N4P_RANK(10); r.op_p50 = N4P_RANK(50); r.op_p90 = N4P_RANK(90); r.op_max = B->op_t[n - 1];
+#undef N4P_RANK
+  }
   r.op = o; r.type = t; r.redop = redop; r.root = op_rooted(o) ? root : -1; r.in_place = in_place;
   r.size = (long long)((c.send > c.recv ? c.send : c.recv) * (size_t)TYPE_SIZES[t]);
   r.count = (long long)c.param;
@@ -732,6 +754,12 @@ int main(int argc, char** argv) {
   CUDACHECK(cudaMemset(B.recv, 0, B.buf_bytes));
   CUDACHECK(cudaEventCreate(&B.start));
   CUDACHECK(cudaEventCreate(&B.stop));
+  if (a.op_times) {
+    B.marks = (cudaEvent_t*)calloc((size_t)a.iters, sizeof(cudaEvent_t));
+    B.op_t = (double*)calloc((size_t)a.iters, sizeof(double));
+    if (!B.marks || !B.op_t) usage_error("--op_times: cannot allocate %s%s", "the per-iteration events", "");
+    for (int i = 0; i < a.iters; i++) CUDACHECK(cudaEventCreate(&B.marks[i]));
+  }
   CUDACHECK(cudaDeviceSynchronize());
   B.host_bytes = B.buf_bytes < (16u << 20) ? B.buf_bytes : (16u << 20);
   B.host = (unsigned char*)malloc(B.host_bytes);
@@ -788,6 +816,9 @@ int main(int argc, char** argv) {
               print_body(&r[0]);
               print_body(&r[1]);
               printf("\n");
+              if (r[0].has_op_times && r[1].has_op_times)
+                printf("#  per operation (us, rank %d): out-of-place p10 %.2f p50 %.2f p90 %.2f max %.2f; in-place p10 %.2f p50 %.2f p90 %.2f max %.2f\n",
+                       g_rank, r[0].op_p10, r[0].op_p50, r[0].op_p90, r[0].op_max, r[1].op_p10, r[1].op_p50, r[1].op_p90, r[1].op_max);
               fflush(stdout);
             }
           } while (next_size(&a, &size));
@@ -846,6 +877,17 @@ int main(int argc, char** argv) {
         json_number(f, r->algbw);
         fprintf(f, ",\n      \"busbw\": ");
         json_number(f, r->busbw);
+        if (r->has_op_times) {
+          fprintf(f, ",\n      \"op_time_us\": {\"p10\": ");
+          json_number(f, r->op_p10);
+          fprintf(f, ", \"p50\": ");
+          json_number(f, r->op_p50);
+          fprintf(f, ", \"p90\": ");
+          json_number(f, r->op_p90);
+          fprintf(f, ", \"max\": ");
+          json_number(f, r->op_max);
+          fprintf(f, "}");
+        }
         if (r->wrong < 0) fprintf(f, ",\n      \"wrong\": null\n    }");
         else fprintf(f, ",\n      \"wrong\": %lld\n    }", r->wrong);
       }
@@ -862,6 +904,11 @@ int main(int argc, char** argv) {
 
   free(results);
   free(again);
+  if (B.marks) {
+    for (int i = 0; i < a.iters; i++) CUDACHECK(cudaEventDestroy(B.marks[i]));
+    free(B.marks);
+    free(B.op_t);
+  }
   free(B.host);
   CUDACHECK(cudaEventDestroy(B.start));
   CUDACHECK(cudaEventDestroy(B.stop));

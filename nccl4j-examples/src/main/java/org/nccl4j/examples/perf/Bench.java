@@ -55,6 +55,9 @@ final class Bench implements AutoCloseable {
     private final long[] sendAddr;
     private final long[] recvAddr;
     private final CudaGraph[] graphs;
+    /** --op_times: an event per eager iteration on this process's first GPU, else null. */
+    private final Event[] marks;
+    private double[] lastOpTimes;
     private final ByteBuffer host;
     private final com.sun.management.ThreadMXBean threads;
 
@@ -94,6 +97,24 @@ final class Bench implements AutoCloseable {
             close();
             throw e;
         }
+        Event[] m = null;
+        if (args.opTimes != 0) {
+            m = new Event[args.iters];
+            try {
+                for (int i = 0; i < m.length; i++) {
+                    m[i] = Event.create(comms.get(0).device());
+                }
+            } catch (RuntimeException e) {
+                for (Event ev : m) {
+                    if (ev != null) {
+                        ev.close();
+                    }
+                }
+                close();
+                throw e;
+            }
+        }
+        marks = m;
         threads = allocationCounter();
         host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
                 : null;
@@ -400,6 +421,9 @@ final class Bench implements AutoCloseable {
             long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < args.iters; i++) {
                 issueAll(o, c, t, redop, root);
+                if (marks != null) {
+                    marks[i].record(streams[0]);
+                }
                 if (args.blocking != 0) {
                     syncAll();
                     if (args.blocking == 1) {
@@ -425,6 +449,7 @@ final class Bench implements AutoCloseable {
                 graphs[k] = null;
             }
         }
+        lastOpTimes = marks != null && args.graphLaunches == 0 ? opTimes() : null;
         double us = combineTime(ms * 1000.0 / ((double) args.iters * Math.max(1, args.graphLaunches)));
         long sizeBytes = c.sizeBytes(t.size());
         double algbw = us > 0 ? sizeBytes / (us * 1e-6) / 1e9 : 0;
@@ -440,6 +465,31 @@ final class Bench implements AutoCloseable {
         }
         return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
                 shownRoot, inPlace, us, algbw, busbw, wrong, allocated);
+    }
+
+    /** This process's first GPU's per-operation times of the last eager loop: p10, p50, p90 and max, in us. */
+    private double[] opTimes() {
+        double[] t = new double[args.iters];
+        for (int i = 0; i < t.length; i++) {
+            t[i] = 1000.0 * marks[i].elapsedSince(i == 0 ? start[0] : marks[i - 1]);
+        }
+        return percentiles(t);
+    }
+
+    /** p10, p50, p90 and the maximum of {@code values} (nearest rank), which it sorts. */
+    static double[] percentiles(double[] values) {
+        java.util.Arrays.sort(values);
+        int n = values.length;
+        java.util.function.IntFunction<Double> rank = p -> values[Math.min(n - 1, Math.max(0, (int) Math.ceil(p / 100.0 * n) - 1))];
+        return new double[] {rank.apply(10), rank.apply(50), rank.apply(90), values[n - 1]};
+    }
+
+    /**
+     * With {@code --op_times 1}: p10, p50, p90 and max of the per-operation times (us) of the last eager
+     * {@link #measure}, on this process's first GPU; else null.
+     */
+    double[] lastOpTimes() {
+        return lastOpTimes == null ? null : lastOpTimes.clone();
     }
 
     // ------------------------------------------------------------------ checking
@@ -494,7 +544,8 @@ final class Bench implements AutoCloseable {
     @Override
     public void close() {
         List<RuntimeException> failures = new ArrayList<>();
-        for (Object[] group : new Object[][] {graphs, start, stop, scratch, recv, send, streams}) {
+        for (Object[] group : new Object[][] {graphs, marks == null ? new Object[0] : marks, start, stop, scratch, recv,
+                send, streams}) {
             for (Object r : group) {
                 if (r != null) {
                     try {

@@ -80,6 +80,7 @@ public final class Perf {
     public static int run(PerfArgs args, PrintStream out) {
         NcclLibrary lib = Nccl.library();
         List<Result> all = new ArrayList<>();
+        Map<Result, double[]> opTimes = new java.util.IdentityHashMap<>();
         long wrongTotal = 0;
         Map<String, Double> avgBusbw = new LinkedHashMap<>();
         try (Bench bench = Bench.open(args)) {
@@ -123,7 +124,13 @@ public final class Perf {
                             bench.warmup(o, t, o.reduces() ? op : null, root);
                             for (long size : args.sizes()) {
                                 Result oop = bench.measure(o, t, op, root, size, false);
+                                double[] oopTimes = bench.lastOpTimes();
                                 Result ip = bench.measure(o, t, op, root, size, true);
+                                double[] ipTimes = bench.lastOpTimes();
+                                if (oopTimes != null && ipTimes != null) {
+                                    opTimes.put(oop, oopTimes);
+                                    opTimes.put(ip, ipTimes);
+                                }
                                 for (Result r : List.of(oop, ip)) {
                                     all.add(r);
                                     bwSum += r.busbw();
@@ -132,6 +139,9 @@ public final class Perf {
                                 }
                                 if (print) {
                                     out.println(Table.line(oop, ip));
+                                    if (oopTimes != null && ipTimes != null) {
+                                        out.println(opTimesLine(bench.communicators().get(0).rank(), oopTimes, ipTimes));
+                                    }
                                     out.flush();
                                 }
                             }
@@ -146,7 +156,7 @@ public final class Perf {
                 }
             }
             if (print) {
-                Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
+                Map<String, Object> doc = document(args, bench, lib, all, avgBusbw, opTimes);
                 if (args.jsonFile != null) {
                     write(args.jsonFile, Json.write(doc));
                     out.println("# Wrote JSON output to " + args.jsonFile);
@@ -235,7 +245,7 @@ public final class Perf {
 
     /** The -J document: run metadata, then one record per (operation, size, type, redop, root, placement). */
     static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<Result> results,
-            Map<String, Double> avgBusbw) {
+            Map<String, Double> avgBusbw, Map<Result, double[]> opTimes) {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("tool", TOOL);
         doc.put("tool_version", version());
@@ -264,7 +274,7 @@ public final class Perf {
                 .getVmName() + ")");
         doc.put("config", config(a));
         doc.put("command_line", new ArrayList<Object>(a.commandLine));
-        doc.put("results", records(results, a));
+        doc.put("results", records(results, a, opTimes));
         doc.put("avg_busbw", new LinkedHashMap<String, Object>(avgBusbw));
         return doc;
     }
@@ -285,6 +295,14 @@ public final class Perf {
     }
 
     static List<Object> records(List<Result> results, PerfArgs a) {
+        return records(results, a, Map.of());
+    }
+
+    /**
+     * The -J records, with {@code "op_time_us": {"p10", "p50", "p90", "max"}} for the results that {@code opTimes}
+     * holds (--op_times).
+     */
+    static List<Object> records(List<Result> results, PerfArgs a, Map<Result, double[]> opTimes) {
         List<Object> out = new ArrayList<>();
         for (Result r : results) {
             Map<String, Object> m = new LinkedHashMap<>();
@@ -303,6 +321,15 @@ public final class Perf {
             if (!Double.isNaN(r.allocBytes())) {
                 m.put("alloc_bytes", r.allocBytes());
             }
+            double[] times = opTimes.get(r);
+            if (times != null) {
+                Map<String, Object> q = new LinkedHashMap<>();
+                q.put("p10", times[0]);
+                q.put("p50", times[1]);
+                q.put("p90", times[2]);
+                q.put("max", times[3]);
+                m.put("op_time_us", q);
+            }
             out.add(m);
         }
         return out;
@@ -312,5 +339,12 @@ public final class Perf {
     static double median(double[] sorted) {
         int n = sorted.length;
         return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+
+    /** The comment line under a row with --op_times: this process's first GPU's per-operation times. */
+    static String opTimesLine(int rank, double[] outOfPlace, double[] inPlace) {
+        return String.format(Locale.ROOT, "#  per operation (us, rank %d): out-of-place p10 %.2f p50 %.2f p90 %.2f max %.2f;"
+                + " in-place p10 %.2f p50 %.2f p90 %.2f max %.2f", rank, outOfPlace[0], outOfPlace[1], outOfPlace[2],
+                outOfPlace[3], inPlace[0], inPlace[1], inPlace[2], inPlace[3]);
     }
 }

@@ -49,6 +49,11 @@ public final class PerfArgs {
     public int average = 1;
     /** --init_repeats: communicators created and timed again after the first, in the same process (default 0). */
     public int initRepeats = 0;
+    /**
+     * --op_times: 1 records a CUDA event after every operation of eager runs and reports the spread of this
+     * process's per-operation times (a diagnostic; the extra event records cost host time) (default 0).
+     */
+    public int opTimes = 0;
     /** -J: the JSON output file, or null. */
     public Path jsonFile;
     /** --plot: the PNG of bus bandwidth against size, or null. */
@@ -83,6 +88,7 @@ public final class PerfArgs {
             "  -J,--output_file <file.json>        write the results as JSON",
             "  --plot <file.png>                   draw bus bandwidth against size (one line per operation)",
             "  --init_repeats <n>                  after the first, create and time n more communicators (default 0)",
+            "  --op_times <0|1>                    1: an event after every eager operation; per-operation p10/p50/p90/max",
             "  -h,--help                           this text");
 
     /**
@@ -138,7 +144,7 @@ public final class PerfArgs {
         {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"}, {"-o", "--op"},
         {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"}, {"-z", "--blocking"},
         {"-a", "--average"}, {"-J", "--output_file"}, {"--plot", "--plot"},
-        {"--init_repeats", "--init_repeats"}, {"-h", "--help"}};
+        {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"}, {"-h", "--help"}};
 
     private static String canonical(String flag) {
         for (String[] n : NAMES) {
@@ -188,6 +194,7 @@ public final class PerfArgs {
             case "-J": jsonFile = path(flag, v); break;
             case "--plot": plotFile = path(flag, v); break;
             case "--init_repeats": initRepeats = (int) parseInt(flag, v, 0, 100_000); break;
+            case "--op_times": opTimes = (int) parseInt(flag, v, 0, 1); break;
             default: throw new IllegalStateException(flag);
         }
     }
@@ -207,6 +214,10 @@ public final class PerfArgs {
         if (blocking != 0 && graphLaunches > 0) {
             throw new IllegalArgumentException("-z (--blocking): '" + blocking + "' cannot be combined with -G (--cudagraph): "
                     + "a captured graph cannot wait between its iterations");
+        }
+        if (opTimes != 0 && graphLaunches > 0) {
+            throw new IllegalArgumentException("--op_times: '" + opTimes + "' cannot be combined with -G (--cudagraph): "
+                    + "the operations of a replayed graph cannot be timed one by one; drop one of them");
         }
     }
 

@@ -1021,13 +1021,29 @@ class ScriptsTest {
     // ---------------------------------------------------------------- perf-compare.sh
 
     @Test
-    void perfTimelineWithoutNsysSaysSoAndRunsNothing() throws Exception {
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin"),
+    void perfTimelineWithoutNsysFallsBackToPerOperationEvents() throws Exception {
+        Path out = base.resolve("timeline");
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
-        assertEquals(3, r.status(), r.toString());
-        assertTrue(r.err().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems)"),
-                r.err());
-        assertEquals(List.of(), r.of("mpirun"));
+        assertEquals(0, r.status(), r.toString());
+        assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems): "
+                + "per-operation events instead"), r.out());
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(4, mpiruns.size(), r.toString());
+        String[] sides = {"c", "java", "c", "java"};
+        for (int i = 0; i < 4; i++) {
+            List<String> a = mpiruns.get(i).args();
+            String json = out.resolve(sides[i] + "-op-times-" + (i / 2 + 1) + ".json").toString();
+            assertTrue(a.containsAll(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "--op_times", "1",
+                    "-J", json)), a.toString());
+            assertTrue(String.join(" ", a).contains(sides[i].equals("c") ? "perf/native/build/nccl_perf_baseline"
+                    : "scripts/nccl4j-perf"), a.toString());
+        }
+        List<Call> reports = r.of("python3");
+        assertEquals(2, reports.size(), r.toString());
+        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--op-times",
+                out.resolve("c-op-times-1.json").toString(), out.resolve("java-op-times-1.json").toString()),
+                reports.get(0).args());
     }
 
     @Test

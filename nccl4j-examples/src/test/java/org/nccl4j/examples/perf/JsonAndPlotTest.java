@@ -122,4 +122,34 @@ class JsonAndPlotTest {
         assertEquals("1G", Plot.bytesLabel(30.0));
         assertEquals("1.4K", Plot.bytesLabel(10.5));
     }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void opTimesGoIntoTheRecordsOfTheirResultsAndAUnderTheRow() {
+        PerfArgs a = PerfArgs.parse("-b", "8", "-e", "1K", "-f", "128", "--op_times", "1");
+        Map<Result, double[]> times = new java.util.IdentityHashMap<>();
+        times.put(RESULTS.get(0), new double[] {6.5, 6.7, 7.0, 12.25});
+        List<Object> records = Perf.records(RESULTS, a, times);
+        Map<String, Object> first = (Map<String, Object>) records.get(0);
+        assertEquals(Map.of("p10", 6.5, "p50", 6.7, "p90", 7.0, "max", 12.25), first.get("op_time_us"));
+        assertEquals(List.of("p10", "p50", "p90", "max"),
+                List.copyOf(((Map<String, Object>) first.get("op_time_us")).keySet()), "in this order");
+        for (Object r : records.subList(1, records.size())) {
+            assertNull(((Map<String, Object>) r).get("op_time_us"));
+        }
+        assertEquals("#  per operation (us, rank 1): out-of-place p10 6.50 p50 6.70 p90 7.00 max 12.25; "
+                + "in-place p10 1.00 p50 2.00 p90 3.00 max 4.50",
+                Perf.opTimesLine(1, new double[] {6.5, 6.7, 7.0, 12.25}, new double[] {1, 2, 3, 4.5}));
+    }
+
+    @Test
+    void percentilesAreNearestRankAndTheMaximum() {
+        double[] v = new double[100];
+        for (int i = 0; i < 100; i++) {
+            v[i] = 100 - i; // 100 .. 1, unsorted on purpose
+        }
+        assertArrayEquals(new double[] {10, 50, 90, 100}, Bench.percentiles(v));
+        assertArrayEquals(new double[] {7, 7, 7, 7}, Bench.percentiles(new double[] {7}));
+        assertArrayEquals(new double[] {1, 2, 3, 3}, Bench.percentiles(new double[] {3, 1, 2}));
+    }
 }

@@ -96,6 +96,8 @@ class PerfArgsTest {
         assertEquals(2, PerfArgs.parse("-z", "2").blocking);
         assertEquals(12, PerfArgs.parse("--init_repeats", "12").initRepeats);
         assertEquals(3, PerfArgs.parse("--init_repeats=3").initRepeats);
+        assertEquals(1, PerfArgs.parse("--op_times", "1").opTimes);
+        assertEquals(0, PerfArgs.parse().opTimes);
         assertEquals(1, PerfArgs.parse("--blocking=1").blocking);
     }
 
@@ -186,6 +188,10 @@ class PerfArgsTest {
         assertTrue(m.contains("--init_repeats") && m.contains("'-2'"), m);
         m = refused("--init_repeats", "ten");
         assertTrue(m.contains("--init_repeats") && m.contains("'ten'"), m);
+        m = refused("--op_times", "2");
+        assertTrue(m.contains("--op_times") && m.contains("'2'"), m);
+        m = refused("--op_times", "1", "-G", "5");
+        assertTrue(m.contains("--op_times: '1' cannot be combined with -G (--cudagraph)"), m);
         m = refused("-t", "allgather_v");
         assertTrue(m.contains("-t (--operation)") && m.contains("'allgather_v'") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
