@@ -270,6 +270,7 @@ static void parse_args(int argc, char** argv, args_t* a) {
   if (a->step_factor <= 1 && a->step_bytes <= 0) usage_error("-i: must be > 0 when no factor (-f) is given%s%s", "", "");
   if (a->blocking && a->graph_launches) usage_error("-z cannot be combined with -G%s%s", "", "");
   if (a->op_times && a->graph_launches) usage_error("--op_times cannot be combined with -G%s%s", "", "");
+  if (a->op_times && a->iters > 100000) usage_error("--op_times records one event per iteration: -n must be at most %s%s", "100000", "");
   if (a->gpus != 1) usage_error("-g: only 1 GPU per process is supported by the C baseline (run one process per GPU under mpirun)%s%s", "", "");
 }
 

@@ -54,6 +54,8 @@ public final class PerfArgs {
      * process's per-operation times (a diagnostic; the extra event records cost host time) (default 0).
      */
     public int opTimes = 0;
+    /** The most iterations --op_times takes (one CUDA event each). */
+    static final int MAX_OP_TIMES_ITERS = 100_000;
     /** -J: the JSON output file, or null. */
     public Path jsonFile;
     /** --plot: the PNG of bus bandwidth against size, or null. */
@@ -214,6 +216,10 @@ public final class PerfArgs {
         if (blocking != 0 && graphLaunches > 0) {
             throw new IllegalArgumentException("-z (--blocking): '" + blocking + "' cannot be combined with -G (--cudagraph): "
                     + "a captured graph cannot wait between its iterations");
+        }
+        if (opTimes != 0 && iters > MAX_OP_TIMES_ITERS) {
+            throw new IllegalArgumentException("--op_times: '" + opTimes + "' records one CUDA event per iteration, so -n"
+                    + " (--iters) must be at most " + MAX_OP_TIMES_ITERS + ", got " + iters);
         }
         if (opTimes != 0 && graphLaunches > 0) {
             throw new IllegalArgumentException("--op_times: '" + opTimes + "' cannot be combined with -G (--cudagraph): "

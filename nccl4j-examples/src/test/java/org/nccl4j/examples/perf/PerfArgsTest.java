@@ -190,6 +190,9 @@ class PerfArgsTest {
         assertTrue(m.contains("--init_repeats") && m.contains("'ten'"), m);
         m = refused("--op_times", "2");
         assertTrue(m.contains("--op_times") && m.contains("'2'"), m);
+        m = refused("--op_times", "1", "-n", "100001");
+        assertTrue(m.contains("-n (--iters) must be at most 100000, got 100001"), m);
+        assertEquals(100000, PerfArgs.parse("--op_times", "1", "-n", "100000").iters);
         m = refused("--op_times", "1", "-G", "5");
         assertTrue(m.contains("--op_times: '1' cannot be combined with -G (--cudagraph)"), m);
         m = refused("-t", "allgather_v");
