@@ -221,16 +221,7 @@ public final class Communicator implements AutoCloseable {
         if (launch.worldSize() == 1) {
             id = UniqueId.generate();
         } else {
-            Rendezvous.Builder rb = Rendezvous.builder().launch(launch);
-            String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
-            if (NcclNative.getenv("NCCL_COMM_ID") != null) {
-                rb.commId();
-            } else if (file != null && !file.isBlank()) {
-                rb.file(java.nio.file.Path.of(file));
-            } else {
-                rb.tcp();
-            }
-            id = UniqueId.of(rb.build().exchange(() -> UniqueId.generate().toBytes()));
+            id = UniqueId.of(Rendezvous.forLaunch(launch).exchange(() -> UniqueId.generate().toBytes()));
         }
         return create(launch.rank(), launch.worldSize(), id, launch.device(), config);
     }

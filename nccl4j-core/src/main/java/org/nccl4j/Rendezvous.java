@@ -36,6 +36,7 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
 
+import org.nccl4j.jni.NcclNative;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -162,6 +163,29 @@ public final class Rendezvous {
         this.handshakeTimeout = b.handshakeTimeout;
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
+    }
+
+    /**
+     * The rendezvous {@link Communicator#fromEnvironment()} uses for {@code launch}, by the first route that
+     * applies: {@code NCCL_COMM_ID} set: {@link Route#COMM_ID}; else {@value Communicator#RENDEZVOUS_FILE_VARIABLE}
+     * set: {@link Route#FILE} on that file; else {@link Route#TCP} to {@code MASTER_ADDR}/{@code MASTER_PORT}.
+     * Variables are read from the live process environment.
+     *
+     * @param launch the rank, world size and launch variables of this process
+     * @return the rendezvous, not yet exchanged
+     * @throws IllegalStateException when the chosen route lacks what it needs (see {@link Builder#build()})
+     */
+    public static Rendezvous forLaunch(LaunchInfo launch) {
+        Builder rb = builder().launch(launch);
+        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+        if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
+            rb.commId();
+        } else if (file != null && !file.isBlank()) {
+            rb.file(Path.of(file));
+        } else {
+            rb.tcp();
+        }
+        return rb.build();
     }
 
     /**

@@ -4,7 +4,6 @@ import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Supplier;
 import org.nccl4j.Communicator;
@@ -20,7 +19,6 @@ import org.nccl4j.ReduceOp;
 import org.nccl4j.Rendezvous;
 import org.nccl4j.Stream;
 import org.nccl4j.examples.Examples;
-import org.nccl4j.jni.NcclNative;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
@@ -184,17 +182,13 @@ final class Bench implements AutoCloseable {
      * meet in, and the ranks start the clock unaligned.
      */
     private static void align(LaunchInfo launch) {
-        if (launch.worldSize() == 1 || NcclNative.getenv("NCCL_COMM_ID") != null) {
+        if (launch.worldSize() == 1) {
             return;
         }
-        Rendezvous.Builder rb = Rendezvous.builder().launch(launch);
-        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
-        if (file != null && !file.isBlank()) {
-            rb.file(Path.of(file));
-        } else {
-            rb.tcp();
+        Rendezvous r = Rendezvous.forLaunch(launch);
+        if (r.route() != Rendezvous.Route.COMM_ID) {
+            r.exchange(() -> new byte[Rendezvous.UNIQUE_ID_BYTES]);
         }
-        rb.build().exchange(() -> new byte[Rendezvous.UNIQUE_ID_BYTES]);
     }
 
     /** Times {@code args.initRepeats} creations of communicators like the first, each after a barrier. */
