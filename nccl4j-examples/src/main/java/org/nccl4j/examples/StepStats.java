@@ -3,7 +3,7 @@ package org.nccl4j.examples;
 import java.util.Arrays;
 
 /** Step-time statistics: the median over the measured steps, as "steps 3..N" (1-based). */
-final class StepStats {
+public final class StepStats {
     private StepStats() {
     }
 
@@ -14,7 +14,7 @@ final class StepStats {
      * @param values the values (not modified)
      * @return the median, NaN when there are none
      */
-    static double median(double[] values) {
+    public static double median(double[] values) {
         if (values.length == 0) {
             return Double.NaN;
         }

@@ -55,7 +55,6 @@ final class Bench implements AutoCloseable {
     private final CudaGraph[] graphs;
     /** --op_times: an event per eager iteration on this process's first GPU, else null. */
     private final Event[] marks;
-    private double[] lastOpTimes;
     private final ByteBuffer host;
     private final com.sun.management.ThreadMXBean threads;
 
@@ -443,7 +442,7 @@ final class Bench implements AutoCloseable {
                 graphs[k] = null;
             }
         }
-        lastOpTimes = marks != null && args.graphLaunches == 0 ? opTimes() : null;
+        double[] opTimes = marks != null ? opTimes() : null; // PerfArgs refuses --op_times with -G
         double us = combineTime(ms * 1000.0 / ((double) args.iters * Math.max(1, args.graphLaunches)));
         long sizeBytes = c.sizeBytes(t.size());
         double algbw = us > 0 ? sizeBytes / (us * 1e-6) / 1e9 : 0;
@@ -458,7 +457,7 @@ final class Bench implements AutoCloseable {
             }
         }
         return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
-                shownRoot, inPlace, us, algbw, busbw, wrong, allocated);
+                shownRoot, inPlace, us, algbw, busbw, wrong, allocated, opTimes);
     }
 
     /** This process's first GPU's per-operation times of the last eager loop: p10, p50, p90 and max, in us. */
@@ -473,17 +472,14 @@ final class Bench implements AutoCloseable {
     /** p10, p50, p90 and the maximum of {@code values} (nearest rank), which it sorts. */
     static double[] percentiles(double[] values) {
         java.util.Arrays.sort(values);
-        int n = values.length;
-        java.util.function.IntFunction<Double> rank = p -> values[Math.min(n - 1, Math.max(0, (int) Math.ceil(p / 100.0 * n) - 1))];
-        return new double[] {rank.apply(10), rank.apply(50), rank.apply(90), values[n - 1]};
+        return new double[] {nearestRank(values, 10), nearestRank(values, 50), nearestRank(values, 90),
+            values[values.length - 1]};
     }
 
-    /**
-     * With {@code --op_times 1}: p10, p50, p90 and max of the per-operation times (us) of the last eager
-     * {@link #measure}, on this process's first GPU; else null.
-     */
-    double[] lastOpTimes() {
-        return lastOpTimes == null ? null : lastOpTimes.clone();
+    /** The {@code p}th percentile of sorted values, by nearest rank: the ceil(p/100 n)-th smallest. */
+    private static double nearestRank(double[] sorted, int p) {
+        int n = sorted.length;
+        return sorted[Math.min(n - 1, Math.max(0, (int) Math.ceil(p / 100.0 * n) - 1))];
     }
 
     // ------------------------------------------------------------------ checking

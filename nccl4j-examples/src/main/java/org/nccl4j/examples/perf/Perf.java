@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -17,6 +18,7 @@ import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
+import org.nccl4j.examples.StepStats;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclUnavailableException;
 
@@ -80,7 +82,6 @@ public final class Perf {
     public static int run(PerfArgs args, PrintStream out) {
         NcclLibrary lib = Nccl.library();
         List<Result> all = new ArrayList<>();
-        Map<Result, double[]> opTimes = new java.util.IdentityHashMap<>();
         long wrongTotal = 0;
         Map<String, Double> avgBusbw = new LinkedHashMap<>();
         try (Bench bench = Bench.open(args)) {
@@ -124,13 +125,7 @@ public final class Perf {
                             bench.warmup(o, t, o.reduces() ? op : null, root);
                             for (long size : args.sizes()) {
                                 Result oop = bench.measure(o, t, op, root, size, false);
-                                double[] oopTimes = bench.lastOpTimes();
                                 Result ip = bench.measure(o, t, op, root, size, true);
-                                double[] ipTimes = bench.lastOpTimes();
-                                if (oopTimes != null && ipTimes != null) {
-                                    opTimes.put(oop, oopTimes);
-                                    opTimes.put(ip, ipTimes);
-                                }
                                 for (Result r : List.of(oop, ip)) {
                                     all.add(r);
                                     bwSum += r.busbw();
@@ -139,8 +134,9 @@ public final class Perf {
                                 }
                                 if (print) {
                                     out.println(Table.line(oop, ip));
-                                    if (oopTimes != null && ipTimes != null) {
-                                        out.println(opTimesLine(bench.communicators().get(0).rank(), oopTimes, ipTimes));
+                                    if (oop.opTimeUs() != null && ip.opTimeUs() != null) {
+                                        out.println(opTimesLine(bench.communicators().get(0).rank(), oop.opTimeUs(),
+                                                ip.opTimeUs()));
                                     }
                                     out.flush();
                                 }
@@ -156,7 +152,7 @@ public final class Perf {
                 }
             }
             if (print) {
-                Map<String, Object> doc = document(args, bench, lib, all, avgBusbw, opTimes);
+                Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {
                     write(args.jsonFile, Json.write(doc));
                     out.println("# Wrote JSON output to " + args.jsonFile);
@@ -229,10 +225,9 @@ public final class Perf {
                         : "Communicator.initAll: ncclCommInitAll of " + bench.nranks() + " GPUs");
         double[] again = bench.initRepeatMs();
         if (again.length > 0) {
-            double[] sorted = again.clone();
-            java.util.Arrays.sort(sorted);
             out.printf(Locale.ROOT, "# Communicator re-created %d times in this process: median %.1f ms (min %.1f, max %.1f)%n",
-                    again.length, median(sorted), sorted[0], sorted[sorted.length - 1]);
+                    again.length, StepStats.median(again), Arrays.stream(again).min().getAsDouble(),
+                    Arrays.stream(again).max().getAsDouble());
         }
         out.println("#");
         Table.header().forEach(out::println);
@@ -245,7 +240,7 @@ public final class Perf {
 
     /** The -J document: run metadata, then one record per (operation, size, type, redop, root, placement). */
     static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<Result> results,
-            Map<String, Double> avgBusbw, Map<Result, double[]> opTimes) {
+            Map<String, Double> avgBusbw) {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("tool", TOOL);
         doc.put("tool_version", version());
@@ -265,16 +260,14 @@ public final class Perf {
             for (double v : again) {
                 list.add(v);
             }
-            double[] sorted = again.clone();
-            java.util.Arrays.sort(sorted);
             doc.put("init_repeat_ms", list);
-            doc.put("init_repeat_median_ms", median(sorted));
+            doc.put("init_repeat_median_ms", StepStats.median(again));
         }
         doc.put("runtime", "java " + System.getProperty("java.version") + " (" + ManagementFactory.getRuntimeMXBean()
                 .getVmName() + ")");
         doc.put("config", config(a));
         doc.put("command_line", new ArrayList<Object>(a.commandLine));
-        doc.put("results", records(results, a, opTimes));
+        doc.put("results", records(results, a));
         doc.put("avg_busbw", new LinkedHashMap<String, Object>(avgBusbw));
         return doc;
     }
@@ -294,15 +287,11 @@ public final class Perf {
         return c;
     }
 
-    static List<Object> records(List<Result> results, PerfArgs a) {
-        return records(results, a, Map.of());
-    }
-
     /**
-     * The -J records, with {@code "op_time_us": {"p10", "p50", "p90", "max"}} for the results that {@code opTimes}
-     * holds (--op_times).
+     * The -J records, with {@code "op_time_us": {"p10", "p50", "p90", "max"}} for results measured with
+     * --op_times.
      */
-    static List<Object> records(List<Result> results, PerfArgs a, Map<Result, double[]> opTimes) {
+    static List<Object> records(List<Result> results, PerfArgs a) {
         List<Object> out = new ArrayList<>();
         for (Result r : results) {
             Map<String, Object> m = new LinkedHashMap<>();
@@ -321,7 +310,7 @@ public final class Perf {
             if (!Double.isNaN(r.allocBytes())) {
                 m.put("alloc_bytes", r.allocBytes());
             }
-            double[] times = opTimes.get(r);
+            double[] times = r.opTimeUs();
             if (times != null) {
                 Map<String, Object> q = new LinkedHashMap<>();
                 q.put("p10", times[0]);
@@ -333,12 +322,6 @@ public final class Perf {
             out.add(m);
         }
         return out;
-    }
-
-    /** The median of sorted values (the mean of the middle two for an even count). */
-    static double median(double[] sorted) {
-        int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
     /** The comment line under a row with --op_times: this process's first GPU's per-operation times. */

@@ -153,7 +153,7 @@ public final class Plot {
                     (String) r.get("redop"), num(r, "root").intValue(), "in-place".equals(r.get("placement")),
                     num(r, "time_us"), num(r, "algbw"), num(r, "busbw"),
                     wrong == null ? -1 : ((Double) wrong).longValue(),
-                    r.get("alloc_bytes") instanceof Double ? (Double) r.get("alloc_bytes") : Double.NaN));
+                    r.get("alloc_bytes") instanceof Double ? (Double) r.get("alloc_bytes") : Double.NaN, null));
         }
         return out;
     }

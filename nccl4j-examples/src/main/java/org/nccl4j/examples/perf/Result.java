@@ -16,9 +16,12 @@ package org.nccl4j.examples.perf;
  * @param wrong elements found wrong over all ranks, or -1 when not checked (N/A)
  * @param allocBytes Java heap bytes allocated per iteration while issuing the eager loop (this process),
  *     or NaN when not measured (CUDA graph runs, -z, results read from a file)
+ * @param opTimeUs with --op_times: p10, p50, p90 and max of this process's first GPU's per-operation times in
+ *     microseconds; else null
  */
 public record Result(Operation operation, long size, long count, String type, String redop, int root,
-        boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes) {
+        boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes,
+        double[] opTimeUs) {
 
     /**
      * A result without an allocation figure ({@code allocBytes} is NaN).
@@ -37,7 +40,7 @@ public record Result(Operation operation, long size, long count, String type, St
      */
     public Result(Operation operation, long size, long count, String type, String redop, int root, boolean inPlace,
             double timeUs, double algbw, double busbw, long wrong) {
-        this(operation, size, count, type, redop, root, inPlace, timeUs, algbw, busbw, wrong, Double.NaN);
+        this(operation, size, count, type, redop, root, inPlace, timeUs, algbw, busbw, wrong, Double.NaN, null);
     }
 
     /** @return "in-place" or "out-of-place" */
