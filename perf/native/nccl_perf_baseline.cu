@@ -39,6 +39,12 @@ static int cmp_double(const void* x, const void* y) {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/* the p-th percentile of n sorted values by nearest rank (the ceil(p/100 n)-th smallest), as Bench.percentiles */
+static double nearest_rank(const double* sorted, int n, int p) {
+  int i = (int)ceil(p / 100.0 * n) - 1;
+  return sorted[i < 0 ? 0 : i > n - 1 ? n - 1 : i];
+}
+
 #define CUDACHECK(cmd) do {                                                                         \
     cudaError_t e_ = (cmd);                                                                         \
     if (e_ != cudaSuccess) {                                                                        \
@@ -594,11 +600,11 @@ static result_t measure(bench_t* B, int o, int t, int redop_in, int root, long l
     }
     qsort(B->op_t, (size_t)a->iters, sizeof(double), cmp_double);
     int n = a->iters;
-    /* nearest rank, as nccl4j-perf's Bench.percentiles */
-#define N4P_RANK(p) B->op_t[(int)ceil((p) / 100.0 * n) - 1 < 0 ? 0 : ((int)ceil((p) / 100.0 * n) - 1 > n - 1 ? n - 1 : (int)ceil((p) / 100.0 * n) - 1)]
     r.has_op_times = 1;
-    r.op_p10 = N4P_RANK(10); r.op_p50 = N4P_RANK(50); r.op_p90 = N4P_RANK(90); r.op_max = B->op_t[n - 1];
-#undef N4P_RANK
+    r.op_p10 = nearest_rank(B->op_t, n, 10);
+    r.op_p50 = nearest_rank(B->op_t, n, 50);
+    r.op_p90 = nearest_rank(B->op_t, n, 90);
+    r.op_max = B->op_t[n - 1];
   }
   r.op = o; r.type = t; r.redop = redop; r.root = op_rooted(o) ? root : -1; r.in_place = in_place;
   r.size = (long long)((c.send > c.recv ? c.send : c.recv) * (size_t)TYPE_SIZES[t]);
@@ -676,6 +682,19 @@ static void json_number(FILE* f, double v) {
 
 /* ------------------------------------------------------------------ main */
 
+/* The timed creation of a communicator: ncclGetUniqueId on rank 0, MPI_Bcast of the id, ncclCommInitRank.
+ * Returns its milliseconds. */
+static double create_comm(ncclComm_t* comm, int nranks) {
+  struct timespec t0, t1;
+  ncclUniqueId id;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (g_rank == 0) NCCLCHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  NCCLCHECK(ncclCommInitRank(comm, nranks, id, g_rank));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int nranks;
@@ -706,29 +725,17 @@ int main(int argc, char** argv) {
   char host[256] = "unknown";
   gethostname(host, sizeof(host) - 1);
 
-  MPI_Barrier(MPI_COMM_WORLD);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  ncclUniqueId id;
-  if (g_rank == 0) NCCLCHECK(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   bench_t B;
   memset(&B, 0, sizeof(B));
-  NCCLCHECK(ncclCommInitRank(&B.comm, nranks, id, g_rank));
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double init_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double init_ms = create_comm(&B.comm, nranks);
 
   /* --init_repeats: the same creation again, after a barrier each time, and destroyed right after (as nccl4j-perf) */
   double* again = (double*)calloc(a.init_repeats > 0 ? (size_t)a.init_repeats : 1, sizeof(double));
   for (int r = 0; r < a.init_repeats; r++) {
     ncclComm_t c;
     MPI_Barrier(MPI_COMM_WORLD);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (g_rank == 0) NCCLCHECK(ncclGetUniqueId(&id));
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    NCCLCHECK(ncclCommInitRank(&c, nranks, id, g_rank));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    again[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    again[r] = create_comm(&c, nranks);
     NCCLCHECK(ncclCommFinalize(c));
     NCCLCHECK(ncclCommDestroy(c));
   }
