@@ -153,8 +153,12 @@ def main():
     gc, gj, gg = times(c_graph), times(j_graph), times(g_graph)
     sizes = sorted(s for s in tc if s <= SMALL_MAX)
 
+    def differences(a_by, b_by):
+        """Per size (small sizes, ascending), the median of a minus the median of b, where both were measured."""
+        return [med(a_by, s) - med(b_by, s) for s in sizes if med(a_by, s) is not None and med(b_by, s) is not None]
+
     def overhead(a_by, b_by):
-        diffs = [med(a_by, s) - med(b_by, s) for s in sizes if med(a_by, s) is not None and med(b_by, s) is not None]
+        diffs = differences(a_by, b_by)
         return max(diffs) if diffs else None
 
     ratios = []
@@ -256,7 +260,7 @@ def main():
         L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | "
                  f"{fmt(j / c if c and j is not None else None, 3)} | {fmt(g)} | {fmt(t)} |")
     L.append("")
-    diffs = [med(tj, s) - med(tc, s) for s in sizes if med(tj, s) is not None and med(tc, s) is not None]
+    diffs = differences(tj, tc)
     if diffs:
         ahead = sum(1 for d in diffs if d <= 0)
         L.append(f"Over the {len(diffs)} sizes: mean of Java - C {statistics.mean(diffs):+.3f} us, median "
@@ -291,8 +295,7 @@ def main():
                 if not cs or not js:
                     L.append(f"| {name} | {len(cs)}, {len(js)} | (a side has no run in this mode) | |")
                     continue
-                bc, bj = times(cs), times(js)
-                ds = [med(bj, z) - med(bc, z) for z in sizes if med(bj, z) is not None and med(bc, z) is not None]
+                ds = differences(times(js), times(cs))
                 L.append(f"| {name} | {len(cs)}, {len(js)} | {' '.join(f'{x:+.2f}' for x in ds)} | "
                          f"{statistics.mean(ds):+.2f} |")
             L.append("")
