@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kernel durations and the gaps between kernels, C against Java, from Nsight Systems traces.
+"""Kernel durations and the gaps between kernels, C against Java, from Nsight Systems or CUPTI traces.
 
 Reads the CSV files that `nsys stats -r cuda_gpu_trace -f csv` wrote for each rank of each side (made by
 scripts/perf-timeline.sh: <dir>/<side>-rank<r>_cuda_gpu_trace.csv, side = c or java) and prints, per side and
@@ -11,9 +11,20 @@ Only kernels whose name contains "nccl" and that last at least --min-us are kept
 all-reduces nccl4j-perf uses as a barrier between measurements. Gaps longer than --max-gap-us are the ends of
 timed loops (a barrier, a host synchronization) and are left out of the gap statistics.
 
+With --cupti it reads instead the trace-<pid>.csv files of perf/native/kernel_trace.c (the CUPTI kernel tracer
+that scripts/perf-timeline.sh uses without nsys), all of C_DIR for C and all of JAVA_DIR for Java: lines
+start_ns,end_ns,device,stream,name, and '#' notes ("# dropped N": CUPTI lost N records). A trace holds every
+kernel of the process, so the timed loops are taken out of it: on each device and stream, the runs of at least
+--min-run consecutive NCCL kernels each of which starts less than --max-gap-us after the previous one ends (a
+warm-up is shorter; a host synchronization, a barrier or the end of a loop leaves a longer gap). Per trace, the
+kernels of those runs: their duration and the gap from one kernel's end to the next one's start (median, p10,
+p90), and the mean start-to-start time per operation (duration plus gap); then Java - C of the medians.
+
   perf/timeline_report.py DIR [--min-us 50] [--max-gap-us 100]
-  perf/timeline_report.py --op-times C.json JAVA.json     (the fallback without nsys: the "op_time_us" records
-                                                           that --op_times 1 adds to -J files, side by side)
+  perf/timeline_report.py --cupti C_DIR JAVA_DIR [--max-gap-us 20] [--min-run 100]
+                                                          (the fallback without nsys where the tracer was built)
+  perf/timeline_report.py --op-times C.json JAVA.json     (the fallback without nsys or tracer: the "op_time_us"
+                                                           records that --op_times 1 adds to -J files, side by side)
 """
 import argparse
 import csv
@@ -83,6 +94,114 @@ def q(v):
     return f"{statistics.median(v):.2f} (p10 {qs[0]:.2f}, p90 {qs[-1]:.2f})"
 
 
+def differences(summary, start_to_start=None):
+    """Prints Java - C of the median kernel duration and gap over all ranks (summary: side -> (durations, gaps)),
+    and of the mean start-to-start time when given (side -> mean, us)."""
+    if not ("c" in summary and "java" in summary and summary["c"][0] and summary["java"][0]):
+        return
+    dc, gc = summary["c"]
+    dj, gj = summary["java"]
+    line = (f"Java - C, medians over all ranks: kernel {statistics.median(dj) - statistics.median(dc):+.2f} us, "
+            f"gap {(statistics.median(gj) - statistics.median(gc)) if gc and gj else float('nan'):+.2f} us")
+    if start_to_start:
+        line += f"; start to start, mean: {start_to_start['java'] - start_to_start['c']:+.2f} us"
+    print()
+    print(line)
+
+
+def cupti_trace(path):
+    """The NCCL kernels of a trace-<pid>.csv of kernel_trace.c, {(device, stream): [(start_ns, end_ns)] in start
+    order}, and its notes (the '#' lines, without the '#')."""
+    streams, notes = {}, []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                notes.append(line[1:].strip())
+                continue
+            r = line.split(",", 4)
+            if len(r) < 5 or "nccl" not in r[4].lower():
+                continue
+            try:
+                s, e, dev, strm = int(r[0]), int(r[1]), int(r[2]), int(r[3])
+            except ValueError:
+                continue
+            streams.setdefault((dev, strm), []).append((s, e))
+    for ks in streams.values():
+        ks.sort()
+    return streams, notes
+
+
+def timed_loops(ks, max_gap_us, min_run):
+    """The runs of at least min_run kernels of ks (one stream's (start_ns, end_ns), in start order) in which each
+    kernel starts less than max_gap_us after the previous one ends."""
+    if not ks:
+        return []
+    loops, run = [], ks[:1]
+    for k in ks[1:]:
+        if 0 <= (k[0] - run[-1][1]) / 1000 < max_gap_us:
+            run.append(k)
+        else:
+            loops.append(run)
+            run = [k]
+    loops.append(run)
+    return [r for r in loops if len(r) >= min_run]
+
+
+def cupti(c_dir, j_dir, max_gap_us, min_run):
+    """Prints, per trace of kernel_trace.c in c_dir (C) and j_dir (Java), the NCCL kernels of the timed loops."""
+    traces = []
+    missing = [d for d in (c_dir, j_dir) if not glob.glob(os.path.join(d, "trace-*.csv"))]
+    for d in missing:
+        print(f"timeline_report: no trace-*.csv in {d}", file=sys.stderr)
+    for side, d in (("c", c_dir), ("java", j_dir)):
+        files = []
+        for f in glob.glob(os.path.join(d, "trace-*.csv")):
+            streams, notes = cupti_trace(f)
+            first = min((ks[0][0] for ks in streams.values()), default=None)
+            files.append((first is None, first or 0, os.path.basename(f), streams, notes))
+        traces.extend((side,) + t[2:] for t in sorted(files))   # in the order they ran, then by name
+    print(f"Timed loops: runs of at least {min_run} NCCL kernels, each starting less than {max_gap_us:g} us after "
+          f"the previous one ends.")
+    print()
+    print("| side | trace | device | timed loops | kernels | kernel duration, median (us) | gap between kernels, median (us) "
+          "| start to start, mean (us) |")
+    print("|---|---|---|---:|---:|---|---|---:|")
+    summary, spans, notes_out = {}, {}, []
+    for side, name, streams, notes in traces:
+        durations, gaps, devices, nloops, span, steps = [], [], set(), 0, 0, 0
+        for (dev, _), ks in sorted(streams.items()):
+            for loop in timed_loops(ks, max_gap_us, min_run):
+                nloops += 1
+                devices.add(dev)
+                durations.extend((e - s) / 1000 for s, e in loop)
+                gaps.extend((loop[i + 1][0] - loop[i][1]) / 1000 for i in range(len(loop) - 1))
+                span += (loop[-1][0] - loop[0][0]) / 1000
+                steps += len(loop) - 1
+        summary.setdefault(side, ([], []))
+        summary[side][0].extend(durations)
+        summary[side][1].extend(gaps)
+        spans.setdefault(side, [0, 0])
+        spans[side][0] += span
+        spans[side][1] += steps
+        period = f"{span / steps:.2f}" if steps else "—"
+        device = ", ".join(str(d) for d in sorted(devices)) or "—"
+        print(f"| {side} | {name} | {device} | {nloops} | {len(durations)} | {q(durations)} | {q(gaps)} | {period} |")
+        if not nloops:
+            n = sum(len(ks) for ks in streams.values())
+            notes_out.append(f"{side} {name}: no timed loop ({n} NCCL kernels)")
+        for n in notes:
+            m = re.fullmatch(r"dropped (\d+)", n)
+            notes_out.append(f"{side} {name}: " + (f"CUPTI dropped {m.group(1)} records: kernels are missing" if m else n))
+    if notes_out:
+        print()
+        for n in notes_out:
+            print(f"- {n}")
+    means = {side: sp / st for side, (sp, st) in spans.items() if st}
+    differences(summary, means if len(means) == 2 else None)
+    return 2 if missing else 0
+
+
 def op_times(c_path, j_path):
     """Prints the per-operation times of two -J files made with --op_times 1, C and Java side by side."""
     import json
@@ -112,6 +231,14 @@ def main():
             print("usage: timeline_report.py --op-times C.json JAVA.json", file=sys.stderr)
             return 2
         return op_times(sys.argv[2], sys.argv[3])
+    if len(sys.argv) >= 2 and sys.argv[1] == "--cupti":
+        p = argparse.ArgumentParser(prog="timeline_report.py --cupti")
+        p.add_argument("c_dir")
+        p.add_argument("java_dir")
+        p.add_argument("--max-gap-us", type=float, default=20)
+        p.add_argument("--min-run", type=int, default=100)
+        a = p.parse_args(sys.argv[2:])
+        return cupti(a.c_dir, a.java_dir, a.max_gap_us, a.min_run)
     p = argparse.ArgumentParser()
     p.add_argument("dir")
     p.add_argument("--min-us", type=float, default=50)
@@ -134,12 +261,7 @@ def main():
         summary[side][0].extend(durations)
         summary[side][1].extend(gaps)
         print(f"| {side} | {rank} | {len(durations)} | {q(durations)} | {q(gaps)} |")
-    if "c" in summary and "java" in summary and summary["c"][0] and summary["java"][0]:
-        dc, gc = summary["c"]
-        dj, gj = summary["java"]
-        print()
-        print(f"Java - C, medians over all ranks: kernel {statistics.median(dj) - statistics.median(dc):+.2f} us, "
-              f"gap {(statistics.median(gj) - statistics.median(gc)) if gc and gj else float('nan'):+.2f} us")
+    differences(summary)
     return 0
 
 

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# One operation at one size, C baseline and nccl4j-perf (one process per GPU) each under Nsight Systems, then
+# One operation at one size, C baseline and nccl4j-perf (one process per GPU) each under a kernel tracer, then
 # the NCCL kernels' durations and the gaps between them side by side (perf/timeline_report.py). Made to find
 # where the 0.6 % that nccl4j-perf loses against C on all_reduce at 64 MiB goes (docs/perf/2026-11-23.md):
 # longer kernels, or later ones.
 #
 #   scripts/perf-timeline.sh [bundle-dir]     OUT=<dir> (default perf-results/timeline)  NP=2  OP=all_reduce
 #                                             SIZE=64M  ITERS=100  BASELINE=perf/native/build/nccl_perf_baseline
+#                                             NSYS=<path>|none  TRACER=<path>|none
 #
-# Uses nsys (PATH, /usr/local/cuda/bin or /opt/nvidia/nsight-systems/*/bin). Without it, it falls back to
-# --op_times 1 of both programs (a CUDA event after every operation) and compares the per-operation times, which
-# tells a uniformly slower operation from occasional stalls but cannot split kernel time from gaps.
+# The first of these that is there does the tracing:
+#  1. Nsight Systems: NSYS=<path>, else the first nsys of PATH, /usr/local/cuda/bin,
+#     /usr/local/cuda/nsight-systems-*/bin and /opt/nvidia/nsight-systems/*/bin (NSYS=none: not nsys). One run
+#     of each side; the report reads the CSV files of `nsys stats -r cuda_gpu_trace` in OUT.
+#  2. The CUPTI kernel tracer perf/native/kernel_trace.c: TRACER=<path>, else
+#     perf/native/build/libkernel_trace.so (perf/native/build.sh builds it where CUPTI is; TRACER=none: not the
+#     tracer). mpirun gives it to every rank (-x CUDA_INJECTION64_PATH, -x KERNEL_TRACE_DIR), which writes
+#     OUT/c-trace/trace-<pid>.csv and OUT/java-trace/trace-<pid>.csv; 2 runs of each side, alternating (C, Java,
+#     C, Java); the report (timeline_report.py --cupti) takes the timed loops out of each trace.
+#  3. Neither: --op_times 1 of both programs (a CUDA event after every operation), 2 runs of each side,
+#     alternating, and the per-operation times compared, which tells a uniformly slower operation from
+#     occasional stalls but cannot split kernel time from gaps.
+# The report is also written to OUT/timeline.md.
 set -uo pipefail
 # The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
 [ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
@@ -23,10 +34,29 @@ op=${OP:-all_reduce}
 size=${SIZE:-64M}
 iters=${ITERS:-100}
 baseline=${BASELINE:-$root/perf/native/build/nccl_perf_baseline}
-nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+if [ "${NSYS:-}" = none ]; then
+  nsys=
+elif [ -n "${NSYS:-}" ]; then
+  [ -x "$NSYS" ] || { echo "perf-timeline: NSYS=$NSYS is not an executable (a path to nsys, or none)" >&2; exit 2; }
+  nsys=$NSYS
+else
+  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems-*/bin/nsys \
+      /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+fi
 if [ ! -x "$baseline" ]; then
   "$root/perf/native/build.sh" > /dev/null || { echo "perf-timeline: the C baseline did not build" >&2; exit 2; }
   baseline=$root/perf/native/build/nccl_perf_baseline
+fi
+# the CUPTI tracer, looked for after the build above (which builds it too), used only without nsys
+if [ "${TRACER:-}" = none ]; then
+  tracer=
+elif [ -n "${TRACER:-}" ]; then
+  [ -f "$TRACER" ] || { echo "perf-timeline: TRACER=$TRACER is not a file (a path to libkernel_trace.so, or none)" >&2; exit 2; }
+  tracer=$(cd "$(dirname "$TRACER")" && pwd)/$(basename "$TRACER")
+elif [ -f "$root/perf/native/build/libkernel_trace.so" ]; then
+  tracer=$root/perf/native/build/libkernel_trace.so
+else
+  tracer=
 fi
 mkdir -p "$out"
 nccl4j_cuda_libs
@@ -44,7 +74,35 @@ mpi() { # name cmd...: one process per GPU, logs in $out/<name>.log
       || { echo "   failed (see $out/$name.log)"; tail -5 "$out/$name.log"; }
 }
 if [ -z "$nsys" ]; then
-  echo "perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems): per-operation events instead"
+  if [ "${NSYS:-}" = none ]; then
+    why="NSYS=none"
+  else
+    why="no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, /opt/nvidia/nsight-systems)"
+  fi
+  if [ -n "$tracer" ]; then
+    echo "perf-timeline: $why: the CUPTI kernel tracer $tracer instead"
+  elif [ "${TRACER:-}" = none ]; then
+    echo "perf-timeline: $why, TRACER=none: per-operation events instead"
+  else
+    echo "perf-timeline: $why, no CUPTI kernel tracer (perf/native/build/libkernel_trace.so, which perf/native/build.sh" \
+        "builds where CUPTI is): per-operation events instead"
+  fi
+fi
+if [ -z "$nsys" ] && [ -n "$tracer" ]; then
+  for side in c java; do
+    mkdir -p "$out/$side-trace"
+    rm -f "$out/$side-trace"/trace-*.csv
+  done
+  for r in 1 2; do
+    for side in c java; do
+      if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
+      mpi "$side-trace-$r" -x CUDA_INJECTION64_PATH="$tracer" -x KERNEL_TRACE_DIR="$out/$side-trace" "${cmd[@]}"
+    done
+  done
+  python3 "$root/perf/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" | tee "$out/timeline.md"
+  exit "${PIPESTATUS[0]}"
+fi
+if [ -z "$nsys" ]; then
   for r in 1 2; do
     mpi "c-op-times-$r" "$baseline" "${args[@]}" --op_times 1 -J "$out/c-op-times-$r.json"
     mpi "java-op-times-$r" "$root/scripts/nccl4j-perf" "${args[@]}" --op_times 1 -J "$out/java-op-times-$r.json"

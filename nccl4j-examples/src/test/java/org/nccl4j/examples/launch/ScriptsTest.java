@@ -1026,8 +1026,9 @@ class ScriptsTest {
         Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
-        assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-systems): "
-                + "per-operation events instead"), r.out());
+        assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
+                + "/opt/nvidia/nsight-systems), no CUPTI kernel tracer (perf/native/build/libkernel_trace.so, which "
+                + "perf/native/build.sh builds where CUPTI is): per-operation events instead"), r.out());
         List<Call> mpiruns = r.of("mpirun");
         assertEquals(4, mpiruns.size(), r.toString());
         String[] sides = {"c", "java", "c", "java"};
@@ -1044,6 +1045,125 @@ class ScriptsTest {
         assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--op-times",
                 out.resolve("c-op-times-1.json").toString(), out.resolve("java-op-times-1.json").toString()),
                 reports.get(0).args());
+    }
+
+    /** perf-timeline.sh's mpirun runs: 4, alternating C and Java, per-operation events (the fallback of the fallback). */
+    private void assertOpTimes(Result r, Path out) {
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(4, mpiruns.size(), r.toString());
+        for (int i = 0; i < 4; i++) {
+            List<String> a = mpiruns.get(i).args();
+            String side = i % 2 == 0 ? "c" : "java";
+            assertTrue(a.containsAll(List.of("--op_times", "1", "-J", out.resolve(side + "-op-times-" + (i / 2 + 1) + ".json")
+                    .toString())), a.toString());
+            assertFalse(String.join(" ", a).contains("CUDA_INJECTION64_PATH"), a.toString());
+        }
+        assertEquals("--op-times", r.first("python3").args().get(1), r.toString());
+    }
+
+    @Test
+    void perfTimelineWithoutNsysUsesTheCuptiTracerWhenThereIsOne() throws Exception {
+        Path out = base.resolve("timeline");
+        Path tracer = Files.createFile(Files.createDirectories(base.resolve("cupti")).resolve("libkernel_trace.so"));
+        // a trace of an earlier run, which must not reach the report
+        Path stale = Files.createFile(Files.createDirectories(out.resolve("c-trace")).resolve("trace-1.csv"));
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+                "TRACER", tracer.toString(), "FAKE_PYTHON_OUT", "the report"), bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
+                + "/opt/nvidia/nsight-systems): the CUPTI kernel tracer " + tracer + " instead"), r.out());
+        assertFalse(Files.exists(stale), "the stale trace is left");
+        assertTrue(Files.isDirectory(out.resolve("java-trace")));
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(4, mpiruns.size(), r.toString());
+        String[] sides = {"c", "java", "c", "java"};
+        for (int i = 0; i < 4; i++) {
+            List<String> a = mpiruns.get(i).args();
+            List<String> inject = x("CUDA_INJECTION64_PATH=" + tracer, "KERNEL_TRACE_DIR=" + out.resolve(sides[i] + "-trace"));
+            // after the common -x options, right before the program
+            String program = sides[i].equals("c") ? root.resolve("perf/native/build/nccl_perf_baseline").toString()
+                    : root.resolve("scripts/nccl4j-perf").toString();
+            int p = a.indexOf(program);
+            assertEquals(inject, a.subList(p - 4, p), a.toString());
+            assertEquals(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "-w", "5", "-c", "0"),
+                    a.subList(p + 1, a.size()), a.toString());
+            assertTrue(a.contains("MASTER_PORT=" + (29641 + i)), a.toString());
+        }
+        // mpirun hands the variables to every rank: here, the C baseline's two
+        List<Call> c = r.of("nccl_perf_baseline");
+        assertEquals(4, c.size(), r.toString());
+        for (Call k : c) {
+            assertEquals(tracer.toString(), k.env("CUDA_INJECTION64_PATH"));
+            assertEquals(out.resolve("c-trace").toString(), k.env("KERNEL_TRACE_DIR"));
+        }
+        List<Call> reports = r.of("python3");
+        assertEquals(1, reports.size(), r.toString());
+        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--cupti", out.resolve("c-trace").toString(),
+                out.resolve("java-trace").toString()), reports.get(0).args());
+        assertEquals("the report\n", Files.readString(out.resolve("timeline.md")));
+        assertFalse(r.tools().contains("nsys"), r.toString());
+    }
+
+    @Test
+    void perfTimelineFindsTheTracerThatBuildShBuiltAndNsysComesFirst() throws Exception {
+        Path out = base.resolve("timeline");
+        Path built = Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+                "NSYS", "none"), bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertTrue(r.out().contains("perf-timeline: NSYS=none: the CUPTI kernel tracer " + built + " instead"), r.out());
+        assertEquals(4, r.of("mpirun").size(), r.toString());
+        assertTrue(r.of("mpirun").get(0).args().contains("CUDA_INJECTION64_PATH=" + built), r.toString());
+        assertEquals("--cupti", r.first("python3").args().get(1));
+
+        // with nsys, the tracer is not used
+        fake(bin.resolve("nsys"));
+        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+                bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(2, r.of("mpirun").size(), r.toString());
+        for (Call m : r.of("mpirun")) {
+            assertFalse(String.join(" ", m.args()).contains("CUDA_INJECTION64_PATH"), m.args().toString());
+            assertTrue(m.args().contains(bin.resolve("nsys").toString()), m.args().toString());
+        }
+        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), out.toString()), r.first("python3").args());
+    }
+
+    @Test
+    void perfTimelineWithTracerNoneFallsBackToPerOperationEvents() throws Exception {
+        Path out = base.resolve("timeline");
+        Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+                "TRACER", "none"), bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
+                + "/opt/nvidia/nsight-systems), TRACER=none: per-operation events instead"), r.out());
+        assertOpTimes(r, out);
+
+        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+                "NSYS", "none", "TRACER", "none"), bundle.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertTrue(r.out().contains("perf-timeline: NSYS=none, TRACER=none: per-operation events instead"), r.out());
+        assertOpTimes(r, out);
+    }
+
+    @Test
+    void perfTimelineRefusesNsysOrTracerPathsThatAreNotThere() throws Exception {
+        Path notExecutable = Files.createFile(base.resolve("nsys"));
+        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+                base.resolve("timeline").toString(), "NSYS", notExecutable.toString()), bundle.toString());
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("perf-timeline: NSYS=" + notExecutable + " is not an executable (a path to nsys, or none)"),
+                r.err());
+        assertEquals(List.of(), r.of("mpirun"));
+
+        Path missing = base.resolve("no/libkernel_trace.so");
+        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+                base.resolve("timeline").toString(), "TRACER", missing.toString()), bundle.toString());
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().contains("perf-timeline: TRACER=" + missing + " is not a file (a path to libkernel_trace.so, or none)"),
+                r.err());
+        assertEquals(List.of(), r.of("mpirun"));
     }
 
     @Test
