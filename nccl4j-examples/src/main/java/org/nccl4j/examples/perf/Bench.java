@@ -1,10 +1,12 @@
 package org.nccl4j.examples.perf;
 
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
@@ -57,6 +59,9 @@ final class Bench implements AutoCloseable {
     private final Event[] marks;
     private final ByteBuffer host;
     private final com.sun.management.ThreadMXBean threads;
+    /** The JIT's compilation clock for --jit_quiet_ms, or null when it does not wait. */
+    private final CompilationMXBean jit;
+    private double jitWaitMs;
 
     private Bench(PerfArgs args, List<Communicator> comms, boolean perProcess, double initMs) {
         this.args = args;
@@ -113,8 +118,66 @@ final class Bench implements AutoCloseable {
         }
         marks = m;
         threads = allocationCounter();
+        jit = args.jitQuietMs > 0 ? compilationClock() : null;
         host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
                 : null;
+    }
+
+    /** The JIT's total compilation time, where this JVM keeps it; else null (--jit_quiet_ms then waits for nothing). */
+    private static CompilationMXBean compilationClock() {
+        CompilationMXBean c = ManagementFactory.getCompilationMXBean();
+        return c != null && c.isCompilationTimeMonitoringSupported() ? c : null;
+    }
+
+    /**
+     * --jit_quiet_ms: waits until the JIT compiler has finished no compilation for that long (its total compilation
+     * time stands still), at most {@link PerfArgs#MAX_JIT_WAIT_MS}. It spins rather than sleeps, so that the core that
+     * issues the timed loop stays awake. Compilations that the warm-up queued would otherwise finish, and have their
+     * code installed, during the first timed loop, which is host-bound for small sizes.
+     *
+     * @return the milliseconds waited
+     */
+    double jitQuiet() {
+        if (jit == null) {
+            return 0;
+        }
+        double ms = quietWait(jit::getTotalCompilationTime, System::nanoTime, args.jitQuietMs * 1_000_000L,
+                PerfArgs.MAX_JIT_WAIT_MS * 1_000_000L) / 1e6;
+        jitWaitMs += ms;
+        return ms;
+    }
+
+    /**
+     * Spins until {@code total} has stood still for {@code quietNanos} of {@code clock}, or {@code limitNanos} have
+     * passed.
+     *
+     * @param total a running total (the JIT's compilation milliseconds)
+     * @param clock nanoseconds
+     * @param quietNanos how long {@code total} must stand still
+     * @param limitNanos the longest wait
+     * @return the nanoseconds waited
+     */
+    static long quietWait(LongSupplier total, LongSupplier clock, long quietNanos, long limitNanos) {
+        long start = clock.getAsLong();
+        long last = total.getAsLong();
+        long since = start;
+        while (true) {
+            long now = clock.getAsLong();
+            long t = total.getAsLong();
+            if (t != last) {
+                last = t;
+                since = now;
+            }
+            if (now - since >= quietNanos || now - start >= limitNanos) {
+                return now - start;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** @return the milliseconds that --jit_quiet_ms waits took so far */
+    double jitWaitMs() {
+        return jitWaitMs;
     }
 
     private static com.sun.management.ThreadMXBean allocationCounter() {
@@ -379,6 +442,7 @@ final class Bench implements AutoCloseable {
         int shownRoot = o.rooted() ? root : -1;
         issueAll(o, c, t, redop, root);
         syncAll();
+        jitQuiet();
         barrier();
 
         if (args.graphLaunches > 0) {

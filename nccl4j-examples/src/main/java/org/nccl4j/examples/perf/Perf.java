@@ -152,6 +152,10 @@ public final class Perf {
                 }
             }
             if (print) {
+                if (args.jitQuietMs > 0) {
+                    out.printf(Locale.ROOT, "# JIT quiet waits before the measurements (--jit_quiet_ms %d): %.1f ms in all%n",
+                            args.jitQuietMs, bench.jitWaitMs());
+                }
                 Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {
                     write(args.jsonFile, Json.write(doc));
@@ -284,6 +288,7 @@ public final class Perf {
         c.put("cudagraph", a.graphLaunches);
         c.put("blocking", a.blocking);
         c.put("average", a.average);
+        c.put("jit_quiet_ms", a.jitQuietMs);
         return c;
     }
 

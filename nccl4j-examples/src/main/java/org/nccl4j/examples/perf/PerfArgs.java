@@ -54,6 +54,13 @@ public final class PerfArgs {
      * process's per-operation times (a diagnostic; the extra event records cost host time) (default 0).
      */
     public int opTimes = 0;
+    /**
+     * --jit_quiet_ms: before each measurement, wait (spinning) until the JIT compiler has finished no compilation
+     * for this many milliseconds, at most {@link #MAX_JIT_WAIT_MS}; 0 does not wait (default 20).
+     */
+    public int jitQuietMs = 20;
+    /** The longest one --jit_quiet_ms wait lasts. */
+    static final int MAX_JIT_WAIT_MS = 1000;
     /** The most iterations --op_times takes (one CUDA event each). */
     static final int MAX_OP_TIMES_ITERS = 100_000;
     /** -J: the JSON output file, or null. */
@@ -91,6 +98,8 @@ public final class PerfArgs {
             "  --plot <file.png>                   draw bus bandwidth against size (one line per operation)",
             "  --init_repeats <n>                  after the first, create and time n more communicators (default 0)",
             "  --op_times <0|1>                    1: an event after every eager operation; per-operation p10/p50/p90/max",
+            "  --jit_quiet_ms <ms>                 before each measurement, wait until the JIT compiled nothing for <ms>",
+            "                                      (at most 1 s; default 20; 0: no wait)",
             "  -h,--help                           this text");
 
     /**
@@ -146,7 +155,8 @@ public final class PerfArgs {
         {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"}, {"-o", "--op"},
         {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"}, {"-z", "--blocking"},
         {"-a", "--average"}, {"-J", "--output_file"}, {"--plot", "--plot"},
-        {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"}, {"-h", "--help"}};
+        {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"},
+        {"--jit_quiet_ms", "--jit_quiet_ms"}, {"-h", "--help"}};
 
     private static String canonical(String flag) {
         for (String[] n : NAMES) {
@@ -197,6 +207,7 @@ public final class PerfArgs {
             case "--plot": plotFile = path(flag, v); break;
             case "--init_repeats": initRepeats = (int) parseInt(flag, v, 0, 100_000); break;
             case "--op_times": opTimes = (int) parseInt(flag, v, 0, 1); break;
+            case "--jit_quiet_ms": jitQuietMs = (int) parseInt(flag, v, 0, MAX_JIT_WAIT_MS); break;
             default: throw new IllegalStateException(flag);
         }
     }

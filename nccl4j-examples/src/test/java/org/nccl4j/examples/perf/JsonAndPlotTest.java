@@ -154,4 +154,23 @@ class JsonAndPlotTest {
         assertArrayEquals(new double[] {7, 7, 7, 7}, Bench.percentiles(new double[] {7}));
         assertArrayEquals(new double[] {1, 2, 3, 3}, Bench.percentiles(new double[] {3, 1, 2}));
     }
+
+    @Test
+    void jitQuietWaitEndsOnceTheTotalStandsStillLongEnoughOrAtTheLimit() {
+        // the clock advances 1 ms per reading; the total changes at the readings listed
+        long[] now = {0};
+        java.util.function.LongSupplier clock = () -> (now[0] += 1_000_000L);
+        long[] totals = {5, 5, 6, 6, 6, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+        int[] i = {0};
+        java.util.function.LongSupplier total = () -> totals[Math.min(i[0]++, totals.length - 1)];
+        // start at 1 ms (total 5); 6 seen at 3 ms, 9 at 6 ms; quiet for 4 ms at 10 ms: 9 ms waited
+        assertEquals(9_000_000L, Bench.quietWait(total, clock, 4_000_000L, 1_000_000_000L));
+
+        now[0] = 0;
+        java.util.function.LongSupplier busy = () -> now[0]; // changes at every reading: never quiet
+        assertEquals(50_000_000L, Bench.quietWait(busy, clock, 4_000_000L, 50_000_000L));
+
+        now[0] = 0;
+        assertEquals(1_000_000L, Bench.quietWait(() -> 7, clock, 1_000_000L, 50_000_000L)); // quiet from the start
+    }
 }

@@ -98,6 +98,9 @@ class PerfArgsTest {
         assertEquals(3, PerfArgs.parse("--init_repeats=3").initRepeats);
         assertEquals(1, PerfArgs.parse("--op_times", "1").opTimes);
         assertEquals(0, PerfArgs.parse().opTimes);
+        assertEquals(20, PerfArgs.parse().jitQuietMs);
+        assertEquals(0, PerfArgs.parse("--jit_quiet_ms", "0").jitQuietMs);
+        assertEquals(1000, PerfArgs.parse("--jit_quiet_ms=1000").jitQuietMs);
         assertEquals(1, PerfArgs.parse("--blocking=1").blocking);
     }
 
@@ -195,6 +198,10 @@ class PerfArgsTest {
         assertEquals(100000, PerfArgs.parse("--op_times", "1", "-n", "100000").iters);
         m = refused("--op_times", "1", "-G", "5");
         assertTrue(m.contains("--op_times: '1' cannot be combined with -G (--cudagraph)"), m);
+        m = refused("--jit_quiet_ms", "1001");
+        assertTrue(m.contains("--jit_quiet_ms: '1001' must be in 0..1000"), m);
+        m = refused("--jit_quiet_ms", "-1");
+        assertTrue(m.contains("--jit_quiet_ms: '-1' must be in 0..1000"), m);
         m = refused("-t", "allgather_v");
         assertTrue(m.contains("-t (--operation)") && m.contains("'allgather_v'") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
