@@ -16,7 +16,8 @@ min_busbw_ratio_64MiB_up (min over operations, placements and sizes >= 64 MiB of
 init_overhead_ms (median Java communicator init - median C init, one process per GPU: the first communicator of
 each process, ranks aligned by a barrier before the clock), init_repeat_overhead_ms (the same for the communicators
 re-created in the same process by --init_repeats; an addition to the issue's keys), alloc_bytes_per_call
-(the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs).
+(the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs),
+small_overhead_fast_us (small_overhead_us over the fast points only, see fast_times; another addition).
 """
 import argparse
 import glob
@@ -26,6 +27,7 @@ import statistics
 
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
+FAST_MARGIN_US = 1.0
 
 
 def load(path):
@@ -96,6 +98,22 @@ def med(by, size):
     return statistics.median(v) if v else None
 
 
+def minus(a, b):
+    return a - b if a is not None and b is not None else None
+
+
+def fast_times(a_by, b_by):
+    """(a_by, b_by) with only the fast points left at each size: the times below the fastest time of either side at
+    that size + FAST_MARGIN_US. The machine puts a process in a fast (host-bound) or a slow state, and it can switch in
+    the middle of a run, so a run is sorted out per point rather than as a whole."""
+    fa, fb = {}, {}
+    for s in set(a_by) | set(b_by):
+        cut = min(a_by.get(s, []) + b_by.get(s, [])) + FAST_MARGIN_US
+        fa[s] = [t for t in a_by.get(s, []) if t < cut]
+        fb[s] = [t for t in b_by.get(s, []) if t < cut]
+    return fa, fb
+
+
 def mode_cut(values):
     """The threshold between the two modes of per-run medians (Otsu's: the cut between sorted values that leaves
     the least variance within the two groups), when the groups' means are at least 1 us apart; else None."""
@@ -149,6 +167,9 @@ def main():
     checks = {n: load(os.path.join(jd, n + ".json")) for n in ("c-check", "java-np-check", "java-g-check")}
 
     tc, tj, tg = times(c_small), times(j_small), times(g_small)
+    tci, tji, tgi = times(c_small, "in-place"), times(j_small, "in-place"), times(g_small, "in-place")
+    fj, fc = fast_times(tj, tc)
+    fji, fci = fast_times(tji, tci)
     tt = times([torch] if torch else [], placement="in-place")
     gc, gj, gg = times(c_graph), times(j_graph), times(g_graph)
     sizes = sorted(s for s in tc if s <= SMALL_MAX)
@@ -214,10 +235,11 @@ def main():
         "small_overhead_us": overhead(tj, tc),
         "graph_overhead_us": overhead(gj, gc),
         "min_busbw_ratio_64MiB_up": min(ratios) if ratios else None,
-        "init_overhead_ms": (j_init - c_init) if j_init is not None and c_init is not None else None,
-        "init_repeat_overhead_ms": (j_rep_med - c_rep_med) if j_rep_med is not None and c_rep_med is not None else None,
+        "init_overhead_ms": minus(j_init, c_init),
+        "init_repeat_overhead_ms": minus(j_rep_med, c_rep_med),
         "alloc_bytes_per_call": (round(jmh_max, 3) if jmh_max is not None
                                  else round(max(allocs), 3) if allocs else None),
+        "small_overhead_fast_us": overhead(fj, fc),
     }
     for k, v in list(latest.items()):
         if isinstance(v, float):
@@ -240,8 +262,8 @@ def main():
     L.append("")
     L.append("Runs: **C** = `nccl_perf_baseline` under `mpirun -np N` (one process per GPU); **Java** = "
              "`nccl4j-perf` under `mpirun -np N` (one process per GPU, `Communicator.fromEnvironment`); "
-             "**Java -g** = `nccl4j-perf -g N` (one process, `Communicator.initAll`, one `Nccl.group()` per "
-             "iteration); **torch** = `torch.distributed.all_reduce` under torchrun.")
+             "**Java -g** = `nccl4j-perf -g N` (one process, `Communicator.initAll`, one "
+             "`Nccl.groupStart()`/`groupEnd()` per iteration); **torch** = `torch.distributed.all_reduce` under torchrun.")
     L.append("")
     L.append("## Summary (latest.json)")
     L.append("")
@@ -257,7 +279,7 @@ def main():
     L.append("|---:|---:|---:|---:|---:|---:|---:|")
     for s in sizes:
         c, j, g, t = med(tc, s), med(tj, s), med(tg, s), med(tt, s)
-        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | "
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | "
                  f"{fmt(j / c if c and j is not None else None, 3)} | {fmt(g)} | {fmt(t)} |")
     L.append("")
     diffs = differences(tj, tc)
@@ -299,14 +321,29 @@ def main():
                 L.append(f"| {name} | {len(cs)}, {len(js)} | {' '.join(f'{x:+.2f}' for x in ds)} | "
                          f"{statistics.mean(ds):+.2f} |")
             L.append("")
+    L.append(f"Fast points only: at each size, a run's time counts when it is less than {FAST_MARGIN_US:.1f} us above "
+             "the fastest time of any C or Java run at that size, so that a run that was in the slow state (or fell "
+             "into it midway) drops out of the sizes it was slow at only; the columns are the medians of those times "
+             f"and how many of the {len(j_small)} Java and {len(c_small)} C runs they are (small_overhead_fast_us: the "
+             "largest Java - C out of place).")
+    L.append("")
+    L.append("| size | C fast (us) | Java fast (us) | Java - C (us) | fast points (Java / C) | in place: C fast (us) "
+             "| Java fast (us) | Java - C (us) | fast points (Java / C) |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        cells = []
+        for c_by, j_by in ((fc, fj), (fci, fji)):
+            c, j = med(c_by, s), med(j_by, s)
+            cells += [fmt(c), fmt(j), fmt(minus(j, c)), f"{len(j_by.get(s, []))} / {len(c_by.get(s, []))}"]
+        L.append(f"| {human(s)} | " + " | ".join(cells) + " |")
+    L.append("")
     L.append("In place (same runs):")
     L.append("")
     L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
     L.append("|---:|---:|---:|---:|---:|")
-    tci, tji, tgi = times(c_small, "in-place"), times(j_small, "in-place"), times(g_small, "in-place")
     for s in sizes:
         c, j, g = med(tci, s), med(tji, s), med(tgi, s)
-        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | {fmt(g)} |")
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | {fmt(g)} |")
     L.append("")
     L.append(f"## Small all_reduce, CUDA graph (100 iterations captured, the graph launched 10 times; median of {len(c_graph)} runs)")
     L.append("")
@@ -314,7 +351,7 @@ def main():
     L.append("|---:|---:|---:|---:|---:|")
     for s in sizes:
         c, j, g = med(gc, s), med(gj, s), med(gg, s)
-        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(j - c if c is not None and j is not None else None)} | {fmt(g)} |")
+        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | {fmt(g)} |")
     L.append("")
     L.append(f"## Every operation at 64 MiB and up (bus bandwidth, GB/s; -n 100, median of {len(c_larges)} runs)")
     L.append("")
@@ -350,8 +387,7 @@ def main():
     L.append("")
     L.append("| | C | Java | Java - C | Java -g | torch (init_process_group + barrier) |")
     L.append("|---|---:|---:|---:|---:|---:|")
-    diff = (j_init - c_init) if j_init is not None and c_init is not None else None
-    rdiff = (j_rep_med - c_rep_med) if j_rep_med is not None and c_rep_med is not None else None
+    diff, rdiff = minus(j_init, c_init), minus(j_rep_med, c_rep_med)
     L.append(f"| first (processes: C {len(init_values(c_all))}, Java {len(init_values(j_all))}) | {fmt(c_init, 1)} | "
              f"{fmt(j_init, 1)} | {fmt(diff, 1)} | {fmt(g_init, 1)} | {fmt(t_init, 1)} |")
     L.append(f"| re-created (samples: C {len(c_rep)}, Java {len(j_rep)}) | {fmt(c_rep_med, 1)} | {fmt(j_rep_med, 1)} | "
