@@ -29,11 +29,15 @@
 #    torch: all_reduce); the report takes the median bus bandwidth of the repeats.
 # JMH_ALLOC=<file>: the output of scripts/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
 # then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
-# 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c).
+# 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c); run right after step 0, so that a run cut
+#    short by a time limit has its correctness check.
 # 0. (first) communicator init: R short runs each of a, b, c with --init_repeats 10 (C and Java interleaved):
 #    the first init of each process, ranks aligned before the clock, and 10 re-creations in the same process.
+# nccl4j-perf waits for an idle JIT before each measurement (--jit_quiet_ms, 20 ms) in the small runs of step 1,
+# where the first timed loops are host-bound; steps 0, 2, 3 and 4 pass --jit_quiet_ms 0, as they time nothing
+# that a compilation in flight would move (the init clock, the curve, GPU-bound sizes, or nothing).
 # Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
-# On 2 H200s the whole takes about 6 minutes (7 with --small-repeats 20); each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
+# On 2 H200s the whole takes about 6 minutes (7 with --small-repeats 20 --large-repeats 7: 429 s); each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
 # The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
 [ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
@@ -114,11 +118,16 @@ j() { echo "$out/json/$1.json"; }
 
 start=$(date +%s)
 init=(-t all_reduce -b 8 -e 8 -n 10 -w 2 -c 0 --init_repeats "${INIT_REPEATS:-10}")
+untimed_jit=(--jit_quiet_ms 0)   # nccl4j-perf only: no JIT wait where the first timed loops are not host-bound
 for r in $(seq 1 "$repeats"); do
   mpi "c-init-$r" "$baseline" "${init[@]}" -J "$(j c-init-$r)"
-  mpi "java-np-init-$r" "$perf" "${init[@]}" -J "$(j java-np-init-$r)"
-  one "java-g-init-$r" "$perf" "${init[@]}" -g "$np" -J "$(j java-g-init-$r)"
+  mpi "java-np-init-$r" "$perf" "${init[@]}" "${untimed_jit[@]}" -J "$(j java-np-init-$r)"
+  one "java-g-init-$r" "$perf" "${init[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-init-$r)"
 done
+check=(-t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all)
+mpi c-check "$baseline" "${check[@]}" -J "$(j c-check)"
+mpi java-np-check "$perf" "${check[@]}" "${untimed_jit[@]}" -J "$(j java-np-check)"
+one java-g-check "$perf" "${check[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-check)"
 small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
 small_repeats=${small_repeats:-$repeats}
 for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
@@ -134,15 +143,15 @@ for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
 done
 curve=(-t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0)
 mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
-mpi java-np-eager-curve "$perf" "${curve[@]}" -J "$(j java-np-eager-curve)"
-one java-g-eager-curve "$perf" "${curve[@]}" -g "$np" -J "$(j java-g-eager-curve)"
+mpi java-np-eager-curve "$perf" "${curve[@]}" "${untimed_jit[@]}" -J "$(j java-np-eager-curve)"
+one java-g-eager-curve "$perf" "${curve[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-eager-curve)"
 large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
 # Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
 # as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
 for r in $(seq 1 "${large_repeats:-$repeats}"); do
   mpi "c-eager-large-$r" "$baseline" "${large[@]}" -J "$(j c-eager-large-$r)"
-  mpi "java-np-eager-large-$r" "$perf" "${large[@]}" -J "$(j java-np-eager-large-$r)"
-  one "java-g-eager-large-$r" "$perf" "${large[@]}" -g "$np" -J "$(j java-g-eager-large-$r)"
+  mpi "java-np-eager-large-$r" "$perf" "${large[@]}" "${untimed_jit[@]}" -J "$(j java-np-eager-large-$r)"
+  one "java-g-eager-large-$r" "$perf" "${large[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-eager-large-$r)"
 done
 sizes=$(for k in $(seq 0 13); do printf '%s,' $((8 << k)); done)67108864,268435456,1073741824
 if [ "$np" -ge 2 ]; then
@@ -152,10 +161,6 @@ if [ "$np" -ge 2 ]; then
       --repeats "$repeats" -J "$(j torch-eager)" > "$out/raw/torch-eager.log" 2>&1 \
       || { echo "   torch failed (see $out/raw/torch-eager.log)"; failures=$((failures + 1)); tail -5 "$out/raw/torch-eager.log"; }
 fi
-check=(-t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all)
-mpi c-check "$baseline" "${check[@]}" -J "$(j c-check)"
-mpi java-np-check "$perf" "${check[@]}" -J "$(j java-np-check)"
-one java-g-check "$perf" "${check[@]}" -g "$np" -J "$(j java-g-check)"
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed"
 
 # the plot (nccl4j's Plot, XChart) and the report

@@ -1222,18 +1222,45 @@ class ScriptsTest {
         for (int k = 0; k < 2; k++) {
             Call c = javas.get(k);
             assertEquals(java.toString(), c.exe());
-            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "-J", out.resolve("json/java-np-init-1.json"))
-                    .toArray(new String[0])), c.args());
+            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "--jit_quiet_ms", "0", "-J",
+                    out.resolve("json/java-np-init-1.json")).toArray(new String[0])), c.args());
             assertEquals(bundle.toString(), c.env("NCCL4J_BUNDLE"));
             assertEquals("29602", c.env("MASTER_PORT"));
             assertLd("/opt/ld", c);
         }
         Call g = javas.get(2);   // nccl4j-perf -g N, one process
         assertEquals(null, g.env("OMPI_COMM_WORLD_RANK"));
-        assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "-g", "2", "-J", out.resolve("json/java-g-init-1.json"))
-                .toArray(new String[0])), g.args());
-        assertEquals(args("240", root.resolve("scripts/nccl4j-perf"), init, "-g", "2", "-J",
+        assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, args(init, "--jit_quiet_ms", "0", "-g", "2", "-J",
+                out.resolve("json/java-g-init-1.json")).toArray(new String[0])), g.args());
+        assertEquals(args("240", root.resolve("scripts/nccl4j-perf"), init, "--jit_quiet_ms", "0", "-g", "2", "-J",
                 out.resolve("json/java-g-init-1.json")), r.of("timeout").get(2).args());
+        // the phases in order (the data check right after init, so that a run cut short has it), and nccl4j-perf's
+        // JIT wait left on only in the small runs, whose first timed loops are host-bound
+        List<String> order = new ArrayList<>();
+        for (Call t : r.of("timeout")) {
+            String last = t.lastArg();
+            String command;   // what the run executes: the rank script's line under mpirun, else the arguments
+            String name;
+            if (last.endsWith(".rank.sh")) {
+                name = last.substring(last.lastIndexOf('/') + 1).replace(".rank.sh", "");
+                command = Files.readString(Path.of(last));
+            } else {
+                name = last.substring(last.lastIndexOf('/') + 1).replace(".json", "");
+                command = String.join(" ", t.args());
+            }
+            if (name.startsWith("torch")) {
+                continue;
+            }
+            order.add(name);
+            boolean isJava = command.contains("nccl4j-perf");
+            assertEquals(isJava, name.startsWith("java"), name);
+            assertEquals(isJava && !name.contains("-small-"), command.contains(" --jit_quiet_ms 0 "), name + ": " + command);
+        }
+        assertEquals(List.of("c-init-1", "java-np-init-1", "java-g-init-1", "c-check", "java-np-check", "java-g-check",
+                "c-eager-small-1", "java-np-eager-small-1", "java-g-eager-small-1", "c-graph-small-1",
+                "java-np-graph-small-1", "java-g-graph-small-1", "c-eager-curve", "java-np-eager-curve",
+                "java-g-eager-curve", "c-eager-large-1", "java-np-eager-large-1", "java-g-eager-large-1"),
+                order.subList(0, 18));
         assertEquals(7, javas.stream().filter(c -> c.env("OMPI_COMM_WORLD_RANK") == null).count());
 
         String date = LocalDate.now(ZoneOffset.UTC).toString();
@@ -1246,7 +1273,7 @@ class ScriptsTest {
 
         List<Call> py = r.of("python3");
         assertEquals(List.of("-c", "import torch"), py.get(0).args());
-        assertEquals(args("-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29660",
+        assertEquals(args("-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29662",
                 root.resolve("perf/torch_allreduce.py"), "--sizes",
                 "8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,67108864,268435456,1073741824", "--iters", "1000",
                 "--warmup", "100", "--large-iters", "20", "--repeats", "1", "-J", out.resolve("json/torch-eager.json")),
