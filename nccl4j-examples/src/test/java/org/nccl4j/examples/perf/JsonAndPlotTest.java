@@ -173,4 +173,27 @@ class JsonAndPlotTest {
         now[0] = 0;
         assertEquals(1_000_000L, Bench.quietWait(() -> 7, clock, 1_000_000L, 50_000_000L)); // quiet from the start
     }
+
+    @Test
+    void resultsCompareTheirOpTimesByContentAndKeepTheirOwnCopy() {
+        double[] p = {1, 2, 3, 4};
+        Result a = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0, p);
+        Result b = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
+                new double[] {1, 2, 3, 4});
+        assertEquals(a, b);
+        assertEquals(a.hashCode(), b.hashCode());
+        assertTrue(a.toString().contains("op times [1.0, 2.0, 3.0, 4.0]"), a.toString());
+        p[0] = 9;                   // the caller's array is not the record's
+        assertEquals(1.0, a.opTimeUs()[0]);
+        a.opTimeUs()[1] = 9;        // nor is the one it hands out
+        assertEquals(a, b);
+        Result c = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
+                new double[] {1, 2, 3, 5});
+        assertTrue(!a.equals(c), "a different p90..max differs");
+        Result n1 = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
+        Result n2 = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
+        assertEquals(n1, n2);       // NaN allocation figures and no op times compare equal
+        assertNull(n1.opTimeUs());
+        assertTrue(!n1.equals(a));
+    }
 }
