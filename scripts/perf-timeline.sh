@@ -14,9 +14,13 @@
 #     of each side; the report reads the CSV files of `nsys stats -r cuda_gpu_trace` in OUT.
 #  2. The CUPTI kernel tracer perf/native/kernel_trace.c: TRACER=<path>, else
 #     perf/native/build/libkernel_trace.so (perf/native/build.sh builds it where CUPTI is; TRACER=none: not the
-#     tracer). mpirun gives it to every rank (-x CUDA_INJECTION64_PATH, -x KERNEL_TRACE_DIR), which writes
-#     OUT/c-trace/trace-<pid>.csv and OUT/java-trace/trace-<pid>.csv; 2 runs of each side, alternating (C, Java,
-#     C, Java); the report (timeline_report.py --cupti) takes the timed loops out of each trace.
+#     tracer). mpirun gives it to every rank (-x CUDA_INJECTION64_PATH, -x KERNEL_TRACE_DIR, -x KERNEL_TRACE_API=1),
+#     which writes OUT/c-trace/trace-<pid>.csv and OUT/java-trace/trace-<pid>.csv, and the CUDA driver and runtime
+#     calls to trace-<pid>-api.csv beside them; 2 runs of each side, alternating (C, Java, C, Java); the report
+#     (timeline_report.py --cupti --api) takes the timed loops out of each trace, and counts the API calls per
+#     operation. Tracing the API calls costs host time per call; the kernels' durations are the GPU's own, but
+#     the gaps between kernels are those of the traced processes (session 3 traced kernels alone: the tracer
+#     evened out a 1.5 us per operation difference between C and Java).
 #  3. Neither: --op_times 1 of both programs (a CUDA event after every operation), 2 runs of each side,
 #     alternating, and the per-operation times compared, which tells a uniformly slower operation from
 #     occasional stalls but cannot split kernel time from gaps.
@@ -96,10 +100,11 @@ if [ -z "$nsys" ] && [ -n "$tracer" ]; then
   for r in 1 2; do
     for side in c java; do
       if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
-      mpi "$side-trace-$r" -x CUDA_INJECTION64_PATH="$tracer" -x KERNEL_TRACE_DIR="$out/$side-trace" "${cmd[@]}"
+      mpi "$side-trace-$r" -x CUDA_INJECTION64_PATH="$tracer" -x KERNEL_TRACE_DIR="$out/$side-trace" \
+          -x KERNEL_TRACE_API=1 "${cmd[@]}"
     done
   done
-  python3 "$root/perf/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" | tee "$out/timeline.md"
+  python3 "$root/perf/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" --api | tee "$out/timeline.md"
   exit "${PIPESTATUS[0]}"
 fi
 if [ -z "$nsys" ]; then

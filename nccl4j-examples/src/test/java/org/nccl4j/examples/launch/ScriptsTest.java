@@ -1079,12 +1079,13 @@ class ScriptsTest {
         String[] sides = {"c", "java", "c", "java"};
         for (int i = 0; i < 4; i++) {
             List<String> a = mpiruns.get(i).args();
-            List<String> inject = x("CUDA_INJECTION64_PATH=" + tracer, "KERNEL_TRACE_DIR=" + out.resolve(sides[i] + "-trace"));
+            List<String> inject = x("CUDA_INJECTION64_PATH=" + tracer, "KERNEL_TRACE_DIR=" + out.resolve(sides[i] + "-trace"),
+                    "KERNEL_TRACE_API=1");
             // after the common -x options, right before the program
             String program = sides[i].equals("c") ? root.resolve("perf/native/build/nccl_perf_baseline").toString()
                     : root.resolve("scripts/nccl4j-perf").toString();
             int p = a.indexOf(program);
-            assertEquals(inject, a.subList(p - 4, p), a.toString());
+            assertEquals(inject, a.subList(p - 6, p), a.toString());
             assertEquals(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "-w", "5", "-c", "0"),
                     a.subList(p + 1, a.size()), a.toString());
             assertTrue(a.contains("MASTER_PORT=" + (29641 + i)), a.toString());
@@ -1095,11 +1096,12 @@ class ScriptsTest {
         for (Call k : c) {
             assertEquals(tracer.toString(), k.env("CUDA_INJECTION64_PATH"));
             assertEquals(out.resolve("c-trace").toString(), k.env("KERNEL_TRACE_DIR"));
+            assertEquals("1", k.env("KERNEL_TRACE_API"));
         }
         List<Call> reports = r.of("python3");
         assertEquals(1, reports.size(), r.toString());
         assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--cupti", out.resolve("c-trace").toString(),
-                out.resolve("java-trace").toString()), reports.get(0).args());
+                out.resolve("java-trace").toString(), "--api"), reports.get(0).args());
         assertEquals("the report\n", Files.readString(out.resolve("timeline.md")));
         assertFalse(r.tools().contains("nsys"), r.toString());
     }
