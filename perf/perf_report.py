@@ -337,22 +337,21 @@ def main():
             cells += [fmt(c), fmt(j), fmt(minus(j, c)), f"{len(j_by.get(s, []))} / {len(c_by.get(s, []))}"]
         L.append(f"| {human(s)} | " + " | ".join(cells) + " |")
     L.append("")
+    def three_way(c_by, j_by, g_by):
+        """The small-size table of C, Java, Java - C and Java -g medians."""
+        L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
+        L.append("|---:|---:|---:|---:|---:|")
+        for s in sizes:
+            c, j, g = med(c_by, s), med(j_by, s), med(g_by, s)
+            L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | {fmt(g)} |")
+        L.append("")
+
     L.append("In place (same runs):")
     L.append("")
-    L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
-    L.append("|---:|---:|---:|---:|---:|")
-    for s in sizes:
-        c, j, g = med(tci, s), med(tji, s), med(tgi, s)
-        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | {fmt(g)} |")
-    L.append("")
+    three_way(tci, tji, tgi)
     L.append(f"## Small all_reduce, CUDA graph (100 iterations captured, the graph launched 10 times; median of {len(c_graph)} runs)")
     L.append("")
-    L.append("| size | C (us) | Java (us) | Java - C (us) | Java -g (us) |")
-    L.append("|---:|---:|---:|---:|---:|")
-    for s in sizes:
-        c, j, g = med(gc, s), med(gj, s), med(gg, s)
-        L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | {fmt(g)} |")
-    L.append("")
+    three_way(gc, gj, gg)
     L.append(f"## Every operation at 64 MiB and up (bus bandwidth, GB/s; -n 100, median of {len(c_larges)} runs)")
     L.append("")
     L.append("| operation | size | placement | C | Java | Java -g | Java / C |")
