@@ -74,7 +74,8 @@ date_tag=$(date -u +%Y-%m-%d)
 out=${out:-$root/perf-results/$date_tag}
 np=${np:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 [ "$np" -ge 1 ] 2>/dev/null || { echo "perf-compare: no GPU found (nvidia-smi -L)" >&2; exit 2; }
-bundle=$(cd "$bundle" 2>/dev/null && pwd) || { echo "perf-compare: no bundle at $bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
+given_bundle=$bundle
+bundle=$(cd "$given_bundle" 2>/dev/null && pwd) || { echo "perf-compare: no bundle at $given_bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
 [ -x "$bundle/jre/bin/java" ] || { echo "perf-compare: $bundle has no jre/bin/java" >&2; exit 2; }
 if [ ! -x "$baseline" ]; then
   echo "== building the C baseline (perf/native/build.sh)"
