@@ -3,7 +3,8 @@
 # and JSON to OUT_DIR (default: scale-results). Everything the scale issue asks, in one command:
 #   1. C baseline vs nccl4j-perf, one process per GPU, every operation, 8 B..32 MiB by x2 (-n 50), and
 #      64 MiB..1 GiB by x2 (-n 100), REPEATS times each, C and Java alternating;
-#   2. small all_reduce 8 B..64 KiB, -n 1000 -w 100, REPEATS times, C and Java alternating;
+#   2. small all_reduce 8 B..64 KiB, -n 1000 -w 1000 (as perf-compare: HotSpot compiles the issuing path within
+#      the warm-up), REPEATS times, C and Java alternating;
 #   3. all_reduce with NCCL_ALGO=Ring and =Tree set through nccl4j's configuration (-Dnccl.algo), 8 B..1 GiB;
 #   4. a simulated two-host run: NCCL_HOSTID differs between the two halves of the ranks, every operation
 #      checked (-c 1), NCCL_DEBUG=INFO with INIT,NET kept for the transport lines (grep "via NET" / "via P2P");
@@ -53,8 +54,8 @@ if has 1; then
 fi
 if has 2 && [ "$quick" != 1 ]; then
   for r in $(seq 1 "$repeats"); do
-    run "c-small-$r" mpi "$base" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 100 -c 0 -J "$out/c-small-$r.json"
-    run "java-small-$r" mpi "$perf" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 100 -c 0 -J "$out/java-small-$r.json"
+    run "c-small-$r" mpi "$base" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0 -J "$out/c-small-$r.json"
+    run "java-small-$r" mpi "$perf" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0 -J "$out/java-small-$r.json"
   done
 fi
 if has 3; then

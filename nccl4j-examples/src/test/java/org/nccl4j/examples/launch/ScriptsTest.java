@@ -724,7 +724,7 @@ class ScriptsTest {
         assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
                 "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
         assertEquals("9", r.of("timeout").get(1).args().get(0));
-        List<String> small = List.of("-t", "all_reduce", "-b", "8", "-e", "64K", "-f", "2", "-n", "1000", "-w", "100", "-c", "0");
+        List<String> small = List.of("-t", "all_reduce", "-b", "8", "-e", "64K", "-f", "2", "-n", "1000", "-w", "1000", "-c", "0");
         assertEquals(args("--allow-run-as-root", "--bind-to", "none", "-np", "3", x("NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH",
                 "NCCL4J_BUNDLE", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=PORT"), root.resolve("scripts/nccl4j-perf"), small, "-J",
                 out.resolve("java-small-1.json")), masked(r.of("mpirun").get(1).args(), "MASTER_PORT=298\\d\\d", "MASTER_PORT=PORT"));
