@@ -28,11 +28,11 @@ public final class GradientBuckets implements AutoCloseable {
     private final DeviceBuffer[] gradients;
     private final int[] bucketOf;
     private final int[] members;
+    /** Per bucket, its gradients not yet marked ready in this step; 0 once its all-reduce is launched. */
     private final int[] pending;
     private final Event[] gradsWritten;
     private final Event[] started;
     private final Event[] done;
-    private final boolean[] launched;
     private boolean closed;
 
     private GradientBuckets(Builder b) {
@@ -45,21 +45,21 @@ public final class GradientBuckets implements AutoCloseable {
         int n = b.counts.size();
         this.bucketOf = new int[n];
         // assign buckets walking the gradients in reverse (backward) order
-        List<long[]> bucketSpans = new ArrayList<>(); // per bucket: bytes
+        List<Long> bucketBytes = new ArrayList<>();
         List<List<Integer>> bucketMembers = new ArrayList<>();
         long current = 0;
         for (int i = n - 1; i >= 0; i--) {
             long bytes = b.counts.get(i) * type.size();
             if (bucketMembers.isEmpty() || (current > 0 && current + bytes > cap)) {
                 bucketMembers.add(new ArrayList<>());
-                bucketSpans.add(new long[1]);
+                bucketBytes.add(0L);
                 current = 0;
             }
             int bucket = bucketMembers.size() - 1;
             bucketMembers.get(bucket).add(i);
             bucketOf[i] = bucket;
             current += bytes;
-            bucketSpans.get(bucket)[0] = current;
+            bucketBytes.set(bucket, current);
         }
         int nb = bucketMembers.size();
         this.storage = new DeviceBuffer[nb];
@@ -69,10 +69,9 @@ public final class GradientBuckets implements AutoCloseable {
         this.gradsWritten = new Event[nb];
         this.started = new Event[nb];
         this.done = new Event[nb];
-        this.launched = new boolean[nb];
         try {
             for (int k = 0; k < nb; k++) {
-                storage[k] = DeviceBuffer.allocate(comm.device(), bucketSpans.get(k)[0]);
+                storage[k] = DeviceBuffer.allocate(comm.device(), bucketBytes.get(k));
                 long offset = 0;
                 // within a bucket, lay gradients out in forward order so that views are contiguous per layer
                 List<Integer> m = bucketMembers.get(k);
@@ -154,7 +153,7 @@ public final class GradientBuckets implements AutoCloseable {
             throw Errors.argument("gradient must be in 0.." + (gradients.length - 1) + ", got " + gradient);
         }
         int k = bucketOf[gradient];
-        if (launched[k] || pending[k] == 0) {
+        if (pending[k] == 0) {
             throw new IllegalStateException("gradient " + gradient + " (bucket " + k + ") was already marked ready"
                     + " in this step: call finish() before the next step");
         }
@@ -169,7 +168,7 @@ public final class GradientBuckets implements AutoCloseable {
         started[k].record(commStream);
         comm.allReduce(storage[k], type, op, commStream);
         done[k].record(commStream);
-        launched[k] = true;
+        pending[k] = 0;
     }
 
     /**
@@ -183,13 +182,12 @@ public final class GradientBuckets implements AutoCloseable {
             throw new IllegalStateException("GradientBuckets is closed");
         }
         for (int k = 0; k < storage.length; k++) {
-            if (!launched[k]) {
+            if (pending[k] != 0) {
                 launch(k, compute);
             }
         }
         for (int k = 0; k < storage.length; k++) {
             compute.waitFor(done[k]);
-            launched[k] = false;
             pending[k] = members[k];
         }
     }

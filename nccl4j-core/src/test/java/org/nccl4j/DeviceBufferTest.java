@@ -473,6 +473,37 @@ class DeviceBufferTest extends StubFixture {
     }
 
     @Test
+    void gradientBucketsLaunchEachBucketOncePerStepAndFinishLaunchesTheRest() {
+        Communicator comm = comm(0, 2);
+        Stream compute = stream(0);
+        // 3 and 5 floats (12 and 20 bytes) under a 20-byte cap: walking backward, gradient 1 fills bucket 0 and
+        // gradient 0 opens bucket 1
+        GradientBuckets buckets = GradientBuckets.builder(comm).bucketCapMB(20.0 / (1 << 20)).add(3).add(5).build();
+        assertEquals(2, buckets.bucketCount());
+        assertEquals(0, buckets.bucketOf(1));
+        assertEquals(1, buckets.bucketOf(0));
+        List<String> seen = new java.util.ArrayList<>();
+        comm.observe((c, seq, fn, bytes, st) -> seen.add(fn + " " + bytes));
+
+        buckets.ready(1, compute);
+        assertEquals(List.of("ncclAllReduce 20"), seen, "bucket 0 is complete: launched at once");
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> buckets.ready(1, compute));
+        assertEquals("gradient 1 (bucket 0) was already marked ready in this step: call finish() before the next step",
+                e.getMessage());
+        buckets.finish(compute);
+        assertEquals(List.of("ncclAllReduce 20", "ncclAllReduce 12"), seen, "finish launches bucket 1, never marked");
+
+        buckets.ready(1, compute);   // a new step: every bucket is pending again
+        buckets.ready(0, compute);
+        buckets.finish(compute);
+        assertEquals(List.of("ncclAllReduce 20", "ncclAllReduce 12", "ncclAllReduce 20", "ncclAllReduce 12"), seen,
+                "finish launches nothing that ready() launched");
+        buckets.close();
+        e = assertThrows(IllegalStateException.class, () -> buckets.ready(0, compute));
+        assertEquals("GradientBuckets is closed", e.getMessage());
+    }
+
+    @Test
     void countIsRefusedForAPartialElement() {
         DeviceBuffer ten = buffer(0, 10, DataType.UINT8);
         assertEquals(10, ten.count(DataType.INT8));
