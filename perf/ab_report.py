@@ -17,9 +17,9 @@ import argparse
 import json
 import os
 import re
-import statistics
 
-CASE = ("op", "size", "placement", "type", "redop", "root")
+from perf_common import case_key, human, median_or_none, minus
+
 CASE_HEAD = "| operation | size | placement | type | redop | root |"
 CASE_ALIGN = "|---|---:|---|---|---|---:|"
 
@@ -38,27 +38,12 @@ def load(path):
     return d, None
 
 
-def human(n):
-    for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= s and n % s == 0:
-            return f"{n // s} {unit}"
-    return f"{n} B"
-
-
 def fmt(v):
     return "n/a" if v is None else f"{v:.2f}"
 
 
 def signed(v):
     return "n/a" if v is None else f"{v:+.2f}"
-
-
-def med(v):
-    return statistics.median(v) if v else None
-
-
-def key(r):
-    return tuple(int(r[k]) if k == "size" else r[k] for k in CASE)
 
 
 def case_cells(k):
@@ -108,7 +93,7 @@ def main():
                     continue
                 first.setdefault(side, d)
                 for res in d["results"]:
-                    k = key(res)
+                    k = case_key(res)
                     cases.setdefault(k, None)
                     times[v][side].setdefault(k, {})[r] = float(res["time_us"])
 
@@ -146,11 +131,11 @@ def main():
         for k in ks:
             c, j = c_by.get(k, {}), j_by.get(k, {})
             per_round = " |".join(f" {fmt(c.get(r))} / {fmt(j.get(r))}" for r in rounds)
-            cm, jm = med(list(c.values())), med(list(j.values()))
-            d = jm - cm if cm is not None and jm is not None else None
+            cm, jm = median_or_none(list(c.values())), median_or_none(list(j.values()))
+            d = minus(jm, cm)
             diffs[(v, k)] = d
             ratio = f"{jm / cm:.4f}" if d is not None and cm != 0 else "n/a"
-            each = ", ".join(signed(j[r] - c[r] if r in c and r in j else None) for r in rounds)
+            each = ", ".join(signed(minus(j.get(r), c.get(r))) for r in rounds)
             L.append(f"{case_cells(k)}{per_round} | {fmt(cm)} | {fmt(jm)} | {signed(d)} | {ratio} | {each} |")
         L.append("")
 

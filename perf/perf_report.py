@@ -25,6 +25,8 @@ import json
 import os
 import statistics
 
+from perf_common import case_key, human, median_or_none, minus
+
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
 FAST_MARGIN_US = 1.0
@@ -61,11 +63,10 @@ def median_doc(ds):
     """One document whose results carry the median busbw (and time) of each case over the repeats in ds."""
     if not ds:
         return None
-    key = lambda r: (r["op"], int(r["size"]), r["placement"], r["type"], r["redop"], r["root"])
     groups = {}
     for d in ds:
         for r in d.get("results", []):
-            groups.setdefault(key(r), []).append(r)
+            groups.setdefault(case_key(r), []).append(r)
     results = []
     for rs in groups.values():
         m = dict(rs[0])
@@ -94,12 +95,7 @@ def jmh_alloc(path):
 
 
 def med(by, size):
-    v = by.get(size)
-    return statistics.median(v) if v else None
-
-
-def minus(a, b):
-    return a - b if a is not None and b is not None else None
+    return median_or_none(by.get(size))
 
 
 def fast_times(a_by, b_by):
@@ -123,7 +119,8 @@ def mode_cut(values):
     best = None
     for i in range(1, len(v)):
         lo, hi = v[:i], v[i:]
-        within = sum((x - statistics.mean(lo)) ** 2 for x in lo) + sum((x - statistics.mean(hi)) ** 2 for x in hi)
+        ml, mh = statistics.mean(lo), statistics.mean(hi)
+        within = sum((x - ml) ** 2 for x in lo) + sum((x - mh) ** 2 for x in hi)
         if best is None or within < best[0]:
             best = (within, i)
     i = best[1]
@@ -138,13 +135,6 @@ def fmt(v, digits=2):
     if isinstance(v, float):
         return f"{v:.{digits}f}"
     return str(v)
-
-
-def human(n):
-    for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= s and n % s == 0:
-            return f"{n // s} {unit}"
-    return f"{n} B"
 
 
 def main():
@@ -176,7 +166,7 @@ def main():
 
     def differences(a_by, b_by):
         """Per size (small sizes, ascending), the median of a minus the median of b, where both were measured."""
-        return [med(a_by, s) - med(b_by, s) for s in sizes if med(a_by, s) is not None and med(b_by, s) is not None]
+        return [d for d in (minus(med(a_by, s), med(b_by, s)) for s in sizes) if d is not None]
 
     def overhead(a_by, b_by):
         diffs = differences(a_by, b_by)
@@ -185,11 +175,10 @@ def main():
     ratios = []
     large_rows = []
     if c_large and j_large:
-        key = lambda r: (r["op"], int(r["size"]), r["placement"], r["type"], r["redop"], r["root"])
-        cmap = {key(r): r for r in c_large["results"]}
-        gmap = {key(r): r for r in (g_large or {}).get("results", [])}
+        cmap = {case_key(r): r for r in c_large["results"]}
+        gmap = {case_key(r): r for r in (g_large or {}).get("results", [])}
         for r in j_large["results"]:
-            k = key(r)
+            k = case_key(r)
             c = cmap.get(k)
             if c is None or int(r["size"]) < LARGE_MIN:
                 continue
@@ -200,28 +189,27 @@ def main():
             large_rows.append((r["op"], int(r["size"]), r["placement"], c["busbw"], r["busbw"], g["busbw"] if g else None, ratio))
 
     def init_values(ds):
-        return [d["init_ms"] for d in ds if d and d.get("init_ms") is not None]
-
-    def init_median(ds):
-        v = init_values(ds)
-        return statistics.median(v) if v else None
+        return [d["init_ms"] for d in ds if d.get("init_ms") is not None]
 
     def repeat_values(ds):
-        return [v for d in ds if d for v in d.get("init_repeat_ms", [])]
+        return [v for d in ds for v in d.get("init_repeat_ms", [])]
 
     c_inits, j_inits, g_inits = docs(jd, "c-init-"), docs(jd, "java-np-init-"), docs(jd, "java-g-init-")
     c_all, j_all, g_all = (c_small + c_graph + c_larges + c_inits, j_small + j_graph + j_larges + j_inits,
                            g_small + g_graph + g_larges + g_inits)
-    c_init, j_init, g_init = init_median(c_all), init_median(j_all), init_median(g_all)
+    c_init_v, j_init_v, g_init_v = init_values(c_all), init_values(j_all), init_values(g_all)
+    c_init, j_init, g_init = median_or_none(c_init_v), median_or_none(j_init_v), median_or_none(g_init_v)
     c_rep, j_rep, g_rep = repeat_values(c_inits), repeat_values(j_inits), repeat_values(g_inits)
-    c_rep_med = statistics.median(c_rep) if c_rep else None
-    j_rep_med = statistics.median(j_rep) if j_rep else None
-    g_rep_med = statistics.median(g_rep) if g_rep else None
+    c_rep_med, j_rep_med, g_rep_med = median_or_none(c_rep), median_or_none(j_rep), median_or_none(g_rep)
     t_init = torch.get("init_ms") if torch else None
 
-    allocs = [r["alloc_bytes"] for d in j_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
-    allocs_g = [r["alloc_bytes"] for d in g_small for r in d.get("results", []) if r.get("alloc_bytes") is not None]
+    def alloc_max(ds):
+        v = [r["alloc_bytes"] for d in ds for r in d.get("results", []) if r.get("alloc_bytes") is not None]
+        return max(v) if v else None
 
+    alloc, alloc_g = alloc_max(j_small), alloc_max(g_small)
+
+    diffs = differences(tj, tc)  # Java - C per small size, eager, out of place
     jmh_max, jmh_rows = jmh_alloc(a.jmh) if a.jmh else (None, [])
     any_doc = next((d for d in c_small + j_small + [c_large, j_large] if d), {})
     latest = {
@@ -232,13 +220,13 @@ def main():
         "native_small_us": med(tc, 8),
         "java_small_us": med(tj, 8),
         "torch_small_us": med(tt, 8),
-        "small_overhead_us": overhead(tj, tc),
+        "small_overhead_us": max(diffs) if diffs else None,
         "graph_overhead_us": overhead(gj, gc),
         "min_busbw_ratio_64MiB_up": min(ratios) if ratios else None,
         "init_overhead_ms": minus(j_init, c_init),
         "init_repeat_overhead_ms": minus(j_rep_med, c_rep_med),
         "alloc_bytes_per_call": (round(jmh_max, 3) if jmh_max is not None
-                                 else round(max(allocs), 3) if allocs else None),
+                                 else round(alloc, 3) if alloc is not None else None),
         "small_overhead_fast_us": overhead(fj, fc),
     }
     for k, v in list(latest.items()):
@@ -282,7 +270,6 @@ def main():
         L.append(f"| {human(s)} | {fmt(c)} | {fmt(j)} | {fmt(minus(j, c))} | "
                  f"{fmt(j / c if c and j is not None else None, 3)} | {fmt(g)} | {fmt(t)} |")
     L.append("")
-    diffs = differences(tj, tc)
     if diffs:
         ahead = sum(1 for d in diffs if d <= 0)
         L.append(f"Over the {len(diffs)} sizes: mean of Java - C {statistics.mean(diffs):+.3f} us, median "
@@ -387,7 +374,7 @@ def main():
     L.append("| | C | Java | Java - C | Java -g | torch (init_process_group + barrier) |")
     L.append("|---|---:|---:|---:|---:|---:|")
     diff, rdiff = minus(j_init, c_init), minus(j_rep_med, c_rep_med)
-    L.append(f"| first (processes: C {len(init_values(c_all))}, Java {len(init_values(j_all))}) | {fmt(c_init, 1)} | "
+    L.append(f"| first (processes: C {len(c_init_v)}, Java {len(j_init_v)}) | {fmt(c_init, 1)} | "
              f"{fmt(j_init, 1)} | {fmt(diff, 1)} | {fmt(g_init, 1)} | {fmt(t_init, 1)} |")
     L.append(f"| re-created (samples: C {len(c_rep)}, Java {len(j_rep)}) | {fmt(c_rep_med, 1)} | {fmt(j_rep_med, 1)} | "
              f"{fmt(rdiff, 1)} | {fmt(g_rep_med, 1)} | |")
@@ -400,9 +387,9 @@ def main():
     L.append("")
     L.append("## Java heap allocation while issuing (bytes per iteration, HotSpot's per-thread counter)")
     L.append("")
-    L.append(f"- one process per GPU (one `allReduce` call per iteration): max {fmt(max(allocs) if allocs else None, 3)}")
+    L.append(f"- one process per GPU (one `allReduce` call per iteration): max {fmt(alloc, 3)}")
     L.append(f"- one process, `-g {n}` (`Nccl.groupStart()`, {n} `allReduce` calls, `Nccl.groupEnd()` per "
-             f"iteration): max {fmt(max(allocs_g) if allocs_g else None, 3)}")
+             f"iteration): max {fmt(alloc_g, 3)}")
     L.append("")
     L.append("The in-loop counts are HotSpot's per-thread allocation counter over each timed loop, divided by the "
              "iterations; a one-time allocation early in a run (class initialization, the first call of a path) "

@@ -109,6 +109,13 @@ def q(v):
     return f"{statistics.median(v):.2f} (p10 {qs[0]:.2f}, p90 {qs[-1]:.2f})"
 
 
+def add_summary(summary, side, durations, gaps):
+    """Adds one trace's kernel durations and gaps to its side's totals in summary (side -> (durations, gaps))."""
+    summary.setdefault(side, ([], []))
+    summary[side][0].extend(durations)
+    summary[side][1].extend(gaps)
+
+
 def differences(summary, start_to_start=None):
     """Prints Java - C of the median kernel duration and gap over all ranks (summary: side -> (durations, gaps)),
     and of the mean start-to-start time when given (side -> mean, us)."""
@@ -269,12 +276,13 @@ def cupti(c_dir, j_dir, max_gap_us, min_run, api=False):
     """Prints, per trace of kernel_trace.c in c_dir (C) and j_dir (Java), the NCCL kernels of the timed loops; with
     api, then the API calls per operation of each side (api_report)."""
     traces = []
-    missing = [d for d in (c_dir, j_dir) if not kernel_traces(d)]
+    found = {d: kernel_traces(d) for d in (c_dir, j_dir)}
+    missing = [d for d in (c_dir, j_dir) if not found[d]]
     for d in missing:
         print(f"timeline_report: no trace-*.csv in {d}", file=sys.stderr)
     for side, d in (("c", c_dir), ("java", j_dir)):
         files = []
-        for f in kernel_traces(d):
+        for f in found[d]:
             streams, notes = cupti_trace(f)
             first = min((ks[0][0] for ks in streams.values()), default=None)
             files.append((first is None, first or 0, os.path.basename(f), f, streams, notes))
@@ -310,9 +318,7 @@ def cupti(c_dir, j_dir, max_gap_us, min_run, api=False):
                 gaps.extend((loop[i + 1][0] - loop[i][1]) / 1000 for i in range(len(loop) - 1))
                 span += (loop[-1][0] - loop[0][0]) / 1000
                 steps += len(loop) - 1
-        summary.setdefault(side, ([], []))
-        summary[side][0].extend(durations)
-        summary[side][1].extend(gaps)
+        add_summary(summary, side, durations, gaps)
         spans.setdefault(side, [0, 0])
         spans[side][0] += span
         spans[side][1] += steps
@@ -392,9 +398,7 @@ def main():
             continue
         side, rank = m.group(1), int(m.group(2))
         durations, gaps = stats(kernels(f, a.min_us), a.max_gap_us)
-        summary.setdefault(side, ([], []))
-        summary[side][0].extend(durations)
-        summary[side][1].extend(gaps)
+        add_summary(summary, side, durations, gaps)
         print(f"| {side} | {rank} | {len(durations)} | {q(durations)} | {q(gaps)} |")
     differences(summary)
     return 0
