@@ -20,7 +20,6 @@ import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Rendezvous;
 import org.nccl4j.Stream;
-import org.nccl4j.examples.Examples;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
@@ -80,6 +79,7 @@ final class Bench implements AutoCloseable {
         sendAddr = new long[local];
         recvAddr = new long[local];
         graphs = new CudaGraph[local];
+        marks = args.opTimes != 0 ? new Event[args.iters] : null; // close() skips the ones not created
         long bytes = Math.max(args.maxBytes, 256);
         try {
             for (int k = 0; k < local; k++) {
@@ -95,28 +95,13 @@ final class Bench implements AutoCloseable {
             for (int k = 0; k < local; k++) {
                 Stream.defaultStream(comms.get(k).device()).synchronize(); // the fills above are done
             }
+            for (int i = 0; marks != null && i < marks.length; i++) {
+                marks[i] = Event.create(comms.get(0).device());
+            }
         } catch (RuntimeException e) {
             close();
             throw e;
         }
-        Event[] m = null;
-        if (args.opTimes != 0) {
-            m = new Event[args.iters];
-            try {
-                for (int i = 0; i < m.length; i++) {
-                    m[i] = Event.create(comms.get(0).device());
-                }
-            } catch (RuntimeException e) {
-                for (Event ev : m) {
-                    if (ev != null) {
-                        ev.close();
-                    }
-                }
-                close();
-                throw e;
-            }
-        }
-        marks = m;
         threads = allocationCounter();
         jit = args.jitQuietMs > 0 ? compilationClock() : null;
         host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
@@ -204,12 +189,12 @@ final class Bench implements AutoCloseable {
      */
     static Bench open(PerfArgs args) {
         Nccl.library();
-        if (Examples.launchedPerRank()) {
+        LaunchInfo launch = LaunchInfo.detect();
+        if (launch.worldSize() > 1) { // launched per rank, as Examples.launchedPerRank() tells
             if (args.gpus > 1) {
-                throw new IllegalArgumentException("-g (--ngpus): '" + args.gpus + "' is not supported with one process "
-                        + "per rank (launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
+                throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is not supported with one process per rank "
+                        + "(launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
             }
-            LaunchInfo launch = LaunchInfo.detect();
             Cuda.setDevice(launch.device()); // creates the CUDA context outside the measured init
             align(launch);
             long t0 = System.nanoTime();
@@ -221,7 +206,7 @@ final class Bench implements AutoCloseable {
         }
         int visible = Cuda.deviceCount();
         if (args.gpus > visible) {
-            throw new IllegalArgumentException("-g (--ngpus): '" + args.gpus + "' is more than the " + visible
+            throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is more than the " + visible
                     + " GPUs this process sees");
         }
         int[] devices = new int[args.gpus];
@@ -433,12 +418,12 @@ final class Bench implements AutoCloseable {
     /**
      * Measures one size and placement.
      *
+     * @param redop the reduction operator, or null for an operation that does not reduce
      * @return the result (time combined across processes; wrong summed over ranks)
      */
-    Result measure(Operation o, DataType t, ReduceOp op, int root, long size, boolean inPlace) {
+    Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
         Operation.Counts c = place(o, t, size, inPlace);
-        ReduceOp redop = o.reduces() ? op : null;
         int shownRoot = o.rooted() ? root : -1;
         issueAll(o, c, t, redop, root);
         syncAll();

@@ -93,7 +93,7 @@ public final class Perf {
                     roots.add(r);
                 }
             } else if (args.root >= n) {
-                throw new IllegalArgumentException("-r (--root): '" + args.root + "' is not a rank of the " + n + " ranks");
+                throw PerfArgs.invalid("-r", Integer.toString(args.root), "is not a rank of the " + n + " ranks");
             } else {
                 roots.add(args.root);
             }
@@ -102,8 +102,8 @@ public final class Perf {
                 boolean fp8 = t == DataType.FLOAT8_E4M3 || t == DataType.FLOAT8_E5M2;
                 if (fp8 && lib.versionCode() < 22400) {
                     if (args.types.size() == 1) {
-                        throw new IllegalArgumentException("-d (--datatype): '" + Elements.name(t) + "' needs NCCL 2.24 "
-                                + "or newer; the loaded NCCL is " + lib.version());
+                        throw PerfArgs.invalid("-d", Elements.name(t), "needs NCCL 2.24 or newer; the loaded NCCL is "
+                                + lib.version());
                     }
                     continue; // "-d all" on an NCCL without fp8
                 }
@@ -120,12 +120,13 @@ public final class Perf {
                 List<Integer> opRoots = o.rooted() ? roots : List.of(0);
                 for (DataType t : types) {
                     for (ReduceOp op : ops) {
+                        ReduceOp redop = o.reduces() ? op : null;
                         for (int root : opRoots) {
                             bench.barrier();
-                            bench.warmup(o, t, o.reduces() ? op : null, root);
+                            bench.warmup(o, t, redop, root);
                             for (long size : args.sizes()) {
-                                Result oop = bench.measure(o, t, op, root, size, false);
-                                Result ip = bench.measure(o, t, op, root, size, true);
+                                Result oop = bench.measure(o, t, redop, root, size, false);
+                                Result ip = bench.measure(o, t, redop, root, size, true);
                                 for (Result r : List.of(oop, ip)) {
                                     all.add(r);
                                     bwSum += r.busbw();
@@ -188,14 +189,22 @@ public final class Perf {
         }
     }
 
+    /** This host's name, looked up once (the name service may be slow): every header and the JSON print it. */
     static String hostname() {
-        try {
-            return InetAddress.getLocalHost().getHostName();
-        } catch (IOException e) {
-            String h = System.getenv("HOSTNAME");
-            return h == null ? "unknown" : h;
+        String h = hostname;
+        if (h == null) {
+            try {
+                h = InetAddress.getLocalHost().getHostName();
+            } catch (IOException e) {
+                String env = System.getenv("HOSTNAME");
+                h = env == null ? "unknown" : env;
+            }
+            hostname = h;
         }
+        return h;
     }
+
+    private static volatile String hostname;
 
     static long pid() {
         return ProcessHandle.current().pid();

@@ -176,7 +176,15 @@ public final class PerfArgs {
         return shortName;
     }
 
-    private static IllegalArgumentException invalid(String flag, String value, String why) {
+    /**
+     * The refusal of one option's value: "{@code -x (--long): 'value' why}".
+     *
+     * @param flag the option's short name (or its only name)
+     * @param value the value as given or as parsed
+     * @param why what is wrong with it, and what to do
+     * @return the exception to throw
+     */
+    static IllegalArgumentException invalid(String flag, String value, String why) {
         return new IllegalArgumentException(describe(flag) + ": '" + value + "' " + why);
     }
 
@@ -218,22 +226,22 @@ public final class PerfArgs {
                     + maxBytes);
         }
         if (stepFactor > 1 && minBytes == 0) {
-            throw new IllegalArgumentException("-b (--minbytes): '0' cannot grow by a factor (-f " + stepFactor
+            throw invalid("-b", Long.toString(minBytes), "cannot grow by a factor (-f " + stepFactor
                     + "); start at 1 or more");
         }
         if (stepFactor <= 1 && stepBytes <= 0) {
-            throw new IllegalArgumentException("-i (--stepbytes): '" + stepBytes + "' must be > 0 when no factor (-f) is given");
+            throw invalid("-i", Long.toString(stepBytes), "must be > 0 when no factor (-f) is given");
         }
         if (blocking != 0 && graphLaunches > 0) {
-            throw new IllegalArgumentException("-z (--blocking): '" + blocking + "' cannot be combined with -G (--cudagraph): "
+            throw invalid("-z", Integer.toString(blocking), "cannot be combined with -G (--cudagraph): "
                     + "a captured graph cannot wait between its iterations");
         }
         if (opTimes != 0 && iters > MAX_OP_TIMES_ITERS) {
-            throw new IllegalArgumentException("--op_times: '" + opTimes + "' records one CUDA event per iteration, so -n"
+            throw invalid("--op_times", Integer.toString(opTimes), "records one CUDA event per iteration, so -n"
                     + " (--iters) must be at most " + MAX_OP_TIMES_ITERS + ", got " + iters);
         }
         if (opTimes != 0 && graphLaunches > 0) {
-            throw new IllegalArgumentException("--op_times: '" + opTimes + "' cannot be combined with -G (--cudagraph): "
+            throw invalid("--op_times", Integer.toString(opTimes), "cannot be combined with -G (--cudagraph): "
                     + "the operations of a replayed graph cannot be timed one by one; drop one of them");
         }
     }

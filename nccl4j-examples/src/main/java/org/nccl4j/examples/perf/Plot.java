@@ -14,6 +14,7 @@ import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.XYStyler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
@@ -92,11 +93,11 @@ public final class Plot {
         }
         XYChart chart = new XYChartBuilder().width(1000).height(600).title(title)
                 .xAxisTitle("size (bytes, log2 scale)").yAxisTitle("bus bandwidth (GB/s)").build();
-        Styler st = chart.getStyler();
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
-        chart.getStyler().setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
-        chart.getStyler().setXAxisDecimalPattern("0");
-        chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+        XYStyler st = chart.getStyler();
+        st.setLegendPosition(Styler.LegendPosition.InsideNW);
+        st.setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
+        st.setXAxisDecimalPattern("0");
+        st.setChartBackgroundColor(java.awt.Color.WHITE);
         st.setAntiAlias(true);
         if (series.isEmpty()) {
             chart.addSeries("no data", new double[] {0, 1}, new double[] {0, 0});

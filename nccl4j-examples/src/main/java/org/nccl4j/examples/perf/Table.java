@@ -64,13 +64,7 @@ public final class Table {
 
     /** A count as C's {@code %6g} prints a whole number: plain below a million, else in exponent form. */
     static String count(long n, int width) {
-        if (n < 1_000_000) {
-            return String.format(Locale.ROOT, "%" + width + "d", n);
-        }
-        String s = String.format(Locale.ROOT, "%.5e", (double) n);
-        int e = s.indexOf('e');
-        String mant = s.substring(0, e).replaceAll("0+$", "").replaceAll("\\.$", "");
-        return String.format(Locale.ROOT, "%" + width + "s", mant + s.substring(e));
+        return String.format(Locale.ROOT, "%" + width + "s", g(n));
     }
 
     /**
