@@ -1,29 +1,30 @@
 package org.nccl4j.examples.launch;
 
-import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.nccl4j.examples.launch.Tools.PYTHON_ENV;
+import static org.nccl4j.examples.launch.Tools.ROOT;
+import static org.nccl4j.examples.launch.Tools.assumeOnPath;
+import static org.nccl4j.examples.launch.Tools.exec;
+import static org.nccl4j.examples.launch.Tools.executable;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.examples.launch.Tools.Run;
 
 /**
  * The CUPTI kernel tracer of {@code scripts/perf-timeline.sh}, on the CPU: {@code perf/native/kernel_trace.c} checked
@@ -37,35 +38,12 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(120)
 class KernelTraceTest {
-    private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     private static final Path TRACER = ROOT.resolve("perf/native/kernel_trace.c");
     private static final Path REPORT = ROOT.resolve("perf/timeline_report.py");
     private static final String NCCL = "_Z40ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
 
     @TempDir
     Path tmp;
-
-    private record Run(int status, String out) {
-    }
-
-    private static boolean onPath(String tool) {
-        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static Run exec(Path dir, Map<String, String> env, List<String> command) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-        pb.environment().putAll(env);
-        pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), UTF_8);
-        assertTrue(p.waitFor(90, TimeUnit.SECONDS), String.join(" ", command) + " timed out");
-        return new Run(p.exitValue(), out);
-    }
 
     private static String ok(Path dir, String... command) throws Exception {
         Run r = exec(dir, Map.of(), List.of(command));
@@ -84,17 +62,11 @@ class KernelTraceTest {
         }
     }
 
-    private static void executable(Path p, String text) throws IOException {
-        Files.createDirectories(p.getParent());
-        Files.writeString(p, text);
-        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
-    }
-
     // ---------------------------------------------------------------- kernel_trace.c and build.sh
 
     @Test
     void theTracerCompilesAgainstCuptisActivityApiWithEachKernelRecordType() throws Exception {
-        assumeTrue(onPath("gcc"), "gcc is not on the PATH");
+        assumeOnPath("gcc");
         Path inc = resource("cupti.h", tmp.resolve("include")).getParent();
         List<String> gcc = List.of("gcc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I" + inc);
         for (String krec : new String[] {null, "CUpti_ActivityKernel10", "CUpti_ActivityKernel9"}) {
@@ -141,7 +113,7 @@ class KernelTraceTest {
 
     @Test
     void buildShBuildsTheTracerWithTheNewestRecordTypeThatCompilesAndTheTracerWritesItsCsv() throws Exception {
-        assumeTrue(onPath("gcc"), "gcc is not on the PATH");
+        assumeOnPath("gcc");
         Path nat = nativeTree(true);
         Run r = build(nat);
         assertEquals(0, r.status(), r.out());
@@ -216,7 +188,7 @@ class KernelTraceTest {
 
     @Test
     void withKernelTraceApiTheTracerWritesTheDriverAndRuntimeCallsWithTheirNames() throws Exception {
-        assumeTrue(onPath("gcc"), "gcc is not on the PATH");
+        assumeOnPath("gcc");
         Path nat = nativeTree(true);
         Run r = build(nat);
         assertEquals(0, r.status(), r.out());
@@ -279,7 +251,7 @@ class KernelTraceTest {
 
     @Test
     void buildShWhenNoRecordTypeCompilesSaysSoAndLeavesNoTracer() throws Exception {
-        assumeTrue(onPath("gcc"), "gcc is not on the PATH");
+        assumeOnPath("gcc");
         Path nat = nativeTree(true);
         // a CUPTI in extras/CUPTI (older CUDA layouts) whose header has no kernel record types at all
         Path cuda = tmp.resolve("cuda");
@@ -438,7 +410,7 @@ class KernelTraceTest {
     private Run report(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("python3", REPORT.toString(), "--cupti"));
         cmd.addAll(List.of(args));
-        return exec(tmp, Map.of("PYTHONIOENCODING", "utf-8"), cmd);
+        return exec(tmp, PYTHON_ENV, cmd);
     }
 
     /**
@@ -474,7 +446,7 @@ class KernelTraceTest {
 
     @Test
     void timelineReportTakesTheTimedLoopsOutOfCuptiTraces() throws Exception {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
+        assumeOnPath("python3");
         traces();
         Run r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString());
         assertEquals(0, r.status(), r.out());
@@ -512,7 +484,7 @@ class KernelTraceTest {
 
     @Test
     void timelineReportWithApiCountsTheCallsPerOperationOnTheThreadThatLaunchedEachTimedLoop() throws Exception {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
+        assumeOnPath("python3");
         traces();
         Run r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString(), "--api");
         assertEquals(0, r.status(), r.out());
@@ -574,7 +546,7 @@ class KernelTraceTest {
 
     @Test
     void timelineReportWithApiLeavesOutTheLoopsWhoseLaunchesItCannotFindAndSaysWhy() throws Exception {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
+        assumeOnPath("python3");
         traces();
         // C: the launch record of the last kernel of trace-1000's second loop is missing (dropped); that of
         // trace-200's loop is on another thread than its first kernel's; trace-1000's first loop is left
@@ -620,7 +592,7 @@ class KernelTraceTest {
 
     @Test
     void timelineReportCuptiNeedsTracesOfBothSidesAndSaysWhichHaveNoLoop() throws Exception {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
+        assumeOnPath("python3");
         traces();
         Path empty = Files.createDirectories(tmp.resolve("empty"));
         Run r = report(tmp.resolve("c").toString(), empty.toString());

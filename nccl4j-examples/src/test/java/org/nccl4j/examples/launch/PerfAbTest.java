@@ -1,22 +1,22 @@
 package org.nccl4j.examples.launch;
 
-import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.nccl4j.examples.launch.ScriptSandbox.args;
 import static org.nccl4j.examples.launch.ScriptSandbox.job;
 import static org.nccl4j.examples.launch.ScriptSandbox.x;
+import static org.nccl4j.examples.launch.Tools.PYTHON_ENV;
+import static org.nccl4j.examples.launch.Tools.ROOT;
+import static org.nccl4j.examples.launch.Tools.assertLines;
+import static org.nccl4j.examples.launch.Tools.assumeOnPath;
+import static org.nccl4j.examples.launch.Tools.exec;
+import static org.nccl4j.examples.launch.Tools.executable;
 
-import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.examples.launch.ScriptSandbox.Call;
 import org.nccl4j.examples.launch.ScriptSandbox.Result;
+import org.nccl4j.examples.launch.Tools.Run;
 
 /**
  * {@code scripts/perf-ab.sh}, the C baseline against nccl4j-perf in alternating rounds under environment variants,
@@ -40,7 +41,6 @@ import org.nccl4j.examples.launch.ScriptSandbox.Result;
  */
 @Timeout(120)
 class PerfAbTest {
-    private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     private static final Path REPORT = ROOT.resolve("perf/ab_report.py");
     private static final List<String> PROG = List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "200", "-w", "20",
             "-c", "0");
@@ -197,8 +197,7 @@ class PerfAbTest {
         Path baseline = b.root.resolve("perf/native/build/nccl_perf_baseline");
         Files.delete(baseline);
         Path build = b.root.resolve("perf/native/build.sh");
-        Files.writeString(build, "#!/usr/bin/env bash\necho building\ncp " + b.bin.resolve("java") + " " + baseline + "\n");
-        Files.setPosixFilePermissions(build, PosixFilePermissions.fromString("rwxr-xr-x"));
+        executable(build, "#!/usr/bin/env bash\necho building\ncp " + b.bin.resolve("java") + " " + baseline + "\n");
         Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "building"), r.outLines().subList(0, 2));
@@ -296,29 +295,10 @@ class PerfAbTest {
 
     // ================================================================ perf/ab_report.py
 
-    private record Run(int status, String out) {
-    }
-
-    private static boolean onPath(String tool) {
-        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     private Run report(Path json, String variants, int rounds) throws Exception {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
-        List<String> cmd = List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--variants", variants,
-                "--rounds", Integer.toString(rounds));
-        ProcessBuilder pb = new ProcessBuilder(cmd).directory(tmp.toFile()).redirectErrorStream(true);
-        pb.environment().put("PYTHONIOENCODING", "utf-8");
-        pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), UTF_8);
-        assertTrue(p.waitFor(90, TimeUnit.SECONDS), String.join(" ", cmd) + " timed out");
-        return new Run(p.exitValue(), out);
+        assumeOnPath("python3");
+        return exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--variants",
+                variants, "--rounds", Integer.toString(rounds)));
     }
 
     private String markdown(Path json, String variants, int rounds) throws Exception {
@@ -327,17 +307,9 @@ class PerfAbTest {
         return r.out();
     }
 
-    /** lines, one after the other, as whole lines of md. */
-    private static void assertLines(String md, String... lines) {
-        assertTrue(("\n" + md).contains("\n" + String.join("\n", lines) + "\n"), String.join("\n", lines) + "\n--- in:\n" + md);
-    }
-
-    /** One result in the -J shape. */
+    /** One result in the -J shape (eager, bandwidths 1.0, no check). */
     private static String result(String op, long size, String placement, double timeUs) {
-        boolean rooted = op.equals("broadcast");
-        return "{\"op\": \"" + op + "\", \"size\": " + size + ", \"count\": " + size / 4 + ", \"type\": \"float\", \"redop\": \""
-                + (rooted ? "none" : "sum") + "\", \"root\": " + (rooted ? 0 : -1) + ", \"placement\": \"" + placement
-                + "\", \"graph\": false, \"time_us\": " + timeUs + ", \"algbw\": 1.0, \"busbw\": 1.0, \"wrong\": null}";
+        return Tools.result(op, size, placement, false, timeUs, 1.0, "\"wrong\": null");
     }
 
     private static String ar64(String placement, double timeUs) {

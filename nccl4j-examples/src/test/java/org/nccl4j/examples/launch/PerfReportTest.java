@@ -1,22 +1,25 @@
 package org.nccl4j.examples.launch;
 
-import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.nccl4j.examples.launch.Tools.PYTHON_ENV;
+import static org.nccl4j.examples.launch.Tools.ROOT;
+import static org.nccl4j.examples.launch.Tools.assertLines;
+import static org.nccl4j.examples.launch.Tools.assumeOnPath;
+import static org.nccl4j.examples.launch.Tools.exec;
+import static org.nccl4j.examples.launch.Tools.result;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.examples.launch.Tools.Run;
 
 /**
  * {@code perf/perf_report.py}, the report of {@code scripts/perf-compare.sh}, on synthetic JSON in nccl4j-perf's -J
@@ -26,7 +29,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(120)
 class PerfReportTest {
-    private static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     private static final Path REPORT = ROOT.resolve("perf/perf_report.py");
     /** The small sizes of every fixture: times are given as {at 8 B, at 1 KiB}. */
     private static final long[] SIZES = {8, 1024};
@@ -35,31 +37,9 @@ class PerfReportTest {
     @TempDir
     Path tmp;
 
-    private record Run(int status, String out) {
-    }
-
     @BeforeEach
     void python() {
-        assumeTrue(onPath("python3"), "python3 is not on the PATH");
-    }
-
-    private static boolean onPath(String tool) {
-        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static Run exec(Path dir, List<String> command) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-        pb.environment().put("PYTHONIOENCODING", "utf-8");
-        pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), UTF_8);
-        assertTrue(p.waitFor(90, TimeUnit.SECONDS), String.join(" ", command) + " timed out");
-        return new Run(p.exitValue(), out);
+        assumeOnPath("python3");
     }
 
     /** perf_report.py on json, writing to docs; returns the markdown (latest.json is left in docs). */
@@ -67,32 +47,17 @@ class PerfReportTest {
         List<String> cmd = new ArrayList<>(List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--docs",
                 docs.toString(), "--date", "2026-01-02", "--machine", "2 x Test GPU"));
         cmd.addAll(List.of(extra));
-        Run r = exec(tmp, cmd);
+        Run r = exec(tmp, PYTHON_ENV, cmd);
         assertEquals(0, r.status(), String.join(" ", cmd) + " failed:\n" + r.out());
         // it prints latest.json as it writes it
         assertEquals(Files.readString(docs.resolve("latest.json")), r.out());
         return Files.readString(docs.resolve("2026-01-02.md"));
     }
 
-    /** lines, one after the other, as whole lines of md. */
-    private static void assertLines(String md, String... lines) {
-        assertTrue(("\n" + md).contains("\n" + String.join("\n", lines) + "\n"), String.join("\n", lines) + "\n--- in:\n" + md);
-    }
-
     // ---------------------------------------------------------------- fixture writing (the -J schema)
 
     private static double[] t(double... v) {
         return v;
-    }
-
-    private static String result(String op, long size, String placement, boolean graph, double timeUs, double busbw,
-            String extra) {
-        boolean reduces = op.equals("all_reduce") || op.equals("reduce") || op.equals("reduce_scatter");
-        boolean rooted = op.equals("broadcast") || op.equals("reduce") || op.equals("gather") || op.equals("scatter");
-        return "{\"op\": \"" + op + "\", \"size\": " + size + ", \"count\": " + size / 4 + ", \"type\": \"float\", "
-                + "\"redop\": \"" + (reduces ? "sum" : "none") + "\", \"root\": " + (rooted ? 0 : -1) + ", \"placement\": \""
-                + placement + "\", \"graph\": " + graph + ", \"time_us\": " + timeUs + ", \"algbw\": " + busbw
-                + ", \"busbw\": " + busbw + ", " + extra + "}";
     }
 
     /** A document as nccl_perf_baseline, nccl4j-perf or torch_allreduce.py write it; repeats: init_repeat_ms or null. */

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.nccl4j.examples.launch.Tools.ROOT;
+import static org.nccl4j.examples.launch.Tools.executable;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,7 +14,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
@@ -38,7 +39,7 @@ import java.util.stream.Stream;
  * returns its exit status, output and the recorded calls, in order.
  */
 final class ScriptSandbox {
-    static final Path SCRIPTS = Path.of("").toAbsolutePath().getParent().resolve("scripts");
+    static final Path SCRIPTS = ROOT.resolve("scripts");
     static final String CUDA_TARGETS = "/usr/local/cuda/targets/x86_64-linux/lib";
     static final String CUDA_LIB64 = "/usr/local/cuda/lib64";
     /** When this machine has the CUDA directories, the scripts add them: LD_LIBRARY_PATH is then not checked. */
@@ -158,7 +159,7 @@ final class ScriptSandbox {
         try (InputStream in = ScriptSandbox.class.getResourceAsStream("fake-tool.sh")) {
             Files.copy(in, p, StandardCopyOption.REPLACE_EXISTING);
         }
-        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
+        executable(p);
     }
 
     static void delete(Path dir) throws IOException {
@@ -199,9 +200,7 @@ final class ScriptSandbox {
         e.put("LD_LIBRARY_PATH", "/opt/ld");
         e.put("JAVA_OPTS", "-Dx=1 -Dy=2");
         e.put("NOT_FORWARDED", "kept");
-        for (int i = 0; i < more.length; i += 2) {
-            e.put(more[i], more[i + 1]);
-        }
+        e.putAll(env(more));
         return e;
     }
 

@@ -18,19 +18,19 @@ import static org.nccl4j.examples.launch.ScriptSandbox.fake;
 import static org.nccl4j.examples.launch.ScriptSandbox.job;
 import static org.nccl4j.examples.launch.ScriptSandbox.masked;
 import static org.nccl4j.examples.launch.ScriptSandbox.x;
+import static org.nccl4j.examples.launch.Tools.exec;
+import static org.nccl4j.examples.launch.Tools.executable;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
@@ -39,6 +39,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.examples.launch.ScriptSandbox.Call;
 import org.nccl4j.examples.launch.ScriptSandbox.Result;
+import org.nccl4j.examples.launch.Tools.Run;
 
 /**
  * The bash scripts of {@code scripts/}, run on the CPU against fakes. Each test copies the scripts into a temporary
@@ -86,27 +87,6 @@ class ScriptsTest {
         logs = box.logs;
     }
 
-    private Path makeBundle(Path dir) throws IOException {
-        return box.makeBundle(dir);
-    }
-
-    private Path makeBuild() throws IOException {
-        return box.makeBuild();
-    }
-
-    private Map<String, String> baseEnv() {
-        return box.baseEnv();
-    }
-
-    private Result run(Path script, Map<String, String> extra, String... args) throws Exception {
-        return box.run(script, extra, args);
-    }
-
-    private Result runIn(Map<String, String> start, Path script, Map<String, String> extra, String... args)
-            throws Exception {
-        return box.runIn(start, script, extra, args);
-    }
-
     // ---------------------------------------------------------------- all scripts
 
     @Test
@@ -117,10 +97,8 @@ class ScriptsTest {
         }
         assertTrue(scripts.size() >= 10, scripts.toString());
         for (Path p : scripts) {
-            Process pr = new ProcessBuilder("bash", "-n", p.toString()).redirectErrorStream(true).start();
-            String out = new String(pr.getInputStream().readAllBytes(), UTF_8);
-            assertTrue(pr.waitFor(30, TimeUnit.SECONDS));
-            assertEquals(0, pr.exitValue(), p + ": " + out);
+            Run r = exec(null, Map.of(), 30, List.of("bash", "-n", p.toString()));
+            assertEquals(0, r.status(), p + ": " + r.out());
         }
     }
 
@@ -142,10 +120,8 @@ class ScriptsTest {
     /** Runs {@code code} in bash under {@code set -euo pipefail} after sourcing the checkout's scripts/env.sh. */
     private Result envSh(String code, String... kv) throws Exception {
         Path snippet = base.resolve("snippet.sh");
-        Files.writeString(snippet, "#!/usr/bin/env bash\nset -euo pipefail\n. " + root.resolve("scripts/env.sh") + "\n" + code
-                + "\n");
-        Files.setPosixFilePermissions(snippet, PosixFilePermissions.fromString("rwxr-xr-x"));
-        return run(snippet, env(kv));
+        executable(snippet, "#!/usr/bin/env bash\nset -euo pipefail\n. " + root.resolve("scripts/env.sh") + "\n" + code + "\n");
+        return box.run(snippet, env(kv));
     }
 
     private Path cudaTargets() throws IOException {
@@ -216,7 +192,7 @@ class ScriptsTest {
 
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
-        Path jar = makeBuild();
+        Path jar = box.makeBuild();
         Result r = envSh("nccl4j_classpath " + bundle + "; nccl4j_classpath --wildcard " + bundle + "; nccl4j_examples_jar "
                 + root + "; nccl4j_build_classpath " + root + "; nccl4j_find_java x; nccl4j_java_home",
                 "JAVA_HOME", jdk.toString());
@@ -238,7 +214,7 @@ class ScriptsTest {
         Path lone = Files.createDirectories(base.resolve("lone"));
         for (String s : List.of("nccl4j-run", "gpu-test.sh")) {
             Files.copy(SCRIPTS.resolve(s), lone.resolve(s), StandardCopyOption.COPY_ATTRIBUTES);
-            Result r = run(lone.resolve(s), job());
+            Result r = box.run(lone.resolve(s), job());
             assertEquals(2, r.status(), r.toString());
             assertEquals(s + ": " + lone + "/env.sh is missing", r.err().strip());
             assertEquals(List.of(), r.tools());
@@ -250,11 +226,11 @@ class ScriptsTest {
     void eachScriptPutsTheCudaDirectoriesWhereItDid() throws Exception {
         String t = cudaTargets().toString();
         String l = cudaLib64().toString();
-        makeBuild();
+        box.makeBuild();
         Map<String, String> cuda = job("NCCL4J_CUDA_LIB_DIRS", t + ":" + l, "LOG_DIR", logs.toString(), "NP", "2",
                 "FAKE_JAVA_OUT", SUMMARY);
 
-        Result r = run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
+        Result r = box.run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
         assertEquals(0, r.status(), r.toString());
         for (Call c : r.of("java")) {
             assertEquals(t + ":/opt/ld", c.env("LD_LIBRARY_PATH"));
@@ -262,34 +238,34 @@ class ScriptsTest {
 
         Map<String, String> e = new LinkedHashMap<>(cuda);
         e.put("EXAMPLES", "AllReduce");
-        r = run(root.resolve("scripts/examples-gpu.sh"), e);   // lib64 first, then nccl4j-run puts targets first
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), e);   // lib64 first, then nccl4j-run puts targets first
         assertEquals(0, r.status(), r.toString());
         assertEquals(t + ":" + l + ":" + l + ":" + t + ":/opt/ld", r.of("java").get(0).env("LD_LIBRARY_PATH"));
         assertEquals(l + ":" + t + ":/opt/ld", r.of("java").get(1).env("LD_LIBRARY_PATH"));
         assertEquals(l + ":" + t + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
 
-        r = run(bundle.resolve("nccl4j-run"), cuda, "-np", "2", "X");   // targets first
+        r = box.run(bundle.resolve("nccl4j-run"), cuda, "-np", "2", "X");   // targets first
         assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
-        r = run(root.resolve("scripts/nccl4j-allreduce"), cuda);   // targets first
+        r = box.run(root.resolve("scripts/nccl4j-allreduce"), cuda);   // targets first
         assertEquals(t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
-        r = run(bundle.resolve("nccl4j-perf"), cuda);   // lib64 first
+        r = box.run(bundle.resolve("nccl4j-perf"), cuda);   // lib64 first
         assertEquals(l + ":" + t + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
 
         e = new LinkedHashMap<>(cuda);
         e.put("OUT_DIR", base.resolve("scale").toString());
         e.put("PHASES", "4");
-        r = run(root.resolve("scripts/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
+        r = box.run(root.resolve("scripts/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
         assertEquals(0, r.status(), r.toString());
         assertEquals(t + ":" + l + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
         assertEquals(l + ":" + t + ":" + t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
         e.put("NCCL4J_CUDA_LIB_DIRS", base.resolve("no-t") + ":" + base.resolve("no-l"));
-        r = run(root.resolve("scripts/scale-run.sh"), e);   // whether or not they exist
+        r = box.run(root.resolve("scripts/scale-run.sh"), e);   // whether or not they exist
         assertEquals(base.resolve("no-t") + ":" + base.resolve("no-l") + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
 
         e = new LinkedHashMap<>(cuda);
         e.put("RESULTS_DIR", base.resolve("ddp").toString());
         e.put("LD_LIBRARY_PATH", "/opt/ld:" + t);
-        r = run(root.resolve("scripts/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
+        r = box.run(root.resolve("scripts/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
         assertEquals(l + ":/opt/ld:" + t, r.first("mpirun").env("LD_LIBRARY_PATH"));
         for (Call c : r.of("java")) {
             assertEquals(l + ":/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
@@ -298,7 +274,7 @@ class ScriptsTest {
             assertEquals("/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
         }
 
-        r = run(root.resolve("scripts/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
+        r = box.run(root.resolve("scripts/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
                 root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", base.resolve("pc").toString(),
                 "--repeats", "1", "--docs", base.resolve("docs").toString());   // the targets directory only
         assertEquals(0, r.status(), r.toString());
@@ -308,11 +284,11 @@ class ScriptsTest {
 
     @Test
     void nccl4jAsRootOverridesTheUidForMpirun() throws Exception {
-        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("--allow-run-as-root", "--bind-to"), r.first("mpirun").args().subList(0, 2));
-        r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "NCCL4J_AS_ROOT", "0"));
         assertEquals(0, r.status(), r.toString());
         assertEquals("--bind-to", r.first("mpirun").args().get(0));
@@ -322,7 +298,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
-        Result r = run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
         assertEquals(List.of("-L"), r.first("nvidia-smi").args());
@@ -364,7 +340,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestLeavesOutAllowRunAsRootForOtherUsersAndKeepsAGivenCommId() throws Exception {
-        Result r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "FAKE_UID", "1000", "NCCL_COMM_ID", "10.0.0.1:1234", "NP", "2"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
@@ -378,7 +354,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestOnOneGpuSkipsMpirunAndTestsNarrowsTheClasses() throws Exception {
-        Result r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "NP", "1", "TESTS", ".*StreamTest"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java"), r.tools(), r.toString());
@@ -393,14 +369,14 @@ class ScriptsTest {
 
     @Test
     void gpuTestFailsWhenATestFailsOrThereIsNoBundle() throws Exception {
-        Result r = run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
                 "FAKE_JAVA_OUT", "[         2 tests successful      ]\\n[         1 tests failed          ]"));
         assertEquals(1, r.status(), r.toString());
         assertEquals("2 passed, 1 failed", r.outLines().get(r.outLines().size() - 1));
 
         delete(bundle);
         Files.createDirectories(base.resolve("empty"));
-        r = run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString()), base.resolve("empty").toString());
+        r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString()), base.resolve("empty").toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.out().contains("no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"), r.toString());
     }
@@ -409,7 +385,7 @@ class ScriptsTest {
 
     @Test
     void examplesGpuRunsEachExampleUnderNccl4jRunThenUnderMpirun() throws Exception {
-        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(),
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(),
                 "EXAMPLES", "AllReduce;DdpSimple --average avg"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java",
@@ -452,7 +428,7 @@ class ScriptsTest {
 
     @Test
     void examplesGpuReportsFailuresAndLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
-        Result r = run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "FAKE_JAVA_STATUS", "3", "NP", "3", "RUN_TIMEOUT", "7"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
@@ -473,8 +449,8 @@ class ScriptsTest {
 
     @Test
     void nccl4jRunInItsBundleRunsTheLauncherOnTheBundlesJavaAndJars() throws Exception {
-        makeBuild();
-        Result r = run(bundle.resolve("nccl4j-run"), job("CLASSPATH", "/my/classes"), "-np", "2", "DdpSimple", "--x", "a b");
+        box.makeBuild();
+        Result r = box.run(bundle.resolve("nccl4j-run"), job("CLASSPATH", "/my/classes"), "-np", "2", "DdpSimple", "--x", "a b");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         Call c = r.first("java");
@@ -489,14 +465,15 @@ class ScriptsTest {
 
     @Test
     void nccl4jRunTakesNccl4jBundleFirstAndRefusesOneWithoutJava() throws Exception {
-        makeBuild();
-        Path other = makeBundle(base.resolve("other-bundle"));
-        Result r = run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", other.toString()), "-np", "1", "X");
+        box.makeBuild();
+        Path other = box.makeBundle(base.resolve("other-bundle"));
+        Result r = box.run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", other.toString()), "-np", "1", "X");
         assertEquals(0, r.status(), r.toString());
         assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(launcher(classpath(other), "-np", "1", "X"), r.first("java").args());
 
-        r = run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", base.resolve("nothing").toString()), "-np", "1", "X");
+        r = box.run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", base.resolve("nothing").toString()), "-np", "1",
+                "X");
         assertEquals(2, r.status(), r.toString());
         assertEquals(List.of(), r.tools());
         assertTrue(r.err().contains("nccl4j-run: NCCL4J_BUNDLE=" + base.resolve("nothing") + " has no jre/bin/java"), r.err());
@@ -504,14 +481,14 @@ class ScriptsTest {
 
     @Test
     void nccl4jRunWithNccl4jClasspathUsesJavaHomeElseThePathsJava() throws Exception {
-        Result r = run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar:/b/*", "JAVA_HOME", jdk.toString()),
+        Result r = box.run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar:/b/*", "JAVA_HOME", jdk.toString()),
                 "-np", "2", "Y");
         assertEquals(0, r.status(), r.toString());
         assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
         assertEquals(launcher("/a.jar:/b/*", "-np", "2", "Y"), r.first("java").args());
 
-        r = run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar", "JAVA_HOME", base.resolve("nojdk").toString()),
-                "-np", "2", "Y");
+        r = box.run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar", "JAVA_HOME",
+                base.resolve("nojdk").toString()), "-np", "2", "Y");
         assertEquals(0, r.status(), r.toString());
         assertEquals(bin.resolve("java").toString(), r.first("java").exe());
         assertEquals(launcher("/a.jar", "-np", "2", "Y"), r.first("java").args());
@@ -525,18 +502,18 @@ class ScriptsTest {
                     .orElseThrow();
             Files.copy(real, minbin.resolve(t), StandardCopyOption.COPY_ATTRIBUTES);
         }
-        Map<String, String> start = baseEnv();
+        Map<String, String> start = box.baseEnv();
         start.put("PATH", minbin.toString());
-        Result r = runIn(start, bundle.resolve("nccl4j-run"), env("NCCL4J_CLASSPATH", "/a.jar"), "-np", "2", "Y");
+        Result r = box.runIn(start, bundle.resolve("nccl4j-run"), env("NCCL4J_CLASSPATH", "/a.jar"), "-np", "2", "Y");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("nccl4j-run: no java found: set JAVA_HOME or put java on PATH (JDK or JRE 17+)"), r.err());
     }
 
     @Test
     void nccl4jRunInACheckoutUsesTheBuildThenTheBundleThenBuilds() throws Exception {
-        Path jar = makeBuild();
+        Path jar = box.makeBuild();
         String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
-        Result r = run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
+        Result r = box.run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
@@ -544,13 +521,13 @@ class ScriptsTest {
         assertLd("/opt/ld", r.first("java"));
 
         delete(root.resolve("nccl4j-examples"));
-        r = run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
+        r = box.run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
         assertEquals(0, r.status(), r.toString());
         assertEquals(bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(launcher(classpath(bundle), "-np", "2", "Z"), r.first("java").args());
 
         delete(bundle);
-        r = run(root.resolve("scripts/nccl4j-run"), job("FAKE_MVN_BUILD", "1"), "-np", "2", "Z");
+        r = box.run(root.resolve("scripts/nccl4j-run"), job("FAKE_MVN_BUILD", "1"), "-np", "2", "Z");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("mvn", "java"), r.tools());
         assertEquals(List.of("-q", "-B", "-DskipTests", "package"), r.first("mvn").args());
@@ -568,9 +545,9 @@ class ScriptsTest {
 
     @Test
     void nccl4jPerfTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
-        Path jar = makeBuild();
-        Path other = makeBundle(base.resolve("other-bundle"));
-        Result r = run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "-t", "all_reduce",
+        Path jar = box.makeBuild();
+        Path other = box.makeBundle(base.resolve("other-bundle"));
+        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "-t", "all_reduce",
                 "-b", "8");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
@@ -579,24 +556,24 @@ class ScriptsTest {
         assertEquals(perf(other + "/lib/*", JAVA_OPTS, "-t", "all_reduce", "-b", "8"), c.args());
         assertLd("/opt/ld", c);
 
-        r = run(other.resolve("nccl4j-perf"), job(), "-g", "2");   // the copy in a bundle outside a checkout
+        r = box.run(other.resolve("nccl4j-perf"), job(), "-g", "2");   // the copy in a bundle outside a checkout
         assertEquals(0, r.status(), r.toString());
         assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(perf(other + "/lib/*", JAVA_OPTS, "-g", "2"), r.first("java").args());
 
-        r = run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");   // bundle/ before the build
+        r = box.run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");   // bundle/ before the build
         assertEquals(0, r.status(), r.toString());
         assertEquals(bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, "-g", "2"), r.first("java").args());
 
         delete(bundle);
         String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
-        r = run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");
+        r = box.run(root.resolve("scripts/nccl4j-perf"), job("JAVA_HOME", jdk.toString()), "-g", "2");
         assertEquals(0, r.status(), r.toString());
         assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
         assertEquals(perf(buildCp, JAVA_OPTS, "-g", "2"), r.first("java").args());
 
-        r = run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
+        r = box.run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
         assertEquals(0, r.status(), r.toString());
         assertEquals(bin.resolve("java").toString(), r.first("java").exe());
         assertEquals(perf(buildCp, JAVA_OPTS, "-g", "2"), r.first("java").args());
@@ -605,7 +582,7 @@ class ScriptsTest {
     @Test
     void nccl4jPerfWithoutBundleOrBuildSaysSo() throws Exception {
         delete(bundle);
-        Result r = run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
+        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
         assertEquals(2, r.status(), r.toString());
         assertEquals(List.of(), r.tools());
         assertTrue(r.err().contains("nccl4j-perf: no bundle and no build found: run 'mvn -DskipTests package' in " + root
@@ -616,9 +593,9 @@ class ScriptsTest {
 
     @Test
     void nccl4jAllreduceRunsTheAllReduceExampleOnThePathsJava() throws Exception {
-        Path jar = makeBuild();
+        Path jar = box.makeBuild();
         String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
-        Result r = run(root.resolve("scripts/nccl4j-allreduce"), job("JAVA_HOME", jdk.toString()), "--bytes", "1M");
+        Result r = box.run(root.resolve("scripts/nccl4j-allreduce"), job("JAVA_HOME", jdk.toString()), "--bytes", "1M");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         Call c = r.first("java");
@@ -627,7 +604,7 @@ class ScriptsTest {
         assertLd("/opt/ld", c);
 
         delete(root.resolve("nccl4j-examples"));
-        r = run(root.resolve("scripts/nccl4j-allreduce"), job("FAKE_MVN_BUILD", "1"));
+        r = box.run(root.resolve("scripts/nccl4j-allreduce"), job("FAKE_MVN_BUILD", "1"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("mvn", "java"), r.tools());
         assertEquals(List.of("-q", "-B", "-DskipTests", "package"), r.first("mvn").args());
@@ -636,7 +613,7 @@ class ScriptsTest {
         assertEquals(args(JAVA_OPTS, "-cp", buildCp, "org.nccl4j.examples.AllReduce"), r.first("java").args());
 
         delete(root.resolve("nccl4j-examples"));
-        r = run(root.resolve("scripts/nccl4j-allreduce"), job());
+        r = box.run(root.resolve("scripts/nccl4j-allreduce"), job());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("mvn"), r.tools());
     }
@@ -646,7 +623,8 @@ class ScriptsTest {
     @Test
     void scaleRunQuickRunsCAndJavaUnderMpirunTheAlgorithmsTheTwoHostSimulationAndTheExamples() throws Exception {
         Path out = base.resolve("scale");
-        Result r = run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID", "1000"));
+        Result r = box.run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID",
+                "1000"));
         assertEquals(0, r.status(), r.toString());
         List<String> mpiRun = List.of("timeout", "mpirun");
         List<String> expectedTools = args("nvidia-smi", mpiRun, "nccl_perf_baseline", "nccl_perf_baseline", mpiRun, "java",
@@ -718,7 +696,7 @@ class ScriptsTest {
     @Test
     void scaleRunSmallSizesAndAFailure() throws Exception {
         Path out = base.resolve("scale");
-        Result r = run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
+        Result r = box.run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
                 "NP", "3", "FAKE_JAVA_STATUS", "4", "RUN_TIMEOUT", "9"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
@@ -736,7 +714,7 @@ class ScriptsTest {
     @Test
     void ddpCompareRunsNccl4jUnderMpirunAndAloneThenPyTorchAndPrintsTheTable() throws Exception {
         Path results = base.resolve("ddp");
-        Result r = run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+        Result r = box.run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
                 "MASTER_PORT", "29555", "FAKE_JAVA_OUT",
                 "RESULT impl=nccl4j mode=ddp median_ms=6.4 hidden_fraction=0.8 loss_first=1.5 loss_last=0.9",
                 "FAKE_PYTHON_OUT", "RESULT impl=torch mode=ddp median_ms=6.7 hidden_fraction=na loss_first=1.5 loss_last=0.9"
@@ -786,13 +764,13 @@ class ScriptsTest {
 
     @Test
     void ddpCompareNeedsTheBundleAndEnoughGpus() throws Exception {
-        Result r = run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
+        Result r = box.run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
                 "FAKE_GPUS", "1", "PYTHON", bin.resolve("python3").toString()));
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("ddp-compare: 2 GPUs needed, nvidia-smi lists 1"), r.err());
         assertFalse(r.tools().contains("mpirun"));
 
-        r = run(root.resolve("scripts/ddp-compare.sh"), job(), base.resolve("nothing").toString());
+        r = box.run(root.resolve("scripts/ddp-compare.sh"), job(), base.resolve("nothing").toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("ddp-compare: no " + base.resolve("nothing") + "/jre/bin/java (run scripts/gpu-bundle.sh)"),
                 r.err());
@@ -803,7 +781,7 @@ class ScriptsTest {
     @Test
     void perfTimelineWithoutNsysFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -847,7 +825,7 @@ class ScriptsTest {
         Path tracer = Files.createFile(Files.createDirectories(base.resolve("cupti")).resolve("libkernel_trace.so"));
         // a trace of an earlier run, which must not reach the report
         Path stale = Files.createFile(Files.createDirectories(out.resolve("c-trace")).resolve("trace-1.csv"));
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", tracer.toString(), "FAKE_PYTHON_OUT", "the report"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -890,7 +868,7 @@ class ScriptsTest {
     void perfTimelineFindsTheTracerThatBuildShBuiltAndNsysComesFirst() throws Exception {
         Path out = base.resolve("timeline");
         Path built = Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "NSYS", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: NSYS=none: the CUPTI kernel tracer " + built + " instead"), r.out());
@@ -900,7 +878,7 @@ class ScriptsTest {
 
         // with nsys, the tracer is not used
         fake(bin.resolve("nsys"));
-        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(2, r.of("mpirun").size(), r.toString());
@@ -915,14 +893,14 @@ class ScriptsTest {
     void perfTimelineWithTracerNoneFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
         Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
                 + "/opt/nvidia/nsight-systems), TRACER=none: per-operation events instead"), r.out());
         assertOpTimes(r, out);
 
-        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "NSYS", "none", "TRACER", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: NSYS=none, TRACER=none: per-operation events instead"), r.out());
@@ -932,7 +910,7 @@ class ScriptsTest {
     @Test
     void perfTimelineRefusesNsysOrTracerPathsThatAreNotThere() throws Exception {
         Path notExecutable = Files.createFile(base.resolve("nsys"));
-        Result r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
                 base.resolve("timeline").toString(), "NSYS", notExecutable.toString()), bundle.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-timeline: NSYS=" + notExecutable + " is not an executable (a path to nsys, or none)"),
@@ -940,7 +918,7 @@ class ScriptsTest {
         assertEquals(List.of(), r.of("mpirun"));
 
         Path missing = base.resolve("no/libkernel_trace.so");
-        r = run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
                 base.resolve("timeline").toString(), "TRACER", missing.toString()), bundle.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-timeline: TRACER=" + missing + " is not a file (a path to libkernel_trace.so, or none)"),
@@ -950,7 +928,7 @@ class ScriptsTest {
 
     @Test
     void perfCompareHelpPrintsTheHeader() throws Exception {
-        Result r = run(root.resolve("scripts/perf-compare.sh"), job(), "--help");
+        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("# One command on a GPU machine: nccl4j against C, side by side, and a report.", lines.get(0));
@@ -961,18 +939,18 @@ class ScriptsTest {
         assertTrue(lines.get(lines.size() - 1).endsWith("bounded by RUN_TIMEOUT seconds (default 240)."), r.out());
         assertEquals(List.of(), r.tools());
 
-        r = run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
+        r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-compare: unknown argument --bogus (--help)"), r.err());
         for (String[] bad : new String[][] {{"--repeats", "0"}, {"--small-repeats", "x"}, {"--large-repeats", "-3"}}) {
-            r = run(root.resolve("scripts/perf-compare.sh"), job(), bad);
+            r = box.run(root.resolve("scripts/perf-compare.sh"), job(), bad);
             assertEquals(2, r.status(), r.toString());
             assertTrue(r.err().contains("perf-compare: " + bad[0] + " '" + bad[1] + "' must be a whole number >= 1"),
                     r.err());
             assertEquals(List.of(), r.of("mpirun"), "nothing ran");
         }
         Path nothing = base.resolve("no-bundle");
-        r = run(root.resolve("scripts/perf-compare.sh"), job(), "--bundle", nothing.toString());
+        r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--bundle", nothing.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-compare: no bundle at " + nothing + " (scripts/gpu-bundle.sh)"), r.err());
         assertEquals(List.of(), r.of("mpirun"), "nothing ran");
@@ -983,7 +961,7 @@ class ScriptsTest {
         Path out = base.resolve("perf-out");
         Path docs = base.resolve("docs");
         Path baseline = root.resolve("perf/native/build/nccl_perf_baseline");
-        Result r = run(root.resolve("scripts/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
+        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
                 "--out", out.toString(), "--repeats", "1", "--docs", docs.toString());
         assertEquals(0, r.status(), r.toString());
         List<Call> mpiruns = r.of("mpirun");
@@ -1075,7 +1053,7 @@ class ScriptsTest {
     @Test
     void perfCompareLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
         Path out = base.resolve("perf-out");
-        Result r = run(root.resolve("scripts/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
+        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
                 root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", out.toString(), "--repeats", "1",
                 "--docs", base.resolve("docs").toString());
         assertEquals(0, r.status(), r.toString());
