@@ -33,6 +33,12 @@
 #                             exist. --dedupe: not those already in LD_LIBRARY_PATH. --print: prints the new value
 #                             instead of setting LD_LIBRARY_PATH.
 #   nccl4j_mpi_root_args      sets the array nccl4j_mpi_root to (--allow-run-as-root) when running as root, else ()
+#   nccl4j_mpi_logged DIR NAME NP PORT CMD...
+#                             runs CMD under mpirun -np NP (one process per GPU) with the per-rank command in
+#                             DIR/NAME.rank.sh, so that mpirun parses none of CMD's arguments, and the output in
+#                             DIR/NAME.log; mpirun gets nccl4j_mpi_root, --bind-to ${BIND:-none}, the caller's array
+#                             nccl4j_mpi_opts (the -x options), -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=PORT, and
+#                             RUN_TIMEOUT seconds (default 240); returns mpirun's status
 #   nccl4j_mpi_forward_args NAME...
 #                             sets the array nccl4j_mpi_fwd to (-x VAR ...), for mpirun, with every exported variable
 #                             (in `compgen -e` order) whose name starts with a NAME ending in '_' (NCCL_) or equals
@@ -138,4 +144,15 @@ nccl4j_mpi_forward_args() { # NAME...
   nccl4j_mpi_fwd=()
   for v in $(compgen -e | grep -E "^($re)"); do nccl4j_mpi_fwd+=(-x "$v"); done
   return 0
+}
+
+# shellcheck disable=SC2154  # nccl4j_mpi_opts is the caller's
+nccl4j_mpi_logged() { # DIR NAME NP PORT CMD...
+  local dir=$1 name=$2 np=$3 port=$4
+  shift 4
+  local script="$dir/$name.rank.sh"
+  { echo '#!/usr/bin/env bash'; printf 'exec'; printf ' %q' "$@"; echo; } > "$script"
+  chmod +x "$script"
+  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" \
+      "${nccl4j_mpi_opts[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$script" > "$dir/$name.log" 2>&1
 }

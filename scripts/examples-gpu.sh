@@ -20,6 +20,7 @@ nccl4j_cuda_libs --reverse
 java="$bundle/jre/bin/java"
 cp=$(nccl4j_classpath "$bundle")
 nccl4j_mpi_root_args
+nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ LD_LIBRARY_PATH
 IFS=';' read -r -a runs <<< "${EXAMPLES:-AllReduce;DdpSimple;DdpSimple --average avg;ZeroShards;ZeroShards --average premul;ZeroShards --average avg;ReadmeSum;DdpTraining --steps 12}"
 
 passed=0
@@ -31,11 +32,11 @@ record() { # name status log
 for run in "${runs[@]}"; do
   read -r -a args <<< "$run"
   n=$((n + 1))
-  log="$log_dir/$n-run-$(echo "${args[*]}" | tr ' ' '_').log"
+  tag=$(echo "${args[*]}" | tr ' ' '_')
+  log="$log_dir/$n-run-$tag.log"
   timeout "$limit" "$bundle/nccl4j-run" -np "$np" "${args[@]}" > "$log" 2>&1
   record "nccl4j-run -np $np ${args[*]}" $? "$log"
-  log="$log_dir/$n-mpirun-$(echo "${args[*]}" | tr ' ' '_').log"
-  nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ LD_LIBRARY_PATH
+  log="$log_dir/$n-mpirun-$tag.log"
   timeout "$limit" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output -np "$np" "${nccl4j_mpi_fwd[@]}" \
       -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29700 + n)) \
       "$java" ${JAVA_OPTS:-} -cp "$cp" "org.nccl4j.examples.${args[0]}" "${args[@]:1}" > "$log" 2>&1

@@ -150,16 +150,13 @@ variant() {
     case "$set" in *" $n "*) ;; *) fwd+=(-x "$n") ;; esac
   done
 }
-# mpirun with the per-rank command in a script, so that mpirun parses none of its arguments
-mpi() { # name cmd...   (with the variant's vx and fwd)
+# mpirun with the per-rank command in a script (env.sh's nccl4j_mpi_logged), with the variant's vx and fwd
+mpi() { # name cmd...
   local name=$1; shift
-  local script="$out/raw/$name.rank.sh"
-  { echo '#!/usr/bin/env bash'; printf 'exec'; printf ' %q' "$@"; echo; } > "$script"
-  chmod +x "$script"
   port=$((port + 1))
   echo "== $name: mpirun -np $np${vx[*]:+ ${vx[*]}} $*"
-  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" "${fwd[@]}" \
-      "${vx[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port "$script" > "$out/raw/$name.log" 2>&1
+  nccl4j_mpi_opts=("${fwd[@]}" "${vx[@]}")
+  nccl4j_mpi_logged "$out/raw" "$name" "$np" "$port" "$@"
   local s=$?
   [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); failed+=("$name")
                   tail -5 "$out/raw/$name.log"; }

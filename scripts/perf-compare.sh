@@ -94,41 +94,42 @@ nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ NVSHMEM_ TORCH_ LD_LIBRARY_PATH JAVA
 port=29600
 failures=0
 
-# mpirun with the per-rank command in a script, so that mpirun parses none of its arguments
+# mpirun with the per-rank command in a script (env.sh's nccl4j_mpi_logged). BIND: Open MPI's binding of the ranks,
+# the same for C and Java (default none; e.g. BIND=numa).
+nccl4j_mpi_opts=("${nccl4j_mpi_fwd[@]}")
 mpi() { # name cmd...
   local name=$1; shift
-  local script="$out/raw/$name.rank.sh"
-  { echo '#!/usr/bin/env bash'; printf 'exec'; printf ' %q' "$@"; echo; } > "$script"
-  chmod +x "$script"
   port=$((port + 1))
   echo "== $name: mpirun -np $np $*"
-  # BIND: Open MPI's binding of the ranks, the same for C and Java (default none; e.g. BIND=numa).
-  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" "${nccl4j_mpi_fwd[@]}" \
-      -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port "$script" > "$out/raw/$name.log" 2>&1
-  local s=$?
-  [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }
+  nccl4j_mpi_logged "$out/raw" "$name" "$np" "$port" "$@"
+  counted "$name" $?
 }
-one() { # name cmd...
+one() { # name cmd...: one process (nccl4j-perf -g N)
   local name=$1; shift
   echo "== $name: $*"
   timeout "${RUN_TIMEOUT:-240}" "$@" > "$out/raw/$name.log" 2>&1
-  local s=$?
-  [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$name.log"; }
+  counted "$name" $?
+}
+counted() { # name status: a failed run is counted and its log's end shown
+  [ "$2" = 0 ] || { echo "   failed with status $2 (see $out/raw/$1.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$1.log"; }
 }
 j() { echo "$out/json/$1.json"; }
+# trio NAME ARGS...: C (c-NAME), Java one process per GPU (java-np-NAME) and Java -g N (java-g-NAME) with ARGS;
+# nccl4j-perf without its JIT wait (untimed_jit)
+trio() {
+  local name=$1; shift
+  mpi "c-$name" "$baseline" "$@" -J "$(j "c-$name")"
+  mpi "java-np-$name" "$perf" "$@" "${untimed_jit[@]}" -J "$(j "java-np-$name")"
+  one "java-g-$name" "$perf" "$@" "${untimed_jit[@]}" -g "$np" -J "$(j "java-g-$name")"
+}
 
 start=$(date +%s)
 init=(-t all_reduce -b 8 -e 8 -n 10 -w 2 -c 0 --init_repeats "${INIT_REPEATS:-10}")
 untimed_jit=(--jit_quiet_ms 0)   # nccl4j-perf only: no JIT wait where the first timed loops are not host-bound
 for r in $(seq 1 "$repeats"); do
-  mpi "c-init-$r" "$baseline" "${init[@]}" -J "$(j c-init-$r)"
-  mpi "java-np-init-$r" "$perf" "${init[@]}" "${untimed_jit[@]}" -J "$(j java-np-init-$r)"
-  one "java-g-init-$r" "$perf" "${init[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-init-$r)"
+  trio "init-$r" "${init[@]}"
 done
-check=(-t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all)
-mpi c-check "$baseline" "${check[@]}" -J "$(j c-check)"
-mpi java-np-check "$perf" "${check[@]}" "${untimed_jit[@]}" -J "$(j java-np-check)"
-one java-g-check "$perf" "${check[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-check)"
+trio check -t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all
 small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
 small_repeats=${small_repeats:-$repeats}
 for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
@@ -142,17 +143,12 @@ for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
   mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j java-np-graph-small-$r)"
   one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 1000 -J "$(j java-g-graph-small-$r)"
 done
-curve=(-t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0)
-mpi c-eager-curve "$baseline" "${curve[@]}" -J "$(j c-eager-curve)"
-mpi java-np-eager-curve "$perf" "${curve[@]}" "${untimed_jit[@]}" -J "$(j java-np-eager-curve)"
-one java-g-eager-curve "$perf" "${curve[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-eager-curve)"
+trio eager-curve -t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0
 large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
 # Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
 # as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
 for r in $(seq 1 "${large_repeats:-$repeats}"); do
-  mpi "c-eager-large-$r" "$baseline" "${large[@]}" -J "$(j c-eager-large-$r)"
-  mpi "java-np-eager-large-$r" "$perf" "${large[@]}" "${untimed_jit[@]}" -J "$(j java-np-eager-large-$r)"
-  one "java-g-eager-large-$r" "$perf" "${large[@]}" "${untimed_jit[@]}" -g "$np" -J "$(j java-g-eager-large-$r)"
+  trio "eager-large-$r" "${large[@]}"
 done
 sizes=$(for k in $(seq 0 13); do printf '%s,' $((8 << k)); done)67108864,268435456,1073741824
 if [ "$np" -ge 2 ]; then

@@ -92,6 +92,7 @@ if [ -z "$nsys" ]; then
         "builds where CUPTI is): per-operation events instead"
   fi
 fi
+declare -A prog=([c]=$baseline [java]=$root/scripts/nccl4j-perf)   # the program of each side
 if [ -z "$nsys" ] && [ -n "$tracer" ]; then
   for side in c java; do
     mkdir -p "$out/$side-trace"
@@ -99,9 +100,8 @@ if [ -z "$nsys" ] && [ -n "$tracer" ]; then
   done
   for r in 1 2; do
     for side in c java; do
-      if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
       mpi "$side-trace-$r" -x CUDA_INJECTION64_PATH="$tracer" -x KERNEL_TRACE_DIR="$out/$side-trace" \
-          -x KERNEL_TRACE_API=1 "${cmd[@]}"
+          -x KERNEL_TRACE_API=1 "${prog[$side]}" "${args[@]}"
     done
   done
   python3 "$root/perf/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" --api | tee "$out/timeline.md"
@@ -109,8 +109,9 @@ if [ -z "$nsys" ] && [ -n "$tracer" ]; then
 fi
 if [ -z "$nsys" ]; then
   for r in 1 2; do
-    mpi "c-op-times-$r" "$baseline" "${args[@]}" --op_times 1 -J "$out/c-op-times-$r.json"
-    mpi "java-op-times-$r" "$root/scripts/nccl4j-perf" "${args[@]}" --op_times 1 -J "$out/java-op-times-$r.json"
+    for side in c java; do
+      mpi "$side-op-times-$r" "${prog[$side]}" "${args[@]}" --op_times 1 -J "$out/$side-op-times-$r.json"
+    done
   done
   for r in 1 2; do
     python3 "$root/perf/timeline_report.py" --op-times "$out/c-op-times-$r.json" "$out/java-op-times-$r.json"
@@ -119,8 +120,8 @@ if [ -z "$nsys" ]; then
 fi
 "$nsys" --version > "$out/nsys-version.txt" 2>&1
 for side in c java; do
-  if [ "$side" = c ]; then cmd=("$baseline" "${args[@]}"); else cmd=("$root/scripts/nccl4j-perf" "${args[@]}"); fi
-  mpi "$side" "$nsys" profile -t cuda --force-overwrite true -o "$out/$side-rank%q{OMPI_COMM_WORLD_RANK}" "${cmd[@]}"
+  mpi "$side" "$nsys" profile -t cuda --force-overwrite true -o "$out/$side-rank%q{OMPI_COMM_WORLD_RANK}" \
+      "${prog[$side]}" "${args[@]}"
   for rep in "$out/$side"-rank*.nsys-rep; do
     [ -e "$rep" ] || continue
     "$nsys" stats -q -r cuda_gpu_trace -f csv --force-export true -o "${rep%.nsys-rep}" "$rep" \

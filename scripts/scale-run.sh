@@ -38,6 +38,11 @@ mpi() { timeout "${RUN_TIMEOUT:-240}" mpirun --allow-run-as-root --bind-to none 
 status=0
 run() { local name=$1; shift; "$@" > "$out/$name.log" 2>&1; local s=$?; echo "$name: exit $s"; [ $s = 0 ] || status=1; }
 has() { case " $phases " in *" $1 "*) return 0 ;; esac; return 1; }
+both() { # name args...: the C baseline (c-name), then nccl4j-perf (java-name), one process per GPU
+  local name=$1; shift
+  run "c-$name" mpi "$base" "$@" -J "$out/c-$name.json"
+  run "java-$name" mpi "$perf" "$@" -J "$out/java-$name.json"
+}
 
 if has 1; then
   if [ "$quick" = 1 ]; then ladders=("-b 8 -e 256M -f 32 -n 20 -w 5"); else ladders=("-b 8 -e 32M -f 2 -n 50 -w 5" "-b 64M -e 1G -f 2 -n 100 -w 5"); fi
@@ -46,16 +51,13 @@ if has 1; then
     for l in "${ladders[@]}"; do
       k=$((k + 1))
       # shellcheck disable=SC2086
-      run "c-all-$k-$r" mpi "$base" -t all $l -c 0 -J "$out/c-all-$k-$r.json"
-      # shellcheck disable=SC2086
-      run "java-all-$k-$r" mpi "$perf" -t all $l -c 0 -J "$out/java-all-$k-$r.json"
+      both "all-$k-$r" -t all $l -c 0
     done
   done
 fi
 if has 2 && [ "$quick" != 1 ]; then
   for r in $(seq 1 "$repeats"); do
-    run "c-small-$r" mpi "$base" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0 -J "$out/c-small-$r.json"
-    run "java-small-$r" mpi "$perf" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0 -J "$out/java-small-$r.json"
+    both "small-$r" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0
   done
 fi
 if has 3; then
