@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The report of scripts/perf-ab.sh: the C baseline against nccl4j-perf in alternating rounds, per variant.
 
-  perf/ab_report.py --json-dir DIR --variants V1[,V2...] --rounds R      (markdown on stdout)
+  perf/ab_report.py --json-dir DIR --variants V1[,V2...] --rounds R [--order cj|jc|alternate]   (markdown on stdout)
 
 Files read (in --json-dir), each in nccl4j-perf's -J shape: c-<variant>-<round>.json (the C baseline) and
 java-<variant>-<round>.json (nccl4j-perf), for every variant of --variants and every round 1..R. A case is one
 (op, size, placement, type, redop, root) of the results, in the order the results first list them. For each
 variant, a table with a row per case: each round's C and Java time_us, their medians over the rounds, Java - C and
 Java / C of the two medians, and each round's Java - C. With several variants, then a table of each variant's
-Java - C (of the medians) per case. A file that is missing or unreadable is named at the top, and the figures are
+Java - C (of the medians) per case. --order (default cj) is perf-ab.sh's, for the sentence that says which side
+ran first. A file that is missing or unreadable is named at the top, and the figures are
 those of the rounds present: a median over the rounds that have the value, a round's Java - C only where both
 sides have it; n/a where there is nothing. Exit status 0 when the report is written (files missing or not), 2 on
 bad arguments.
@@ -20,6 +21,11 @@ import re
 
 from perf_common import case_key, human, median_or_none, minus
 
+ORDERS = {
+    "cj": "Each round ran C, then Java",
+    "jc": "Each round ran Java, then C",
+    "alternate": "Odd rounds ran C, then Java, and even rounds Java, then C",
+}
 CASE_HEAD = "| operation | size | placement | type | redop | root |"
 CASE_ALIGN = "|---|---:|---|---|---|---:|"
 
@@ -69,6 +75,7 @@ def main():
     p.add_argument("--json-dir", required=True)
     p.add_argument("--variants", required=True, help="the variant names, ','-separated, in perf-ab.sh's order")
     p.add_argument("--rounds", required=True, type=int)
+    p.add_argument("--order", default="cj", choices=sorted(ORDERS), help="which side ran first in a round")
     a = p.parse_args()
     variants = a.variants.split(",")
     if a.rounds < 1:
@@ -105,7 +112,7 @@ def main():
                  "Command lines without -J: C `" + (command_line(first["c"]) if "c" in first else "n/a")
                  + "`, nccl4j-perf `" + (command_line(first["java"]) if "java" in first else "n/a") + "`.")
         L.append("")
-    L.append("Times in us (time_us, the time column: per operation). Each round ran C, then Java, for each variant in "
+    L.append(f"Times in us (time_us, the time column: per operation). {ORDERS[a.order]}, for each variant in "
              "turn. The medians are over the rounds; Java - C and Java / C are of the two medians.")
     L.append("")
     if absent:

@@ -4,6 +4,7 @@
 # by about +/-0.5 % from run to run, so a smaller difference between C and Java needs them run alternately, often.
 #
 #   scripts/perf-ab.sh [--bundle DIR] [--baseline BIN] [--np N] [--rounds R] [--out DIR] [--java-args "ARGS"]
+#                      [--order cj|jc|alternate] [--perf PROGRAM]
 #                      [--variant NAME[:VAR=VALUE[,VAR=VALUE...]]]... -- <arguments for both programs>
 #   e.g. scripts/perf-ab.sh --variant default --variant cdmc1:CUDA_DEVICE_MAX_CONNECTIONS=1 \
 #            -- -t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0
@@ -14,6 +15,12 @@
 #   --rounds     rounds (default 4)
 #   --out        raw logs, JSON and the report (default: perf-results/ab of this checkout)
 #   --java-args  more arguments for nccl4j-perf only, split at spaces (e.g. "--jit_quiet_ms 0")
+#   --order      which program runs first in a round: cj (default) C then Java; jc Java then C; alternate C then
+#                Java in odd rounds, Java then C in even ones (with an even number of rounds, a cost of running
+#                second falls on both sides alike)
+#   --perf       the program in the Java place (default scripts/nccl4j-perf): another build's launcher, or the C
+#                baseline itself for an A/A run that shows how far two runs of one program differ (its results
+#                are still named java-...)
 #   --variant    an environment to run both programs in: NAME (letters, digits, '_', '-'; unique), then after ':'
 #                VAR=VALUE pairs, ','-separated, which mpirun gives to every rank of C and of Java (-x VAR=VALUE).
 #                A VALUE holds no ','; it may hold '=' and spaces (quote the argument), e.g.
@@ -22,8 +29,8 @@
 #   after --     the arguments of both programs, nccl-tests style. Not -J (--output_file), which the script sets,
 #                nor -g (--ngpus): the script runs one process per GPU.
 #
-# Each round runs, for each variant in turn: the C baseline under mpirun -np N, then nccl4j-perf under mpirun -np N,
-# each with -J <out>/json/<c|java>-<variant>-<round>.json, its log in <out>/raw/<c|java>-<variant>-<round>.log. The
+# Each round runs, for each variant in turn: the C baseline under mpirun -np N, then nccl4j-perf under mpirun -np N
+# (or the other way round, --order), each with -J <out>/json/<c|java>-<variant>-<round>.json, its log in <out>/raw/<c|java>-<variant>-<round>.log. The
 # job's variables that perf-compare.sh forwards (NCCL_*, NCCL4J_*, CUDA_*, NVSHMEM_*, LD_LIBRARY_PATH, JAVA_OPTS)
 # reach every rank too, but for those the variant sets. Then perf/ab_report.py writes <out>/ab.md, which is printed:
 # per variant and case (operation, size, placement, type, redop, root), each round's C and Java time_us, their
@@ -43,6 +50,8 @@ np=2
 rounds=4
 out=
 java_args=
+order=cj
+perf=$root/scripts/nccl4j-perf
 specs=()          # the --variant arguments, in order
 prog=()           # the arguments after --
 dashdash=0
@@ -58,12 +67,18 @@ while [ $# -gt 0 ]; do
     --rounds) need "$@"; rounds=$2; shift 2 ;;
     --out) need "$@"; out=$2; shift 2 ;;
     --java-args) need "$@"; java_args=$2; shift 2 ;;
+    --order) need "$@"; order=$2; shift 2 ;;
+    --perf) need "$@"; perf=$2; shift 2 ;;
     --variant) need "$@"; specs+=("$2"); shift 2 ;;
     --) dashdash=1; shift; prog=("$@"); break ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the header comment
     *) echo "perf-ab: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
+case "$order" in
+  cj|jc|alternate) ;;
+  *) echo "perf-ab: --order '$order' must be cj (C first), jc (Java first) or alternate" >&2; exit 2 ;;
+esac
 for opt in "rounds=$rounds" "np=$np"; do
   v=${opt#*=}
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ab: --${opt%%=*} '$v' must be a whole number >= 1" >&2; exit 2; }
@@ -121,6 +136,7 @@ refuse "--java-args" "${jargs[@]}"
 bundle_dir=$(cd "$bundle" 2>/dev/null && pwd) || { echo "perf-ab: no bundle at $bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
 bundle=$bundle_dir
 [ -x "$bundle/jre/bin/java" ] || { echo "perf-ab: $bundle has no jre/bin/java" >&2; exit 2; }
+[ -x "$perf" ] || { echo "perf-ab: --perf '$perf' is not an executable file" >&2; exit 2; }
 if [ ! -x "$baseline" ]; then
   echo "== building the C baseline (perf/native/build.sh)"
   "$root/perf/native/build.sh" || { echo "perf-ab: the C baseline did not build" >&2; exit 2; }
@@ -130,7 +146,6 @@ mkdir -p "$out/raw" "$out/json"
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID            # Java ranks exchange the id over TCP (MASTER_ADDR), C over MPI_Bcast
 nccl4j_cuda_libs --first
-perf=$root/scripts/nccl4j-perf
 nccl4j_mpi_root_args
 nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ NVSHMEM_ LD_LIBRARY_PATH JAVA_OPTS
 port=29900
@@ -173,14 +188,20 @@ for r in $(seq 1 "$rounds"); do
   for i in "${!names[@]}"; do
     v=${names[i]}
     variant "${specs[i]}"
-    mpi "c-$v-$r" "$baseline" "${prog[@]}" -J "$(j "c-$v-$r")"
-    mpi "java-$v-$r" "$perf" "${prog[@]}" "${jargs[@]}" -J "$(j "java-$v-$r")"
+    if [ "$order" = jc ] || { [ "$order" = alternate ] && [ $((r % 2)) = 0 ]; }; then sides="java c"; else sides="c java"; fi
+    for side in $sides; do
+      if [ "$side" = c ]; then
+        mpi "c-$v-$r" "$baseline" "${prog[@]}" -J "$(j "c-$v-$r")"
+      else
+        mpi "java-$v-$r" "$perf" "${prog[@]}" "${jargs[@]}" -J "$(j "java-$v-$r")"
+      fi
+    done
   done
 done
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed${failed[*]:+: ${failed[*]}}"
 
 python3 "$root/perf/ab_report.py" --json-dir "$out/json" --variants "$(IFS=,; echo "${names[*]}")" --rounds "$rounds" \
-    > "$out/ab.md" || { echo "   the report failed (perf/ab_report.py)"; failures=$((failures + 1)); }
+    --order "$order" > "$out/ab.md" || { echo "   the report failed (perf/ab_report.py)"; failures=$((failures + 1)); }
 cat "$out/ab.md"
 echo "== report: $out/ab.md; raw: $out"
 [ "$failures" = 0 ]

@@ -154,7 +154,7 @@ class PerfAbTest {
         List<Call> py = r.of("python3");
         assertEquals(1, py.size(), r.toString());
         assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default,q",
-                "--rounds", "2"), py.get(0).args());
+                "--rounds", "2", "--order", "cj"), py.get(0).args());
         assertEquals("the report\n", Files.readString(out.resolve("ab.md")));
         List<String> lines = r.outLines();
         assertTrue(lines.contains("== round 2 of 2"), r.out());
@@ -188,7 +188,37 @@ class PerfAbTest {
                 r.first("nccl_perf_baseline").args());
         assertEquals(b.bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default",
-                "--rounds", "4"), r.first("python3").args());
+                "--rounds", "4", "--order", "cj"), r.first("python3").args());
+    }
+
+    /**
+     * --order: jc runs Java first in every round, alternate C first in odd rounds and Java first in even ones, and the
+     * report is told which. --perf puts another program in the Java place (here the C baseline: an A/A run), with the
+     * Java place's arguments and -J file.
+     */
+    @Test
+    void orderChoosesWhoRunsFirstAndPerfReplacesTheJavaProgram() throws Exception {
+        ScriptSandbox b = box();
+        Path out = b.base.resolve("ab");
+        Path baseline = b.root.resolve("perf/native/build/nccl_perf_baseline");
+        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "3", "--order",
+                "alternate", "--variant", "a", "--variant", "b:X=1", "--", PROG));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("c-a-1", "java-a-1", "c-b-1", "java-b-1", "java-a-2", "c-a-2", "java-b-2", "c-b-2", "c-a-3",
+                "java-a-3", "c-b-3", "java-b-3"), r.of("mpirun").stream().map(PerfAbTest::runName).collect(Collectors.toList()));
+        assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "a,b",
+                "--rounds", "3", "--order", "alternate"), r.first("python3").args());
+
+        r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "2", "--order", "jc",
+                "--perf", baseline, "--java-args", "--op_times 1", "--", PROG));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java-default-1", "c-default-1", "java-default-2", "c-default-2"),
+                r.of("mpirun").stream().map(PerfAbTest::runName).collect(Collectors.toList()));
+        assertEquals("#!/usr/bin/env bash\nexec " + baseline + " " + String.join(" ", PROG) + " --op_times 1 -J "
+                + out.resolve("json/java-default-1.json") + "\n", Files.readString(out.resolve("raw/java-default-1.rank.sh")));
+        assertEquals(List.of(), r.of("java"), r.toString());
+        assertEquals(8, r.of("nccl_perf_baseline").size(), r.toString());   // 2 rounds x 2 places x 2 ranks
+        assertEquals(List.of("--order", "jc"), r.first("python3").args().subList(7, 9));
     }
 
     @Test
@@ -248,6 +278,14 @@ class PerfAbTest {
                 List.of("perf-ab: unknown argument --bogus (--help)", "--bogus", "--", "-t", "all_reduce"),
                 List.of("perf-ab: --rounds needs a value (--help)", "--rounds"),
                 List.of("perf-ab: --variant needs a value (--help)", "--variant"),
+                List.of("perf-ab: --order needs a value (--help)", "--order"),
+                List.of("perf-ab: --perf needs a value (--help)", "--perf"),
+                List.of("perf-ab: --order 'x' must be cj (C first), jc (Java first) or alternate", "--order", "x", "--", "-t",
+                        "all_reduce"),
+                List.of("perf-ab: --order 'CJ' must be cj (C first), jc (Java first) or alternate", "--order", "CJ", "--",
+                        "-t", "all_reduce"),
+                List.of("perf-ab: --perf '" + b.base.resolve("nothing") + "' is not an executable file", "--perf",
+                        b.base.resolve("nothing").toString(), "--", "-t", "all_reduce"),
                 List.of("perf-ab: --rounds '0' must be a whole number >= 1", "--rounds", "0", "--", "-t", "all_reduce"),
                 List.of("perf-ab: --rounds '1.5' must be a whole number >= 1", "--rounds", "1.5", "--", "-t", "all_reduce"),
                 List.of("perf-ab: --rounds 'x' must be a whole number >= 1", "--rounds", "x", "--", "-t", "all_reduce"),
@@ -453,5 +491,28 @@ class PerfAbTest {
         r = report(d, "a/b", 1);
         assertEquals(2, r.status(), r.out());
         assertTrue(r.out().contains("--variants: 'a/b' is not a variant name"), r.out());
+        r = exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", d.toString(), "--variants", "a",
+                "--rounds", "1", "--order", "ca"));
+        assertEquals(2, r.status(), r.out());
+        assertTrue(r.out().contains("--order: invalid choice: 'ca'"), r.out());
+    }
+
+    /** The sentence on who ran first follows --order; without it, perf-ab.sh's default (C first). */
+    @Test
+    void reportSaysWhichSideRanFirst() throws Exception {
+        Path d = Files.createDirectories(tmp.resolve("json"));
+        doc(d, "c-default-1", ar64("out-of-place", 250.0));
+        doc(d, "java-default-1", ar64("out-of-place", 251.0));
+        String tail = ", for each variant in turn. The medians are over the rounds; Java - C and Java / C are of the two "
+                + "medians.";
+        assertLines(markdown(d, "default", 1), "Times in us (time_us, the time column: per operation). Each round ran C, then Java"
+                + tail);
+        for (String[] o : new String[][] {{"cj", "Each round ran C, then Java"}, {"jc", "Each round ran Java, then C"},
+                {"alternate", "Odd rounds ran C, then Java, and even rounds Java, then C"}}) {
+            Run r = exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", d.toString(), "--variants",
+                    "default", "--rounds", "1", "--order", o[0]));
+            assertEquals(0, r.status(), r.out());
+            assertLines(r.out(), "Times in us (time_us, the time column: per operation). " + o[1] + tail);
+        }
     }
 }
