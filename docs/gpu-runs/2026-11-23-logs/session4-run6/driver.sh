@@ -25,7 +25,7 @@ run() { # name row-size mpirun-args-and-command...
 prog() { # variant round args...
   local v=$1 r=$2; shift 2
   local side=${v%%@*} at=${v#*@} cmd row=8
-  [ "$3" = 64M ] && row=67108864
+  [ "$4" = 64M ] && row=67108864
   if [ $side = c ]; then cmd=($BASE "$@"); else cmd=(scripts/nccl4j-perf "$@"); fi
   if [ "$at" = free ]; then run $v-$r $row "${cmd[@]}"; else run $v-$r $row -x PIN_BASE=$at "$here/pin.sh" "${cmd[@]}"; fi
 }
