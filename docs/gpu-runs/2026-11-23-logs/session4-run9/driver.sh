@@ -27,7 +27,8 @@ prog() { # variant round
   case $1 in
     c) run c-$2 $BASE $ARGS ;;
     java) run java-$2 scripts/nccl4j-perf $ARGS ;;
-    java+mpi) run java+mpi-$2 -x OMPI_MCA_opal_signal= -x LD_PRELOAD=$B/jre/lib/libjsig.so:$W/libmpiinit.so scripts/nccl4j-perf $ARGS ;;
+    java+mpi) run java+mpi-$2 -x OMPI_MCA_opal_signal= env LD_PRELOAD=$B/jre/lib/libjsig.so:$W/libmpiinit.so \
+                  $B/jre/bin/java -Djava.awt.headless=true -cp "$B/lib/*" org.nccl4j.examples.perf.Perf $ARGS ;;
   esac
 }
 ORDER=(c java java+mpi)
