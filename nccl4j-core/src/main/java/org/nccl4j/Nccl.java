@@ -69,6 +69,10 @@ public final class Nccl {
      * Starts a group ({@code ncclGroupStart}); closing it calls {@code ncclGroupEnd}. Use with
      * try-with-resources: {@code try (var g = Nccl.group()) { ... }}.
      *
+     * <p>Each call allocates one {@link Group} (16 bytes, {@code CollectiveAllocationBenchmark.groupOfTwo}): the JIT
+     * cannot remove it, because try-with-resources hands it to {@code close()} on its exception path too. Loops that
+     * must not allocate use {@link #groupStart()} and {@link #groupEnd()}.
+     *
      * @return the open group
      */
     public static Group group() {
