@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import java.io.PrintStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
@@ -81,23 +82,38 @@ public final class Examples {
      *
      * @param name the example's name, for the message
      * @param body returns 0 when the example's check passed, 1 when it failed
+     * @return the body's status, or 2
      */
-    static int exitStatus(String name, IntSupplier body) {
+    public static int exitStatus(String name, IntSupplier body) {
+        return exitStatus(name, body, System.err);
+    }
+
+    /**
+     * {@link #exitStatus(String, IntSupplier)} with the message written to {@code err}.
+     *
+     * @param name the program's name, which starts the message
+     * @param body returns the program's status
+     * @param err where the message goes
+     * @return the body's status, or 2 when it threw {@link NcclUnavailableException}, the CUDA runtime's
+     *         failure to load, or a {@link CudaException} meaning no usable GPU ({@code cudaErrorStubLibrary},
+     *         {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice})
+     */
+    public static int exitStatus(String name, IntSupplier body, PrintStream err) {
         try {
             return body.getAsInt();
         } catch (NcclUnavailableException e) {
-            System.err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
+            err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
             return 2;
         } catch (IllegalStateException e) {
             if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
-                System.err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
+                err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
                 return 2;
             }
             throw e;
         } catch (CudaException e) {
             for (int code : NO_GPU_CODES) {
                 if (e.code() == code) {
-                    System.err.println(name + ": no usable GPU on this machine.\n" + e.getMessage());
+                    err.println(name + ": no usable GPU on this machine.\n" + e.getMessage());
                     return 2;
                 }
             }

@@ -18,9 +18,9 @@ import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
+import org.nccl4j.examples.Examples;
 import org.nccl4j.examples.StepStats;
 import org.nccl4j.jni.NcclLibrary;
-import org.nccl4j.jni.NcclUnavailableException;
 
 /**
  * nccl4j-perf: nccl-tests' benchmarks, written with nccl4j, with nccl-tests' flags, output columns and
@@ -47,29 +47,31 @@ public final class Perf {
      * @param argv see {@link PerfArgs#USAGE}
      */
     public static void main(String[] argv) {
-        int status;
+        System.exit(status(argv, System.out, System.err));
+    }
+
+    /**
+     * What {@link #main} does but for exiting: parses the flags, prints the usage for {@code -h}, runs.
+     *
+     * @param argv see {@link PerfArgs#USAGE}
+     * @param out where the usage and rank 0's report go
+     * @param err where refusals and the no-GPU/CUDA/NCCL message go
+     * @return the exit status: 0; 1 when an element was wrong; 2 on a usage error, or when there is no NCCL, no
+     *         CUDA runtime or no usable GPU ({@link Examples#exitStatus(String, java.util.function.IntSupplier,
+     *         PrintStream)})
+     */
+    static int status(String[] argv, PrintStream out, PrintStream err) {
         try {
             PerfArgs args = PerfArgs.parse(argv);
             if (args.help) {
-                System.out.println(PerfArgs.USAGE);
-                return;
+                out.println(PerfArgs.USAGE);
+                return 0;
             }
-            status = run(args, System.out);
+            return Examples.exitStatus(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
-            System.err.println("nccl4j-perf: " + e.getMessage());
-            status = 2;
-        } catch (NcclUnavailableException e) {
-            System.err.println("nccl4j-perf: NCCL is not available on this machine.\n" + e.getMessage());
-            status = 2;
-        } catch (IllegalStateException e) {
-            if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
-                System.err.println("nccl4j-perf: no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
-                status = 2;
-            } else {
-                throw e;
-            }
+            err.println(TOOL + ": " + e.getMessage());
+            return 2;
         }
-        System.exit(status);
     }
 
     /**
