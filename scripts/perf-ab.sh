@@ -23,9 +23,10 @@
 #                are still named java-...)
 #   --variant    an environment to run both programs in: NAME (letters, digits, '_', '-'; unique), then after ':'
 #                VAR=VALUE pairs, ','-separated, which mpirun gives to every rank of C and of Java (-x VAR=VALUE).
-#                A VALUE holds no ','; it may hold '=' and spaces (quote the argument), e.g.
-#                --variant "quiet:JAVA_OPTS=-XX:+UseSerialGC -XX:CICompilerCount=2". Repeatable, run in the order
-#                given; without --variant, one variant "default" with no extra environment.
+#                A ',' inside a VALUE is written '\,'; a VALUE may hold '=' and spaces (quote the argument), e.g.
+#                --variant "quiet:JAVA_OPTS=-XX:+UseSerialGC -XX:CICompilerCount=2" or
+#                --variant 'dbg:NCCL_DEBUG=INFO,NCCL_DEBUG_SUBSYS=INIT\,TUNING'. Repeatable, run in the order given;
+#                without --variant, one variant "default" with no extra environment.
 #   after --     the arguments of both programs, nccl-tests style. Not -J (--output_file), which the script sets,
 #                nor -g (--ngpus): the script runs one process per GPU.
 #
@@ -84,14 +85,17 @@ for opt in "rounds=$rounds" "np=$np"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ab: --${opt%%=*} '$v' must be a whole number >= 1" >&2; exit 2; }
 done
 
-# pairs_of SPEC: sets the array pairs to the VAR=VALUE items after the ':' of a --variant argument (none without ':')
+# pairs_of SPEC: sets the array pairs to the VAR=VALUE items after the ':' of a --variant argument (none without
+# ':'), split at each ',' that is not written '\,'; a '\,' becomes ','
 pairs_of() {
-  local rest
+  local rest item unit=$'\x1f'
   pairs=()
   case "$1" in *:*) ;; *) return 0 ;; esac
   rest=${1#*:}
+  rest=${rest//\\,/$unit}
   while :; do
-    pairs+=("${rest%%,*}")
+    item=${rest%%,*}
+    pairs+=("${item//$unit/,}")
     case "$rest" in *,*) rest=${rest#*,} ;; *) break ;; esac
   done
 }

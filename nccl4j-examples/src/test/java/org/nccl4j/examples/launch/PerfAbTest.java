@@ -191,6 +191,29 @@ class PerfAbTest {
                 "--rounds", "4", "--order", "cj"), r.first("python3").args());
     }
 
+    /** A '\,' in a variant's VALUE is a ',' of the value, not a separator; the other ',' still separate. */
+    @Test
+    void aVariantValueMayHoldAnEscapedComma() throws Exception {
+        ScriptSandbox b = box();
+        Path out = b.base.resolve("ab");
+        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "1", "--variant",
+                "dbg:NCCL_DEBUG=INFO,NCCL_DEBUG_SUBSYS=INIT\\,TUNING\\,ENV,X=a b", "--", PROG));
+        assertEquals(0, r.status(), r.toString());
+        List<Call> mpiruns = r.of("mpirun");
+        assertEquals(2, mpiruns.size(), r.toString());
+        for (Call m : mpiruns) {
+            List<String> a = m.args();
+            int at = a.indexOf("NCCL_DEBUG=INFO");
+            assertEquals(List.of("-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV", "-x", "X=a b"),
+                    a.subList(at - 1, at + 5), a.toString());
+        }
+        for (Call rank : List.of(r.first("nccl_perf_baseline"), r.first("java"))) {
+            assertEquals("INIT,TUNING,ENV", rank.env("NCCL_DEBUG_SUBSYS"));
+            assertEquals("INFO", rank.env("NCCL_DEBUG"));
+            assertEquals("a b", rank.env("X"));
+        }
+    }
+
     /**
      * --order: jc runs Java first in every round, alternate C first in odd rounds and Java first in even ones, and the
      * report is told which. --perf puts another program in the Java place (here the C baseline: an A/A run), with the
