@@ -39,6 +39,11 @@
 #                             DIR/NAME.log; mpirun gets nccl4j_mpi_root, --bind-to ${BIND:-none}, the caller's array
 #                             nccl4j_mpi_opts (the -x options), -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=PORT, and
 #                             RUN_TIMEOUT seconds (default 240); returns mpirun's status
+#   nccl4j_baseline TOOL ROOT [--quiet]
+#                             when $baseline (the caller's variable) is not an executable file: builds the checkout
+#                             ROOT's C baseline (perf/native/build.sh; its output shown after a "== building" line,
+#                             or hidden with --quiet) and sets baseline to ROOT/perf/native/build/nccl_perf_baseline;
+#                             when the build fails, says "TOOL: the C baseline did not build" on stderr and returns 2
 #   nccl4j_mpi_forward_args NAME...
 #                             sets the array nccl4j_mpi_fwd to (-x VAR ...), for mpirun, with every exported variable
 #                             (in `compgen -e` order) whose name starts with a NAME ending in '_' (NCCL_) or equals
@@ -155,4 +160,17 @@ nccl4j_mpi_logged() { # DIR NAME NP PORT CMD...
   chmod +x "$script"
   timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" \
       "${nccl4j_mpi_opts[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$script" > "$dir/$name.log" 2>&1
+}
+
+# shellcheck disable=SC2034  # baseline is the caller's
+nccl4j_baseline() { # TOOL ROOT [--quiet]
+  local tool=$1 root=$2 quiet=${3:-}
+  [ -x "${baseline:-}" ] && return 0
+  if [ "$quiet" = --quiet ]; then
+    "$root/perf/native/build.sh" > /dev/null
+  else
+    echo "== building the C baseline (perf/native/build.sh)"
+    "$root/perf/native/build.sh"
+  fi || { echo "$tool: the C baseline did not build" >&2; return 2; }
+  baseline=$root/perf/native/build/nccl_perf_baseline
 }

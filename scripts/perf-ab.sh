@@ -141,11 +141,7 @@ bundle_dir=$(cd "$bundle" 2>/dev/null && pwd) || { echo "perf-ab: no bundle at $
 bundle=$bundle_dir
 [ -x "$bundle/jre/bin/java" ] || { echo "perf-ab: $bundle has no jre/bin/java" >&2; exit 2; }
 [ -x "$perf" ] || { echo "perf-ab: --perf '$perf' is not an executable file" >&2; exit 2; }
-if [ ! -x "$baseline" ]; then
-  echo "== building the C baseline (perf/native/build.sh)"
-  "$root/perf/native/build.sh" || { echo "perf-ab: the C baseline did not build" >&2; exit 2; }
-  baseline=$root/perf/native/build/nccl_perf_baseline
-fi
+nccl4j_baseline perf-ab "$root" || exit 2
 mkdir -p "$out/raw" "$out/json"
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID            # Java ranks exchange the id over TCP (MASTER_ADDR), C over MPI_Bcast

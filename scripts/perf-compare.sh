@@ -77,11 +77,7 @@ np=${np:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 given_bundle=$bundle
 bundle=$(cd "$given_bundle" 2>/dev/null && pwd) || { echo "perf-compare: no bundle at $given_bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
 [ -x "$bundle/jre/bin/java" ] || { echo "perf-compare: $bundle has no jre/bin/java" >&2; exit 2; }
-if [ ! -x "$baseline" ]; then
-  echo "== building the C baseline (perf/native/build.sh)"
-  "$root/perf/native/build.sh" || { echo "perf-compare: the C baseline did not build" >&2; exit 2; }
-  baseline=$root/perf/native/build/nccl_perf_baseline
-fi
+nccl4j_baseline perf-compare "$root" || exit 2
 mkdir -p "$out/raw" "$out/json" "$docs"
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID            # Java ranks exchange the id over TCP (MASTER_ADDR), C over MPI_Bcast

@@ -47,10 +47,7 @@ else
   nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems-*/bin/nsys \
       /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 fi
-if [ ! -x "$baseline" ]; then
-  "$root/perf/native/build.sh" > /dev/null || { echo "perf-timeline: the C baseline did not build" >&2; exit 2; }
-  baseline=$root/perf/native/build/nccl_perf_baseline
-fi
+nccl4j_baseline perf-timeline "$root" --quiet || exit 2
 # the CUPTI tracer, looked for after the build above (which builds it too), used only without nsys
 if [ "${TRACER:-}" = none ]; then
   tracer=

@@ -190,6 +190,44 @@ class ScriptsTest {
         assertEquals(List.of("", "0"), r.outLines().stream().map(String::strip).collect(Collectors.toList()));
     }
 
+    /**
+     * nccl4j_baseline, which perf-ab, perf-compare and perf-timeline call: nothing when $baseline is executable; else
+     * perf/native/build.sh of ROOT (output shown after a "== building" line, or hidden with --quiet) and baseline set
+     * to what it builds; status 2 and the tool's message when the build fails.
+     */
+    @Test
+    void envShBuildsTheBaselineOnlyWhenMissing() throws Exception {
+        Path r = base.resolve("r");
+        Path build = r.resolve("perf/native/build.sh");
+        Files.createDirectories(build.getParent());
+        Path built = r.resolve("perf/native/build/nccl_perf_baseline");
+        executable(build, "#!/usr/bin/env bash\necho compiling\nmkdir -p " + built.getParent() + "\nprintf '#!/bin/sh\\n' > "
+                + built + "\nchmod +x " + built + "\n");
+        String show = "; echo \"status $? baseline=$baseline\"";
+        Path given = executable(base.resolve("given-baseline"), "#!/bin/sh\n");
+
+        Result res = envSh("baseline=" + given + "; nccl4j_baseline perf-ab " + r + show);
+        assertEquals(List.of("status 0 baseline=" + given), res.outLines(), res.toString());
+        assertFalse(Files.exists(built));
+
+        res = envSh("baseline=" + base.resolve("none") + "; nccl4j_baseline perf-ab " + r + show);
+        assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "compiling", "status 0 baseline=" + built),
+                res.outLines(), res.toString());
+        assertTrue(Files.isExecutable(built));
+
+        Files.delete(built);
+        res = envSh("baseline=; nccl4j_baseline perf-timeline " + r + " --quiet" + show);
+        assertEquals(List.of("status 0 baseline=" + built), res.outLines(), res.toString());
+
+        executable(build, "#!/usr/bin/env bash\necho 'nvcc: not found'\nexit 1\n");
+        Files.delete(built);
+        res = envSh("baseline=" + base.resolve("none") + "; nccl4j_baseline perf-compare " + r + " || echo \"status $? baseline=$baseline\"");
+        assertEquals(0, res.status(), res.toString());
+        assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "nvcc: not found",
+                "status 2 baseline=" + base.resolve("none")), res.outLines(), res.toString());
+        assertEquals("perf-compare: the C baseline did not build", res.err().strip());
+    }
+
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
         Path jar = box.makeBuild();
