@@ -30,6 +30,7 @@ from perf_common import case_key, human, median_or_none, minus
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
 FAST_MARGIN_US = 1.0
+LEVEL_GAP = 0.05   # two bandwidth levels: their means at least this fraction of the upper one apart
 
 
 def load(path):
@@ -110,9 +111,9 @@ def fast_times(a_by, b_by):
     return fa, fb
 
 
-def mode_cut(values):
-    """The threshold between the two modes of per-run medians (Otsu's: the cut between sorted values that leaves
-    the least variance within the two groups), when the groups' means are at least 1 us apart; else None."""
+def otsu_cut(values, apart):
+    """The threshold between two groups of values (Otsu's: the cut between sorted values that leaves the least
+    variance within the two groups), when there are 4 values or more and apart(lower mean, upper mean); else None."""
     v = sorted(values)
     if len(v) < 4:
         return None
@@ -124,9 +125,42 @@ def mode_cut(values):
         if best is None or within < best[0]:
             best = (within, i)
     i = best[1]
-    if statistics.mean(v[i:]) - statistics.mean(v[:i]) < 1.0:
+    if not apart(statistics.mean(v[:i]), statistics.mean(v[i:])):
         return None
     return (v[i - 1] + v[i]) / 2
+
+
+def mode_cut(values):
+    """The threshold between the fast and the slow mode of per-run medians (us), when the two groups' means are at
+    least 1 us apart; else None."""
+    return otsu_cut(values, lambda lo, hi: hi - lo >= 1.0)
+
+
+def level_cut(values):
+    """The threshold between two per-run bandwidth levels (GB/s), when the two groups' means are at least LEVEL_GAP
+    of the upper one apart; else None."""
+    return otsu_cut(values, lambda lo, hi: hi - lo >= LEVEL_GAP * hi)
+
+
+def level_line(c_runs, j_runs):
+    """The sub-item comparing C and Java within each of two bandwidth levels, or None when the runs make one level."""
+    cut = level_cut(c_runs + j_runs)
+    if cut is None:
+        return None
+
+    def runs(n):
+        return f"{n} run" + ("" if n == 1 else "s")
+
+    def level(where, keep):
+        c = [v for v in c_runs if keep(v)]
+        j = [v for v in j_runs if keep(v)]
+        mc, mj = median_or_none(c), median_or_none(j)
+        ratio = mj / mc if mc and mj is not None else None
+        return (f"{where} it C {fmt(mc, 1)} ({runs(len(c))}) and Java {fmt(mj, 1)} ({runs(len(j))}), "
+                f"Java / C {fmt(ratio, 3)}")
+
+    return (f"  - two levels, split at {cut:.1f} GB/s: " + level("above", lambda v: v > cut) + "; "
+            + level("below", lambda v: v < cut))
 
 
 def fmt(v, digits=2):
@@ -348,14 +382,20 @@ def main():
     L.append("")
     below = [(op, s, pl) for op, s, pl, c, j, g, r in large_rows if r is not None and r < 0.995]
     if below:
-        L.append("Every run of the cases below 0.995 (GB/s, in run order), to tell a per-run level from a steady gap:")
+        L.append("Every run of the cases below 0.995 (GB/s, in run order), to tell a per-run level from a steady gap. "
+                 f"Where the runs of both sides fall into two levels at least {LEVEL_GAP:.0%} apart (Otsu's split over "
+                 "all of them), each level's medians are compared too:")
         L.append("")
         per_run = lambda ds, k: [r["busbw"] for d in ds for r in d.get("results", [])
                                  if (r["op"], int(r["size"]), r["placement"]) == k and r["type"] == "float"
                                  and r["redop"] in ("sum", "none")]
         for k in below:
-            L.append(f"- {k[0]} {human(k[1])} {k[2]}: C " + " ".join(f"{v:.1f}" for v in per_run(c_larges, k))
-                     + "; Java " + " ".join(f"{v:.1f}" for v in per_run(j_larges, k)))
+            cr, jr = per_run(c_larges, k), per_run(j_larges, k)
+            L.append(f"- {k[0]} {human(k[1])} {k[2]}: C " + " ".join(f"{v:.1f}" for v in cr)
+                     + "; Java " + " ".join(f"{v:.1f}" for v in jr))
+            two = level_line(cr, jr)
+            if two:
+                L.append(two)
         L.append("")
     if a.png:
         L.append("## all_reduce bus bandwidth, 8 B to 1 GiB")

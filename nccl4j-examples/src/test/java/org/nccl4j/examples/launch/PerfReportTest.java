@@ -294,7 +294,10 @@ class PerfReportTest {
                 "| all_reduce | 1 GiB | out-of-place | 256.00 | 257.00 | — | 1.004 |",
                 "| broadcast | 64 MiB | out-of-place | 300.00 | 298.00 | 297.50 | 0.993 |", "",
                 // the two below 0.995, each run in file order
-                "Every run of the cases below 0.995 (GB/s, in run order), to tell a per-run level from a steady gap:", "",
+                "Every run of the cases below 0.995 (GB/s, in run order), to tell a per-run level from a steady gap. Where "
+                        + "the runs of both sides fall into two levels at least 5% apart (Otsu's split over all of them), "
+                        + "each level's medians are compared too:", "",
+                // one level each: 99..104 and 297..300 lie within 5 %, so no sub-item
                 "- all_reduce 64 MiB in-place: C 100.0 102.0 104.0; Java 99.0 100.0 101.0",
                 "- broadcast 64 MiB out-of-place: C 300.0 300.0 300.0; Java 297.0 298.0 299.0", "",
                 "## all_reduce bus bandwidth, 8 B to 1 GiB", "", "![all_reduce bus bandwidth](x.png)");
@@ -311,6 +314,38 @@ class PerfReportTest {
         assertFalse(md.contains("JMH with `-prof gc`"), md);
         assertLines(md, "| run | wrong elements |", "|---|---:|", "| c-check | 0 |", "| java-np-check | 2 |",
                 "| java-g-check | run missing |");
+    }
+
+    /**
+     * A case whose runs sit at one of two levels, as NCCL's alltoall at 64 MiB in place does from process to process:
+     * the medians of all runs compare one side's upper level with the other's lower one, so each level is compared
+     * on its own as well. A level that one side never reached shows — for that side.
+     */
+    @Test
+    void runsAtTwoLevelsAreComparedWithinEachLevel() throws Exception {
+        Path d = fullSet();
+        //                                         ar 32M  ar 64M  ip     ar 1G  bc 64M
+        large(d, "c-eager-large-1", 370, 200.0, 200.0, 100.0, 256.0, 330.0);
+        large(d, "c-eager-large-2", 380, 200.0, 200.0, 102.0, 256.0, 300.0);
+        large(d, "c-eager-large-3", 390, 200.0, 200.0, 104.0, 256.0, 330.0);
+        large(d, "java-np-eager-large-1", 410, 100.0, 200.0, 99.0, 257.0, 300.0);
+        large(d, "java-np-eager-large-2", 420, 100.0, 200.0, 100.0, 256.0, 329.0);
+        large(d, "java-np-eager-large-3", 430, 100.0, 200.0, 101.0, 258.0, 301.0);
+        String md = report(d, tmp.resolve("docs"), "--failures", "0");
+        // broadcast: C median 330, Java median 301 -> 0.912. Otsu over 300 300 301 329 330 330 splits after 301
+        // (means 300.3 and 329.7, 8.9 % of the upper apart) at (301 + 329) / 2 = 315; above: C 330 330 -> 330.0,
+        // Java 329 -> 329.0, 329 / 330 = 0.99697 -> 0.997; below: C 300 -> 300.0, Java 300 301 -> 300.5, 1.00167 -> 1.002
+        assertLines(md, "| broadcast | 64 MiB | out-of-place | 330.00 | 301.00 | 297.50 | 0.912 |");
+        assertLines(md, "- broadcast 64 MiB out-of-place: C 330.0 300.0 330.0; Java 300.0 329.0 301.0",
+                "  - two levels, split at 315.0 GB/s: above it C 330.0 (2 runs) and Java 329.0 (1 run), Java / C 0.997; "
+                        + "below it C 300.0 (1 run) and Java 300.5 (2 runs), Java / C 1.002", "");
+
+        // Java never at the upper level: its side of that level is —, and so is the ratio
+        large(d, "java-np-eager-large-2", 420, 100.0, 200.0, 100.0, 256.0, 299.0);
+        md = report(d, tmp.resolve("docs2"), "--failures", "0");
+        assertLines(md, "- broadcast 64 MiB out-of-place: C 330.0 300.0 330.0; Java 300.0 299.0 301.0",
+                "  - two levels, split at 315.5 GB/s: above it C 330.0 (2 runs) and Java — (0 runs), Java / C —; "
+                        + "below it C 300.0 (1 run) and Java 300.0 (3 runs), Java / C 1.000", "");
     }
 
     @Test
