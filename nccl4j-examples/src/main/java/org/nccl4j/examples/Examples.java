@@ -57,9 +57,12 @@ public final class Examples {
     /**
      * Runs {@code op} for every communicator index: directly for one, inside one NCCL group for several (one
      * thread driving several GPUs must group their collectives, or the first would wait for the others).
+     *
+     * @param comms this process's communicators, one per GPU it drives
+     * @param op what to issue for the communicator of each index
      */
     @SuppressWarnings("try") // the group is only opened and closed
-    static void grouped(List<Communicator> comms, IntConsumer op) {
+    public static void grouped(List<Communicator> comms, IntConsumer op) {
         if (comms.size() == 1) {
             op.accept(0);
             return;

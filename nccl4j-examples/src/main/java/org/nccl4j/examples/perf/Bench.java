@@ -14,12 +14,12 @@ import org.nccl4j.CudaGraph;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
-import org.nccl4j.Group;
 import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Rendezvous;
 import org.nccl4j.Stream;
+import org.nccl4j.examples.Examples;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
@@ -360,15 +360,7 @@ final class Bench implements AutoCloseable {
         for (int k = 0; k < local; k++) {
             scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
         }
-        if (local == 1) {
-            comms.get(0).allReduce(scratch[0], DataType.FLOAT64, op, streams[0]);
-        } else {
-            try (Group g = Nccl.group()) {
-                for (int k = 0; k < local; k++) {
-                    comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]);
-                }
-            }
-        }
+        Examples.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
         syncAll();
         return scratch[0].copyTo(new double[1])[0];
     }
