@@ -39,6 +39,13 @@
 #                             DIR/NAME.log; mpirun gets nccl4j_mpi_root, --bind-to ${BIND:-none}, the caller's array
 #                             nccl4j_mpi_opts (the -x options), -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=PORT, and
 #                             RUN_TIMEOUT seconds (default 240); returns mpirun's status
+#   nccl4j_bundle_dir TOOL DIR
+#                             prints DIR as an absolute path when it is a bundle (it holds jre/bin/java); else says
+#                             "TOOL: no bundle at DIR (scripts/gpu-bundle.sh)" or "TOOL: DIR has no jre/bin/java" on
+#                             stderr and returns 2
+#   nccl4j_counted DIR NAME STATUS
+#                             for a run whose STATUS is not 0: says it failed (see DIR/NAME.log) and shows the log's
+#                             last 5 lines, adds 1 to the caller's failures and NAME to its array failed
 #   nccl4j_baseline TOOL ROOT [--quiet]
 #                             when $baseline (the caller's variable) is not an executable file: builds the checkout
 #                             ROOT's C baseline (perf/native/build.sh; its output shown after a "== building" line,
@@ -160,6 +167,22 @@ nccl4j_mpi_logged() { # DIR NAME NP PORT CMD...
   chmod +x "$script"
   timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" \
       "${nccl4j_mpi_opts[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$script" > "$dir/$name.log" 2>&1
+}
+
+nccl4j_bundle_dir() { # TOOL DIR
+  local dir
+  dir=$(cd "$2" 2>/dev/null && pwd) || { echo "$1: no bundle at $2 (scripts/gpu-bundle.sh)" >&2; return 2; }
+  [ -x "$dir/jre/bin/java" ] || { echo "$1: $dir has no jre/bin/java" >&2; return 2; }
+  echo "$dir"
+}
+
+# shellcheck disable=SC2034  # failures and failed are the caller's
+nccl4j_counted() { # DIR NAME STATUS
+  [ "$3" = 0 ] && return 0
+  echo "   failed with status $3 (see $1/$2.log)"
+  failures=$((failures + 1))
+  failed+=("$2")
+  tail -5 "$1/$2.log"
 }
 
 # shellcheck disable=SC2034  # baseline is the caller's

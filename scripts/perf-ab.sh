@@ -31,8 +31,8 @@
 #                nor -g (--ngpus): the script runs one process per GPU.
 #
 # Each round runs, for each variant in turn: the C baseline under mpirun -np N, then nccl4j-perf under mpirun -np N
-# (or the other way round, --order), each with -J <out>/json/<c|java>-<variant>-<round>.json, its log in <out>/raw/<c|java>-<variant>-<round>.log. The
-# job's variables that perf-compare.sh forwards (NCCL_*, NCCL4J_*, CUDA_*, NVSHMEM_*, LD_LIBRARY_PATH, JAVA_OPTS)
+# (or the other way round, --order), each with -J <out>/json/<c|java>-<variant>-<round>.json, its log in
+# <out>/raw/<c|java>-<variant>-<round>.log. The job's variables that perf-compare.sh forwards (NCCL_*, NCCL4J_*, CUDA_*, NVSHMEM_*, LD_LIBRARY_PATH, JAVA_OPTS)
 # reach every rank too, but for those the variant sets. Then perf/ab_report.py writes <out>/ab.md, which is printed:
 # per variant and case (operation, size, placement, type, redop, root), each round's C and Java time_us, their
 # medians over the rounds, Java - C and Java / C of the medians, and each round's Java - C; with several variants,
@@ -137,9 +137,7 @@ refuse() {
 out=${out:-$root/perf-results/ab}
 refuse "the programs' arguments" "${prog[@]}"
 refuse "--java-args" "${jargs[@]}"
-bundle_dir=$(cd "$bundle" 2>/dev/null && pwd) || { echo "perf-ab: no bundle at $bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
-bundle=$bundle_dir
-[ -x "$bundle/jre/bin/java" ] || { echo "perf-ab: $bundle has no jre/bin/java" >&2; exit 2; }
+bundle=$(nccl4j_bundle_dir perf-ab "$bundle") || exit 2
 [ -x "$perf" ] || { echo "perf-ab: --perf '$perf' is not an executable file" >&2; exit 2; }
 nccl4j_baseline perf-ab "$root" || exit 2
 mkdir -p "$out/raw" "$out/json"
@@ -172,9 +170,7 @@ mpi() { # name cmd...
   echo "== $name: mpirun -np $np${vx[*]:+ ${vx[*]}} $*"
   nccl4j_mpi_opts=("${fwd[@]}" "${vx[@]}")
   nccl4j_mpi_logged "$out/raw" "$name" "$np" "$port" "$@"
-  local s=$?
-  [ $s = 0 ] || { echo "   failed with status $s (see $out/raw/$name.log)"; failures=$((failures + 1)); failed+=("$name")
-                  tail -5 "$out/raw/$name.log"; }
+  nccl4j_counted "$out/raw" "$name" $?
 }
 j() { echo "$out/json/$1.json"; }
 
@@ -185,10 +181,10 @@ done
 start=$(date +%s)
 for r in $(seq 1 "$rounds"); do
   echo "== round $r of $rounds"
+  if [ "$order" = jc ] || { [ "$order" = alternate ] && [ $((r % 2)) = 0 ]; }; then sides="java c"; else sides="c java"; fi
   for i in "${!names[@]}"; do
     v=${names[i]}
     variant "${specs[i]}"
-    if [ "$order" = jc ] || { [ "$order" = alternate ] && [ $((r % 2)) = 0 ]; }; then sides="java c"; else sides="c java"; fi
     for side in $sides; do
       if [ "$side" = c ]; then
         mpi "c-$v-$r" "$baseline" "${prog[@]}" -J "$(j "c-$v-$r")"

@@ -74,9 +74,7 @@ date_tag=$(date -u +%Y-%m-%d)
 out=${out:-$root/perf-results/$date_tag}
 np=${np:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 [ "$np" -ge 1 ] 2>/dev/null || { echo "perf-compare: no GPU found (nvidia-smi -L)" >&2; exit 2; }
-given_bundle=$bundle
-bundle=$(cd "$given_bundle" 2>/dev/null && pwd) || { echo "perf-compare: no bundle at $given_bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
-[ -x "$bundle/jre/bin/java" ] || { echo "perf-compare: $bundle has no jre/bin/java" >&2; exit 2; }
+bundle=$(nccl4j_bundle_dir perf-compare "$bundle") || exit 2
 nccl4j_baseline perf-compare "$root" || exit 2
 mkdir -p "$out/raw" "$out/json" "$docs"
 export NCCL4J_BUNDLE=$bundle
@@ -89,6 +87,7 @@ nccl4j_mpi_root_args
 nccl4j_mpi_forward_args NCCL_ NCCL4J_ CUDA_ NVSHMEM_ TORCH_ LD_LIBRARY_PATH JAVA_OPTS
 port=29600
 failures=0
+failed=()          # the names of the failed runs (nccl4j_counted)
 
 # mpirun with the per-rank command in a script (env.sh's nccl4j_mpi_logged). BIND: Open MPI's binding of the ranks,
 # the same for C and Java (default none; e.g. BIND=numa).
@@ -98,16 +97,13 @@ mpi() { # name cmd...
   port=$((port + 1))
   echo "== $name: mpirun -np $np $*"
   nccl4j_mpi_logged "$out/raw" "$name" "$np" "$port" "$@"
-  counted "$name" $?
+  nccl4j_counted "$out/raw" "$name" $?
 }
 one() { # name cmd...: one process (nccl4j-perf -g N)
   local name=$1; shift
   echo "== $name: $*"
   timeout "${RUN_TIMEOUT:-240}" "$@" > "$out/raw/$name.log" 2>&1
-  counted "$name" $?
-}
-counted() { # name status: a failed run is counted and its log's end shown
-  [ "$2" = 0 ] || { echo "   failed with status $2 (see $out/raw/$1.log)"; failures=$((failures + 1)); tail -5 "$out/raw/$1.log"; }
+  nccl4j_counted "$out/raw" "$name" $?
 }
 j() { echo "$out/json/$1.json"; }
 # trio NAME ARGS...: C (c-NAME), Java one process per GPU (java-np-NAME) and Java -g N (java-g-NAME) with ARGS;

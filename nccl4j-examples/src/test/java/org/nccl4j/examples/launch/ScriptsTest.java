@@ -228,6 +228,33 @@ class ScriptsTest {
         assertEquals("perf-compare: the C baseline did not build", res.err().strip());
     }
 
+    /** nccl4j_bundle_dir: the absolute path of a bundle, or the tool's message and status 2 for a missing or bad one. */
+    @Test
+    void envShResolvesABundleOrSaysWhatIsWrong() throws Exception {
+        Path plain = Files.createDirectories(base.resolve("plain"));
+        String show = " || echo \"status $?\"";   // the snippet runs under set -e
+        Result r = envSh("cd " + base + " && d=$(nccl4j_bundle_dir perf-ab " + base.relativize(bundle) + "); echo \"$d\"");
+        assertEquals(List.of(bundle.toString()), r.outLines(), r.toString());
+        r = envSh("nccl4j_bundle_dir perf-ab " + base.resolve("nothing") + show);
+        assertEquals(List.of("status 2"), r.outLines(), r.toString());
+        assertEquals("perf-ab: no bundle at " + base.resolve("nothing") + " (scripts/gpu-bundle.sh)", r.err().strip());
+        r = envSh("nccl4j_bundle_dir perf-compare " + plain + show);
+        assertEquals(List.of("status 2"), r.outLines(), r.toString());
+        assertEquals("perf-compare: " + plain + " has no jre/bin/java", r.err().strip());
+    }
+
+    /** nccl4j_counted: nothing for status 0; else the failure line, the log's last 5 lines, failures + 1, the name kept. */
+    @Test
+    void envShCountsAFailedRun() throws Exception {
+        Path logs = Files.createDirectories(base.resolve("logs"));
+        Files.writeString(logs.resolve("bad.log"), "1\n2\n3\n4\n5\n6\n7\n");
+        Result r = envSh("failures=0; failed=(); nccl4j_counted " + logs + " good 0; nccl4j_counted " + logs + " bad 3; "
+                + "echo \"$failures ${failed[*]}\"");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("   failed with status 3 (see " + logs.resolve("bad.log") + ")", "3", "4", "5", "6", "7", "1 bad"),
+                r.outLines());
+    }
+
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
         Path jar = box.makeBuild();
