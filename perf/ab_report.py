@@ -9,10 +9,9 @@ java-<variant>-<round>.json (nccl4j-perf), for every variant of --variants and e
 variant, a table with a row per case: each round's C and Java time_us, their medians over the rounds, Java - C and
 Java / C of the two medians, and each round's Java - C. With several variants, then a table of each variant's
 Java - C (of the medians) per case. --order (default cj) is perf-ab.sh's, for the sentence that says which side
-ran first. A file that is missing or unreadable is named at the top, and the figures are
-those of the rounds present: a median over the rounds that have the value, a round's Java - C only where both
-sides have it; n/a where there is nothing. Exit status 0 when the report is written (files missing or not), 2 on
-bad arguments.
+ran first. A file that is missing or unreadable is named at the top, and the figures are those of the rounds
+present: a median over the rounds that have the value, a round's Java - C only where both sides have it; n/a where
+there is nothing. Exit status 0 when the report is written (files missing or not), 2 on bad arguments.
 """
 import argparse
 import json
