@@ -4,6 +4,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -32,7 +33,12 @@ import java.util.regex.Pattern;
  * <li>none: a single process, rank 0 of 1, local rank 0.</li>
  * </ol>
  *
- * <p>The device is the local rank unless {@code NCCL4J_DEVICE} is set or {@link #withDevice(int)} is used.
+ * <p>The device is the local rank modulo the number of visible CUDA devices, unless {@code NCCL4J_DEVICE} is set
+ * or {@link #withDevice(int)} is used: with 4 ranks on a machine with 2 GPUs, local ranks 0 and 2 use device 0 and
+ * local ranks 1 and 3 device 1. Ranks that share a GPU this way must each have their own {@code NCCL_HOSTID} (NCCL
+ * refuses two ranks of one host on one device); {@code scripts/nccl4j-run --share-gpu} sets it. {@link #detect()}
+ * asks CUDA for the device count, only when the local rank is above 0; {@link #detect(Map)} does not ask and uses
+ * the local rank as it is; {@link #detect(Map, IntSupplier)} takes the count from its caller.
  * {@code MASTER_ADDR} and {@code MASTER_PORT} are carried when present, for {@link Rendezvous}.
  *
  * <p>Every value is checked: a value that is not an integer, a negative one, a rank not below its size, or a
@@ -83,11 +89,13 @@ public final class LaunchInfo {
     private final int localWorldSize;
     private final int device;
     private final String deviceOrigin;
+    /** The device count the local rank was reduced by, or -1 when the device is the local rank as it is. */
+    private final int wrappedBy;
     private final String masterAddr;
     private final int masterPort;
 
     private LaunchInfo(Source source, int rank, int worldSize, int localRank, int localWorldSize, int device,
-            String deviceOrigin, String masterAddr, int masterPort) {
+            String deviceOrigin, int wrappedBy, String masterAddr, int masterPort) {
         this.source = source;
         this.rank = rank;
         this.worldSize = worldSize;
@@ -95,30 +103,51 @@ public final class LaunchInfo {
         this.localWorldSize = localWorldSize;
         this.device = device;
         this.deviceOrigin = deviceOrigin;
+        this.wrappedBy = wrappedBy;
         this.masterAddr = masterAddr;
         this.masterPort = masterPort;
     }
 
     /**
      * Detects the launch from this process's environment as the JVM saw it at start ({@link System#getenv()}).
+     * When the device comes from a local rank above 0, the local rank is taken modulo {@link Cuda#deviceCount()}
+     * ({@code cudaGetDeviceCount}); when CUDA cannot tell (no runtime, no device), the local rank is used as it is
+     * and the error comes when the device is used.
      *
      * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static LaunchInfo detect() {
-        return detect(System.getenv());
+        return detect(System.getenv(), Cuda::deviceCount);
     }
 
     /**
-     * Detects the launch from {@code env}, a map of environment variables.
+     * Detects the launch from {@code env}, a map of environment variables, without asking CUDA: the device is the
+     * local rank as it is (or {@code NCCL4J_DEVICE}).
      *
      * @param env variable name to value, as from {@link System#getenv()}; empty values count as unset
      * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static LaunchInfo detect(Map<String, String> env) {
+        return detect(env, null);
+    }
+
+    /**
+     * Detects the launch from {@code env}; a device taken from the local rank is the local rank modulo the device
+     * count that {@code deviceCount} gives. {@code deviceCount} is called only when the local rank is above 0 and
+     * {@code NCCL4J_DEVICE} is unset; when it throws a {@link RuntimeException} or gives 0 or less, the local rank is
+     * used as it is.
+     *
+     * @param env variable name to value, as from {@link System#getenv()}; empty values count as unset
+     * @param deviceCount the number of visible CUDA devices (e.g. {@code Cuda::deviceCount}), or null to use the
+     *        local rank as it is
+     * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
+     * @throws IllegalArgumentException when a launcher variable is malformed
+     */
+    public static LaunchInfo detect(Map<String, String> env, IntSupplier deviceCount) {
         Objects.requireNonNull(env, "env");
-        Env e = new Env(env);
+        Env e = new Env(env, deviceCount);
         LaunchInfo info = null;
         if (e.has("TORCHELASTIC_RUN_ID") && e.has("RANK") && e.has("WORLD_SIZE")) {
             info = torchrun(e);
@@ -180,9 +209,23 @@ public final class LaunchInfo {
     /** Reads and checks the variables. */
     private static final class Env {
         private final Map<String, String> env;
+        private final IntSupplier deviceCount;
 
-        Env(Map<String, String> env) {
+        Env(Map<String, String> env, IntSupplier deviceCount) {
             this.env = env;
+            this.deviceCount = deviceCount;
+        }
+
+        /** The visible device count, or 0 when unknown. */
+        int devices() {
+            if (deviceCount == null) {
+                return 0;
+            }
+            try {
+                return Math.max(0, deviceCount.getAsInt());
+            } catch (RuntimeException e) {
+                return 0; // no CUDA here: the device is used as it is, and using it says what is wrong
+            }
         }
 
         boolean has(String name) {
@@ -253,9 +296,17 @@ public final class LaunchInfo {
             }
             int device = local;
             String origin = local >= 0 ? "local rank" : null;
+            int wrappedBy = -1;
             if (has(DEVICE_VARIABLE)) {
                 device = integer(DEVICE_VARIABLE, get(DEVICE_VARIABLE), 0);
                 origin = DEVICE_VARIABLE;
+            } else if (local > 0) {
+                int n = devices();
+                if (n > 0 && local >= n) {
+                    device = local % n;
+                    origin = "local rank mod device count";
+                    wrappedBy = n;
+                }
             }
             String addr = has("MASTER_ADDR") ? get("MASTER_ADDR").trim() : null;
             int port = -1;
@@ -266,7 +317,7 @@ public final class LaunchInfo {
                             + " 1 to 65535");
                 }
             }
-            return new LaunchInfo(source, rank, size, local, localSize, device, origin, addr, port);
+            return new LaunchInfo(source, rank, size, local, localSize, device, origin, wrappedBy, addr, port);
         }
     }
 
@@ -282,7 +333,7 @@ public final class LaunchInfo {
         if (device < 0) {
             throw new IllegalArgumentException("device is " + device + ": CUDA device ordinals are 0 or more");
         }
-        return new LaunchInfo(source, rank, worldSize, localRank, localWorldSize, device, "explicit", masterAddr,
+        return new LaunchInfo(source, rank, worldSize, localRank, localWorldSize, device, "explicit", -1, masterAddr,
                 masterPort);
     }
 
@@ -357,7 +408,8 @@ public final class LaunchInfo {
     /**
      * Where the device came from.
      *
-     * @return {@code "local rank"}, {@code "NCCL4J_DEVICE"} or {@code "explicit"}; empty when the device is unknown
+     * @return {@code "local rank"}, {@code "local rank mod device count"} (more local ranks than devices: ranks share
+     *         GPUs), {@code "NCCL4J_DEVICE"} or {@code "explicit"}; empty when the device is unknown
      */
     public Optional<String> deviceOrigin() {
         return Optional.ofNullable(deviceOrigin);
@@ -381,7 +433,10 @@ public final class LaunchInfo {
         return masterPort < 0 ? OptionalInt.empty() : OptionalInt.of(masterPort);
     }
 
-    /** E.g. {@code LaunchInfo[Slurm: rank 3 of 8, local 1 of 4, device 1 (local rank), master node01:29500]}. */
+    /**
+     * E.g. {@code LaunchInfo[Slurm: rank 3 of 8, local 1 of 4, device 1 (local rank), master node01:29500]}, or with
+     * ranks sharing GPUs {@code device 1 (local rank 3 mod 2 devices)}.
+     */
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder("LaunchInfo[").append(source.description()).append(": rank ")
@@ -390,7 +445,15 @@ public final class LaunchInfo {
             sb.append(", local ").append(localRank >= 0 ? Integer.toString(localRank) : "?").append(" of ")
                     .append(localWorldSize >= 0 ? Integer.toString(localWorldSize) : "?");
         }
-        sb.append(", device ").append(device >= 0 ? device + " (" + deviceOrigin + ")" : "unknown");
+        sb.append(", device ");
+        if (device < 0) {
+            sb.append("unknown");
+        } else if (wrappedBy > 0) {
+            sb.append(device).append(" (local rank ").append(localRank).append(" mod ").append(wrappedBy)
+                    .append(" devices)");
+        } else {
+            sb.append(device).append(" (").append(deviceOrigin).append(')');
+        }
         if (masterAddr != null || masterPort >= 0) {
             sb.append(", master ").append(masterAddr == null ? "?" : masterAddr).append(':')
                     .append(masterPort >= 0 ? Integer.toString(masterPort) : "?");

@@ -13,8 +13,10 @@ import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * The core API with one rank per process under mpirun: communicator from the id NCCL derives from
- * NCCL_COMM_ID, the full collective matrix, split into 1-rank communicators.
+ * The core API with one rank per process under mpirun, on any number of GPUs (ranks beyond the GPU count share
+ * them, each with its own NCCL_HOSTID): communicator from the id NCCL derives from NCCL_COMM_ID, the full
+ * collective matrix, PreMulSum, a group of several collectives, CUDA graph capture and replay, the three id
+ * rendezvous routes, gradient buckets, and splits.
  */
 @Tag("gpu")
 @Tag("multiprocess")
@@ -25,11 +27,12 @@ class CoreMultiProcessGpuTest {
 
     @BeforeAll
     void setUp() {
-        int[] rs = GpuAssumptions.requireMpiRanks(2);
-        comm = Communicator.create(rs[0], rs[1], UniqueId.generate(), rs[2],
+        LaunchInfo launch = GpuAssumptions.requireMpiRanks(2);
+        System.out.println(launch + ", NCCL_HOSTID=" + System.getenv("NCCL_HOSTID"));
+        comm = Communicator.create(launch.rank(), launch.worldSize(), UniqueId.generate(), launch.device(),
                 CommConfig.builder().commName("nccl4j-mp-test").build());
         stream = Stream.create(comm.device());
-        if (rs[0] == 0) {
+        if (launch.rank() == 0) {
             System.out.println(Nccl.library().report());
         }
     }
@@ -47,6 +50,30 @@ class CoreMultiProcessGpuTest {
     @TestFactory
     List<DynamicTest> everyCollectiveTypeOpAndPlacement() {
         return new CollectiveMatrix(List.of(comm), List.of(stream)).tests(comm.size() + " processes");
+    }
+
+    @TestFactory
+    List<DynamicTest> preMulSumWithHostAndDeviceScalars() {
+        return checks().preMulSumTests(comm.size() + " processes");
+    }
+
+    @Test
+    void threeCollectivesInOneGroup() {
+        checks().threeCollectivesInOneGroup();
+    }
+
+    @Test
+    void allReduceCapturedInACudaGraphAndReplayed() {
+        checks().allReduceCapturedInAGraphAndReplayed(3);
+    }
+
+    @Test
+    void splitByParity() {
+        checks().splitByParity();
+    }
+
+    private CommunicatorChecks checks() {
+        return new CommunicatorChecks(List.of(comm), List.of(stream));
     }
 
     /** Port of NCCL_COMM_ID (set per run by gpu-test.sh), so that all ranks derive the same other ports. */

@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.nccl4j.jni.NcclLibrary;
@@ -21,12 +22,17 @@ final class GpuAssumptions {
         assumeTrue(count >= n, "needs " + n + " GPUs, found " + count);
     }
 
-    /** Rank and size under mpirun (Open MPI), or skips. */
-    static int[] requireMpiRanks(int min) {
+    /**
+     * This rank under mpirun (Open MPI), or skips. Its device is the local rank modulo the device count
+     * ({@link LaunchInfo#detect()}), so that several ranks may share one GPU (each with its own NCCL_HOSTID, as
+     * scripts/gpu-test.sh sets when there are more ranks than GPUs).
+     */
+    static LaunchInfo requireMpiRanks(int min) {
         String size = System.getenv("OMPI_COMM_WORLD_SIZE");
         assumeTrue(size != null && Integer.parseInt(size) >= min, "needs mpirun -np >= " + min + " (OMPI_COMM_WORLD_SIZE)");
         requireGpus(1);
-        return new int[] {Integer.parseInt(System.getenv("OMPI_COMM_WORLD_RANK")), Integer.parseInt(size),
-            Integer.parseInt(System.getenv("OMPI_COMM_WORLD_LOCAL_RANK"))};
+        LaunchInfo launch = LaunchInfo.detect();
+        assertEquals(LaunchInfo.Source.OPEN_MPI, launch.source(), launch.toString());
+        return launch;
     }
 }

@@ -172,6 +172,49 @@ class LaunchInfoTest {
     }
 
     @Test
+    void moreLocalRanksThanDevicesShareThemRoundRobin() {
+        int[] asked = {0};
+        java.util.function.IntSupplier one = () -> {
+            asked[0]++;
+            return 1;
+        };
+        LaunchInfo l = LaunchInfo.detect(env("RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "3", "LOCAL_WORLD_SIZE", "4"),
+                () -> 2);
+        assertEquals(1, l.device());
+        assertEquals(OptionalInt.of(3), l.localRank());
+        assertEquals(Optional.of("local rank mod device count"), l.deviceOrigin());
+        assertEquals("LaunchInfo[torchrun: rank 3 of 4, local 3 of 4, device 1 (local rank 3 mod 2 devices)]",
+                l.toString());
+        assertEquals(0, LaunchInfo.detect(env("RANK", "2", "WORLD_SIZE", "4", "LOCAL_RANK", "2"), () -> 2).device());
+        assertEquals(0, LaunchInfo.detect(env("OMPI_COMM_WORLD_RANK", "5", "OMPI_COMM_WORLD_SIZE", "8",
+                "OMPI_COMM_WORLD_LOCAL_RANK", "5"), one).device());
+        assertEquals(1, asked[0]);
+        // enough devices: the local rank as it is, and the origin says so
+        l = LaunchInfo.detect(env("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1"), () -> 8);
+        assertEquals(1, l.device());
+        assertEquals(Optional.of("local rank"), l.deviceOrigin());
+        // local rank 0 and NCCL4J_DEVICE never ask CUDA
+        LaunchInfo.detect(env("RANK", "0", "WORLD_SIZE", "2", "LOCAL_RANK", "0"), one);
+        l = LaunchInfo.detect(env("RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "3", "NCCL4J_DEVICE", "2"), one);
+        assertEquals(2, l.device());
+        assertEquals(Optional.of("NCCL4J_DEVICE"), l.deviceOrigin());
+        assertEquals(1, asked[0]);
+    }
+
+    @Test
+    void noCountFromCudaLeavesTheLocalRankAsItIs() {
+        Map<String, String> e = env("RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "3");
+        assertEquals(3, LaunchInfo.detect(e).device());
+        assertEquals(3, LaunchInfo.detect(e, null).device());
+        assertEquals(3, LaunchInfo.detect(e, () -> 0).device());
+        LaunchInfo l = LaunchInfo.detect(e, () -> {
+            throw new IllegalStateException("The CUDA runtime could not be loaded");
+        });
+        assertEquals(3, l.device());
+        assertEquals(Optional.of("local rank"), l.deviceOrigin());
+    }
+
+    @Test
     void malformedValuesNameTheVariable() {
         IllegalArgumentException e = invalid("OMPI_COMM_WORLD_RANK", "two", "OMPI_COMM_WORLD_SIZE", "4");
         assertEquals("OMPI_COMM_WORLD_RANK=\"two\" is not an integer: check how the launcher sets"

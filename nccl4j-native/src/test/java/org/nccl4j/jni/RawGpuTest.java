@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * First GPU evidence of the raw layer: all-reduce of float32 sums through NcclNative alone, checked element
  * by element against the sum computed on the host. Runs on the GPU machine (tag "gpu"); the multi-process
- * case also needs "multiprocess" (run under mpirun by scripts/gpu-test.sh).
+ * case also needs "multiprocess" (run under mpirun by scripts/gpu-test.sh, which lets ranks share GPUs when there
+ * are more ranks than GPUs).
  */
 @Tag("gpu")
 class RawGpuTest {
@@ -134,6 +135,30 @@ class RawGpuTest {
         }
     }
 
+    /** (a') one process, ncclCommInitAll on 1 GPU: a one-rank communicator, out-of-place and in-place float32 sum. */
+    @Test
+    void initAllOneGpuAllReduceFloatSum() {
+        long[] comm = new long[1];
+        checkNccl(NcclNative.ncclCommInitAll(comm, 1, new int[] {0}), NcclFunction.ncclCommInitAll);
+        float[] host = new float[COUNT];
+        for (int i = 0; i < COUNT; i++) {
+            host[i] = value(0, i);
+        }
+        long send = deviceAlloc(0, host);
+        long recv = deviceAlloc(0, new float[COUNT]);
+        checkNccl(NcclNative.ncclAllReduce(send, recv, COUNT, 7, 0, comm[0], 0L), NcclFunction.ncclAllReduce);
+        checkNccl(NcclNative.ncclAllReduce(send, send, COUNT, 7, 0, comm[0], 0L), NcclFunction.ncclAllReduce);
+        check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        assertSums(deviceRead(recv, COUNT), 1, "initAll 1 GPU out-of-place");
+        assertSums(deviceRead(send, COUNT), 1, "initAll 1 GPU in-place");
+        int[] out = new int[1];
+        checkNccl(NcclNative.ncclCommCount(comm[0], out), NcclFunction.ncclCommCount);
+        assertEquals(1, out[0]);
+        cudart.cudaFree(new Addr(send));
+        cudart.cudaFree(new Addr(recv));
+        checkNccl(NcclNative.ncclCommDestroy(comm[0]), NcclFunction.ncclCommDestroy);
+    }
+
     /**
      * (b) one rank per process under mpirun: ncclCommInitRank with the id every rank derives from NCCL_COMM_ID,
      * out-of-place float32 sum all-reduce.
@@ -146,7 +171,10 @@ class RawGpuTest {
         assumeTrue(NcclNative.getenv("NCCL_COMM_ID") != null, "needs NCCL_COMM_ID=host:port for every rank");
         int size = Integer.parseInt(sizeVar);
         int rank = Integer.parseInt(System.getenv("OMPI_COMM_WORLD_RANK"));
-        int device = Integer.parseInt(System.getenv("OMPI_COMM_WORLD_LOCAL_RANK"));
+        int[] devices = new int[1];
+        check(cudart.cudaGetDeviceCount(devices), "cudaGetDeviceCount");
+        // ranks beyond the GPU count share GPUs (each with its own NCCL_HOSTID, set by scripts/gpu-test.sh)
+        int device = Integer.parseInt(System.getenv("OMPI_COMM_WORLD_LOCAL_RANK")) % devices[0];
         check(cudart.cudaSetDevice(device), "cudaSetDevice");
         byte[] id = new byte[NcclNative.UNIQUE_ID_BYTES];
         checkNccl(NcclNative.ncclGetUniqueId(id), NcclFunction.ncclGetUniqueId);

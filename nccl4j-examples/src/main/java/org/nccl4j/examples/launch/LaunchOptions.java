@@ -11,8 +11,8 @@ import java.util.Map;
  * The command line of {@link Launcher}, parsed and checked.
  *
  * <pre>
- * nccl4j-run -np N [--port P] [--grace SECONDS] &lt;main class | example name&gt; [args...]
- * nccl4j-run -np N [--port P] [--grace SECONDS] --cmd [--] &lt;command&gt; [args...]
+ * nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] &lt;main class | example name&gt; [args...]
+ * nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] --cmd [--] &lt;command&gt; [args...]
  * </pre>
  *
  * A name without a dot, such as {@code AllReduce}, means {@code org.nccl4j.examples.AllReduce}. Each rank of a
@@ -26,9 +26,11 @@ final class LaunchOptions {
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(5);
 
     static final String USAGE = String.join("\n",
-            "usage: nccl4j-run -np N [--port P] [--grace SECONDS] <main class | example name> [args...]",
-            "       nccl4j-run -np N [--port P] [--grace SECONDS] --cmd [--] <command> [args...]",
-            "  -np N            number of ranks (processes) to start on this machine",
+            "usage: nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] <main class | example name> [args...]",
+            "       nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] --cmd [--] <command> [args...]",
+            "  -np N            number of ranks (processes) to start on this machine; at most one per GPU",
+            "  --share-gpu      allow more ranks than GPUs (development, CI, tests): rank r on device r mod G, each",
+            "                   with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo; sockets, not NVLink speed",
             "  --port P         MASTER_PORT for the ranks (default: a free port)",
             "  --grace SECONDS  how long ranks get between SIGTERM and SIGKILL when stopped (default 5)",
             "  --cmd            run <command> as each rank instead of a Java main class",
@@ -46,14 +48,17 @@ final class LaunchOptions {
     }
 
     private final int ranks;
+    private final boolean shareGpu;
     private final int port;
     private final Duration grace;
     private final String mainClass;
     private final List<String> command;
     private final boolean help;
 
-    private LaunchOptions(int ranks, int port, Duration grace, String mainClass, List<String> command, boolean help) {
+    private LaunchOptions(int ranks, boolean shareGpu, int port, Duration grace, String mainClass, List<String> command,
+            boolean help) {
         this.ranks = ranks;
+        this.shareGpu = shareGpu;
         this.port = port;
         this.grace = grace;
         this.mainClass = mainClass;
@@ -75,11 +80,12 @@ final class LaunchOptions {
         int port = 0;
         Duration grace = DEFAULT_GRACE;
         boolean cmd = false;
+        boolean shareGpu = false;
         int i = 0;
         while (i < args.length) {
             String a = args[i];
             if (a.equals("-h") || a.equals("--help")) {
-                return new LaunchOptions(0, 0, grace, null, List.of(), true);
+                return new LaunchOptions(0, false, 0, grace, null, List.of(), true);
             } else if (a.equals("-np") || a.equals("-n") || a.equals("--np")) {
                 ranks = integer(a, value(args, i), 1, 4096);
                 i += 2;
@@ -89,6 +95,9 @@ final class LaunchOptions {
             } else if (a.equals("--grace")) {
                 grace = seconds(a, value(args, i));
                 i += 2;
+            } else if (a.equals("--share-gpu")) {
+                shareGpu = true;
+                i++;
             } else if (a.equals("--cmd")) {
                 cmd = true;
                 i++;
@@ -109,7 +118,7 @@ final class LaunchOptions {
             throw new UsageException(cmd ? "--cmd needs a command to run" : "a main class or example name is required");
         }
         if (cmd) {
-            return new LaunchOptions(ranks, port, grace, null, rest, false);
+            return new LaunchOptions(ranks, shareGpu, port, grace, null, rest, false);
         }
         String main = mainClassOf(rest.get(0));
         List<String> command = new ArrayList<>();
@@ -119,7 +128,7 @@ final class LaunchOptions {
         command.add(classPath);
         command.add(main);
         command.addAll(rest.subList(1, rest.size()));
-        return new LaunchOptions(ranks, port, grace, main, command, false);
+        return new LaunchOptions(ranks, shareGpu, port, grace, main, command, false);
     }
 
     /** {@code AllReduce} becomes {@code org.nccl4j.examples.AllReduce}; a name with a dot is kept. */
@@ -171,6 +180,11 @@ final class LaunchOptions {
     /** @return the number of ranks */
     int ranks() {
         return ranks;
+    }
+
+    /** @return whether {@code --share-gpu} was given: more ranks than GPUs are allowed */
+    boolean shareGpu() {
+        return shareGpu;
     }
 
     /** @return the MASTER_PORT to use, or 0 to pick a free one */

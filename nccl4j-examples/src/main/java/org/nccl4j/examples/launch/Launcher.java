@@ -43,6 +43,13 @@ import java.util.stream.Collectors;
  * A Java rank runs {@code <java> [JAVA_OPTS] -cp <class path> <main class> [args]} with the launcher's own
  * {@code java} and class path. Its stdin is {@code /dev/null}.
  *
+ * <h2>GPUs</h2>
+ * Each rank needs a GPU of its own: {@code -np} above the number of GPUs found is refused. With
+ * {@code --share-gpu} several ranks share a GPU, for development, CI and tests: rank r gets
+ * {@code NCCL4J_DEVICE=r mod G}, {@code NCCL_HOSTID=nccl4j-host<r>} and {@code NCCL_SOCKET_IFNAME=lo} (each unless
+ * already set), so that NCCL treats the ranks as hosts of their own that talk over sockets. {@link GpuSharing} has
+ * the details and how GPUs are counted.
+ *
  * <h2>Output</h2>
  * Every line a rank writes to stdout or stderr goes to the launcher's stdout or stderr prefixed with
  * {@code [r] }. The launcher's own messages start with {@code nccl4j-run: } and go to stderr.
@@ -64,7 +71,7 @@ import java.util.stream.Collectors;
  * that signal (a process that itself exits with 129..192 is reported the same way).
  *
  * <p>Exit status: 0 when every rank exited with 0; the first failed rank's status otherwise; 2 for a bad
- * command line or an unknown main class; 127 when a rank could not be started.
+ * command line, an unknown main class or more ranks than the GPUs allow; 127 when a rank could not be started.
  */
 public final class Launcher {
     /** What rank 0's rendezvous is reached at: every rank runs on this machine. */
@@ -79,6 +86,7 @@ public final class Launcher {
         "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
 
     private final LaunchOptions options;
+    private final GpuSharing gpus;
     private final PrintStream out;
     private final PrintStream err;
     private final List<Rank> ranks = new ArrayList<>();
@@ -113,8 +121,9 @@ public final class Launcher {
         }
     }
 
-    Launcher(LaunchOptions options, PrintStream out, PrintStream err) {
+    Launcher(LaunchOptions options, GpuSharing gpus, PrintStream out, PrintStream err) {
         this.options = options;
+        this.gpus = gpus;
         this.out = out;
         this.err = err;
         this.tag = ProcessHandle.current().pid() + "-" + System.currentTimeMillis() + "-"
@@ -154,7 +163,15 @@ public final class Launcher {
                 return 2;
             }
         }
-        return new Launcher(options, out, err).run(env);
+        GpuSharing gpus;
+        try {
+            gpus = GpuSharing.plan(options.ranks(), options.shareGpu(), GpuSharing.count(env, Path.of("/proc")), env);
+        } catch (GpuSharing.Refusal e) {
+            err.println("nccl4j-run: " + e.getMessage());
+            return 2;
+        }
+        gpus.notices().forEach(n -> err.println("nccl4j-run: " + n));
+        return new Launcher(options, gpus, out, err).run(env);
     }
 
     /**
@@ -214,6 +231,7 @@ public final class Launcher {
                 if (setElasticId) {
                     e.put("TORCHELASTIC_RUN_ID", runId);
                 }
+                gpus.addTo(r, e);
                 pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
                 Rank rank;
                 synchronized (stopLock) {

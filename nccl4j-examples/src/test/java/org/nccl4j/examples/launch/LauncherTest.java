@@ -60,6 +60,8 @@ class LauncherTest {
         for (String v : FOREIGN) {
             pb.environment().remove(v);
         }
+        // no GPU as far as the launcher can tell, on any machine, unless a test says otherwise: -np is not checked
+        pb.environment().put("CUDA_VISIBLE_DEVICES", "");
         pb.environment().putAll(env);
         pb.redirectOutput(dir.resolve("launcher.out").toFile());
         pb.redirectError(dir.resolve("launcher.err").toFile());
@@ -173,6 +175,77 @@ class LauncherTest {
         assertEquals(1, ports.size(), "every rank must get the same MASTER_PORT: " + ports);
         int port = Integer.parseInt(ports.iterator().next());
         assertTrue(port > 0 && port < 65536, "MASTER_PORT " + port);
+    }
+
+    // ---------------------------------------------------------------- GPU sharing
+
+    private static final String SHARE_LINE = "echo \"RANK=$RANK DEVICE=${NCCL4J_DEVICE:-unset} HOSTID=${NCCL_HOSTID:-unset}"
+            + " IFNAME=${NCCL_SOCKET_IFNAME:-unset}\"";
+
+    @Test
+    void shareGpuPutsRankROnDeviceRModGWithItsOwnHostId() throws Exception {
+        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), shArgs(5, SHARE_LINE, "--share-gpu"));
+        assertEquals(0, r.status(), r.err());
+        assertEquals(Set.of("[0] RANK=0 DEVICE=0 HOSTID=nccl4j-host0 IFNAME=lo",
+                "[1] RANK=1 DEVICE=1 HOSTID=nccl4j-host1 IFNAME=lo", "[2] RANK=2 DEVICE=0 HOSTID=nccl4j-host2 IFNAME=lo",
+                "[3] RANK=3 DEVICE=1 HOSTID=nccl4j-host3 IFNAME=lo", "[4] RANK=4 DEVICE=0 HOSTID=nccl4j-host4 IFNAME=lo"),
+                new HashSet<>(r.outLines()));
+        assertTrue(r.err().contains("nccl4j-run: 5 ranks share 2 GPUs (rank r on device r mod 2, NCCL_HOSTID="
+                + "nccl4j-host<r>, NCCL_SOCKET_IFNAME=lo): for development and tests; ranks talk over sockets, not"
+                + " NVLink"), r.err());
+    }
+
+    @Test
+    void shareGpuKeepsWhatTheUserSetAndWarnsAboutACommonHostId() throws Exception {
+        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0", "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "eth0"),
+                shArgs(2, SHARE_LINE, "--share-gpu"));
+        assertEquals(0, r.status(), r.err());
+        assertEquals(Set.of("[0] RANK=0 DEVICE=0 HOSTID=mine IFNAME=eth0", "[1] RANK=1 DEVICE=0 HOSTID=mine IFNAME=eth0"),
+                new HashSet<>(r.outLines()));
+        assertTrue(r.err().contains("nccl4j-run: warning: NCCL_HOSTID=mine is set and kept for every rank: ranks"
+                + " that share a GPU may collide (NCCL refuses two ranks of one host on one GPU); unset it to give each"
+                + " rank its own"), r.err());
+        r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0", "NCCL4J_DEVICE", "3"), shArgs(2, SHARE_LINE, "--share-gpu"));
+        assertEquals(Set.of("[0] RANK=0 DEVICE=3 HOSTID=nccl4j-host0 IFNAME=lo",
+                "[1] RANK=1 DEVICE=3 HOSTID=nccl4j-host1 IFNAME=lo"), new HashSet<>(r.outLines()));
+    }
+
+    @Test
+    void withoutShareGpuEachRankNeedsAGpuOfItsOwn() throws Exception {
+        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0"), shArgs(2, SHARE_LINE));
+        assertEquals(2, r.status());
+        assertEquals("", r.out(), "no rank may start");
+        assertEquals("nccl4j-run: -np 2 is more than the 1 GPU found (CUDA_VISIBLE_DEVICES=0): add --share-gpu to run"
+                + " several ranks on one GPU (for development and tests), or use -np 1 or less", r.err().strip());
+        // as many ranks as GPUs: no variable added
+        r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), shArgs(2, SHARE_LINE));
+        assertEquals(0, r.status(), r.err());
+        assertEquals(Set.of("[0] RANK=0 DEVICE=unset HOSTID=unset IFNAME=unset",
+                "[1] RANK=1 DEVICE=unset HOSTID=unset IFNAME=unset"), new HashSet<>(r.outLines()));
+        r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), shArgs(2, SHARE_LINE, "--share-gpu"));
+        assertEquals(0, r.status(), r.err());
+        assertEquals(Set.of("[0] RANK=0 DEVICE=unset HOSTID=unset IFNAME=unset",
+                "[1] RANK=1 DEVICE=unset HOSTID=unset IFNAME=unset"), new HashSet<>(r.outLines()));
+        assertTrue(r.err().contains("nccl4j-run: --share-gpu: 2 ranks on 2 GPUs, one GPU each: nothing to share"),
+                r.err());
+    }
+
+    @Test
+    void shareGpuRefusesNoGpuAndMoreThan64RanksPerGpu() throws Exception {
+        Run r = launch(Map.of(), shArgs(2, SHARE_LINE, "--share-gpu"));
+        assertEquals(2, r.status());
+        assertEquals("", r.out());
+        assertEquals("nccl4j-run: --share-gpu needs at least one GPU, and none was found (CUDA_VISIBLE_DEVICES=): run"
+                + " on a machine with an NVIDIA GPU and driver, or leave out --share-gpu", r.err().strip());
+        r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0"), shArgs(65, SHARE_LINE, "--share-gpu"));
+        assertEquals(2, r.status());
+        assertEquals("", r.out());
+        assertEquals("nccl4j-run: -np 65 with --share-gpu puts 65 ranks on one GPU (1 GPU found); at most 64 ranks"
+                + " share a GPU: use -np 64 or less", r.err().strip());
+        r = launch(Map.of("CUDA_VISIBLE_DEVICES", "GPU-1234,MIG-5"), shArgs(129, SHARE_LINE, "--share-gpu"));
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("puts 65 ranks on one GPU (2 GPUs found); at most 64 ranks share a GPU: use -np"
+                + " 128 or less"), r.err());
     }
 
     @Test
@@ -347,6 +420,9 @@ class LauncherTest {
         r = inProcess("-np", "0", "AllReduce");
         assertEquals(2, r.status());
         assertTrue(r.err().contains("-np 0 is out of range 1..4096"), r.err());
+        r = inProcess("-np", "0", "--share-gpu", "AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().startsWith("nccl4j-run: -np 0 is out of range 1..4096\n"), r.err());
         r = inProcess("-np", "2", "--bogus", "AllReduce");
         assertEquals(2, r.status());
         assertTrue(r.err().contains("unknown option --bogus"), r.err());
