@@ -450,7 +450,7 @@ public final class LaunchInfo {
             sb.append("unknown");
         } else if (wrappedBy > 0) {
             sb.append(device).append(" (local rank ").append(localRank).append(" mod ").append(wrappedBy)
-                    .append(" devices)");
+                    .append(wrappedBy == 1 ? " device)" : " devices)");
         } else {
             sb.append(device).append(" (").append(deviceOrigin).append(')');
         }

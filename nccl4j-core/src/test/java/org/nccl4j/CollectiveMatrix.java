@@ -63,10 +63,14 @@ final class CollectiveMatrix {
         return HostData.input(t, rank, i);
     }
 
+    private double in(DataType t, ReduceOp op, int rank, long i) {
+        return HostData.input(t, op, rank, i);
+    }
+
     private double reduced(ReduceOp op, DataType t, long i) {
         double[] v = new double[size];
         for (int q = 0; q < size; q++) {
-            v[q] = in(t, q, i);
+            v[q] = in(t, op, q, i);
         }
         return HostData.reduce(op, t, v);
     }
@@ -98,7 +102,32 @@ final class CollectiveMatrix {
         int offset;
     }
 
+    /** The last NCCL version seen with the one-rank AVG defects below (2.28.3). */
+    static final int ONE_RANK_AVG_CHECKED_UP_TO = 22803;
+
+    /**
+     * Whether this case meets what NCCL up to 2.28.3 does with AVG on a one-rank communicator (its one-rank path, a
+     * local kernel instead of a collective): FP8 types are refused with ncclInvalidArgument, and a FLOAT64
+     * out-of-place AVG of 4099 elements leaves the last element of the output unwritten. Seen on an H100 with
+     * NCCL 2.28.3 (docs/gpu-runs/2026-11-24-one-gpu.md); later versions run the case as any other.
+     */
+    private boolean oneRankAvgDefect(DataType t, ReduceOp op) {
+        return size == 1 && op == ReduceOp.AVG && Nccl.library().versionCode() <= ONE_RANK_AVG_CHECKED_UP_TO;
+    }
+
     void run(Kind kind, DataType t, ReduceOp op, boolean inPlace, String name) {
+        if (oneRankAvgDefect(t, op) && t.isFp8()) {
+            NcclException e = org.junit.jupiter.api.Assertions.assertThrows(NcclException.class,
+                    () -> runChecked(kind, t, op, inPlace, name), "NCCL <= 2.28.3 refuses FP8 AVG on one rank");
+            org.junit.jupiter.api.Assertions.assertEquals(NcclResult.INVALID_ARGUMENT, e.result(), e.getMessage());
+            return;
+        }
+        org.junit.jupiter.api.Assumptions.assumeFalse(oneRankAvgDefect(t, op) && t == DataType.FLOAT64 && !inPlace,
+                "NCCL <= 2.28.3 on one rank: FLOAT64 out-of-place AVG leaves the last element unwritten");
+        runChecked(kind, t, op, inPlace, name);
+    }
+
+    private void runChecked(Kind kind, DataType t, ReduceOp op, boolean inPlace, String name) {
         int last = size - 1;
         List<Local> locals = new ArrayList<>();
         try {
@@ -109,7 +138,7 @@ final class CollectiveMatrix {
                 locals.add(l);
                 switch (kind) {
                     case ALL_REDUCE -> {
-                        l.send = upload(d, t, fill(N, i -> in(t, r, i)));
+                        l.send = upload(d, t, fill(N, i -> in(t, op, r, i)));
                         l.recv = inPlace ? l.send : zeros(d, t, N);
                         l.expected = fill(N, i -> reduced(op, t, i));
                     }
@@ -124,7 +153,7 @@ final class CollectiveMatrix {
                         l.expected = fill(N, i -> in(t, last, i));
                     }
                     case REDUCE -> {
-                        l.send = upload(d, t, fill(N, i -> in(t, r, i)));
+                        l.send = upload(d, t, fill(N, i -> in(t, op, r, i)));
                         l.recv = inPlace ? l.send : (r == last ? zeros(d, t, N) : null);
                         l.expected = r == last ? fill(N, i -> reduced(op, t, i)) : null;
                     }
@@ -139,7 +168,7 @@ final class CollectiveMatrix {
                         l.expected = fill(size * N, j -> in(t, j / N, j % N));
                     }
                     case REDUCE_SCATTER -> {
-                        l.send = upload(d, t, fill(size * N, j -> in(t, r, j)));
+                        l.send = upload(d, t, fill(size * N, j -> in(t, op, r, j)));
                         l.recv = inPlace ? l.send : zeros(d, t, N);
                         l.offset = inPlace ? r * N : 0;
                         l.expected = fill(N, i -> reduced(op, t, (long) r * N + i));

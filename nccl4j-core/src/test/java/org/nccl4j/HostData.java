@@ -22,6 +22,18 @@ final class HostData {
         return 1 + (i % 3) + 2 * rank;
     }
 
+    /**
+     * Input of {@code rank} at element {@code i} for a reduction by {@code op}: for PROD 1 or 2, so that a product
+     * over any number of ranks is a power of two, exact in every floating type (integer types wrap, as on the GPU:
+     * see {@link #reduce}); else {@link #input(DataType, int, long)}.
+     */
+    static double input(DataType type, ReduceOp op, int rank, long i) {
+        if (op == ReduceOp.PROD) {
+            return 1 + ((i + rank) % 2);
+        }
+        return input(type, rank, i);
+    }
+
     static ByteBuffer encode(DataType type, double[] values) {
         ByteBuffer b = ByteBuffer.allocateDirect(values.length * type.size()).order(ByteOrder.LITTLE_ENDIAN);
         for (double v : values) {
@@ -91,7 +103,10 @@ final class HostData {
         return sign * Math.scalb(1.0 + (double) m / (1 << mantBits), e - bias);
     }
 
-    /** The reduction of {@code values} (one per rank) by a built-in operator, computed in double. */
+    /**
+     * The reduction of {@code values} (one per rank) by a built-in operator, computed in double; for an integer type
+     * the result wraps to the type's width as the GPU's arithmetic does (exact: wrapping commutes with + and *).
+     */
     static double reduce(ReduceOp op, DataType type, double[] values) {
         double r = values[0];
         for (int k = 1; k < values.length; k++) {
@@ -107,6 +122,17 @@ final class HostData {
         if (op == ReduceOp.AVG) {
             r = type.isFloating() ? r / values.length : Math.floor(r / values.length);
         }
-        return r;
+        return type.isFloating() ? r : wrap(type, (long) r);
+    }
+
+    /** {@code v} as the integer type {@code type} holds it. */
+    static double wrap(DataType type, long v) {
+        return switch (type) {
+            case INT8 -> (byte) v;
+            case UINT8 -> v & 0xff;
+            case INT32 -> (int) v;
+            case UINT32 -> v & 0xffff_ffffL;
+            default -> v;
+        };
     }
 }

@@ -186,8 +186,11 @@ class LaunchInfoTest {
         assertEquals("LaunchInfo[torchrun: rank 3 of 4, local 3 of 4, device 1 (local rank 3 mod 2 devices)]",
                 l.toString());
         assertEquals(0, LaunchInfo.detect(env("RANK", "2", "WORLD_SIZE", "4", "LOCAL_RANK", "2"), () -> 2).device());
-        assertEquals(0, LaunchInfo.detect(env("OMPI_COMM_WORLD_RANK", "5", "OMPI_COMM_WORLD_SIZE", "8",
-                "OMPI_COMM_WORLD_LOCAL_RANK", "5"), one).device());
+        LaunchInfo mpi = LaunchInfo.detect(env("OMPI_COMM_WORLD_RANK", "5", "OMPI_COMM_WORLD_SIZE", "8",
+                "OMPI_COMM_WORLD_LOCAL_RANK", "5"), one);
+        assertEquals(0, mpi.device());
+        assertEquals("LaunchInfo[Open MPI: rank 5 of 8, local 5 of ?, device 0 (local rank 5 mod 1 device)]",
+                mpi.toString());
         assertEquals(1, asked[0]);
         // enough devices: the local rank as it is, and the origin says so
         l = LaunchInfo.detect(env("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1"), () -> 8);
