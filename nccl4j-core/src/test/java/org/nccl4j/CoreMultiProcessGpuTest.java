@@ -47,6 +47,16 @@ class CoreMultiProcessGpuTest {
         }
     }
 
+    @Test
+    void communicatorReportsRankSizeAndDevice() {
+        LaunchInfo launch = LaunchInfo.detect();
+        assertEquals(launch.rank(), comm.rank());
+        assertEquals(launch.worldSize(), comm.size());
+        assertEquals(launch.device(), comm.device());
+        assertEquals(launch.localRank().getAsInt() % Cuda.deviceCount(), comm.device());
+        assertEquals(NcclResult.SUCCESS, comm.asyncError());
+    }
+
     @TestFactory
     List<DynamicTest> everyCollectiveTypeOpAndPlacement() {
         return new CollectiveMatrix(List.of(comm), List.of(stream)).tests(comm.size() + " processes");
