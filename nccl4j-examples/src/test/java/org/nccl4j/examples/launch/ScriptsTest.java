@@ -255,6 +255,147 @@ class ScriptsTest {
                 r.outLines());
     }
 
+    /** nccl4j_gpu_count: CUDA_VISIBLE_DEVICES's non-empty entries when it is set, else nvidia-smi -L's GPU lines. */
+    @Test
+    void envShCountsTheGpus() throws Exception {
+        String show = "nccl4j_gpu_count gpu-x || echo \"status $?\"";
+        Result r = envSh(show);   // FAKE_GPUS=2
+        assertEquals(List.of("2"), r.outLines(), r.toString());
+        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
+        assertEquals(List.of("7"), envSh(show, "FAKE_GPUS", "7").outLines());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", "0, 1,,7,");
+        assertEquals(List.of("3"), r.outLines());
+        assertEquals(List.of(), r.tools(), "no nvidia-smi");
+        r = envSh(show, "FAKE_GPUS", "0");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", " , ");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (CUDA_VISIBLE_DEVICES=' , ' names none)", r.err().strip());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", "");
+        assertEquals("gpu-x: no GPU found (CUDA_VISIBLE_DEVICES='' names none)", r.err().strip());
+        Path empty = Files.createDirectories(base.resolve("empty-bin"));
+        r = envSh("PATH=" + empty + "; " + show);
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L: no nvidia-smi on the PATH)", r.err().strip());
+        Path broken = executable(base.resolve("broken-bin/nvidia-smi"), "#!/bin/sh\necho \"NVIDIA-SMI has failed because it"
+                + " couldn't communicate with the NVIDIA driver.\"\necho second line\nexit 9\n");
+        r = envSh("PATH=" + broken.getParent() + ":$PATH; " + show);
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L exited with status 9: NVIDIA-SMI has failed because it couldn't "
+                + "communicate with the NVIDIA driver.)", r.err().strip());
+    }
+
+    /** nccl4j_ranks: NP, or max(2, GPUS); refused: not a whole number >= 1, more than 64 per GPU. */
+    @Test
+    void envShChecksTheRanks() throws Exception {
+        Map<String, String> ok = new LinkedHashMap<>();   // "NP GPUS" -> ranks
+        ok.put("- 1", "2");
+        ok.put("- 2", "2");
+        ok.put("- 4", "4");
+        ok.put("- 8", "8");
+        ok.put("1 1", "1");
+        ok.put("3 1", "3");
+        ok.put("010 1", "10");
+        ok.put("64 1", "64");
+        ok.put("128 2", "128");
+        for (Map.Entry<String, String> c : ok.entrySet()) {
+            String[] k = c.getKey().split(" ");
+            Result r = k[0].equals("-") ? envSh("nccl4j_ranks t " + k[1]) : envSh("nccl4j_ranks t " + k[1], "NP", k[0]);
+            assertEquals(0, r.status(), c.getKey() + "\n" + r);
+            assertEquals(List.of(c.getValue()), r.outLines(), c.getKey());
+        }
+        assertEquals(List.of("3"), envSh("nccl4j_ranks t 3", "NP", "").outLines(), "empty: the default");
+        Map<String, String> bad = new LinkedHashMap<>();   // "NP GPUS" -> message
+        for (String np : List.of("0", "000", "abc", "-1", "1.5", " 2", "2x")) {
+            bad.put(np + "|1", "t: NP=" + np + " is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                    + "max(2, GPU count) = 2");
+        }
+        bad.put("x|4", "t: NP=x is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 4");
+        bad.put("65|1", "t: NP=65 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 or fewer");
+        bad.put("0257|4", "t: NP=0257 is more than 64 ranks per GPU on 4 GPU(s): set NP to 256 or fewer");
+        bad.put("99999999999999999999|1", "t: NP=99999999999999999999 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 "
+                + "or fewer");
+        for (Map.Entry<String, String> c : bad.entrySet()) {
+            String[] k = c.getKey().split("\\|");
+            Result r = envSh("nccl4j_ranks t " + k[1] + " || echo \"status $?\"", "NP", k[0]);
+            assertEquals(List.of("status 2"), r.outLines(), c.getKey() + "\n" + r);
+            assertEquals(c.getValue(), r.err().strip(), c.getKey());
+        }
+    }
+
+    /** nccl4j_share_gpus: whether the ranks share the GPUs, the line saying so and the warning; nccl4j_share_env's lines. */
+    @Test
+    void envShSharesTheGpusWhenThereAreMoreRanksOrWhenAsked() throws Exception {
+        String show = " && echo yes || echo \"no $?\"";
+        Map<String, List<String>> cases = new LinkedHashMap<>();   // "GPUS NP FORCED" -> output
+        cases.put("2 2 0", List.of("no 1"));
+        cases.put("4 3 0", List.of("no 1"));
+        cases.put("1 1 1", List.of("no 1"));   // one rank shares nothing
+        cases.put("1 2 0", List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        cases.put("2 5 0", List.of("== 5 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        cases.put("2 2 1", List.of("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        for (Map.Entry<String, List<String>> c : cases.entrySet()) {
+            Result r = envSh("nccl4j_share_gpus tool " + c.getKey() + show);
+            assertEquals(c.getValue(), r.outLines(), c.getKey());
+            assertEquals("", r.err(), c.getKey());
+        }
+        Result r = envSh("nccl4j_share_gpus tool 1 2 0" + show, "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "ib0");
+        assertEquals(List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID=mine kept, NCCL_SOCKET_IFNAME=ib0)", "yes"),
+                r.outLines());
+        assertEquals("tool: warning: NCCL_HOSTID=mine is set by you and kept: ranks sharing a GPU may collide (NCCL: "
+                + "duplicate GPU)", r.err().strip());
+        r = envSh("nccl4j_share_gpus tool 2 2 0" + show, "NCCL_HOSTID", "mine");
+        assertEquals("", r.err(), "no sharing, no warning");
+
+        String hostid = "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}";
+        assertEquals(List.of(hostid, "export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env").outLines());
+        assertEquals(List.of(hostid), envSh("nccl4j_share_env", "NCCL_SOCKET_IFNAME", "eth0").outLines());
+        assertEquals(List.of(hostid, "export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env", "NCCL_HOSTID", "").outLines(),
+                "empty: not set");
+        assertEquals(List.of("export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env", "NCCL_HOSTID", "h").outLines());
+        assertEquals(List.of(), envSh("nccl4j_share_env", "NCCL_HOSTID", "h", "NCCL_SOCKET_IFNAME", "eth0").outLines());
+        // the lines in a rank's script: its rank's NCCL_HOSTID; outside Open MPI, a failure that says so
+        r = envSh("eval \"$(nccl4j_share_env)\"; echo \"$NCCL_HOSTID $NCCL_SOCKET_IFNAME\"", "OMPI_COMM_WORLD_RANK", "3");
+        assertEquals(List.of("nccl4j-host3 lo"), r.outLines(), r.toString());
+        r = envSh("eval \"$(nccl4j_share_env)\"");
+        assertTrue(r.status() != 0, r.toString());
+        assertTrue(r.err().contains("OMPI_COMM_WORLD_RANK: not under Open MPI"), r.err());
+    }
+
+    /** nccl4j_gpu_args: [--share-gpu] [bundle-dir], SHARE_GPU; refusals. */
+    @Test
+    void envShReadsTheGpuScriptsArguments() throws Exception {
+        String show = " && echo \"$nccl4j_share_forced [$nccl4j_bundle_arg]\" || echo \"status $?\"";
+        Map<String, List<String>> cases = new LinkedHashMap<>();
+        cases.put("", List.of("0 []"));
+        cases.put("b", List.of("0 [b]"));
+        cases.put("--share-gpu", List.of("1 []"));
+        cases.put("--share-gpu /x/b", List.of("1 [/x/b]"));
+        cases.put("-- -odd-dir", List.of("0 [-odd-dir]"));
+        for (Map.Entry<String, List<String>> c : cases.entrySet()) {
+            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            assertEquals(c.getValue(), r.outLines(), c.getKey());
+            assertEquals("", r.err());
+        }
+        assertEquals(List.of("1 [b]"), envSh("nccl4j_gpu_args t b" + show, "SHARE_GPU", "1").outLines());
+        assertEquals(List.of("0 []"), envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "0").outLines());
+        Map<String, String> bad = new LinkedHashMap<>();
+        bad.put("--share", "t: unknown option --share (usage: t [--share-gpu] [bundle-dir])");
+        bad.put("-h", "t: unknown option -h (usage: t [--share-gpu] [bundle-dir])");
+        bad.put("a b", "t: one bundle directory at most, not 2 (a b) (usage: t [--share-gpu] [bundle-dir])");
+        for (Map.Entry<String, String> c : bad.entrySet()) {
+            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            assertEquals(List.of("status 2"), r.outLines(), c.getKey());
+            assertEquals(c.getValue(), r.err().strip());
+        }
+        Result r = envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "true");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("t: SHARE_GPU=true: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count",
+                r.err().strip());
+    }
+
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
         Path jar = box.makeBuild();
