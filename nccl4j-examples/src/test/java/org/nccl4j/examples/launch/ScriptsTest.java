@@ -502,12 +502,83 @@ class ScriptsTest {
 
     // ---------------------------------------------------------------- gpu-test.sh
 
+    /** The JUnit console launcher's forwarded variables (job()'s, NCCL_COMM_ID added), for mpirun's -x. */
+    private static final List<String> GPU_TEST_FWD = x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR",
+            "NCCL_COMM_ID", "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE");
+    /** As {@link #GPU_TEST_FWD} without CUDA_VISIBLE_DEVICES ({@link #onGpus}). */
+    private static final List<String> GPU_TEST_FWD_NO_CVD = GPU_TEST_FWD.subList(2, GPU_TEST_FWD.size());
+
+    /**
+     * The JUnit console launcher 1.14.1's summary, as it prints it (a run of it on a small test class: "[%10d %-21s ]"
+     * per line). found: ok + failed + skipped + aborted + unstarted (the tests of a class aborted or failed as a whole,
+     * which are found but neither started nor skipped); started: ok + failed + aborted.
+     */
+    private static String summary(int ok, int failed, int skipped, int aborted, int unstarted, int containersFailed) {
+        List<String> lines = new ArrayList<>();
+        int[] c = {5, 0, 5 - containersFailed, 0, 5 - containersFailed, containersFailed};
+        String[] cl = {"containers found", "containers skipped", "containers started", "containers aborted",
+            "containers successful", "containers failed"};
+        for (int i = 0; i < c.length; i++) {
+            lines.add(String.format("[%10d %-21s ]", c[i], cl[i]));
+        }
+        int[] t = {ok + failed + skipped + aborted + unstarted, skipped, ok + failed + aborted, aborted, ok, failed};
+        String[] tl = {"tests found", "tests skipped", "tests started", "tests aborted", "tests successful", "tests failed"};
+        for (int i = 0; i < t.length; i++) {
+            lines.add(String.format("[%10d %-21s ]", t[i], tl[i]));
+        }
+        return String.join("\\n", lines);
+    }
+
+    /**
+     * The console launcher's output with --details=tree --details-theme=ascii (its format from a run of 1.14.1), for
+     * fake java's printf %b: the single-process run on one GPU. RawGpuTest: one test passes, two abort (an assumption in
+     * the test); CoreGpuTest aborts as a whole in its @BeforeAll (its 4 tests never start); OldTest is @Disabled (1
+     * test, skipped).
+     */
+    private static final String SINGLE_ON_ONE_GPU = String.join("\\n", ".", "+-- JUnit Platform Suite [OK]",
+            "+-- JUnit Jupiter [OK]", "| +-- RawGpuTest [OK]", "| | +-- allReduceOnOneGpu() [OK]",
+            "| | +-- allReduceOnTwoGpus() [A] Assumption failed: needs 2 GPUs, found 1",
+            "| | '-- groupOnTwoGpus() [A] Assumption failed: needs 2 GPUs, found 1",
+            "| +-- CoreGpuTest [A] Assumption failed: needs 2 GPUs, found 1",
+            "| '-- OldTest [S] class org.nccl4j.OldTest is @Disabled", "'-- JUnit Vintage [OK]", "",
+            "Test run finished after 138 ms", summary(1, 0, 1, 2, 4, 0), "");
+    /** A rank's run: two tests pass, one aborts with a reason over two lines (the first is the cause). */
+    private static final String RANK = String.join("\\n", ".", "+-- JUnit Platform Suite [OK]", "+-- JUnit Jupiter [OK]",
+            "| '-- CoreMultiProcessGpuTest [OK]", "|   +-- allReduce() [OK]", "|   +-- broadcast() [OK]",
+            "|   '-- p2p() [A] Assumption failed: no peer access", "|         between the ranks' devices",
+            "'-- JUnit Vintage [OK]", "", "Test run finished after 99 ms", summary(2, 0, 0, 1, 0, 0), "");
+
+    /** job(more) on a machine with n GPUs (nvidia-smi's), CUDA_VISIBLE_DEVICES unset. */
+    private static Map<String, String> onGpus(int n, String... more) {
+        Map<String, String> e = job(more);
+        e.remove("CUDA_VISIBLE_DEVICES");
+        e.put("FAKE_GPUS", Integer.toString(n));
+        return e;
+    }
+
+    /** The "-np N" of mpirun's arguments, or -1 when there is no mpirun call. */
+    private static int np(Result r) {
+        List<Call> m = r.of("mpirun");
+        return m.isEmpty() ? -1 : Integer.parseInt(m.get(0).args().get(m.get(0).args().indexOf("-np") + 1));
+    }
+
+    /** The lines of r's output from the summary line on. */
+    private static List<String> fromSummary(Result r) {
+        List<String> lines = r.outLines();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).matches("\\d+ passed, \\d+ failed, \\d+ skipped")) {
+                return lines.subList(i, lines.size());
+            }
+        }
+        throw new AssertionError("no summary line\n" + r);
+    }
+
     @Test
     void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
         Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
-        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
+        // CUDA_VISIBLE_DEVICES (0,1) gives the GPU count: no nvidia-smi
+        assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
 
         Path java = bundle.resolve("jre/bin/java");
         List<String> junit = args(JAVA_OPTS, "-jar", bundle.resolve("lib/" + CONSOLE), "execute", "--class-path",
@@ -525,9 +596,8 @@ class ScriptsTest {
         assertLd("/opt/ld", single);
 
         Path rankScript = logs.resolve("rank.sh");
-        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "-np", "2",
-                x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG",
-                        "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"), rankScript);
+        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--output-filename",
+                logs.resolve("ranks"), "-np", "2", GPU_TEST_FWD, rankScript);
         assertEquals(args("600", "mpirun", mpirun), r.of("timeout").get(1).args());
         assertEquals(mpirun, r.first("mpirun").args());
         for (int rank = 0; rank < 2; rank++) {
@@ -537,11 +607,40 @@ class ScriptsTest {
             assertEquals(Integer.toString(rank), c.env("OMPI_COMM_WORLD_RANK"));
             assertEquals(commId, c.env("NCCL_COMM_ID"));
             assertEquals("-Dx=1 -Dy=2", c.env("JAVA_OPTS"));
+            assertEquals(null, c.env("NCCL_HOSTID"), "a GPU each: no sharing");
+            assertEquals(null, c.env("NCCL_SOCKET_IFNAME"));
             assertLd("/opt/ld", c);
         }
+        assertFalse(Files.readString(rankScript).contains("NCCL_HOSTID"), Files.readString(rankScript));
+        assertFalse(r.out().contains("sharing"), r.out());
         assertTrue(r.out().contains("== multi-process GPU tests: mpirun -np 2, NCCL_COMM_ID=" + commId), r.out());
-        assertEquals("9 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals(List.of("== logs: " + logs + " (single.log; multi.log, and ranks/1/rank.N/ for each rank's own)",
+                "9 passed, 0 failed, 0 skipped"), r.outLines().subList(r.outLines().size() - 2, r.outLines().size()));
         assertTrue(Files.exists(logs.resolve("single.log")) && Files.exists(logs.resolve("multi.log")));
+        assertEquals("", r.err());
+    }
+
+    /** Per-rank logs: mpirun's --output-filename LOG_DIR/ranks, which Open MPI 4.1 fills with 1/rank.N/{stdout,stderr}. */
+    @Test
+    void gpuTestKeepsEachRanksLogAndTagsTheCombinedOne() throws Exception {
+        Files.createDirectories(logs.resolve("ranks/1/rank.7"));   // an earlier run's: removed
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_OUT_RANK", RANK));
+        assertEquals(0, r.status(), r.toString());
+        List<String> m = r.first("mpirun").args();
+        assertEquals(logs.resolve("ranks").toString(), m.get(m.indexOf("--output-filename") + 1));
+        assertFalse(Files.exists(logs.resolve("ranks/1/rank.7")));
+        for (int rank = 0; rank < 2; rank++) {
+            String own = Files.readString(logs.resolve("ranks/1/rank." + rank + "/stdout"));
+            assertTrue(own.startsWith(".\n+-- JUnit Platform Suite [OK]\n"), own);
+            assertTrue(own.contains("[         2 tests successful      ]\n"), own);
+            assertTrue(Files.readString(logs.resolve("multi.log")).contains("[1," + rank + "]<stdout>:[         2 tests "
+                    + "successful      ]\n"));
+        }
+        assertEquals(List.of("7 passed, 0 failed, 2 skipped",
+                "skipped: no peer access (2 tests)",
+                "gpu-test.sh: of the 2 skipped, 2 aborted (an assumption failed)"),
+                fromSummary(r));
     }
 
     @Test
@@ -550,27 +649,235 @@ class ScriptsTest {
                 "FAKE_UID", "1000", "NCCL_COMM_ID", "10.0.0.1:1234", "NP", "2"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
-        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "2", x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS",
-                "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"),
-                logs.resolve("rank.sh")), r.first("mpirun").args());
+        assertEquals(args("--bind-to", "none", "--tag-output", "--output-filename", logs.resolve("ranks"), "-np", "2",
+                GPU_TEST_FWD, logs.resolve("rank.sh")), r.first("mpirun").args());
         for (Call c : r.of("java")) {
             assertEquals("10.0.0.1:1234", c.env("NCCL_COMM_ID"));
         }
     }
 
+    /**
+     * Issue 14: on one GPU, the run used to be NP=1, no mpirun, every single-process test skipped, "0 passed, 0 failed".
+     * Now 2 ranks share the GPU, each with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo (NCCL4J_DEVICE left to the
+     * tests: local rank mod device count), and mpirun may put more ranks than cores.
+     */
     @Test
-    void gpuTestOnOneGpuSkipsMpirunAndTestsNarrowsTheClasses() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
-                "NP", "1", "TESTS", ".*StreamTest"));
+    void gpuTestOnOneGpuSharesItBetweenTwoRanksAndTestsNarrowsTheClasses() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SUMMARY, "TESTS", ".*StreamTest"));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("timeout", "java"), r.tools(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
         Call c = r.first("java");
         assertEquals(bundle.resolve("jre/bin/java").toString(), c.exe());
         int i = c.args().indexOf("--include-classname");
         assertEquals(".*StreamTest", c.args().get(i + 1));
         assertEquals("--disable-banner", c.args().get(i + 2));
-        assertTrue(r.out().contains("== multi-process GPU tests skipped: 1 GPU(s)"), r.out());
-        assertEquals("3 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--output-filename",
+                logs.resolve("ranks"), "--oversubscribe", "-np", "2", GPU_TEST_FWD_NO_CVD, logs.resolve("rank.sh")),
+                r.first("mpirun").args());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        List<String> script = Files.readAllLines(logs.resolve("rank.sh"));
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}",
+                "export NCCL_SOCKET_IFNAME=lo"), script.subList(0, 3));
+        assertTrue(script.get(3).startsWith("exec "), script.toString());
+        assertTrue(script.get(3).contains(" --include-classname .\\*StreamTest "), script.toString());
+        assertEquals(null, c.env("NCCL_HOSTID"), "the single-process run is not shared");
+        for (int rank = 0; rank < 2; rank++) {
+            Call k = r.of("java").get(1 + rank);
+            assertEquals("nccl4j-host" + rank, k.env("NCCL_HOSTID"));
+            assertEquals("lo", k.env("NCCL_SOCKET_IFNAME"));
+            assertEquals(null, k.env("NCCL4J_DEVICE"));
+            assertEquals("kept", k.env("NOT_FORWARDED"), "the environment is not cleared");
+        }
+        assertEquals(List.of("9 passed, 0 failed, 0 skipped"), fromSummary(r));
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void gpuTestWithNp1RunsNoMpirun() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SUMMARY, "NP", "1", "SHARE_GPU", "1"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java"), r.tools(), r.toString());
+        assertEquals(List.of("== single-process GPU tests"), r.outLines().subList(0, 1), "no sharing line for one rank");
+        assertEquals(List.of("== multi-process GPU tests skipped: NP=1 (they need 2 ranks or more)",
+                "== logs: " + logs + " (single.log)", "3 passed, 0 failed, 0 skipped"),
+                r.outLines().subList(r.outLines().size() - 3, r.outLines().size()));
+    }
+
+    /** NP defaults to max(2, GPU count); the ranks share the GPUs exactly when there are more ranks than GPUs. */
+    @Test
+    void gpuTestRanksDefaultToTwoOrTheGpuCount() throws Exception {
+        int[][] cases = {{1, 2}, {2, 2}, {4, 4}};
+        for (int[] k : cases) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(k[0], "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+            assertEquals(0, r.status(), r.toString());
+            assertEquals(k[1], np(r), r.toString());
+            assertEquals(k[1], r.of("java").size() - 1, r.toString());
+            boolean share = k[0] < k[1];
+            assertEquals(share, r.first("mpirun").args().contains("--oversubscribe"), r.toString());
+            assertEquals(share, r.outLines().get(0).startsWith("== " + k[1] + " ranks on " + k[0] + " GPU(s): sharing"),
+                    r.toString());
+        }
+        // NP above the GPU count: shared
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NP", "5"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(5, np(r));
+        assertEquals("== 5 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        assertEquals("nccl4j-host4", r.of("java").get(5).env("NCCL_HOSTID"));
+        assertTrue(Files.isDirectory(logs.resolve("ranks/1/rank.4")), "one digit for 5 ranks");
+        // no GPU: nothing starts
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(0, "LOG_DIR", logs.toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+        assertEquals("", r.out());
+    }
+
+    /** CUDA_VISIBLE_DEVICES, when set, is the GPU count: its non-empty entries. */
+    @Test
+    void gpuTestCountsTheGpusOfCudaVisibleDevices() throws Exception {
+        Map<String, Integer> cases = new LinkedHashMap<>();
+        cases.put("0", 2);
+        cases.put("3,1,2", 3);
+        cases.put("GPU-a,GPU-b,,GPU-c,", 3);
+        for (Map.Entry<String, Integer> k : cases.entrySet()) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                    "CUDA_VISIBLE_DEVICES", k.getKey(), "FAKE_GPUS", "8"));
+            assertEquals(0, r.status(), r.toString());
+            assertFalse(r.tools().contains("nvidia-smi"), r.toString());
+            assertEquals((int) k.getValue(), np(r), k.getKey());
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", "0"));
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", ""));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: no GPU found (CUDA_VISIBLE_DEVICES='' names none)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+    }
+
+    /** --share-gpu or SHARE_GPU=1 shares with NP <= GPU count; NCCL_HOSTID and NCCL_SOCKET_IFNAME of the user's are kept. */
+    @Test
+    void gpuTestSharesWhenAskedAndKeepsTheUsersNcclVariables() throws Exception {
+        for (Map<String, String> how : List.of(env(), env("SHARE_GPU", "1"))) {
+            Map<String, String> e = job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY);
+            e.putAll(how);
+            Result r = how.isEmpty() ? box.run(bundle.resolve("gpu-test.sh"), e, "--share-gpu", bundle.toString())
+                    : box.run(bundle.resolve("gpu-test.sh"), e);
+            assertEquals(0, r.status(), r.toString());
+            assertEquals("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+            assertTrue(r.first("mpirun").args().contains("--oversubscribe"), r.toString());
+            assertEquals(List.of("nccl4j-host0", "nccl4j-host1"), r.of("java").subList(1, 3).stream()
+                    .map(c -> c.env("NCCL_HOSTID")).collect(Collectors.toList()));
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NCCL_HOSTID", "myhost", "NCCL_SOCKET_IFNAME", "eth9"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("gpu-test.sh: warning: NCCL_HOSTID=myhost is set by you and kept: ranks sharing a GPU may collide "
+                + "(NCCL: duplicate GPU)", r.err().strip());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID=myhost kept, NCCL_SOCKET_IFNAME=eth9)", r.outLines().get(0));
+        assertEquals(List.of("#!/usr/bin/env bash"), Files.readAllLines(logs.resolve("rank.sh")).subList(0, 1));
+        assertTrue(Files.readAllLines(logs.resolve("rank.sh")).get(1).startsWith("exec "));
+        for (Call c : r.of("java").subList(1, 3)) {
+            assertEquals("myhost", c.env("NCCL_HOSTID"));
+            assertEquals("eth9", c.env("NCCL_SOCKET_IFNAME"));
+        }
+        List<String> m = r.first("mpirun").args();
+        assertTrue(String.join(" ", m).contains("-x NCCL_HOSTID -x NCCL_SOCKET_IFNAME"), m.toString());
+        // only NCCL_SOCKET_IFNAME set: the ranks still get their own NCCL_HOSTID
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NCCL_SOCKET_IFNAME", "eth9"));
+        assertEquals("", r.err());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=eth9)", r.outLines().get(0));
+        assertEquals(List.of("nccl4j-host1", "eth9"), List.of(r.of("java").get(2).env("NCCL_HOSTID"),
+                r.of("java").get(2).env("NCCL_SOCKET_IFNAME")));
+    }
+
+    /** Each refusal: one line on stderr, status 2, no JVM and no mpirun. */
+    @Test
+    void gpuTestRefusesBadNpNoGpuAndUnknownArguments() throws Exception {
+        Map<String, String> np = new LinkedHashMap<>();
+        np.put("0", "gpu-test.sh: NP=0 is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("abc", "gpu-test.sh: NP=abc is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("-2", "gpu-test.sh: NP=-2 is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("129", "gpu-test.sh: NP=129 is more than 64 ranks per GPU on 2 GPU(s): set NP to 128 or fewer");
+        for (Map.Entry<String, String> k : np.entrySet()) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", k.getKey()));
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(k.getValue(), r.err().strip(), k.getKey());
+            assertEquals(List.of(), r.tools(), k.getKey());
+            assertEquals("", r.out());
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "NP", "65"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: NP=65 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 or fewer", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+
+        Map<List<String>, String> bad = new LinkedHashMap<>();
+        bad.put(List.of("--bogus"), "gpu-test.sh: unknown option --bogus (usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        bad.put(List.of("--share-gpu", "-n"), "gpu-test.sh: unknown option -n (usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        bad.put(List.of(bundle.toString(), "x"), "gpu-test.sh: one bundle directory at most, not 2 (" + bundle + " x) "
+                + "(usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        for (Map.Entry<List<String>, String> k : bad.entrySet()) {
+            r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), k.getKey().toArray(new String[0]));
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(k.getValue(), r.err().strip());
+            assertEquals(List.of(), r.tools());
+        }
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "SHARE_GPU", "yes"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: SHARE_GPU=yes: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count",
+                r.err().strip());
+        assertFalse(Files.exists(logs), "no log directory made");
+    }
+
+    /**
+     * The summary sums the single-process run and every rank; skipped counts aborted tests and the tests of a class
+     * aborted as a whole; one line per cause, in order of first appearance, with its tests and classes.
+     */
+    @Test
+    void gpuTestSumsTheRunsAndListsTheCausesOfTheSkips() throws Exception {
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SINGLE_ON_ONE_GPU, "FAKE_JAVA_OUT_RANK", RANK));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("5 passed, 0 failed, 9 skipped",
+                "skipped: needs 2 GPUs, found 1 (2 tests, 1 class)",
+                "skipped: class org.nccl4j.OldTest is @Disabled (1 class)",
+                "skipped: no peer access (2 tests)",
+                "gpu-test.sh: of the 9 skipped, 4 aborted (an assumption failed), 4 never started (their class was aborted or failed)"),
+                fromSummary(r));
+    }
+
+    /** A run in which no test ran fails, saying why. */
+    @Test
+    void gpuTestFailsWhenNoTestRan() throws Exception {
+        String skipping = SINGLE_ON_ONE_GPU.replace("| | +-- allReduceOnOneGpu() [OK]\\n", "")
+                .replace(summary(1, 0, 1, 2, 4, 0), summary(0, 0, 1, 2, 4, 0));
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", skipping,
+                "NP", "1"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 7 skipped",
+                "skipped: needs 2 GPUs, found 1 (2 tests, 1 class)",
+                "skipped: class org.nccl4j.OldTest is @Disabled (1 class)",
+                "gpu-test.sh: of the 7 skipped, 2 aborted (an assumption failed), 4 never started (their class was aborted or failed)",
+                "gpu-test.sh: no test ran: every test skipped: causes above"), fromSummary(r));
+
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                summary(0, 0, 0, 0, 0, 0), "TESTS", "Nothing"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 0 skipped", "gpu-test.sh: no test ran: no test found (tags gpu and "
+                + "multiprocess in " + bundle + "/lib/nccl4j-*-tests.jar, TESTS=Nothing)"), fromSummary(r));
+
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", "Error: could not"
+                + " find or load main class"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 0 skipped", "gpu-test.sh: no test ran: the JUnit console launcher printed "
+                + "no summary (see the logs above)"), fromSummary(r));
     }
 
     @Test
@@ -578,13 +885,45 @@ class ScriptsTest {
         Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
                 "FAKE_JAVA_OUT", "[         2 tests successful      ]\\n[         1 tests failed          ]"));
         assertEquals(1, r.status(), r.toString());
-        assertEquals("2 passed, 1 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals("2 passed, 1 failed, 0 skipped", r.outLines().get(r.outLines().size() - 1));
 
         delete(bundle);
         Files.createDirectories(base.resolve("empty"));
         r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString()), base.resolve("empty").toString());
         assertEquals(2, r.status(), r.toString());
-        assertTrue(r.out().contains("no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"), r.toString());
+        assertEquals("gpu-test.sh: no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+    }
+
+    /**
+     * A run's exit status: non-zero with no failure in its summary (a crash, a timeout) counts as one failure; with
+     * failures in its summary (the console launcher exits 1 then) it adds none. A class that fails as a whole counts.
+     */
+    @Test
+    void gpuTestCountsARunThatFailsWithoutSayingSoAndAClassThatFails() throws Exception {
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_STATUS", "134"));
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the single-process run exited with status 134"), r.out());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run exited with status 134"), r.out());
+        assertEquals(List.of("9 passed, 2 failed, 0 skipped"), fromSummary(r));
+
+        String failing = summary(2, 1, 0, 0, 0, 0);
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", failing,
+                "FAKE_JAVA_STATUS", "1"));
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run exited with status 1"), r.out());
+        assertEquals(List.of("6 passed, 3 failed, 0 skipped"), fromSummary(r));
+
+        String classFailed = String.join("\\n", "+-- JUnit Jupiter [OK]", "| '-- CoreGpuTest [X] no device", "",
+                summary(0, 0, 0, 0, 3, 1));
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_OUT_RANK", classFailed, "FAKE_JAVA_STATUS", "0"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("3 passed, 2 failed, 6 skipped",
+                "gpu-test.sh: of the 6 skipped, 6 never started (their class was aborted or failed)",
+                "gpu-test.sh: of the 2 failed, 2 are classes or engines that failed as a whole (see Failures in the logs)"),
+                fromSummary(r));
     }
 
     // ---------------------------------------------------------------- examples-gpu.sh
