@@ -973,17 +973,90 @@ class ScriptsTest {
 
     @Test
     void examplesGpuReportsFailuresAndLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
+        // NP=3 on 2 GPUs (CUDA_VISIBLE_DEVICES=0,1): the ranks share them
         Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "FAKE_JAVA_STATUS", "3", "NP", "3", "RUN_TIMEOUT", "7"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
-        assertEquals("7", r.of("timeout").get(0).args().get(0));
-        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "3", x("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
-                "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"), bundle.resolve("jre/bin/java"),
-                JAVA_OPTS, "-cp", classpath(bundle), "org.nccl4j.examples.AllReduce"), r.first("mpirun").args());
-        assertEquals(List.of("FAILED  nccl4j-run -np 3 AllReduce (exit 3, log " + logs.resolve("1-run-AllReduce.log") + ")",
+        assertEquals(args("7", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "3", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals(args("--bind-to", "none", "--tag-output", "--oversubscribe", "-np", "3", x("CUDA_VISIBLE_DEVICES",
+                "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"),
+                logs.resolve("share-rank.sh"), bundle.resolve("jre/bin/java"), JAVA_OPTS, "-cp", classpath(bundle),
+                "org.nccl4j.examples.AllReduce"), r.first("mpirun").args());
+        assertEquals(List.of("== 3 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)",
+                "FAILED  nccl4j-run --share-gpu -np 3 AllReduce (exit 3, log " + logs.resolve("1-run-AllReduce.log") + ")",
                 "FAILED  mpirun -np 3 java ... AllReduce (exit 3, log " + logs.resolve("1-mpirun-AllReduce.log") + ")",
                 "0 passed, 2 failed"), r.outLines());
+    }
+
+    /** One GPU: 2 ranks on it, as gpu-test.sh runs them: nccl4j-run --share-gpu, and a wrapper under mpirun. */
+    @Test
+    void examplesGpuOnOneGpuSharesItUnderBothLaunchers() throws Exception {
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(1, "LOG_DIR", logs.toString(), "EXAMPLES",
+                "AllReduce"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        String cp = classpath(bundle);
+        assertEquals(args("180", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "2", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals(launcher(cp, "--share-gpu", "-np", "2", "AllReduce"), r.of("java").get(0).args());
+        Path wrapper = logs.resolve("share-rank.sh");
+        List<String> rank = args(bundle.resolve("jre/bin/java"), JAVA_OPTS, "-cp", cp, "org.nccl4j.examples.AllReduce");
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--oversubscribe", "-np", "2",
+                x("LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"), wrapper,
+                rank), r.first("mpirun").args());
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}",
+                "export NCCL_SOCKET_IFNAME=lo", "exec \"$@\""), Files.readAllLines(wrapper));
+        for (int k = 0; k < 2; k++) {
+            Call j = r.of("java").get(1 + k);
+            assertEquals(rank.subList(1, rank.size()), j.args());
+            assertEquals("nccl4j-host" + k, j.env("NCCL_HOSTID"));
+            assertEquals("lo", j.env("NCCL_SOCKET_IFNAME"));
+            assertEquals(null, j.env("NCCL4J_DEVICE"));
+        }
+        assertEquals(List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)",
+                "PASSED  nccl4j-run --share-gpu -np 2 AllReduce", "PASSED  mpirun -np 2 java ... AllReduce", "2 passed, 0 failed"),
+                r.outLines());
+        assertEquals("", r.err());
+
+        // the user's NCCL_HOSTID: kept, with the warning; --share-gpu on 4 GPUs; 4 ranks by default
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(4, "LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "NCCL_HOSTID", "h"), "--share-gpu");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: warning: NCCL_HOSTID=h is set by you and kept: ranks sharing a GPU may collide "
+                + "(NCCL: duplicate GPU)", r.err().strip());
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_SOCKET_IFNAME=lo", "exec \"$@\""), Files.readAllLines(wrapper));
+        assertEquals(args("180", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "4", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals("h", r.of("java").get(4).env("NCCL_HOSTID"));
+
+        // a GPU each: as before
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(3, "LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce"));
+        assertEquals(List.of("PASSED  nccl4j-run -np 3 AllReduce", "PASSED  mpirun -np 3 java ... AllReduce",
+                "2 passed, 0 failed"), r.outLines());
+        assertEquals(null, r.of("java").get(1).env("NCCL_HOSTID"));
+    }
+
+    @Test
+    void examplesGpuRefusesNoGpuBadNpAndNoBundle() throws Exception {
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(0, "LOG_DIR", logs.toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "NP", "two"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: NP=two is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2", r.err().strip());
+        assertEquals(List.of(), r.tools());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString()), "--np", "2");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: unknown option --np (usage: examples-gpu.sh [--share-gpu] [bundle-dir])",
+                r.err().strip());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString()), base.resolve("none").toString());
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: no bundle at " + base.resolve("none") + " (scripts/gpu-bundle.sh)", r.err().strip());
+        assertEquals(List.of(), r.tools());
     }
 
     // ---------------------------------------------------------------- nccl4j-run
