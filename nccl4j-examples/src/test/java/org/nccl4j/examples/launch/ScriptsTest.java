@@ -45,8 +45,9 @@ import org.nccl4j.examples.launch.Tools.Run;
  * The bash scripts of {@code scripts/}, run on the CPU against fakes. Each test copies the scripts into a temporary
  * checkout with a fake bundle ({@code bundle/jre/bin/java}, empty {@code lib/*.jar}, the scripts that
  * {@code gpu-bundle.sh} copies there) and puts fake {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id},
- * {@code mvn}, {@code java} and {@code python3} first on PATH (all {@code fake-tool.sh}: each records its path,
- * working directory, arguments and environment; mpirun then runs the per-rank command once per rank). The tests
+ * {@code mvn}, {@code java}, {@code python3}, {@code jlink}, {@code unzip} and {@code zip} first on PATH (all
+ * {@code fake-tool.sh}: each records its path, working directory, arguments and environment; mpirun then runs the
+ * per-rank command once per rank). The tests
  * check what each script runs: which java, the class path, the main class and its arguments, the mpirun options
  * ({@code --allow-run-as-root} for uid 0 only, the {@code -x} variables) and the environment the children get.
  * The environment is cleared but for the variables a test sets, so the results do not depend on the machine.
@@ -1057,6 +1058,101 @@ class ScriptsTest {
         assertEquals(2, r.status(), r.toString());
         assertEquals("examples-gpu.sh: no bundle at " + base.resolve("none") + " (scripts/gpu-bundle.sh)", r.err().strip());
         assertEquals(List.of(), r.tools());
+    }
+
+    // ---------------------------------------------------------------- gpu-bundle.sh
+
+    /** The JNI libraries gpu-bundle.sh keeps of the CUDA presets' jar (its default CUDA_JNI_LIBS). */
+    private static final List<String> JNI_LIBS = List.of("libjnicudart.so", "libjnicublas.so", "libjnicurand.so",
+            "libjninvrtc.so");
+
+    /** gpu-bundle.sh's calls and files for the bundle directory out, with fake mvn, unzip, zip and jlink. */
+    private void assertBundleIn(Path out, Result r) throws IOException {
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(args("mvn", "mvn", JNI_LIBS.stream().map(l -> "unzip").collect(Collectors.toList()), "zip", "jlink"),
+                r.tools(), r.toString());
+        for (Call c : r.of("mvn")) {
+            assertEquals(root.toString(), c.cwd(), "Maven runs at the repository root");
+        }
+        assertEquals(List.of("-q", "-B", "-DskipTests", "package", "dependency:copy-dependencies", "-DincludeScope=test",
+                "-DexcludeGroupIds=org.nccl4j"), r.of("mvn").get(0).args());
+        assertEquals(List.of("-q", "-B", "dependency:copy",
+                "-Dartifact=org.junit.platform:junit-platform-console-standalone:1.14.1", "-DoutputDirectory=" + out + "/lib"),
+                r.of("mvn").get(1).args());
+        String cuda = "cuda-13.3-9.25-1.5.14-linux-x86_64.jar";
+        for (int i = 0; i < JNI_LIBS.size(); i++) {
+            List<String> a = r.of("unzip").get(i).args();
+            assertEquals(List.of("-q", "-j", out + "/deps/" + cuda, "org/bytedeco/cuda/linux-x86_64/" + JNI_LIBS.get(i), "-d"),
+                    a.subList(0, 5));
+        }
+        assertEquals(List.of("-q", "-r", out + "/lib/" + cuda, "."), r.first("zip").args());
+        List<String> jlink = r.first("jlink").args();
+        assertEquals(List.of("--output", out + "/jre"), jlink.subList(jlink.size() - 2, jlink.size()));
+        List<String> files;
+        try (Stream<Path> s = Files.list(out.resolve("lib"))) {
+            files = s.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
+        }
+        // JUnit's jars are in the console launcher; nccl4j's own from the modules' target/
+        assertEquals(List.of(cuda, CONSOLE, "nccl4j-core-0.1.0-SNAPSHOT-tests.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
+                "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar", "nccl4j-examples-0.1.0-SNAPSHOT.jar",
+                "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+        assertFalse(Files.exists(out.resolve("deps")));
+        assertTrue(Files.exists(out.resolve("jre/bin/java")));
+        for (String s : bundledScripts()) {
+            assertEquals(Files.readString(SCRIPTS.resolve(s)), Files.readString(out.resolve(s)), s);
+        }
+        assertTrue(r.out().startsWith("bundle: " + out + ", "), r.out());
+    }
+
+    /** An absolute bundle directory is used as it is (it was the working directory plus it: issue 14's bug). */
+    @Test
+    void gpuBundleWritesEverythingToAnAbsoluteDirectory() throws Exception {
+        Path out = base.resolve("elsewhere/my bundle");
+        Files.createDirectories(out.resolve("stale"));
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), out.toString());
+        assertBundleIn(out, r);
+        assertFalse(Files.exists(out.resolve("stale")), "the directory is made anew");
+    }
+
+    /** A relative bundle directory is relative to the repository root, not to the working directory. */
+    @Test
+    void gpuBundleTakesARelativeDirectoryFromTheRepositoryRoot() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "out/../rel/b");
+        assertBundleIn(root.resolve("rel/b"), r);
+        assertFalse(Files.exists(box.work.resolve("rel")), "not under the working directory");
+        r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"));
+        assertBundleIn(root.resolve("bundle"), r);
+    }
+
+    /** gpu-bundle.sh deletes the directory first: /, the repository root, what holds it or files git tracks are refused. */
+    @Test
+    void gpuBundleRefusesADirectoryItMustNotDelete() throws Exception {
+        String because = " as the bundle directory: it is / or the repository root (" + root + "), or holds it, and "
+                + "gpu-bundle.sh deletes it first (rm -rf)";
+        Map<String, Path> cases = new LinkedHashMap<>();
+        cases.put("/", Path.of("/"));
+        cases.put(root.toString(), root);
+        cases.put(root + "/", root);
+        cases.put(".", root);
+        cases.put("scripts/..", root);
+        cases.put("..", base);
+        cases.put(base.toString(), base);
+        for (Map.Entry<String, Path> c : cases.entrySet()) {
+            Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), c.getKey());
+            assertEquals(2, r.status(), c.getKey() + "\n" + r);
+            assertEquals("gpu-bundle.sh: will not use " + c.getValue() + because, r.err().strip(), c.getKey());
+            assertEquals(List.of(), r.tools(), c.getKey());
+            assertTrue(Files.isRegularFile(root.resolve("scripts/gpu-bundle.sh")), "nothing deleted");
+        }
+        Tools.assumeOnPath("git");
+        assertEquals(0, exec(root, Map.of(), List.of("git", "init", "-q")).status());
+        assertEquals(0, exec(root, Map.of(), List.of("git", "add", "scripts")).status());
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "scripts");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-bundle.sh: will not use " + root.resolve("scripts") + " as the bundle directory: it holds files "
+                + "git tracks (scripts/ddp-compare.sh, ...), and gpu-bundle.sh deletes it first (rm -rf)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+        assertBundleIn(root.resolve("bundle"), box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1")));
     }
 
     // ---------------------------------------------------------------- nccl4j-run

@@ -12,7 +12,14 @@
 #   nvidia-smi  -L: FAKE_GPUS lines "GPU i: ..."; --query-gpu=name: "Fake GPU" per GPU
 #   id          -u: FAKE_UID (default 0)
 #   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-examples/target/{nccl4j-examples-0.1.0-SNAPSHOT.jar,lib/}
-#               in its working directory and exits 0; otherwise exits 1
+#               in its working directory and exits 0; otherwise exits 1. With FAKE_MVN_BUILD=1 also, as gpu-bundle.sh
+#               expects: dependency:copy-dependencies puts FAKE_MVN_DEPS (jar names, default a CUDA presets JNI jar,
+#               a JUnit jar and slf4j-api) in nccl4j-core/target/dependency/ and the module jars in
+#               nccl4j-{native,core,examples}/target/; dependency:copy -Dartifact=G:A:V -DoutputDirectory=DIR
+#               creates DIR/A-V.jar
+#   jlink       --output DIR: creates DIR/bin/java
+#   unzip       -q -j JAR ENTRY -d DIR: creates DIR/<ENTRY's file name>
+#   zip         -q -r ZIP ...: creates ZIP
 #   java        prints FAKE_JAVA_OUT (printf %b), exits FAKE_JAVA_STATUS (default 0); under mpirun
 #               (OMPI_COMM_WORLD_RANK set) FAKE_JAVA_OUT_RANK instead, when that is set
 #   python*     -c CODE: exits 0 (torch imports); else prints FAKE_PYTHON_OUT (printf %b) and exits 0
@@ -93,7 +100,48 @@ case "$tool" in
   mvn)
     [ "${FAKE_MVN_BUILD:-0}" = 1 ] || { echo "fake mvn: build failed" >&2; exit 1; }
     mkdir -p nccl4j-examples/target/lib
-    : > nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT.jar ;;
+    : > nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT.jar
+    artifact=""
+    outdir=""
+    for a in "$@"; do
+      case "$a" in
+        dependency:copy-dependencies)
+          mkdir -p nccl4j-core/target/dependency
+          for j in ${FAKE_MVN_DEPS:-cuda-13.3-9.25-1.5.14-linux-x86_64.jar junit-jupiter-api-5.14.1.jar slf4j-api-2.0.17.jar}; do
+            : > "nccl4j-core/target/dependency/$j"
+          done
+          for m in nccl4j-native nccl4j-core nccl4j-examples; do
+            mkdir -p "$m/target"
+            : > "$m/target/$m-0.1.0-SNAPSHOT.jar"
+            : > "$m/target/$m-0.1.0-SNAPSHOT-tests.jar"
+          done ;;
+        -Dartifact=*) artifact=${a#-Dartifact=} ;;
+        -DoutputDirectory=*) outdir=${a#-DoutputDirectory=} ;;
+      esac
+    done
+    if [ -n "$artifact" ]; then
+      IFS=: read -r _ a v <<< "$artifact"
+      mkdir -p "$outdir"
+      : > "$outdir/$a-$v.jar"
+    fi ;;
+  jlink)
+    while [ $# -gt 0 ]; do
+      [ "$1" = --output ] && { mkdir -p "$2/bin"; : > "$2/bin/java"; }
+      shift
+    done ;;
+  unzip)
+    if [ "$1" != -q ] || [ "$2" != -j ] || [ "$5" != -d ]; then
+      echo "fake unzip: only -q -j JAR ENTRY -d DIR" >&2
+      exit 1
+    fi
+    mkdir -p "$6"
+    : > "$6/${4##*/}" ;;
+  zip)
+    if [ "$1" != -q ] || [ "$2" != -r ]; then
+      echo "fake zip: only -q -r ZIP ..." >&2
+      exit 1
+    fi
+    : > "$3" ;;
   java)
     # shellcheck disable=SC2031  # this java's environment: set by the fake mpirun that started it, if any
     if [ -n "${OMPI_COMM_WORLD_RANK:-}" ] && [ -n "${FAKE_JAVA_OUT_RANK:-}" ]; then
