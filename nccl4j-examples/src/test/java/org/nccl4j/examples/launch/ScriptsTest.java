@@ -18,6 +18,7 @@ import static org.nccl4j.examples.launch.ScriptSandbox.fake;
 import static org.nccl4j.examples.launch.ScriptSandbox.job;
 import static org.nccl4j.examples.launch.ScriptSandbox.masked;
 import static org.nccl4j.examples.launch.ScriptSandbox.x;
+import static org.nccl4j.examples.launch.Tools.ROOT;
 import static org.nccl4j.examples.launch.Tools.exec;
 import static org.nccl4j.examples.launch.Tools.executable;
 
@@ -1153,6 +1154,43 @@ class ScriptsTest {
                 + "git tracks (scripts/ddp-compare.sh, ...), and gpu-bundle.sh deletes it first (rm -rf)", r.err().strip());
         assertEquals(List.of(), r.tools());
         assertBundleIn(root.resolve("bundle"), box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1")));
+    }
+
+    // ---------------------------------------------------------------- .github/workflows/gpu-smoke.yml
+
+    /** The steps of a GitHub workflow's job, each its lines from its "      - " on. */
+    private static List<List<String>> steps(List<String> lines) {
+        List<List<String>> steps = new ArrayList<>();
+        for (String l : lines) {
+            if (l.startsWith("      - ")) {
+                steps.add(new ArrayList<>());
+            }
+            if (!steps.isEmpty() && !l.isBlank()) {
+                steps.get(steps.size() - 1).add(l);
+            }
+        }
+        return steps;
+    }
+
+    @Test
+    void gpuSmokeRunsOnOneGpuAndOnSeveralAndKeepsEachRanksLogs() throws Exception {
+        List<String> lines = Files.readAllLines(ROOT.resolve(".github/workflows/gpu-smoke.yml"));
+        for (String l : List.of("      fail-fast: false", "          - gpus: one-gpu", "            runner: [self-hosted, gpu, one-gpu]",
+                "          - gpus: multi-gpu", "            runner: [self-hosted, gpu, multi-gpu]", "    runs-on: ${{ matrix.runner }}")) {
+            assertTrue(lines.contains(l), l);
+        }
+        List<List<String>> steps = steps(lines);
+        List<String> build = steps.stream().filter(s -> s.contains("        run: scripts/gpu-bundle.sh bundle")).findFirst()
+                .orElseThrow();
+        List<String> test = steps.stream().filter(s -> s.contains("        run: bash bundle/gpu-test.sh bundle")).findFirst()
+                .orElseThrow();
+        assertTrue(test.containsAll(List.of("        env:", "          NCCL_NVLS_ENABLE: '0'",
+                "          LOG_DIR: ${{ github.workspace }}/gpu-logs")), test.toString());
+        List<String> upload = steps.stream().filter(s -> s.contains("        uses: actions/upload-artifact@v4")).findFirst()
+                .orElseThrow();
+        assertTrue(upload.containsAll(List.of("        if: always()", "          name: gpu-logs-${{ matrix.gpus }}",
+                "          path: ${{ github.workspace }}/gpu-logs")), upload.toString());
+        assertTrue(steps.indexOf(build) < steps.indexOf(test) && steps.indexOf(test) < steps.indexOf(upload), steps.toString());
     }
 
     // ---------------------------------------------------------------- nccl4j-run
