@@ -173,6 +173,8 @@ else
 fi
 
 echo "$passed passed, $failures failed, $skipped skipped"
+# One line per cause, in order of first appearance, summed over the runs and ranks. An entry named "...)" is a test
+# (a method); any other is a class skipped or aborted as a whole, whose tests the tree does not list.
 skips "${logs[@]}" | awk -F '\t' '
   { kind = ($1 ~ /\)$/) ? "t" : "c"; r = ($2 == "") ? "(no reason given)" : $2
     if (!(r in seen)) { seen[r] = 1; order[++n] = r }
