@@ -55,6 +55,30 @@
 #                             sets the array nccl4j_mpi_fwd to (-x VAR ...), for mpirun, with every exported variable
 #                             (in `compgen -e` order) whose name starts with a NAME ending in '_' (NCCL_) or equals
 #                             another NAME (LD_LIBRARY_PATH)
+#
+# The GPU scripts' ranks and GPUs (gpu-test.sh, examples-gpu.sh). Several ranks can share one GPU: each gets its own
+# NCCL_HOSTID, so that NCCL takes them for different hosts and connects them over sockets (NCCL_SOCKET_IFNAME=lo)
+# instead of refusing two ranks on one device; each rank picks device local rank mod device count itself.
+#   nccl4j_gpu_args TOOL ARG...
+#                             reads the arguments [--share-gpu] [bundle-dir] of TOOL: sets nccl4j_share_forced to 1
+#                             for --share-gpu or SHARE_GPU=1 (else 0) and nccl4j_bundle_arg to the directory (or
+#                             ""); an unknown option, a second directory or a SHARE_GPU other than 0 or 1: says so
+#                             on stderr and returns 2
+#   nccl4j_gpu_count TOOL     prints the number of GPUs: the non-empty entries of CUDA_VISIBLE_DEVICES when it is set
+#                             (set but empty: 0), else the lines "GPU ..." of nvidia-smi -L; when there is none, says
+#                             "TOOL: no GPU found (...)" on stderr (why: CUDA_VISIBLE_DEVICES, nvidia-smi's status or
+#                             absence) and returns 2
+#   nccl4j_ranks TOOL GPUS    prints the number of ranks: NP, or max(2, GPUS) when NP is unset or empty; NP that is
+#                             not a whole number >= 1, or above 64 per GPU: says so on stderr (naming NP and what to
+#                             set) and returns 2
+#   nccl4j_share_gpus TOOL GPUS NP FORCED
+#                             returns 0 when the NP ranks share the GPUS GPUs (FORCED is 1, or NP > GPUS; NP >= 2),
+#                             after printing "== NP ranks on GPUS GPU(s): sharing (NCCL_HOSTID per rank,
+#                             NCCL_SOCKET_IFNAME=lo)" (the values that the ranks will have) and, when NCCL_HOSTID is
+#                             set, "TOOL: warning: NCCL_HOSTID=... is set by you and kept: ..." on stderr; else 1
+#   nccl4j_share_env          prints the lines of a rank's script (under mpirun) for sharing: export NCCL_HOSTID=
+#                             nccl4j-host<rank> (OMPI_COMM_WORLD_RANK) unless NCCL_HOSTID is set, export
+#                             NCCL_SOCKET_IFNAME=lo unless NCCL_SOCKET_IFNAME is set; NCCL4J_DEVICE is left alone
 
 nccl4j_java_home() {
   if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
@@ -196,4 +220,96 @@ nccl4j_baseline() { # TOOL ROOT [--quiet]
     "$root/perf/native/build.sh"
   fi || { echo "$tool: the C baseline did not build" >&2; return 2; }
   baseline=$root/perf/native/build/nccl_perf_baseline
+}
+
+# shellcheck disable=SC2034  # nccl4j_share_forced and nccl4j_bundle_arg are for the caller
+nccl4j_gpu_args() { # TOOL ARG...
+  local tool=$1
+  shift
+  nccl4j_share_forced=0
+  nccl4j_bundle_arg=""
+  case "${SHARE_GPU:-0}" in
+    0) ;;
+    1) nccl4j_share_forced=1 ;;
+    *) echo "$tool: SHARE_GPU=$SHARE_GPU: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count" >&2
+       return 2 ;;
+  esac
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --share-gpu) nccl4j_share_forced=1 ;;
+      --) shift; break ;;
+      -*) echo "$tool: unknown option $1 (usage: $tool [--share-gpu] [bundle-dir])" >&2; return 2 ;;
+      *) break ;;
+    esac
+    shift
+  done
+  if [ $# -gt 1 ]; then
+    echo "$tool: one bundle directory at most, not $# ($*) (usage: $tool [--share-gpu] [bundle-dir])" >&2
+    return 2
+  fi
+  nccl4j_bundle_arg=${1:-}
+  return 0
+}
+
+nccl4j_gpu_count() { # TOOL
+  local n=0 e out status entries=()
+  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+    IFS=, read -r -a entries <<< "$CUDA_VISIBLE_DEVICES"
+    for e in "${entries[@]}"; do
+      [ -n "${e//[[:space:]]/}" ] && n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] && { echo "$n"; return 0; }
+    echo "$1: no GPU found (CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' names none)" >&2
+    return 2
+  fi
+  if ! command -v nvidia-smi > /dev/null; then
+    echo "$1: no GPU found (nvidia-smi -L: no nvidia-smi on the PATH)" >&2
+    return 2
+  fi
+  out=$(nvidia-smi -L 2>&1) && status=0 || status=$?
+  n=$(grep -c '^GPU' <<< "$out" || true)
+  [ "$n" -gt 0 ] && { echo "$n"; return 0; }
+  if [ "$status" != 0 ]; then
+    echo "$1: no GPU found (nvidia-smi -L exited with status $status: $(head -1 <<< "$out"))" >&2
+  else
+    echo "$1: no GPU found (nvidia-smi -L lists none)" >&2
+  fi
+  return 2
+}
+
+nccl4j_ranks() { # TOOL GPUS
+  local tool=$1 gpus=$2 np=${NP:-} default=$(( $2 > 2 ? $2 : 2 ))
+  if [ -z "$np" ]; then
+    echo "$default"
+    return 0
+  fi
+  local digits=${np#"${np%%[!0]*}"}   # leading zeros off (bash would read 010 as octal)
+  if ! [[ $np =~ ^[0-9]+$ ]] || [ -z "$digits" ]; then   # not digits, or digits all 0
+    echo "$tool: NP=$np is not a whole number >= 1: set NP to the number of ranks, or unset it for max(2, GPU count) = $default" >&2
+    return 2
+  fi
+  if [ ${#digits} -gt 9 ] || [ "$digits" -gt $((64 * gpus)) ]; then
+    echo "$tool: NP=$np is more than 64 ranks per GPU on $gpus GPU(s): set NP to $((64 * gpus)) or fewer" >&2
+    return 2
+  fi
+  echo "$digits"
+}
+
+nccl4j_share_gpus() { # TOOL GPUS NP FORCED
+  local tool=$1 gpus=$2 np=$3 forced=$4 hostid="NCCL_HOSTID per rank"
+  [ "$np" -ge 2 ] || return 1
+  [ "$forced" = 1 ] || [ "$np" -gt "$gpus" ] || return 1
+  if [ -n "${NCCL_HOSTID:-}" ]; then
+    hostid="NCCL_HOSTID=$NCCL_HOSTID kept"
+    echo "$tool: warning: NCCL_HOSTID=$NCCL_HOSTID is set by you and kept: ranks sharing a GPU may collide (NCCL: duplicate GPU)" >&2
+  fi
+  echo "== $np ranks on $gpus GPU(s): sharing ($hostid, NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo})"
+  return 0
+}
+
+nccl4j_share_env() {
+  # shellcheck disable=SC2016  # the rank's own OMPI_COMM_WORLD_RANK, expanded in the rank's script
+  [ -n "${NCCL_HOSTID:-}" ] || echo 'export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}'
+  [ -n "${NCCL_SOCKET_IFNAME:-}" ] || echo 'export NCCL_SOCKET_IFNAME=lo'
+  return 0
 }

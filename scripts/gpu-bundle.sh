@@ -5,11 +5,28 @@
 #
 #   scripts/gpu-bundle.sh [bundle-dir]      (default: bundle)
 #
+# bundle-dir is deleted first (rm -rf) and made anew. A relative bundle-dir is relative to the repository root (the
+# directory above scripts/), wherever you run the script from: scripts/gpu-bundle.sh bundle makes <root>/bundle. It
+# may not be /, the repository root or a directory that holds it, nor one that holds files git tracks.
+#
 # Needs JDK 17+ (jlink), Maven and gcc, as the build does.
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
+root=$(pwd -P)
 out=${1:-bundle}
+# From here on $out is absolute (relative: to the repository root, the working directory now) and without . or ..
+# (realpath -m: the directory need not exist yet), so that each step below names the same directory.
+case "$out" in /*) ;; *) out=$root/$out ;; esac
+out=$(realpath -m -- "$out")
+if [ "$out" = / ] || [[ $root/ == "$out"/* ]]; then
+  echo "gpu-bundle.sh: will not use $out as the bundle directory: it is / or the repository root ($root), or holds it, and gpu-bundle.sh deletes it first (rm -rf)" >&2
+  exit 2
+fi
+if [ -d "$out" ] && [ -n "$(git -C "$root" ls-files -- "$out" 2>/dev/null | head -1)" ]; then
+  echo "gpu-bundle.sh: will not use $out as the bundle directory: it holds files git tracks ($(git -C "$root" ls-files -- "$out" | head -1), ...), and gpu-bundle.sh deletes it first (rm -rf)" >&2
+  exit 2
+fi
 javacpp_platform=linux-x86_64
 # JNI libraries of the CUDA presets that nccl4j and its examples load.
 cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so"}
@@ -21,7 +38,7 @@ mkdir -p "$out/lib" "$out/deps"
 mvn -q -B -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeGroupIds=org.nccl4j
 for m in nccl4j-*/target/dependency; do cp -f "$m"/*.jar "$out/deps/"; done
 mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$console_version \
-    -DoutputDirectory="$PWD/$out/lib"
+    -DoutputDirectory="$out/lib"
 
 for f in "$out"/deps/*.jar; do
   name=$(basename "$f")
@@ -30,7 +47,7 @@ for f in "$out"/deps/*.jar; do
     jmh-*|jopt-simple-*|commons-math3-*) ;;           # the allocation benchmark (JMH) runs on CPU machines only
     cuda-*-"$javacpp_platform".jar)
       src=$(cd "$(dirname "$f")" && pwd)/$name
-      dst=$(cd "$out/lib" && pwd)/$name
+      dst=$out/lib/$name
       tmp=$(mktemp -d)
       mkdir -p "$tmp/keep/org/bytedeco/cuda/$javacpp_platform"
       for l in $cuda_jni_libs; do
@@ -52,4 +69,4 @@ rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$java
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
 cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/env.sh "$out/"
-du -sh "$out" | awk '{print "bundle: " $2 ", " $1}'
+echo "bundle: $out, $(du -sh "$out" | cut -f1)"

@@ -33,8 +33,8 @@ import java.util.stream.Stream;
  * The sandbox in which {@link ScriptsTest} and {@link PerfAbTest} run the bash scripts of {@code scripts/} on the
  * CPU: a temporary checkout with a copy of the scripts and a fake bundle ({@code bundle/jre/bin/java}, empty
  * {@code lib/*.jar}, the scripts that {@code gpu-bundle.sh} copies there), a fake C baseline, and fake
- * {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id}, {@code mvn}, {@code java} and {@code python3}
- * first on PATH (all {@code fake-tool.sh}: each records its path, working directory, arguments and environment;
+ * {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id}, {@code mvn}, {@code java}, {@code python3} and, for
+ * {@code gpu-bundle.sh}, {@code jlink}, {@code unzip} and {@code zip} first on PATH (all {@code fake-tool.sh}: each records its path, working directory, arguments and environment;
  * mpirun then runs the per-rank command once per rank). {@link #run} runs a script in a cleared environment and
  * returns its exit status, output and the recorded calls, in order.
  */
@@ -112,7 +112,7 @@ final class ScriptSandbox {
         }
         bundle = makeBundle(root.resolve("bundle"));
         bin = Files.createDirectories(base.resolve("bin"));
-        for (String t : List.of("mpirun", "nvidia-smi", "timeout", "id", "mvn", "java", "python3")) {
+        for (String t : List.of("mpirun", "nvidia-smi", "timeout", "id", "mvn", "java", "python3", "jlink", "unzip", "zip")) {
             fake(bin.resolve(t));
         }
         jdk = base.resolve("jdk");

@@ -18,6 +18,7 @@ import static org.nccl4j.examples.launch.ScriptSandbox.fake;
 import static org.nccl4j.examples.launch.ScriptSandbox.job;
 import static org.nccl4j.examples.launch.ScriptSandbox.masked;
 import static org.nccl4j.examples.launch.ScriptSandbox.x;
+import static org.nccl4j.examples.launch.Tools.ROOT;
 import static org.nccl4j.examples.launch.Tools.exec;
 import static org.nccl4j.examples.launch.Tools.executable;
 
@@ -45,8 +46,9 @@ import org.nccl4j.examples.launch.Tools.Run;
  * The bash scripts of {@code scripts/}, run on the CPU against fakes. Each test copies the scripts into a temporary
  * checkout with a fake bundle ({@code bundle/jre/bin/java}, empty {@code lib/*.jar}, the scripts that
  * {@code gpu-bundle.sh} copies there) and puts fake {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id},
- * {@code mvn}, {@code java} and {@code python3} first on PATH (all {@code fake-tool.sh}: each records its path,
- * working directory, arguments and environment; mpirun then runs the per-rank command once per rank). The tests
+ * {@code mvn}, {@code java}, {@code python3}, {@code jlink}, {@code unzip} and {@code zip} first on PATH (all
+ * {@code fake-tool.sh}: each records its path, working directory, arguments and environment; mpirun then runs the
+ * per-rank command once per rank). The tests
  * check what each script runs: which java, the class path, the main class and its arguments, the mpirun options
  * ({@code --allow-run-as-root} for uid 0 only, the {@code -x} variables) and the environment the children get.
  * The environment is cleared but for the variables a test sets, so the results do not depend on the machine.
@@ -255,6 +257,147 @@ class ScriptsTest {
                 r.outLines());
     }
 
+    /** nccl4j_gpu_count: CUDA_VISIBLE_DEVICES's non-empty entries when it is set, else nvidia-smi -L's GPU lines. */
+    @Test
+    void envShCountsTheGpus() throws Exception {
+        String show = "nccl4j_gpu_count gpu-x || echo \"status $?\"";
+        Result r = envSh(show);   // FAKE_GPUS=2
+        assertEquals(List.of("2"), r.outLines(), r.toString());
+        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
+        assertEquals(List.of("7"), envSh(show, "FAKE_GPUS", "7").outLines());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", "0, 1,,7,");
+        assertEquals(List.of("3"), r.outLines());
+        assertEquals(List.of(), r.tools(), "no nvidia-smi");
+        r = envSh(show, "FAKE_GPUS", "0");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", " , ");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (CUDA_VISIBLE_DEVICES=' , ' names none)", r.err().strip());
+        r = envSh(show, "CUDA_VISIBLE_DEVICES", "");
+        assertEquals("gpu-x: no GPU found (CUDA_VISIBLE_DEVICES='' names none)", r.err().strip());
+        Path empty = Files.createDirectories(base.resolve("empty-bin"));
+        r = envSh("PATH=" + empty + "; " + show);
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L: no nvidia-smi on the PATH)", r.err().strip());
+        Path broken = executable(base.resolve("broken-bin/nvidia-smi"), "#!/bin/sh\necho \"NVIDIA-SMI has failed because it"
+                + " couldn't communicate with the NVIDIA driver.\"\necho second line\nexit 9\n");
+        r = envSh("PATH=" + broken.getParent() + ":$PATH; " + show);
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("gpu-x: no GPU found (nvidia-smi -L exited with status 9: NVIDIA-SMI has failed because it couldn't "
+                + "communicate with the NVIDIA driver.)", r.err().strip());
+    }
+
+    /** nccl4j_ranks: NP, or max(2, GPUS); refused: not a whole number >= 1, more than 64 per GPU. */
+    @Test
+    void envShChecksTheRanks() throws Exception {
+        Map<String, String> ok = new LinkedHashMap<>();   // "NP GPUS" -> ranks
+        ok.put("- 1", "2");
+        ok.put("- 2", "2");
+        ok.put("- 4", "4");
+        ok.put("- 8", "8");
+        ok.put("1 1", "1");
+        ok.put("3 1", "3");
+        ok.put("010 1", "10");
+        ok.put("64 1", "64");
+        ok.put("128 2", "128");
+        for (Map.Entry<String, String> c : ok.entrySet()) {
+            String[] k = c.getKey().split(" ");
+            Result r = k[0].equals("-") ? envSh("nccl4j_ranks t " + k[1]) : envSh("nccl4j_ranks t " + k[1], "NP", k[0]);
+            assertEquals(0, r.status(), c.getKey() + "\n" + r);
+            assertEquals(List.of(c.getValue()), r.outLines(), c.getKey());
+        }
+        assertEquals(List.of("3"), envSh("nccl4j_ranks t 3", "NP", "").outLines(), "empty: the default");
+        Map<String, String> bad = new LinkedHashMap<>();   // "NP GPUS" -> message
+        for (String np : List.of("0", "000", "abc", "-1", "1.5", " 2", "2x")) {
+            bad.put(np + "|1", "t: NP=" + np + " is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                    + "max(2, GPU count) = 2");
+        }
+        bad.put("x|4", "t: NP=x is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 4");
+        bad.put("65|1", "t: NP=65 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 or fewer");
+        bad.put("0257|4", "t: NP=0257 is more than 64 ranks per GPU on 4 GPU(s): set NP to 256 or fewer");
+        bad.put("99999999999999999999|1", "t: NP=99999999999999999999 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 "
+                + "or fewer");
+        for (Map.Entry<String, String> c : bad.entrySet()) {
+            String[] k = c.getKey().split("\\|");
+            Result r = envSh("nccl4j_ranks t " + k[1] + " || echo \"status $?\"", "NP", k[0]);
+            assertEquals(List.of("status 2"), r.outLines(), c.getKey() + "\n" + r);
+            assertEquals(c.getValue(), r.err().strip(), c.getKey());
+        }
+    }
+
+    /** nccl4j_share_gpus: whether the ranks share the GPUs, the line saying so and the warning; nccl4j_share_env's lines. */
+    @Test
+    void envShSharesTheGpusWhenThereAreMoreRanksOrWhenAsked() throws Exception {
+        String show = " && echo yes || echo \"no $?\"";
+        Map<String, List<String>> cases = new LinkedHashMap<>();   // "GPUS NP FORCED" -> output
+        cases.put("2 2 0", List.of("no 1"));
+        cases.put("4 3 0", List.of("no 1"));
+        cases.put("1 1 1", List.of("no 1"));   // one rank shares nothing
+        cases.put("1 2 0", List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        cases.put("2 5 0", List.of("== 5 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        cases.put("2 2 1", List.of("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
+        for (Map.Entry<String, List<String>> c : cases.entrySet()) {
+            Result r = envSh("nccl4j_share_gpus tool " + c.getKey() + show);
+            assertEquals(c.getValue(), r.outLines(), c.getKey());
+            assertEquals("", r.err(), c.getKey());
+        }
+        Result r = envSh("nccl4j_share_gpus tool 1 2 0" + show, "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "ib0");
+        assertEquals(List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID=mine kept, NCCL_SOCKET_IFNAME=ib0)", "yes"),
+                r.outLines());
+        assertEquals("tool: warning: NCCL_HOSTID=mine is set by you and kept: ranks sharing a GPU may collide (NCCL: "
+                + "duplicate GPU)", r.err().strip());
+        r = envSh("nccl4j_share_gpus tool 2 2 0" + show, "NCCL_HOSTID", "mine");
+        assertEquals("", r.err(), "no sharing, no warning");
+
+        String hostid = "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}";
+        assertEquals(List.of(hostid, "export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env").outLines());
+        assertEquals(List.of(hostid), envSh("nccl4j_share_env", "NCCL_SOCKET_IFNAME", "eth0").outLines());
+        assertEquals(List.of(hostid, "export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env", "NCCL_HOSTID", "").outLines(),
+                "empty: not set");
+        assertEquals(List.of("export NCCL_SOCKET_IFNAME=lo"), envSh("nccl4j_share_env", "NCCL_HOSTID", "h").outLines());
+        assertEquals(List.of(), envSh("nccl4j_share_env", "NCCL_HOSTID", "h", "NCCL_SOCKET_IFNAME", "eth0").outLines());
+        // the lines in a rank's script: its rank's NCCL_HOSTID; outside Open MPI, a failure that says so
+        r = envSh("eval \"$(nccl4j_share_env)\"; echo \"$NCCL_HOSTID $NCCL_SOCKET_IFNAME\"", "OMPI_COMM_WORLD_RANK", "3");
+        assertEquals(List.of("nccl4j-host3 lo"), r.outLines(), r.toString());
+        r = envSh("eval \"$(nccl4j_share_env)\"");
+        assertTrue(r.status() != 0, r.toString());
+        assertTrue(r.err().contains("OMPI_COMM_WORLD_RANK: not under Open MPI"), r.err());
+    }
+
+    /** nccl4j_gpu_args: [--share-gpu] [bundle-dir], SHARE_GPU; refusals. */
+    @Test
+    void envShReadsTheGpuScriptsArguments() throws Exception {
+        String show = " && echo \"$nccl4j_share_forced [$nccl4j_bundle_arg]\" || echo \"status $?\"";
+        Map<String, List<String>> cases = new LinkedHashMap<>();
+        cases.put("", List.of("0 []"));
+        cases.put("b", List.of("0 [b]"));
+        cases.put("--share-gpu", List.of("1 []"));
+        cases.put("--share-gpu /x/b", List.of("1 [/x/b]"));
+        cases.put("-- -odd-dir", List.of("0 [-odd-dir]"));
+        for (Map.Entry<String, List<String>> c : cases.entrySet()) {
+            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            assertEquals(c.getValue(), r.outLines(), c.getKey());
+            assertEquals("", r.err());
+        }
+        assertEquals(List.of("1 [b]"), envSh("nccl4j_gpu_args t b" + show, "SHARE_GPU", "1").outLines());
+        assertEquals(List.of("0 []"), envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "0").outLines());
+        Map<String, String> bad = new LinkedHashMap<>();
+        bad.put("--share", "t: unknown option --share (usage: t [--share-gpu] [bundle-dir])");
+        bad.put("-h", "t: unknown option -h (usage: t [--share-gpu] [bundle-dir])");
+        bad.put("a b", "t: one bundle directory at most, not 2 (a b) (usage: t [--share-gpu] [bundle-dir])");
+        for (Map.Entry<String, String> c : bad.entrySet()) {
+            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            assertEquals(List.of("status 2"), r.outLines(), c.getKey());
+            assertEquals(c.getValue(), r.err().strip());
+        }
+        Result r = envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "true");
+        assertEquals(List.of("status 2"), r.outLines());
+        assertEquals("t: SHARE_GPU=true: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count",
+                r.err().strip());
+    }
+
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
         Path jar = box.makeBuild();
@@ -361,12 +504,83 @@ class ScriptsTest {
 
     // ---------------------------------------------------------------- gpu-test.sh
 
+    /** The JUnit console launcher's forwarded variables (job()'s, NCCL_COMM_ID added), for mpirun's -x. */
+    private static final List<String> GPU_TEST_FWD = x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR",
+            "NCCL_COMM_ID", "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE");
+    /** As {@link #GPU_TEST_FWD} without CUDA_VISIBLE_DEVICES ({@link #onGpus}). */
+    private static final List<String> GPU_TEST_FWD_NO_CVD = GPU_TEST_FWD.subList(2, GPU_TEST_FWD.size());
+
+    /**
+     * The JUnit console launcher 1.14.1's summary, as it prints it (a run of it on a small test class: "[%10d %-21s ]"
+     * per line). found: ok + failed + skipped + aborted + unstarted (the tests of a class aborted or failed as a whole,
+     * which are found but neither started nor skipped); started: ok + failed + aborted.
+     */
+    private static String summary(int ok, int failed, int skipped, int aborted, int unstarted, int containersFailed) {
+        List<String> lines = new ArrayList<>();
+        int[] c = {5, 0, 5 - containersFailed, 0, 5 - containersFailed, containersFailed};
+        String[] cl = {"containers found", "containers skipped", "containers started", "containers aborted",
+            "containers successful", "containers failed"};
+        for (int i = 0; i < c.length; i++) {
+            lines.add(String.format("[%10d %-21s ]", c[i], cl[i]));
+        }
+        int[] t = {ok + failed + skipped + aborted + unstarted, skipped, ok + failed + aborted, aborted, ok, failed};
+        String[] tl = {"tests found", "tests skipped", "tests started", "tests aborted", "tests successful", "tests failed"};
+        for (int i = 0; i < t.length; i++) {
+            lines.add(String.format("[%10d %-21s ]", t[i], tl[i]));
+        }
+        return String.join("\\n", lines);
+    }
+
+    /**
+     * The console launcher's output with --details=tree --details-theme=ascii (its format from a run of 1.14.1), for
+     * fake java's printf %b: the single-process run on one GPU. RawGpuTest: one test passes, two abort (an assumption in
+     * the test); CoreGpuTest aborts as a whole in its @BeforeAll (its 4 tests never start); OldTest is @Disabled (1
+     * test, skipped).
+     */
+    private static final String SINGLE_ON_ONE_GPU = String.join("\\n", ".", "+-- JUnit Platform Suite [OK]",
+            "+-- JUnit Jupiter [OK]", "| +-- RawGpuTest [OK]", "| | +-- allReduceOnOneGpu() [OK]",
+            "| | +-- allReduceOnTwoGpus() [A] Assumption failed: needs 2 GPUs, found 1",
+            "| | '-- groupOnTwoGpus() [A] Assumption failed: needs 2 GPUs, found 1",
+            "| +-- CoreGpuTest [A] Assumption failed: needs 2 GPUs, found 1",
+            "| '-- OldTest [S] class org.nccl4j.OldTest is @Disabled", "'-- JUnit Vintage [OK]", "",
+            "Test run finished after 138 ms", summary(1, 0, 1, 2, 4, 0), "");
+    /** A rank's run: two tests pass, one aborts with a reason over two lines (the first is the cause). */
+    private static final String RANK = String.join("\\n", ".", "+-- JUnit Platform Suite [OK]", "+-- JUnit Jupiter [OK]",
+            "| '-- CoreMultiProcessGpuTest [OK]", "|   +-- allReduce() [OK]", "|   +-- broadcast() [OK]",
+            "|   '-- p2p() [A] Assumption failed: no peer access", "|         between the ranks' devices",
+            "'-- JUnit Vintage [OK]", "", "Test run finished after 99 ms", summary(2, 0, 0, 1, 0, 0), "");
+
+    /** job(more) on a machine with n GPUs (nvidia-smi's), CUDA_VISIBLE_DEVICES unset. */
+    private static Map<String, String> onGpus(int n, String... more) {
+        Map<String, String> e = job(more);
+        e.remove("CUDA_VISIBLE_DEVICES");
+        e.put("FAKE_GPUS", Integer.toString(n));
+        return e;
+    }
+
+    /** The "-np N" of mpirun's arguments, or -1 when there is no mpirun call. */
+    private static int np(Result r) {
+        List<Call> m = r.of("mpirun");
+        return m.isEmpty() ? -1 : Integer.parseInt(m.get(0).args().get(m.get(0).args().indexOf("-np") + 1));
+    }
+
+    /** The lines of r's output from the summary line on. */
+    private static List<String> fromSummary(Result r) {
+        List<String> lines = r.outLines();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).matches("\\d+ passed, \\d+ failed, \\d+ skipped")) {
+                return lines.subList(i, lines.size());
+            }
+        }
+        throw new AssertionError("no summary line\n" + r);
+    }
+
     @Test
     void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
         Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
-        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
+        // CUDA_VISIBLE_DEVICES (0,1) gives the GPU count: no nvidia-smi
+        assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
 
         Path java = bundle.resolve("jre/bin/java");
         List<String> junit = args(JAVA_OPTS, "-jar", bundle.resolve("lib/" + CONSOLE), "execute", "--class-path",
@@ -384,9 +598,8 @@ class ScriptsTest {
         assertLd("/opt/ld", single);
 
         Path rankScript = logs.resolve("rank.sh");
-        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "-np", "2",
-                x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG",
-                        "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"), rankScript);
+        List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--output-filename",
+                logs.resolve("ranks"), "-np", "2", GPU_TEST_FWD, rankScript);
         assertEquals(args("600", "mpirun", mpirun), r.of("timeout").get(1).args());
         assertEquals(mpirun, r.first("mpirun").args());
         for (int rank = 0; rank < 2; rank++) {
@@ -396,11 +609,40 @@ class ScriptsTest {
             assertEquals(Integer.toString(rank), c.env("OMPI_COMM_WORLD_RANK"));
             assertEquals(commId, c.env("NCCL_COMM_ID"));
             assertEquals("-Dx=1 -Dy=2", c.env("JAVA_OPTS"));
+            assertEquals(null, c.env("NCCL_HOSTID"), "a GPU each: no sharing");
+            assertEquals(null, c.env("NCCL_SOCKET_IFNAME"));
             assertLd("/opt/ld", c);
         }
+        assertFalse(Files.readString(rankScript).contains("NCCL_HOSTID"), Files.readString(rankScript));
+        assertFalse(r.out().contains("sharing"), r.out());
         assertTrue(r.out().contains("== multi-process GPU tests: mpirun -np 2, NCCL_COMM_ID=" + commId), r.out());
-        assertEquals("9 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals(List.of("== logs: " + logs + " (single.log; multi.log, and ranks/1/rank.N/ for each rank's own)",
+                "9 passed, 0 failed, 0 skipped"), r.outLines().subList(r.outLines().size() - 2, r.outLines().size()));
         assertTrue(Files.exists(logs.resolve("single.log")) && Files.exists(logs.resolve("multi.log")));
+        assertEquals("", r.err());
+    }
+
+    /** Per-rank logs: mpirun's --output-filename LOG_DIR/ranks, which Open MPI 4.1 fills with 1/rank.N/{stdout,stderr}. */
+    @Test
+    void gpuTestKeepsEachRanksLogAndTagsTheCombinedOne() throws Exception {
+        Files.createDirectories(logs.resolve("ranks/1/rank.7"));   // an earlier run's: removed
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_OUT_RANK", RANK));
+        assertEquals(0, r.status(), r.toString());
+        List<String> m = r.first("mpirun").args();
+        assertEquals(logs.resolve("ranks").toString(), m.get(m.indexOf("--output-filename") + 1));
+        assertFalse(Files.exists(logs.resolve("ranks/1/rank.7")));
+        for (int rank = 0; rank < 2; rank++) {
+            String own = Files.readString(logs.resolve("ranks/1/rank." + rank + "/stdout"));
+            assertTrue(own.startsWith(".\n+-- JUnit Platform Suite [OK]\n"), own);
+            assertTrue(own.contains("[         2 tests successful      ]\n"), own);
+            assertTrue(Files.readString(logs.resolve("multi.log")).contains("[1," + rank + "]<stdout>:[         2 tests "
+                    + "successful      ]\n"));
+        }
+        assertEquals(List.of("7 passed, 0 failed, 2 skipped",
+                "skipped: no peer access (2 tests)",
+                "gpu-test.sh: of the 2 skipped, 2 aborted (an assumption failed)"),
+                fromSummary(r));
     }
 
     @Test
@@ -409,27 +651,235 @@ class ScriptsTest {
                 "FAKE_UID", "1000", "NCCL_COMM_ID", "10.0.0.1:1234", "NP", "2"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
-        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "2", x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS",
-                "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_COMM_ID", "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE"),
-                logs.resolve("rank.sh")), r.first("mpirun").args());
+        assertEquals(args("--bind-to", "none", "--tag-output", "--output-filename", logs.resolve("ranks"), "-np", "2",
+                GPU_TEST_FWD, logs.resolve("rank.sh")), r.first("mpirun").args());
         for (Call c : r.of("java")) {
             assertEquals("10.0.0.1:1234", c.env("NCCL_COMM_ID"));
         }
     }
 
+    /**
+     * Issue 14: on one GPU, the run used to be NP=1, no mpirun, every single-process test skipped, "0 passed, 0 failed".
+     * Now 2 ranks share the GPU, each with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo (NCCL4J_DEVICE left to the
+     * tests: local rank mod device count), and mpirun may put more ranks than cores.
+     */
     @Test
-    void gpuTestOnOneGpuSkipsMpirunAndTestsNarrowsTheClasses() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
-                "NP", "1", "TESTS", ".*StreamTest"));
+    void gpuTestOnOneGpuSharesItBetweenTwoRanksAndTestsNarrowsTheClasses() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SUMMARY, "TESTS", ".*StreamTest"));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("timeout", "java"), r.tools(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        assertEquals(List.of("-L"), r.first("nvidia-smi").args());
         Call c = r.first("java");
         assertEquals(bundle.resolve("jre/bin/java").toString(), c.exe());
         int i = c.args().indexOf("--include-classname");
         assertEquals(".*StreamTest", c.args().get(i + 1));
         assertEquals("--disable-banner", c.args().get(i + 2));
-        assertTrue(r.out().contains("== multi-process GPU tests skipped: 1 GPU(s)"), r.out());
-        assertEquals("3 passed, 0 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--output-filename",
+                logs.resolve("ranks"), "--oversubscribe", "-np", "2", GPU_TEST_FWD_NO_CVD, logs.resolve("rank.sh")),
+                r.first("mpirun").args());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        List<String> script = Files.readAllLines(logs.resolve("rank.sh"));
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}",
+                "export NCCL_SOCKET_IFNAME=lo"), script.subList(0, 3));
+        assertTrue(script.get(3).startsWith("exec "), script.toString());
+        assertTrue(script.get(3).contains(" --include-classname .\\*StreamTest "), script.toString());
+        assertEquals(null, c.env("NCCL_HOSTID"), "the single-process run is not shared");
+        for (int rank = 0; rank < 2; rank++) {
+            Call k = r.of("java").get(1 + rank);
+            assertEquals("nccl4j-host" + rank, k.env("NCCL_HOSTID"));
+            assertEquals("lo", k.env("NCCL_SOCKET_IFNAME"));
+            assertEquals(null, k.env("NCCL4J_DEVICE"));
+            assertEquals("kept", k.env("NOT_FORWARDED"), "the environment is not cleared");
+        }
+        assertEquals(List.of("9 passed, 0 failed, 0 skipped"), fromSummary(r));
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void gpuTestWithNp1RunsNoMpirun() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SUMMARY, "NP", "1", "SHARE_GPU", "1"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java"), r.tools(), r.toString());
+        assertEquals(List.of("== single-process GPU tests"), r.outLines().subList(0, 1), "no sharing line for one rank");
+        assertEquals(List.of("== multi-process GPU tests skipped: NP=1 (they need 2 ranks or more)",
+                "== logs: " + logs + " (single.log)", "3 passed, 0 failed, 0 skipped"),
+                r.outLines().subList(r.outLines().size() - 3, r.outLines().size()));
+    }
+
+    /** NP defaults to max(2, GPU count); the ranks share the GPUs exactly when there are more ranks than GPUs. */
+    @Test
+    void gpuTestRanksDefaultToTwoOrTheGpuCount() throws Exception {
+        int[][] cases = {{1, 2}, {2, 2}, {4, 4}};
+        for (int[] k : cases) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(k[0], "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+            assertEquals(0, r.status(), r.toString());
+            assertEquals(k[1], np(r), r.toString());
+            assertEquals(k[1], r.of("java").size() - 1, r.toString());
+            boolean share = k[0] < k[1];
+            assertEquals(share, r.first("mpirun").args().contains("--oversubscribe"), r.toString());
+            assertEquals(share, r.outLines().get(0).startsWith("== " + k[1] + " ranks on " + k[0] + " GPU(s): sharing"),
+                    r.toString());
+        }
+        // NP above the GPU count: shared
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NP", "5"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(5, np(r));
+        assertEquals("== 5 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        assertEquals("nccl4j-host4", r.of("java").get(5).env("NCCL_HOSTID"));
+        assertTrue(Files.isDirectory(logs.resolve("ranks/1/rank.4")), "one digit for 5 ranks");
+        // no GPU: nothing starts
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(0, "LOG_DIR", logs.toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+        assertEquals("", r.out());
+    }
+
+    /** CUDA_VISIBLE_DEVICES, when set, is the GPU count: its non-empty entries. */
+    @Test
+    void gpuTestCountsTheGpusOfCudaVisibleDevices() throws Exception {
+        Map<String, Integer> cases = new LinkedHashMap<>();
+        cases.put("0", 2);
+        cases.put("3,1,2", 3);
+        cases.put("GPU-a,GPU-b,,GPU-c,", 3);
+        for (Map.Entry<String, Integer> k : cases.entrySet()) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                    "CUDA_VISIBLE_DEVICES", k.getKey(), "FAKE_GPUS", "8"));
+            assertEquals(0, r.status(), r.toString());
+            assertFalse(r.tools().contains("nvidia-smi"), r.toString());
+            assertEquals((int) k.getValue(), np(r), k.getKey());
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", "0"));
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", ""));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: no GPU found (CUDA_VISIBLE_DEVICES='' names none)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+    }
+
+    /** --share-gpu or SHARE_GPU=1 shares with NP <= GPU count; NCCL_HOSTID and NCCL_SOCKET_IFNAME of the user's are kept. */
+    @Test
+    void gpuTestSharesWhenAskedAndKeepsTheUsersNcclVariables() throws Exception {
+        for (Map<String, String> how : List.of(env(), env("SHARE_GPU", "1"))) {
+            Map<String, String> e = job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY);
+            e.putAll(how);
+            Result r = how.isEmpty() ? box.run(bundle.resolve("gpu-test.sh"), e, "--share-gpu", bundle.toString())
+                    : box.run(bundle.resolve("gpu-test.sh"), e);
+            assertEquals(0, r.status(), r.toString());
+            assertEquals("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
+            assertTrue(r.first("mpirun").args().contains("--oversubscribe"), r.toString());
+            assertEquals(List.of("nccl4j-host0", "nccl4j-host1"), r.of("java").subList(1, 3).stream()
+                    .map(c -> c.env("NCCL_HOSTID")).collect(Collectors.toList()));
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NCCL_HOSTID", "myhost", "NCCL_SOCKET_IFNAME", "eth9"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("gpu-test.sh: warning: NCCL_HOSTID=myhost is set by you and kept: ranks sharing a GPU may collide "
+                + "(NCCL: duplicate GPU)", r.err().strip());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID=myhost kept, NCCL_SOCKET_IFNAME=eth9)", r.outLines().get(0));
+        assertEquals(List.of("#!/usr/bin/env bash"), Files.readAllLines(logs.resolve("rank.sh")).subList(0, 1));
+        assertTrue(Files.readAllLines(logs.resolve("rank.sh")).get(1).startsWith("exec "));
+        for (Call c : r.of("java").subList(1, 3)) {
+            assertEquals("myhost", c.env("NCCL_HOSTID"));
+            assertEquals("eth9", c.env("NCCL_SOCKET_IFNAME"));
+        }
+        List<String> m = r.first("mpirun").args();
+        assertTrue(String.join(" ", m).contains("-x NCCL_HOSTID -x NCCL_SOCKET_IFNAME"), m.toString());
+        // only NCCL_SOCKET_IFNAME set: the ranks still get their own NCCL_HOSTID
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NCCL_SOCKET_IFNAME", "eth9"));
+        assertEquals("", r.err());
+        assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=eth9)", r.outLines().get(0));
+        assertEquals(List.of("nccl4j-host1", "eth9"), List.of(r.of("java").get(2).env("NCCL_HOSTID"),
+                r.of("java").get(2).env("NCCL_SOCKET_IFNAME")));
+    }
+
+    /** Each refusal: one line on stderr, status 2, no JVM and no mpirun. */
+    @Test
+    void gpuTestRefusesBadNpNoGpuAndUnknownArguments() throws Exception {
+        Map<String, String> np = new LinkedHashMap<>();
+        np.put("0", "gpu-test.sh: NP=0 is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("abc", "gpu-test.sh: NP=abc is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("-2", "gpu-test.sh: NP=-2 is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2");
+        np.put("129", "gpu-test.sh: NP=129 is more than 64 ranks per GPU on 2 GPU(s): set NP to 128 or fewer");
+        for (Map.Entry<String, String> k : np.entrySet()) {
+            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", k.getKey()));
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(k.getValue(), r.err().strip(), k.getKey());
+            assertEquals(List.of(), r.tools(), k.getKey());
+            assertEquals("", r.out());
+        }
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "NP", "65"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: NP=65 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 or fewer", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+
+        Map<List<String>, String> bad = new LinkedHashMap<>();
+        bad.put(List.of("--bogus"), "gpu-test.sh: unknown option --bogus (usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        bad.put(List.of("--share-gpu", "-n"), "gpu-test.sh: unknown option -n (usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        bad.put(List.of(bundle.toString(), "x"), "gpu-test.sh: one bundle directory at most, not 2 (" + bundle + " x) "
+                + "(usage: gpu-test.sh [--share-gpu] [bundle-dir])");
+        for (Map.Entry<List<String>, String> k : bad.entrySet()) {
+            r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), k.getKey().toArray(new String[0]));
+            assertEquals(2, r.status(), r.toString());
+            assertEquals(k.getValue(), r.err().strip());
+            assertEquals(List.of(), r.tools());
+        }
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "SHARE_GPU", "yes"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-test.sh: SHARE_GPU=yes: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count",
+                r.err().strip());
+        assertFalse(Files.exists(logs), "no log directory made");
+    }
+
+    /**
+     * The summary sums the single-process run and every rank; skipped counts aborted tests and the tests of a class
+     * aborted as a whole; one line per cause, in order of first appearance, with its tests and classes.
+     */
+    @Test
+    void gpuTestSumsTheRunsAndListsTheCausesOfTheSkips() throws Exception {
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SINGLE_ON_ONE_GPU, "FAKE_JAVA_OUT_RANK", RANK));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("5 passed, 0 failed, 9 skipped",
+                "skipped: needs 2 GPUs, found 1 (2 tests, 1 class)",
+                "skipped: class org.nccl4j.OldTest is @Disabled (1 class)",
+                "skipped: no peer access (2 tests)",
+                "gpu-test.sh: of the 9 skipped, 4 aborted (an assumption failed), 4 never started (their class was aborted or failed)"),
+                fromSummary(r));
+    }
+
+    /** A run in which no test ran fails, saying why. */
+    @Test
+    void gpuTestFailsWhenNoTestRan() throws Exception {
+        String skipping = SINGLE_ON_ONE_GPU.replace("| | +-- allReduceOnOneGpu() [OK]\\n", "")
+                .replace(summary(1, 0, 1, 2, 4, 0), summary(0, 0, 1, 2, 4, 0));
+        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", skipping,
+                "NP", "1"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 7 skipped",
+                "skipped: needs 2 GPUs, found 1 (2 tests, 1 class)",
+                "skipped: class org.nccl4j.OldTest is @Disabled (1 class)",
+                "gpu-test.sh: of the 7 skipped, 2 aborted (an assumption failed), 4 never started (their class was aborted or failed)",
+                "gpu-test.sh: no test ran: every test skipped: causes above"), fromSummary(r));
+
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                summary(0, 0, 0, 0, 0, 0), "TESTS", "Nothing"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 0 skipped", "gpu-test.sh: no test ran: no test found (tags gpu and "
+                + "multiprocess in " + bundle + "/lib/nccl4j-*-tests.jar, TESTS=Nothing)"), fromSummary(r));
+
+        r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", "Error: could not"
+                + " find or load main class"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("0 passed, 0 failed, 0 skipped", "gpu-test.sh: no test ran: the JUnit console launcher printed "
+                + "no summary (see the logs above)"), fromSummary(r));
     }
 
     @Test
@@ -437,13 +887,45 @@ class ScriptsTest {
         Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
                 "FAKE_JAVA_OUT", "[         2 tests successful      ]\\n[         1 tests failed          ]"));
         assertEquals(1, r.status(), r.toString());
-        assertEquals("2 passed, 1 failed", r.outLines().get(r.outLines().size() - 1));
+        assertEquals("2 passed, 1 failed, 0 skipped", r.outLines().get(r.outLines().size() - 1));
 
         delete(bundle);
         Files.createDirectories(base.resolve("empty"));
         r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString()), base.resolve("empty").toString());
         assertEquals(2, r.status(), r.toString());
-        assertTrue(r.out().contains("no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)"), r.toString());
+        assertEquals("gpu-test.sh: no bundle with jre/bin/java found (run scripts/gpu-bundle.sh)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+    }
+
+    /**
+     * A run's exit status: non-zero with no failure in its summary (a crash, a timeout) counts as one failure; with
+     * failures in its summary (the console launcher exits 1 then) it adds none. A class that fails as a whole counts.
+     */
+    @Test
+    void gpuTestCountsARunThatFailsWithoutSayingSoAndAClassThatFails() throws Exception {
+        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_STATUS", "134"));
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the single-process run exited with status 134"), r.out());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run exited with status 134"), r.out());
+        assertEquals(List.of("9 passed, 2 failed, 0 skipped"), fromSummary(r));
+
+        String failing = summary(2, 1, 0, 0, 0, 0);
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", failing,
+                "FAKE_JAVA_STATUS", "1"));
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run exited with status 1"), r.out());
+        assertEquals(List.of("6 passed, 3 failed, 0 skipped"), fromSummary(r));
+
+        String classFailed = String.join("\\n", "+-- JUnit Jupiter [OK]", "| '-- CoreGpuTest [X] no device", "",
+                summary(0, 0, 0, 0, 3, 1));
+        r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_JAVA_OUT_RANK", classFailed, "FAKE_JAVA_STATUS", "0"));
+        assertEquals(1, r.status(), r.toString());
+        assertEquals(List.of("3 passed, 2 failed, 6 skipped",
+                "gpu-test.sh: of the 6 skipped, 6 never started (their class was aborted or failed)",
+                "gpu-test.sh: of the 2 failed, 2 are classes or engines that failed as a whole (see Failures in the logs)"),
+                fromSummary(r));
     }
 
     // ---------------------------------------------------------------- examples-gpu.sh
@@ -493,17 +975,222 @@ class ScriptsTest {
 
     @Test
     void examplesGpuReportsFailuresAndLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
+        // NP=3 on 2 GPUs (CUDA_VISIBLE_DEVICES=0,1): the ranks share them
         Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "FAKE_JAVA_STATUS", "3", "NP", "3", "RUN_TIMEOUT", "7"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
-        assertEquals("7", r.of("timeout").get(0).args().get(0));
-        assertEquals(args("--bind-to", "none", "--tag-output", "-np", "3", x("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
-                "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"), bundle.resolve("jre/bin/java"),
-                JAVA_OPTS, "-cp", classpath(bundle), "org.nccl4j.examples.AllReduce"), r.first("mpirun").args());
-        assertEquals(List.of("FAILED  nccl4j-run -np 3 AllReduce (exit 3, log " + logs.resolve("1-run-AllReduce.log") + ")",
+        assertEquals(args("7", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "3", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals(args("--bind-to", "none", "--tag-output", "--oversubscribe", "-np", "3", x("CUDA_VISIBLE_DEVICES",
+                "LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"),
+                logs.resolve("share-rank.sh"), bundle.resolve("jre/bin/java"), JAVA_OPTS, "-cp", classpath(bundle),
+                "org.nccl4j.examples.AllReduce"), r.first("mpirun").args());
+        assertEquals(List.of("== 3 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)",
+                "FAILED  nccl4j-run --share-gpu -np 3 AllReduce (exit 3, log " + logs.resolve("1-run-AllReduce.log") + ")",
                 "FAILED  mpirun -np 3 java ... AllReduce (exit 3, log " + logs.resolve("1-mpirun-AllReduce.log") + ")",
                 "0 passed, 2 failed"), r.outLines());
+    }
+
+    /** One GPU: 2 ranks on it, as gpu-test.sh runs them: nccl4j-run --share-gpu, and a wrapper under mpirun. */
+    @Test
+    void examplesGpuOnOneGpuSharesItUnderBothLaunchers() throws Exception {
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(1, "LOG_DIR", logs.toString(), "EXAMPLES",
+                "AllReduce"));
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
+        String cp = classpath(bundle);
+        assertEquals(args("180", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "2", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals(launcher(cp, "--share-gpu", "-np", "2", "AllReduce"), r.of("java").get(0).args());
+        Path wrapper = logs.resolve("share-rank.sh");
+        List<String> rank = args(bundle.resolve("jre/bin/java"), JAVA_OPTS, "-cp", cp, "org.nccl4j.examples.AllReduce");
+        assertEquals(args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--oversubscribe", "-np", "2",
+                x("LD_LIBRARY_PATH", "NCCL4J_TEST_VAR", "NCCL_DEBUG", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29701"), wrapper,
+                rank), r.first("mpirun").args());
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_HOSTID=nccl4j-host${OMPI_COMM_WORLD_RANK:?not under Open MPI}",
+                "export NCCL_SOCKET_IFNAME=lo", "exec \"$@\""), Files.readAllLines(wrapper));
+        for (int k = 0; k < 2; k++) {
+            Call j = r.of("java").get(1 + k);
+            assertEquals(rank.subList(1, rank.size()), j.args());
+            assertEquals("nccl4j-host" + k, j.env("NCCL_HOSTID"));
+            assertEquals("lo", j.env("NCCL_SOCKET_IFNAME"));
+            assertEquals(null, j.env("NCCL4J_DEVICE"));
+        }
+        assertEquals(List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)",
+                "PASSED  nccl4j-run --share-gpu -np 2 AllReduce", "PASSED  mpirun -np 2 java ... AllReduce", "2 passed, 0 failed"),
+                r.outLines());
+        assertEquals("", r.err());
+
+        // the user's NCCL_HOSTID: kept, with the warning; --share-gpu on 4 GPUs; 4 ranks by default
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(4, "LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+                "NCCL_HOSTID", "h"), "--share-gpu");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: warning: NCCL_HOSTID=h is set by you and kept: ranks sharing a GPU may collide "
+                + "(NCCL: duplicate GPU)", r.err().strip());
+        assertEquals(List.of("#!/usr/bin/env bash", "export NCCL_SOCKET_IFNAME=lo", "exec \"$@\""), Files.readAllLines(wrapper));
+        assertEquals(args("180", bundle.resolve("nccl4j-run"), "--share-gpu", "-np", "4", "AllReduce"),
+                r.of("timeout").get(0).args());
+        assertEquals("h", r.of("java").get(4).env("NCCL_HOSTID"));
+
+        // a GPU each: as before
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(3, "LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce"));
+        assertEquals(List.of("PASSED  nccl4j-run -np 3 AllReduce", "PASSED  mpirun -np 3 java ... AllReduce",
+                "2 passed, 0 failed"), r.outLines());
+        assertEquals(null, r.of("java").get(1).env("NCCL_HOSTID"));
+    }
+
+    @Test
+    void examplesGpuRefusesNoGpuBadNpAndNoBundle() throws Exception {
+        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(0, "LOG_DIR", logs.toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: no GPU found (nvidia-smi -L lists none)", r.err().strip());
+        assertEquals(List.of("nvidia-smi"), r.tools());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "NP", "two"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: NP=two is not a whole number >= 1: set NP to the number of ranks, or unset it for "
+                + "max(2, GPU count) = 2", r.err().strip());
+        assertEquals(List.of(), r.tools());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString()), "--np", "2");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: unknown option --np (usage: examples-gpu.sh [--share-gpu] [bundle-dir])",
+                r.err().strip());
+        r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString()), base.resolve("none").toString());
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("examples-gpu.sh: no bundle at " + base.resolve("none") + " (scripts/gpu-bundle.sh)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+    }
+
+    // ---------------------------------------------------------------- gpu-bundle.sh
+
+    /** The JNI libraries gpu-bundle.sh keeps of the CUDA presets' jar (its default CUDA_JNI_LIBS). */
+    private static final List<String> JNI_LIBS = List.of("libjnicudart.so", "libjnicublas.so", "libjnicurand.so",
+            "libjninvrtc.so");
+
+    /** gpu-bundle.sh's calls and files for the bundle directory out, with fake mvn, unzip, zip and jlink. */
+    private void assertBundleIn(Path out, Result r) throws IOException {
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(args("mvn", "mvn", JNI_LIBS.stream().map(l -> "unzip").collect(Collectors.toList()), "zip", "jlink"),
+                r.tools(), r.toString());
+        for (Call c : r.of("mvn")) {
+            assertEquals(root.toString(), c.cwd(), "Maven runs at the repository root");
+        }
+        assertEquals(List.of("-q", "-B", "-DskipTests", "package", "dependency:copy-dependencies", "-DincludeScope=test",
+                "-DexcludeGroupIds=org.nccl4j"), r.of("mvn").get(0).args());
+        assertEquals(List.of("-q", "-B", "dependency:copy",
+                "-Dartifact=org.junit.platform:junit-platform-console-standalone:1.14.1", "-DoutputDirectory=" + out + "/lib"),
+                r.of("mvn").get(1).args());
+        String cuda = "cuda-13.3-9.25-1.5.14-linux-x86_64.jar";
+        for (int i = 0; i < JNI_LIBS.size(); i++) {
+            List<String> a = r.of("unzip").get(i).args();
+            assertEquals(List.of("-q", "-j", out + "/deps/" + cuda, "org/bytedeco/cuda/linux-x86_64/" + JNI_LIBS.get(i), "-d"),
+                    a.subList(0, 5));
+        }
+        assertEquals(List.of("-q", "-r", out + "/lib/" + cuda, "."), r.first("zip").args());
+        List<String> jlink = r.first("jlink").args();
+        assertEquals(List.of("--output", out + "/jre"), jlink.subList(jlink.size() - 2, jlink.size()));
+        List<String> files;
+        try (Stream<Path> s = Files.list(out.resolve("lib"))) {
+            files = s.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
+        }
+        // JUnit's jars are in the console launcher; nccl4j's own from the modules' target/
+        assertEquals(List.of(cuda, CONSOLE, "nccl4j-core-0.1.0-SNAPSHOT-tests.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
+                "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar", "nccl4j-examples-0.1.0-SNAPSHOT.jar",
+                "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+        assertFalse(Files.exists(out.resolve("deps")));
+        assertTrue(Files.exists(out.resolve("jre/bin/java")));
+        for (String s : bundledScripts()) {
+            assertEquals(Files.readString(SCRIPTS.resolve(s)), Files.readString(out.resolve(s)), s);
+        }
+        assertTrue(r.out().startsWith("bundle: " + out + ", "), r.out());
+    }
+
+    /** An absolute bundle directory is used as it is (it was the working directory plus it: issue 14's bug). */
+    @Test
+    void gpuBundleWritesEverythingToAnAbsoluteDirectory() throws Exception {
+        Path out = base.resolve("elsewhere/my bundle");
+        Files.createDirectories(out.resolve("stale"));
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), out.toString());
+        assertBundleIn(out, r);
+        assertFalse(Files.exists(out.resolve("stale")), "the directory is made anew");
+    }
+
+    /** A relative bundle directory is relative to the repository root, not to the working directory. */
+    @Test
+    void gpuBundleTakesARelativeDirectoryFromTheRepositoryRoot() throws Exception {
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "out/../rel/b");
+        assertBundleIn(root.resolve("rel/b"), r);
+        assertFalse(Files.exists(box.work.resolve("rel")), "not under the working directory");
+        r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"));
+        assertBundleIn(root.resolve("bundle"), r);
+    }
+
+    /** gpu-bundle.sh deletes the directory first: /, the repository root, what holds it or files git tracks are refused. */
+    @Test
+    void gpuBundleRefusesADirectoryItMustNotDelete() throws Exception {
+        String because = " as the bundle directory: it is / or the repository root (" + root + "), or holds it, and "
+                + "gpu-bundle.sh deletes it first (rm -rf)";
+        Map<String, Path> cases = new LinkedHashMap<>();
+        cases.put("/", Path.of("/"));
+        cases.put(root.toString(), root);
+        cases.put(root + "/", root);
+        cases.put(".", root);
+        cases.put("scripts/..", root);
+        cases.put("..", base);
+        cases.put(base.toString(), base);
+        for (Map.Entry<String, Path> c : cases.entrySet()) {
+            Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), c.getKey());
+            assertEquals(2, r.status(), c.getKey() + "\n" + r);
+            assertEquals("gpu-bundle.sh: will not use " + c.getValue() + because, r.err().strip(), c.getKey());
+            assertEquals(List.of(), r.tools(), c.getKey());
+            assertTrue(Files.isRegularFile(root.resolve("scripts/gpu-bundle.sh")), "nothing deleted");
+        }
+        Tools.assumeOnPath("git");
+        assertEquals(0, exec(root, Map.of(), List.of("git", "init", "-q")).status());
+        assertEquals(0, exec(root, Map.of(), List.of("git", "add", "scripts")).status());
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "scripts");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-bundle.sh: will not use " + root.resolve("scripts") + " as the bundle directory: it holds files "
+                + "git tracks (scripts/ddp-compare.sh, ...), and gpu-bundle.sh deletes it first (rm -rf)", r.err().strip());
+        assertEquals(List.of(), r.tools());
+        assertBundleIn(root.resolve("bundle"), box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1")));
+    }
+
+    // ---------------------------------------------------------------- .github/workflows/gpu-smoke.yml
+
+    /** The steps of a GitHub workflow's job, each its lines from its "      - " on. */
+    private static List<List<String>> steps(List<String> lines) {
+        List<List<String>> steps = new ArrayList<>();
+        for (String l : lines) {
+            if (l.startsWith("      - ")) {
+                steps.add(new ArrayList<>());
+            }
+            if (!steps.isEmpty() && !l.isBlank()) {
+                steps.get(steps.size() - 1).add(l);
+            }
+        }
+        return steps;
+    }
+
+    @Test
+    void gpuSmokeRunsOnOneGpuAndOnSeveralAndKeepsEachRanksLogs() throws Exception {
+        List<String> lines = Files.readAllLines(ROOT.resolve(".github/workflows/gpu-smoke.yml"));
+        for (String l : List.of("      fail-fast: false", "          - gpus: one-gpu", "            runner: [self-hosted, gpu, one-gpu]",
+                "          - gpus: multi-gpu", "            runner: [self-hosted, gpu, multi-gpu]", "    runs-on: ${{ matrix.runner }}")) {
+            assertTrue(lines.contains(l), l);
+        }
+        List<List<String>> steps = steps(lines);
+        List<String> build = steps.stream().filter(s -> s.contains("        run: scripts/gpu-bundle.sh bundle")).findFirst()
+                .orElseThrow();
+        List<String> test = steps.stream().filter(s -> s.contains("        run: bash bundle/gpu-test.sh bundle")).findFirst()
+                .orElseThrow();
+        assertTrue(test.containsAll(List.of("        env:", "          NCCL_NVLS_ENABLE: '0'",
+                "          LOG_DIR: ${{ github.workspace }}/gpu-logs")), test.toString());
+        List<String> upload = steps.stream().filter(s -> s.contains("        uses: actions/upload-artifact@v4")).findFirst()
+                .orElseThrow();
+        assertTrue(upload.containsAll(List.of("        if: always()", "          name: gpu-logs-${{ matrix.gpus }}",
+                "          path: ${{ github.workspace }}/gpu-logs")), upload.toString());
+        assertTrue(steps.indexOf(build) < steps.indexOf(test) && steps.indexOf(test) < steps.indexOf(upload), steps.toString());
     }
 
     // ---------------------------------------------------------------- nccl4j-run
