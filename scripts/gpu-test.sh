@@ -173,10 +173,11 @@ else
 fi
 
 echo "$passed passed, $failures failed, $skipped skipped"
-# One line per cause, in order of first appearance, summed over the runs and ranks. An entry named "...)" is a test
-# (a method); any other is a class skipped or aborted as a whole, whose tests the tree does not list.
+# One line per cause, in order of first appearance, summed over the runs and ranks. An entry named like a Java class
+# (CoreGpuTest) is a class skipped or aborted as a whole, whose tests the tree does not list; any other (a method
+# "name()", or a dynamic test's display name, which holds spaces) is a test.
 skips "${logs[@]}" | awk -F '\t' '
-  { kind = ($1 ~ /\)$/) ? "t" : "c"; r = ($2 == "") ? "(no reason given)" : $2
+  { kind = ($1 ~ /^[A-Za-z_$][A-Za-z0-9_$]*$/) ? "c" : "t"; r = ($2 == "") ? "(no reason given)" : $2
     if (!(r in seen)) { seen[r] = 1; order[++n] = r }
     count[r, kind]++ }
   END {

@@ -5,7 +5,9 @@ package org.nccl4j;
  * {@code ncclGetLastError}, the rank of the communicator involved (-1 if none) and the operation.
  *
  * <p>Message format: {@code ncclAllReduce failed on rank 1: ncclInvalidArgument (4): <ncclGetErrorString>;
- * last error: <ncclGetLastError>}.
+ * last error: <ncclGetLastError>}, followed for causes nccl4j recognizes by what to do, e.g. for NCCL's
+ * {@code Duplicate GPU detected} (two ranks of one host on one GPU) {@code ; ranks that share a GPU need their own
+ * NCCL_HOSTID: ...}.
  */
 public class NcclException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -50,9 +52,16 @@ public class NcclException extends RuntimeException {
         }
         if (lastError != null && !lastError.isEmpty()) {
             sb.append("; last error: ").append(lastError);
+            if (lastError.contains(DUPLICATE_GPU)) {
+                sb.append("; ranks that share a GPU need their own NCCL_HOSTID: launch with scripts/nccl4j-run"
+                        + " --share-gpu, or give each rank NCCL_HOSTID=<its own name> and NCCL_SOCKET_IFNAME=lo");
+            }
         }
         return sb.toString();
     }
+
+    /** What NCCL's last error says when two ranks of one host use one GPU. */
+    private static final String DUPLICATE_GPU = "Duplicate GPU detected";
 
     /** @return the raw status code */
     public int code() {

@@ -77,6 +77,19 @@ class ErrorMappingTest extends StubFixture {
     }
 
     @Test
+    void aDuplicateGpuSaysHowRanksShareOne() {
+        NcclException e = new NcclException("ncclCommInitRank", 5, "invalid usage",
+                "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60", -1);
+        assertEquals("ncclCommInitRank failed: ncclInvalidUsage (5): invalid usage; last error: Duplicate GPU detected :"
+                + " rank 0 and rank 1 both on CUDA device 60; ranks that share a GPU need their own NCCL_HOSTID: launch"
+                + " with scripts/nccl4j-run --share-gpu, or give each rank NCCL_HOSTID=<its own name> and"
+                + " NCCL_SOCKET_IFNAME=lo", e.getMessage());
+        assertEquals("Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60", e.lastError());
+        assertEquals("ncclCommInitRank failed: ncclInvalidUsage (5): invalid usage; last error: something else",
+                new NcclException("ncclCommInitRank", 5, "invalid usage", "something else", -1).getMessage());
+    }
+
+    @Test
     void inProgressIsAnErrorOnABlockingCommunicator() {
         Communicator c = comm(0, 2);
         Stream s = stream(0);

@@ -544,11 +544,16 @@ class ScriptsTest {
             "| +-- CoreGpuTest [A] Assumption failed: needs 2 GPUs, found 1",
             "| '-- OldTest [S] class org.nccl4j.OldTest is @Disabled", "'-- JUnit Vintage [OK]", "",
             "Test run finished after 138 ms", summary(1, 0, 1, 2, 4, 0), "");
-    /** A rank's run: two tests pass, one aborts with a reason over two lines (the first is the cause). */
+    /**
+     * A rank's run: two tests pass, one aborts with a reason over two lines (the first is the cause), and a dynamic
+     * test (a display name with spaces, no parentheses) aborts.
+     */
     private static final String RANK = String.join("\\n", ".", "+-- JUnit Platform Suite [OK]", "+-- JUnit Jupiter [OK]",
             "| '-- CoreMultiProcessGpuTest [OK]", "|   +-- allReduce() [OK]", "|   +-- broadcast() [OK]",
-            "|   '-- p2p() [A] Assumption failed: no peer access", "|         between the ranks' devices",
-            "'-- JUnit Vintage [OK]", "", "Test run finished after 99 ms", summary(2, 0, 0, 1, 0, 0), "");
+            "|   +-- p2p() [A] Assumption failed: no peer access", "|   |     between the ranks' devices",
+            "|   '-- everyCollective() [OK]",
+            "|     '-- 2 processes ALL_REDUCE FLOAT64 AVG out-of-place [A] Assumption failed: NCCL <= 2.28.3 on one rank",
+            "'-- JUnit Vintage [OK]", "", "Test run finished after 99 ms", summary(2, 0, 0, 2, 0, 0), "");
 
     /** job(more) on a machine with n GPUs (nvidia-smi's), CUDA_VISIBLE_DEVICES unset. */
     private static Map<String, String> onGpus(int n, String... more) {
@@ -639,9 +644,10 @@ class ScriptsTest {
             assertTrue(Files.readString(logs.resolve("multi.log")).contains("[1," + rank + "]<stdout>:[         2 tests "
                     + "successful      ]\n"));
         }
-        assertEquals(List.of("7 passed, 0 failed, 2 skipped",
+        assertEquals(List.of("7 passed, 0 failed, 4 skipped",
                 "skipped: no peer access (2 tests)",
-                "gpu-test.sh: of the 2 skipped, 2 aborted (an assumption failed)"),
+                "skipped: NCCL <= 2.28.3 on one rank (2 tests)",
+                "gpu-test.sh: of the 4 skipped, 4 aborted (an assumption failed)"),
                 fromSummary(r));
     }
 
@@ -847,11 +853,12 @@ class ScriptsTest {
         Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
                 SINGLE_ON_ONE_GPU, "FAKE_JAVA_OUT_RANK", RANK));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("5 passed, 0 failed, 9 skipped",
+        assertEquals(List.of("5 passed, 0 failed, 11 skipped",
                 "skipped: needs 2 GPUs, found 1 (2 tests, 1 class)",
                 "skipped: class org.nccl4j.OldTest is @Disabled (1 class)",
                 "skipped: no peer access (2 tests)",
-                "gpu-test.sh: of the 9 skipped, 4 aborted (an assumption failed), 4 never started (their class was aborted or failed)"),
+                "skipped: NCCL <= 2.28.3 on one rank (2 tests)",
+                "gpu-test.sh: of the 11 skipped, 6 aborted (an assumption failed), 4 never started (their class was aborted or failed)"),
                 fromSummary(r));
     }
 
