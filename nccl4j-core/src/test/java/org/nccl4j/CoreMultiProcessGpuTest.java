@@ -3,14 +3,9 @@ package org.nccl4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestFactory;
-import org.junit.jupiter.api.TestInstance;
 
 /**
  * The core API with one rank per process under mpirun, on any number of GPUs (ranks beyond the GPU count share
@@ -20,10 +15,16 @@ import org.junit.jupiter.api.TestInstance;
  */
 @Tag("gpu")
 @Tag("multiprocess")
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CoreMultiProcessGpuTest {
-    private Communicator comm;
-    private Stream stream;
+class CoreMultiProcessGpuTest extends CommunicatorGpuSuite {
+    @Override
+    protected String label() {
+        return comm.size() + " processes";
+    }
+
+    @Override
+    protected int graphReplays() {
+        return 3;
+    }
 
     @BeforeAll
     void setUp() {
@@ -37,16 +38,6 @@ class CoreMultiProcessGpuTest {
         }
     }
 
-    @AfterAll
-    void tearDown() {
-        if (stream != null) {
-            stream.close();
-        }
-        if (comm != null) {
-            comm.close();
-        }
-    }
-
     @Test
     void communicatorReportsRankSizeAndDevice() {
         LaunchInfo launch = LaunchInfo.detect();
@@ -57,34 +48,11 @@ class CoreMultiProcessGpuTest {
         assertEquals(NcclResult.SUCCESS, comm.asyncError());
     }
 
-    @TestFactory
-    List<DynamicTest> everyCollectiveTypeOpAndPlacement() {
-        return new CollectiveMatrix(List.of(comm), List.of(stream)).tests(comm.size() + " processes");
-    }
-
-    @TestFactory
-    List<DynamicTest> preMulSumWithHostAndDeviceScalars() {
-        return checks().preMulSumTests(comm.size() + " processes");
-    }
-
-    @Test
-    void threeCollectivesInOneGroup() {
-        checks().threeCollectivesInOneGroup();
-    }
-
-    @Test
-    void allReduceCapturedInACudaGraphAndReplayed() {
-        checks().allReduceCapturedInAGraphAndReplayed(3);
-    }
-
     @Test
     void splitByParity() {
         checks().splitByParity();
     }
 
-    private CommunicatorChecks checks() {
-        return new CommunicatorChecks(List.of(comm), List.of(stream));
-    }
 
     /** Port of NCCL_COMM_ID (set per run by gpu-test.sh), so that all ranks derive the same other ports. */
     private static int basePort() {

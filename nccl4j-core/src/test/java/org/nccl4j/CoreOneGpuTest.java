@@ -3,14 +3,9 @@ package org.nccl4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestFactory;
-import org.junit.jupiter.api.TestInstance;
 
 /**
  * The core API in one process on one GPU: a one-rank communicator ({@code ncclCommInitAll} on device 0), the whole
@@ -18,10 +13,16 @@ import org.junit.jupiter.api.TestInstance;
  * Runs on any machine with a GPU.
  */
 @Tag("gpu")
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CoreOneGpuTest {
-    private Communicator comm;
-    private Stream stream;
+class CoreOneGpuTest extends CommunicatorGpuSuite {
+    @Override
+    protected String label() {
+        return "1 process x 1 GPU";
+    }
+
+    @Override
+    protected int graphReplays() {
+        return 4;
+    }
 
     @BeforeAll
     void setUp() {
@@ -31,42 +32,12 @@ class CoreOneGpuTest {
         stream = Stream.create(comm.device());
     }
 
-    @AfterAll
-    void tearDown() {
-        if (stream != null) {
-            stream.close();
-        }
-        if (comm != null) {
-            comm.close();
-        }
-    }
-
     @Test
     void oneRankCommunicatorOnDeviceZero() {
         assertEquals(0, comm.rank());
         assertEquals(1, comm.size());
         assertEquals(0, comm.device());
         assertEquals(NcclResult.SUCCESS, comm.asyncError());
-    }
-
-    @TestFactory
-    List<DynamicTest> everyCollectiveTypeOpAndPlacement() {
-        return new CollectiveMatrix(List.of(comm), List.of(stream)).tests("1 process x 1 GPU");
-    }
-
-    @TestFactory
-    List<DynamicTest> preMulSumWithHostAndDeviceScalars() {
-        return checks().preMulSumTests("1 process x 1 GPU");
-    }
-
-    @Test
-    void threeCollectivesInOneGroup() {
-        checks().threeCollectivesInOneGroup();
-    }
-
-    @Test
-    void allReduceCapturedInACudaGraphAndReplayed() {
-        checks().allReduceCapturedInAGraphAndReplayed(4);
     }
 
     @Test
@@ -92,7 +63,4 @@ class CoreOneGpuTest {
         }
     }
 
-    private CommunicatorChecks checks() {
-        return new CommunicatorChecks(List.of(comm), List.of(stream));
-    }
 }
