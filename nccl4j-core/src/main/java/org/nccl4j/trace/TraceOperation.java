@@ -32,7 +32,10 @@ public enum TraceOperation {
     /** {@code ncclRecv}: point to point (the peer field holds the sending rank). */
     recv(9),
     /** A group ({@code ncclGroupStart} to {@code ncclGroupEnd}) recorded as one entry, fields as the caller gives. */
-    group(10);
+    group(10),
+    /** A launch of a CUDA graph that holds this communicator's operations ({@code cudaGraphLaunch}): count is the
+     *  number of the communicator's operations captured in the graph. */
+    graphLaunch(11);
 
     private static final TraceOperation[] BY_CODE = values();
 
@@ -45,7 +48,7 @@ public enum TraceOperation {
     /**
      * The stable code that {@link FlightRecorder#record} takes for this operation.
      *
-     * @return the code, 0 for {@link #allReduce} up to 10 for {@link #group}
+     * @return the code, 0 for {@link #allReduce} up to 11 for {@link #graphLaunch}
      */
     public int code() {
         return code;

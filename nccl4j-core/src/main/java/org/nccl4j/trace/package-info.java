@@ -38,7 +38,7 @@
  *     {
  *       "seq": 7,                       the communicator's sequence number, from 1
  *       "operation": "allReduce",       allReduce, broadcast, reduce, allGather, reduceScatter, alltoAll,
- *                                       gather, scatter, send, recv, group
+ *                                       gather, scatter, send, recv, group, graphLaunch
  *       "count": 1024,                  elements (per rank for allGather/reduceScatter, per peer for alltoAll)
  *       "dataType": "ncclFloat32",      NCCL's name (nccl.h): ncclInt8, ncclUint8, ncclInt32, ncclUint32,
  *                                       ncclInt64, ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16,
