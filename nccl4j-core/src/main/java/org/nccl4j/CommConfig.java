@@ -43,11 +43,39 @@ public final class CommConfig {
     private final int[] ints;
     private final String netName;
     private final String commName;
+    private final java.time.Duration timeout;
+    private final Boolean watchdog;
+    private final FailurePolicy policy;
+    private final FailureListener listener;
+    private final Integer traceBuffer;
+    private final Boolean checkCollectives;
 
     private CommConfig(Builder b) {
         this.ints = b.ints.clone();
         this.netName = b.netName;
         this.commName = b.commName;
+        this.timeout = b.timeout;
+        this.watchdog = b.watchdog;
+        this.policy = b.policy;
+        this.listener = b.listener;
+        this.traceBuffer = b.traceBuffer;
+        this.checkCollectives = b.checkCollectives;
+    }
+
+    /**
+     * The watchdog's settings for a communicator made with {@code config} (null: none): each field that the config
+     * sets replaces the process-wide value of {@code base}.
+     */
+    static Watchdog.Settings watchdogSettings(CommConfig config, WatchdogConfig base) {
+        if (config == null) {
+            return new Watchdog.Settings(base.enabled(), base.timeout(), base.policy(), null, base.trace().bufferSize(),
+                    base.trace().directory(), base.checkCollectives(), null);
+        }
+        return new Watchdog.Settings(config.watchdog != null ? config.watchdog : base.enabled(),
+                config.timeout != null ? config.timeout : base.timeout(),
+                config.policy != null ? config.policy : base.policy(), config.listener,
+                config.traceBuffer != null ? config.traceBuffer : base.trace().bufferSize(), base.trace().directory(),
+                config.checkCollectives != null ? config.checkCollectives : base.checkCollectives(), config.commName);
     }
 
     /** @return a builder with every field unset */
@@ -118,6 +146,26 @@ public final class CommConfig {
         }
         if (commName != null) {
             sb.append(sep).append("commName=").append(commName);
+            sep = ", ";
+        }
+        if (watchdog != null) {
+            sb.append(sep).append("watchdog=").append(watchdog ? "on" : "off");
+            sep = ", ";
+        }
+        if (timeout != null) {
+            sb.append(sep).append("timeout=").append(Durations.format(timeout));
+            sep = ", ";
+        }
+        if (policy != null) {
+            sb.append(sep).append("onFailure=").append(policy);
+            sep = ", ";
+        }
+        if (traceBuffer != null) {
+            sb.append(sep).append("traceBuffer=").append(traceBuffer);
+            sep = ", ";
+        }
+        if (checkCollectives != null) {
+            sb.append(sep).append("checkCollectives=").append(checkCollectives);
         }
         return sb.append(']').toString();
     }
@@ -127,6 +175,12 @@ public final class CommConfig {
         private final int[] ints = new int[NcclNative.CFG_INTS];
         private String netName;
         private String commName;
+        private java.time.Duration timeout;
+        private Boolean watchdog;
+        private FailurePolicy policy;
+        private FailureListener listener;
+        private Integer traceBuffer;
+        private Boolean checkCollectives;
 
         private Builder() {
             java.util.Arrays.fill(ints, NcclNative.CONFIG_UNDEF_INT);
@@ -288,12 +342,109 @@ public final class CommConfig {
             return set(index, value);
         }
 
+        /**
+         * How long an operation of the communicator may take before the watchdog declares it hung (nccl4j; not part
+         * of {@code ncclConfig_t}). Replaces {@code NCCL4J_TIMEOUT} for this communicator.
+         *
+         * @param timeout longer than zero
+         * @return this builder
+         * @throws IllegalArgumentException when timeout is null, zero or negative
+         */
+        public Builder timeout(java.time.Duration timeout) {
+            if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+                throw Errors.argument("timeout must be longer than zero, got " + timeout + ": e.g. Duration.ofMinutes(10)");
+            }
+            this.timeout = timeout;
+            return this;
+        }
+
+        /**
+         * Whether the watchdog watches the communicator (nccl4j). Replaces {@code NCCL4J_WATCHDOG}. The flight
+         * recorder records either way.
+         *
+         * @param on false to leave the communicator unwatched
+         * @return this builder
+         */
+        public Builder watchdog(boolean on) {
+            this.watchdog = on;
+            return this;
+        }
+
+        /**
+         * What the watchdog does after a failure (nccl4j). Replaces {@code NCCL4J_ON_FAILURE}.
+         *
+         * @param policy {@link FailurePolicy#THROW} or {@link FailurePolicy#EXIT}; for
+         *        {@link FailurePolicy#CALLBACK} use {@link #onFailure(FailureListener)}
+         * @return this builder
+         * @throws IllegalArgumentException for null or CALLBACK
+         */
+        public Builder onFailure(FailurePolicy policy) {
+            if (policy == null || policy == FailurePolicy.CALLBACK) {
+                throw Errors.argument("onFailure(" + policy + "): give THROW or EXIT; for CALLBACK give the listener, "
+                        + "onFailure((comm, failure) -> ...)");
+            }
+            this.policy = policy;
+            this.listener = null;
+            return this;
+        }
+
+        /**
+         * Calls {@code listener} after a failure ({@link FailurePolicy#CALLBACK}), as well as throwing in waiting
+         * threads and later calls.
+         *
+         * @param listener called on the watchdog's thread
+         * @return this builder
+         * @throws NullPointerException when listener is null
+         */
+        public Builder onFailure(FailureListener listener) {
+            if (listener == null) {
+                throw Errors.nullArgument("listener");
+            }
+            this.policy = FailurePolicy.CALLBACK;
+            this.listener = listener;
+            return this;
+        }
+
+        /**
+         * How many operations the flight recorder keeps for the communicator (nccl4j). Replaces
+         * {@code NCCL4J_TRACE_BUFFER}. 0 turns the recorder off, which only a communicator without watchdog may do.
+         *
+         * @param operations 0 to 10,000,000
+         * @return this builder
+         * @throws IllegalArgumentException when out of range
+         */
+        public Builder traceBuffer(int operations) {
+            if (operations < 0 || operations > org.nccl4j.trace.FlightRecorder.MAX_CAPACITY) {
+                throw Errors.argument("traceBuffer must be from 0 to " + org.nccl4j.trace.FlightRecorder.MAX_CAPACITY
+                        + " operations, got " + operations);
+            }
+            this.traceBuffer = operations;
+            return this;
+        }
+
+        /**
+         * Whether each collective first compares its sequence number, operation, count, type, operator and root
+         * across ranks and throws on the first difference (nccl4j; costs an all-gather and a wait per collective).
+         * Replaces {@code NCCL4J_CHECK_COLLECTIVES}.
+         *
+         * @param on true to check
+         * @return this builder
+         */
+        public Builder checkCollectives(boolean on) {
+            this.checkCollectives = on;
+            return this;
+        }
+
         /** @return the configuration; checks {@code minCTAs <= maxCTAs} */
         public CommConfig build() {
             int min = ints[NcclNative.CFG_MIN_CTAS];
             int max = ints[NcclNative.CFG_MAX_CTAS];
             if (min != NcclNative.CONFIG_UNDEF_INT && max != NcclNative.CONFIG_UNDEF_INT && min > max) {
                 throw Errors.argument("minCTAs (" + min + ") must not exceed maxCTAs (" + max + ")");
+            }
+            if (traceBuffer != null && traceBuffer == 0 && !Boolean.FALSE.equals(watchdog)) {
+                throw Errors.argument("traceBuffer(0) turns the flight recorder off, which the watchdog needs: "
+                        + "also set watchdog(false), or keep a buffer of 1 or more operations");
             }
             return new CommConfig(this);
         }

@@ -1,11 +1,20 @@
 package org.nccl4j;
 
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.trace.FlightRecorder;
+import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceOperation;
 
 /**
  * An NCCL communicator ({@code ncclComm_t}): one rank of a group of GPUs that run collectives together.
@@ -55,7 +64,52 @@ public final class Communicator implements AutoCloseable {
     private long sequence;
     private volatile OperationObserver observer;
 
+    // ---- the watchdog's view (see Watchdog) ----
+    private static final VarHandle PUBLISHED;
+    private static final Stream[] NO_STREAMS = {};
+
+    static {
+        try {
+            PUBLISHED = MethodHandles.lookup().findVarHandle(Communicator.class, "published", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final Watchdog.Settings settings;
+    /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
+    private final FlightRecorder recorder;
+    /** Held by close(), abort() and the watchdog while it looks at this communicator. */
+    private final ReentrantLock lifecycle = new ReentrantLock();
+    /** The last recorded sequence number that NCCL has launched (not inside an open group): the watchdog's to mark. */
+    @SuppressWarnings("unused")
+    private volatile long published;
+    /** Recorded inside an open group: published at the group's end. */
+    private volatile boolean deferred;
+    /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
+    private volatile Stream[] streams = NO_STREAMS;
+    /** The stream of the last operation: the hot path's test of whether the stream is known. */
+    private Stream lastStream;
+    /** The failure the watchdog found, thrown by every later call; null while healthy. */
+    private volatile CommunicatorFailedException failure;
+    private volatile boolean traceDumped;
+
+    // ---- the collective check (NCCL4J_CHECK_COLLECTIVES) ----
+    /** Fields of a collective's fingerprint: sequence, operation, count, type, operator, root. */
+    private static final int FINGERPRINT = 6;
+    private static final String[] FINGERPRINT_FIELDS = {"sequence", "operation", "count", "type", "op", "root"};
+    private final boolean checkCollectives;
+    /** This rank's fingerprint, then every rank's (all-gathered); allocated on the first check. */
+    private DeviceBuffer checkBuffer;
+    private final long[] fingerprint = new long[FINGERPRINT];
+    /** When the check in progress began waiting for its peers ({@link System#nanoTime()}), or 0: watched. */
+    private volatile long checkSince;
+
     private Communicator(long handle, int device, boolean blocking) {
+        this(handle, device, blocking, CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment()));
+    }
+
+    private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         this.library = NcclLibrary.load();
         this.handle = handle;
         this.blocking = blocking;
@@ -73,7 +127,16 @@ public final class Communicator implements AutoCloseable {
         this.nativeGather = library.has(NcclFunction.ncclGather);
         this.nativeScatter = library.has(NcclFunction.ncclScatter);
         this.leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
+        this.settings = settings;
+        this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
+        this.checkCollectives = settings.checkCollectives();
         Nccl.markInitialized();
+        if (recorder != null) {
+            Watchdog.instance().recorded(this);
+            if (settings.enabled()) {
+                Watchdog.instance().watch(this, settings);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ creation
@@ -124,6 +187,7 @@ public final class Communicator implements AutoCloseable {
         if (config != null) {
             config.requireSupportedBy(lib);
         }
+        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         Nccl.markInitialized();
         Cuda.setDevice(device);
         long[] out = new long[1];
@@ -147,16 +211,16 @@ public final class Communicator implements AutoCloseable {
             }
             throw Errors.failure(rc, fn, null);
         }
-        return adopt(out[0], device, blocking);
+        return adopt(out[0], device, blocking, settings);
     }
 
     /**
      * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
      * leaving it alive with no owner.
      */
-    private static Communicator adopt(long handle, int device, boolean blocking) {
+    private static Communicator adopt(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         try {
-            return new Communicator(handle, device, blocking);
+            return new Communicator(handle, device, blocking, settings);
         } catch (RuntimeException | Error e) {
             NcclNative.ncclCommAbort(handle);
             throw e;
@@ -250,6 +314,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         Nccl.library();
+        Watchdog.Settings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
         Nccl.markInitialized();
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
@@ -259,7 +324,7 @@ public final class Communicator implements AutoCloseable {
         List<Communicator> out = new ArrayList<>(devices.length);
         try {
             for (int i = 0; i < devices.length; i++) {
-                out.add(new Communicator(comms[i], devices[i], true));
+                out.add(new Communicator(comms[i], devices[i], true, settings));
             }
         } catch (RuntimeException | Error e) {
             // the caller gets none of them: abort those wrapped already and those not yet wrapped
@@ -319,7 +384,9 @@ public final class Communicator implements AutoCloseable {
         if (rc != 0) {
             throw Errors.failure(rc, NcclFunction.ncclCommSplit, this);
         }
-        return out[0] == 0 ? null : adopt(out[0], device, childBlocking);
+        Watchdog.Settings childSettings = config == null ? settings
+                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        return out[0] == 0 ? null : adopt(out[0], device, childBlocking, childSettings);
     }
 
     // ------------------------------------------------------------------ queries
@@ -494,7 +561,11 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    private IllegalStateException closedError() {
+    private RuntimeException closedError() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            return f.again();
+        }
         return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed");
     }
 
@@ -598,15 +669,267 @@ public final class Communicator implements AutoCloseable {
         return total / size;
     }
 
-    private void enqueued(int status, NcclFunction fn, long bytes, Stream stream) {
+    /**
+     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
+     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
+     */
+    private void enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
+            int reduceOp, int peer, long bytes, Stream stream) {
         if (status != 0) {
             Errors.checkEnqueued(status, fn, this);
         }
         long seq = ++sequence;
+        FlightRecorder r = recorder;
+        if (r != null) {
+            if (Capture.active() != 0 && stream.captureThread() != null) {
+                stream.capturedCommunicator(this);   // runs at each launch of the graph, recorded then
+            } else {
+                long traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
+                if (stream != lastStream) {
+                    useStream(stream);
+                }
+                if (Nccl.openGroups() == 0) {
+                    PUBLISHED.setRelease(this, traced);
+                } else {
+                    deferred = true;
+                }
+            }
+        }
         OperationObserver o = observer;
         if (o != null) {
             o.enqueued(this, seq, fn, bytes, stream.handle());
         }
+    }
+
+    /** A stream not used by the last operation: remembered for the watchdog's markers (copy on write, rare). */
+    private void useStream(Stream stream) {
+        lastStream = stream;
+        Stream[] known = streams;
+        for (Stream s : known) {
+            if (s == stream) {
+                return;
+            }
+        }
+        Stream[] more = Arrays.copyOf(known, known.length + 1);
+        more[known.length] = stream;
+        streams = more;
+        stream.clearFailure();   // a stream reused after another communicator failed on it
+    }
+
+    /** A CUDA graph holding this communicator's operations was launched on {@code stream}: one entry for it. */
+    void graphLaunched(Stream stream, long operations) {
+        FlightRecorder r = recorder;
+        if (r == null || closed) {
+            return;
+        }
+        long traced = r.record(TraceOperation.graphLaunch.code(), operations, -1, -1, -1, 0, stream.handle());
+        if (stream != lastStream) {
+            useStream(stream);
+        }
+        PUBLISHED.setRelease(this, traced);
+    }
+
+    /** At the end of the outermost group: publishes what was recorded inside it. */
+    void groupEnded() {
+        if (deferred) {
+            deferred = false;
+            PUBLISHED.setRelease(this, recorder.lastEnqueued());
+        }
+    }
+
+    /** Throws the watchdog's failure of this communicator, if there is one. */
+    void throwIfFailed() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            throw f.again();
+        }
+    }
+
+    long published() {
+        return (long) PUBLISHED.getAcquire(this);
+    }
+
+    Stream[] streamsUsed() {
+        return streams;
+    }
+
+    FlightRecorder recorder() {
+        return recorder;
+    }
+
+    ReentrantLock lifecycle() {
+        return lifecycle;
+    }
+
+    boolean traceDumped() {
+        return traceDumped;
+    }
+
+    /**
+     * The watchdog found this communicator broken (its lifecycle lock is held): the failure becomes this
+     * communicator's and its streams', then the communicator is aborted, which releases threads waiting on the GPU.
+     */
+    void failedByWatchdog(CommunicatorFailedException f) {
+        failure = f;
+        for (Stream s : streams) {
+            s.failed(f);
+        }
+        if (markClosed()) {
+            int rc = NcclNative.ncclCommAbort(handle);
+            if (rc != 0) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
+                        "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
+            }
+        }
+    }
+
+    /**
+     * The failure the watchdog found on this communicator, if any.
+     *
+     * @return the failure (the watchdog's own instance), or null while the communicator is healthy
+     */
+    public CommunicatorFailedException failure() {
+        return failure;
+    }
+
+    /**
+     * Writes this communicator's flight record (the last operations it enqueued, with their state) as one JSON file
+     * into {@code dir}: {@code nccl4j-trace-rank<R>-<host>-<pid>.json} (see {@link org.nccl4j.trace}). For
+     * {@code scripts/nccl4j-trace}, which compares the files of every rank.
+     *
+     * @param dir the directory, created when missing
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     * @throws IllegalStateException when the communicator records nothing ({@code traceBuffer(0)})
+     */
+    public Path dumpTrace(Path dir) throws IOException {
+        if (dir == null) {
+            throw Errors.nullArgument("dir");
+        }
+        return writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
+    }
+
+    /**
+     * {@link #dumpTrace(Path)} into the trace directory ({@code NCCL4J_TRACE_DIR}, by default
+     * {@code ${java.io.tmpdir}/nccl4j-trace}).
+     *
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     */
+    public Path dumpTrace() throws IOException {
+        return writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
+    }
+
+    /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
+    Path writeTrace(String reason, String failureText, Path dir) throws IOException {
+        FlightRecorder r = recorder;
+        if (r == null) {
+            throw new IllegalStateException("this Communicator (rank " + rank + ") has no flight recorder: it was "
+                    + "made with traceBuffer(0)");
+        }
+        TraceDump dump = TraceDump.capture(r, rank, size, settings.commName(), library.version(), reason,
+                failureText);
+        Path file = dump.write(dir == null ? settings.traceDir() : dir);
+        traceDumped = true;
+        return file;
+    }
+
+    /**
+     * The collective check: all-gathers this collective's fingerprint (sequence, operation, count, type, operator,
+     * root) on {@code stream}, waits, and throws on the first field in which a rank differs from rank 0, naming
+     * every rank's value. Not during graph capture (it waits). The watchdog watches the wait.
+     */
+    private void agree(TraceOperation op, long count, DataType type, int redOp, int root, Stream stream) {
+        if (Capture.active() != 0 && stream.captureThread() != null) {
+            return;
+        }
+        long seq = recorder != null ? recorder.lastEnqueued() + 1 : sequence + 1;
+        if (checkBuffer == null) {
+            checkBuffer = DeviceBuffer.allocate(device, (long) (size + 1) * FINGERPRINT, DataType.INT64);
+        }
+        long[] fp = fingerprint;
+        fp[0] = seq;
+        fp[1] = op.code();
+        fp[2] = count;
+        fp[3] = type.code();
+        fp[4] = redOp < ReduceOp.AVG.code() + 1 ? redOp : ReduceOp.AVG.code() + 1;  // every PreMulSum alike
+        fp[5] = root;
+        checkBuffer.copyFrom(fp);
+        long at = checkBuffer.address();
+        Errors.checkEnqueued(NcclNative.ncclAllGather(at, at + 8L * FINGERPRINT, FINGERPRINT, DataType.INT64.code(),
+                handle, stream.handle()), NcclFunction.ncclAllGather, this);
+        checkSince = System.nanoTime();
+        try {
+            stream.synchronize();
+        } finally {
+            checkSince = 0;
+        }
+        long[] all = checkBuffer.copyTo(new long[(size + 1) * FINGERPRINT]);
+        int field = firstDifference(all, size);
+        if (field >= 0) {
+            long[] values = new long[size];
+            for (int r = 0; r < size; r++) {
+                values[r] = all[(r + 1) * FINGERPRINT + field];
+            }
+            throw mismatch(op, seq, field, values);
+        }
+    }
+
+    /**
+     * The first fingerprint field in which a rank differs from rank 0, or -1; {@code all} holds this rank's
+     * fingerprint, then every rank's.
+     */
+    static int firstDifference(long[] all, int size) {
+        for (int f = 0; f < FINGERPRINT; f++) {
+            for (int r = 1; r < size; r++) {
+                if (all[(r + 1) * FINGERPRINT + f] != all[FINGERPRINT + f]) {
+                    return f;
+                }
+            }
+        }
+        return -1;
+    }
+
+    CollectiveMismatchException mismatch(TraceOperation op, long seq, int field, long[] values) {
+        StringBuilder sb = new StringBuilder("rank ").append(rank).append(" of ").append(size);
+        if (settings.commName() != null) {
+            sb.append(" (communicator \"").append(settings.commName()).append("\")");
+        }
+        sb.append(": the ranks called different collectives at ").append(op.name()).append(" #").append(seq)
+                .append(": ").append(FINGERPRINT_FIELDS[field]).append(" differs: ");
+        for (int r = 0; r < values.length; r++) {
+            sb.append(r == 0 ? "" : ", ").append("rank ").append(r).append(' ')
+                    .append(fingerprintValue(field, values[r]));
+        }
+        sb.append(". NCCL4J_CHECK_COLLECTIVES compared sequence, operation, count, type, operator and root before "
+                + "enqueuing it; no rank enqueued it. Make every rank call the same collectives in the same order "
+                + "with the same arguments");
+        return new CollectiveMismatchException(sb.toString(), rank, seq, op.name(), FINGERPRINT_FIELDS[field], values);
+    }
+
+    private static String fingerprintValue(int field, long v) {
+        switch (field) {
+            case 1:
+                return v >= 0 && v < TraceOperation.values().length ? TraceOperation.fromCode((int) v).name()
+                        : Long.toString(v);
+            case 3:
+                return v >= 0 && v < DataType.values().length ? DataType.fromCode((int) v).ncclName()
+                        : Long.toString(v);
+            case 4:
+                return v < 0 ? "none" : v <= ReduceOp.AVG.code() ? ReduceOp.builtIn()[(int) v].toString() : "PreMulSum";
+            default:
+                return Long.toString(v);
+        }
+    }
+
+    /** When the collective check began waiting, or 0. */
+    long checkSince() {
+        return checkSince;
+    }
+
+    /** This rank's fingerprint of the check in progress: sequence, operation code, count, type, op, root. */
+    long[] checkFingerprint() {
+        return fingerprint;
     }
 
     // ------------------------------------------------------------------ all-reduce
@@ -672,8 +995,12 @@ public final class Communicator implements AutoCloseable {
 
     private void allReduce0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
         checkOp(op, type);
+        if (checkCollectives) {
+            agree(TraceOperation.allReduce, count, type, op.code(), -1, stream);
+        }
         enqueued(NcclNative.ncclAllReduce(send, recv, count, type.code(), op.code(), handle, stream.handle()),
-                NcclFunction.ncclAllReduce, count * type.size(), stream);
+                NcclFunction.ncclAllReduce, TraceOperation.allReduce, count, type, op.code(), -1,
+                        count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ broadcast
@@ -747,8 +1074,12 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void broadcast0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        if (checkCollectives) {
+            agree(TraceOperation.broadcast, count, type, -1, root, stream);
+        }
         enqueued(NcclNative.ncclBroadcast(send, recv, count, type.code(), root, handle, stream.handle()),
-                NcclFunction.ncclBroadcast, count * type.size(), stream);
+                NcclFunction.ncclBroadcast, TraceOperation.broadcast, count, type, -1, root,
+                        count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ reduce
@@ -826,8 +1157,12 @@ public final class Communicator implements AutoCloseable {
 
     private void reduce0(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
         checkOp(op, type);
+        if (checkCollectives) {
+            agree(TraceOperation.reduce, count, type, op.code(), root, stream);
+        }
         enqueued(NcclNative.ncclReduce(send, recv, count, type.code(), op.code(), root, handle, stream.handle()),
-                NcclFunction.ncclReduce, count * type.size(), stream);
+                NcclFunction.ncclReduce, TraceOperation.reduce, count, type, op.code(), root,
+                        count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ all-gather
@@ -890,8 +1225,12 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void allGather0(long send, long recv, long count, DataType type, Stream stream) {
+        if (checkCollectives) {
+            agree(TraceOperation.allGather, count, type, -1, -1, stream);
+        }
         enqueued(NcclNative.ncclAllGather(send, recv, count, type.code(), handle, stream.handle()),
-                NcclFunction.ncclAllGather, count * type.size(), stream);
+                NcclFunction.ncclAllGather, TraceOperation.allGather, count, type, -1, -1,
+                        count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ reduce-scatter
@@ -957,8 +1296,12 @@ public final class Communicator implements AutoCloseable {
 
     private void reduceScatter0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
         checkOp(op, type);
+        if (checkCollectives) {
+            agree(TraceOperation.reduceScatter, count, type, op.code(), -1, stream);
+        }
         enqueued(NcclNative.ncclReduceScatter(send, recv, count, type.code(), op.code(), handle, stream.handle()),
-                NcclFunction.ncclReduceScatter, count * size * type.size(), stream);
+                NcclFunction.ncclReduceScatter, TraceOperation.reduceScatter, count, type, op.code(), -1,
+                        count * size * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ all-to-all
@@ -1002,9 +1345,13 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void alltoAll0(long send, long recv, long count, DataType type, Stream stream) {
+        if (checkCollectives) {
+            agree(TraceOperation.alltoAll, count, type, -1, -1, stream);
+        }
         if (nativeAlltoAll) {
             enqueued(NcclNative.ncclAlltoAll(send, recv, count, type.code(), handle, stream.handle()),
-                    NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
+                    NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1,
+                            count * size * type.size(), stream);
             return;
         }
         long block = count * type.size();
@@ -1020,7 +1367,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclAlltoAll, count * size * type.size(), stream);
+        enqueued(0, NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1, count * size * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ gather
@@ -1095,9 +1442,13 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void gather0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        if (checkCollectives) {
+            agree(TraceOperation.gather, count, type, -1, root, stream);
+        }
         if (nativeGather) {
             enqueued(NcclNative.ncclGather(send, recv, count, type.code(), root, handle, stream.handle()),
-                    NcclFunction.ncclGather, count * type.size(), stream);
+                    NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root,
+                            count * type.size(), stream);
             return;
         }
         long block = count * type.size();
@@ -1111,7 +1462,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclGather, count * type.size(), stream);
+        enqueued(0, NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root, count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ scatter
@@ -1186,9 +1537,13 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void scatter0(long send, long recv, long count, DataType type, int root, Stream stream) {
+        if (checkCollectives) {
+            agree(TraceOperation.scatter, count, type, -1, root, stream);
+        }
         if (nativeScatter) {
             enqueued(NcclNative.ncclScatter(send, recv, count, type.code(), root, handle, stream.handle()),
-                    NcclFunction.ncclScatter, count * type.size(), stream);
+                    NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root,
+                            count * type.size(), stream);
             return;
         }
         long block = count * type.size();
@@ -1205,7 +1560,7 @@ public final class Communicator implements AutoCloseable {
             rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclScatter, count * type.size(), stream);
+        enqueued(0, NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root, count * type.size(), stream);
     }
 
     /**
@@ -1218,7 +1573,7 @@ public final class Communicator implements AutoCloseable {
         if (rc != 0 && !(rc == 7 && !blocking)) {
             failure = Errors.failure(rc, last, this);
         }
-        int end = NcclNative.ncclGroupEnd();
+        int end = Nccl.groupEndStatus();
         if (failure != null) {
             throw failure;
         }
@@ -1265,7 +1620,8 @@ public final class Communicator implements AutoCloseable {
 
     private void send0(long buffer, long count, DataType type, int peer, Stream stream) {
         enqueued(NcclNative.ncclSend(buffer, count, type.code(), peer, handle, stream.handle()),
-                NcclFunction.ncclSend, count * type.size(), stream);
+                NcclFunction.ncclSend, TraceOperation.send, count, type, -1, peer,
+                        count * type.size(), stream);
     }
 
     /**
@@ -1306,7 +1662,8 @@ public final class Communicator implements AutoCloseable {
 
     private void recv0(long buffer, long count, DataType type, int peer, Stream stream) {
         enqueued(NcclNative.ncclRecv(buffer, count, type.code(), peer, handle, stream.handle()),
-                NcclFunction.ncclRecv, count * type.size(), stream);
+                NcclFunction.ncclRecv, TraceOperation.recv, count, type, -1, peer,
+                        count * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ teardown
@@ -1328,10 +1685,19 @@ public final class Communicator implements AutoCloseable {
      * failed or hung. Idempotent with {@link #close()}.
      */
     public void abort() {
-        if (!markClosed()) {
-            return;
+        releaseCheckBuffer();
+        lifecycle.lock();
+        try {
+            if (!markClosed()) {
+                return;
+            }
+            if (recorder != null) {
+                Watchdog.instance().forget(this);
+            }
+            Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+        } finally {
+            lifecycle.unlock();
         }
-        Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
     }
 
     /**
@@ -1340,25 +1706,46 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
+        releaseCheckBuffer();
+        lifecycle.lock();
+        try {
+            close0();
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    private void releaseCheckBuffer() {
+        DeviceBuffer b = checkBuffer;
+        if (b != null) {
+            checkBuffer = null;
+            b.close();
+        }
+    }
+
+    private void close0() {
         if (!markClosed()) {
             return;
         }
-        RuntimeException failure = null;
+        if (recorder != null) {
+            Watchdog.instance().forget(this);
+        }
+        RuntimeException error = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
             int rc = NcclNative.ncclCommFinalize(handle);
             if (rc == 7) {
                 rc = waitWhileInProgress(handle);
             }
             if (rc != 0) {
-                failure = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
+                error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
             }
         }
         int rc = NcclNative.ncclCommDestroy(handle);
-        if (rc != 0 && failure == null) {
-            failure = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
+        if (rc != 0 && error == null) {
+            error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
         }
-        if (failure != null) {
-            throw failure;
+        if (error != null) {
+            throw error;
         }
     }
 

@@ -38,6 +38,9 @@ interface CudaBackend {
 
     int eventSynchronize(long event);
 
+    /** {@code cudaEventQuery}: 0 when the recorded work has completed, 600 (cudaErrorNotReady) while it has not. */
+    int eventQuery(long event);
+
     int eventElapsedTime(float[] ms, long start, long end);
 
     int streamWaitEvent(long stream, long event);

@@ -24,10 +24,27 @@ public final class CudaGraph implements AutoCloseable {
     private final Leaks.Token leak;
     private long exec;
     private volatile boolean closed;
+    /** The communicators whose operations the graph holds, with how many; each launch is recorded on them. */
+    private final Communicator[] comms;
+    private final long[] operations;
 
     CudaGraph(long graph, int device) {
+        this(graph, device, null);
+    }
+
+    CudaGraph(long graph, int device, java.util.Map<Communicator, long[]> captured) {
         this.graph = graph;
         this.device = device;
+        int n = captured == null ? 0 : captured.size();
+        this.comms = new Communicator[n];
+        this.operations = new long[n];
+        if (captured != null) {
+            int i = 0;
+            for (java.util.Map.Entry<Communicator, long[]> e : captured.entrySet()) {
+                comms[i] = e.getKey();
+                operations[i++] = e.getValue()[0];
+            }
+        }
         this.leak = Leaks.track(this, "CudaGraph captured on device " + device);
     }
 
@@ -78,7 +95,13 @@ public final class CudaGraph implements AutoCloseable {
         if (exec == 0) {
             instantiate();
         }
+        for (Communicator c : comms) {
+            c.throwIfFailed();   // its operations in the graph would run on an aborted communicator
+        }
         Cuda.check(Cuda.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
+        for (int i = 0; i < comms.length; i++) {
+            comms[i].graphLaunched(stream, operations[i]);   // the watchdog watches each launch
+        }
     }
 
     /** Destroys the executable graph and the graph ({@code cudaGraphExecDestroy}, {@code cudaGraphDestroy}). Idempotent. */

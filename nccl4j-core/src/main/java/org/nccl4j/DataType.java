@@ -48,6 +48,15 @@ public enum DataType {
         return code;
     }
 
+    /** @return NCCL's name of the type ({@code ncclDataType_t}), e.g. {@code ncclFloat32} */
+    public String ncclName() {
+        return NCCL_NAMES[ordinal()];
+    }
+
+    /** {@code ncclDataType_t}'s names, in the order of the constants (which is their codes' order). */
+    private static final String[] NCCL_NAMES = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64",
+        "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+
     /** @return the size of one element in bytes */
     public int size() {
         return size;

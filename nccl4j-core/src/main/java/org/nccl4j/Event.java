@@ -6,6 +6,8 @@ public final class Event implements AutoCloseable {
     private final int device;
     private final Leaks.Token leak;
     private volatile boolean closed;
+    /** The stream of the last record, whose communicators' failures a wait throws. */
+    private volatile Stream recordedOn;
 
     private Event(long handle, int device) {
         this.handle = handle;
@@ -69,13 +71,27 @@ public final class Event implements AutoCloseable {
                     + ": record an event on a stream of its own device (Event.create(" + stream.device() + "))");
         }
         Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
+        recordedOn = stream;
         return this;
     }
 
-    /** Waits for the recorded work to finish ({@code cudaEventSynchronize}). */
+    /**
+     * Waits for the recorded work to finish ({@code cudaEventSynchronize}).
+     *
+     * @throws CommunicatorFailedException when the watchdog found broken a communicator that enqueued on the
+     *         stream the event was last recorded on (the wait is released when the watchdog aborts it)
+     */
     public void synchronize() {
         ensureOpen();
-        Cuda.check(Cuda.backend().eventSynchronize(handle), "cudaEventSynchronize", device);
+        Stream on = recordedOn;
+        if (on != null) {
+            on.throwIfFailed();
+        }
+        int rc = Cuda.backend().eventSynchronize(handle);
+        if (on != null) {
+            on.throwIfFailed();
+        }
+        Cuda.check(rc, "cudaEventSynchronize", device);
     }
 
     /**

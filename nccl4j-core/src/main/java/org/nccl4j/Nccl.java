@@ -87,6 +87,30 @@ public final class Nccl {
      */
     public static void groupStart() {
         Errors.check(NcclNative.ncclGroupStart(), NcclFunction.ncclGroupStart, null);
+        OPEN_GROUPS.incrementAndGet();
+    }
+
+    /** Groups open in this process: operations recorded meanwhile are published to the watchdog at their end. */
+    private static final java.util.concurrent.atomic.AtomicInteger OPEN_GROUPS =
+            new java.util.concurrent.atomic.AtomicInteger();
+
+    /** {@code ncclGroupEnd} of a group opened by {@link #groupStart()}: its status, unchecked. */
+    static int groupEndStatus() {
+        int rc = NcclNative.ncclGroupEnd();
+        groupOver();
+        return rc;
+    }
+
+    /** A group opened by {@link #groupStart()} is over (ended, or simulated, which ends it too). */
+    static void groupOver() {
+        if (OPEN_GROUPS.updateAndGet(n -> Math.max(0, n - 1)) == 0) {
+            Watchdog.groupsEnded();
+        }
+    }
+
+    /** @return how many groups are open in this process (any thread) */
+    static int openGroups() {
+        return OPEN_GROUPS.get();
     }
 
     /**
@@ -94,7 +118,7 @@ public final class Nccl {
      * ncclInProgress (nonblocking communicators) is not an error.
      */
     public static void groupEnd() {
-        int rc = NcclNative.ncclGroupEnd();
+        int rc = groupEndStatus();
         if (rc != 0 && rc != 7) {
             throw Errors.failure(rc, NcclFunction.ncclGroupEnd, null);
         }

@@ -39,6 +39,25 @@ public class NcclException extends RuntimeException {
         this.operation = operation;
     }
 
+    /**
+     * For subclasses that compose their own message (the watchdog's failures).
+     *
+     * @param message the whole message
+     * @param operation the NCCL function involved
+     * @param code the {@code ncclResult_t}
+     * @param lastError {@code ncclGetLastError}'s text, or null
+     * @param rank the communicator's rank, or -1
+     * @param cause the cause, or null
+     */
+    protected NcclException(String message, String operation, int code, String lastError, int rank, Throwable cause) {
+        super(message, cause);
+        this.code = code;
+        this.result = NcclResult.of(code);
+        this.lastError = lastError;
+        this.rank = rank;
+        this.operation = operation;
+    }
+
     private static String message(String operation, int code, String errorString, String lastError, int rank) {
         NcclResult r = NcclResult.of(code);
         StringBuilder sb = new StringBuilder(operation).append(" failed");

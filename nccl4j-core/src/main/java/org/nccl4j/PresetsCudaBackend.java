@@ -118,6 +118,11 @@ final class PresetsCudaBackend implements CudaBackend {
     }
 
     @Override
+    public int eventQuery(long event) {
+        return cudart.cudaEventQuery(new Event(event));
+    }
+
+    @Override
     public int eventElapsedTime(float[] ms, long start, long end) {
         return cudart.cudaEventElapsedTime(ms, new Event(start), new Event(end));
     }

@@ -16,6 +16,10 @@ public final class Stream implements AutoCloseable {
     private volatile boolean closed;
     /** The thread that began the capture in progress on this stream, or null when none is. */
     private volatile Thread captureThread;
+    /** The communicators whose operations the capture in progress holds (the capturing thread's only). */
+    private java.util.Map<Communicator, long[]> capturedCommunicators;
+    /** The failure of a communicator that enqueued on this stream, found by the watchdog; null while none. */
+    private volatile CommunicatorFailedException failure;
 
     private Stream(long handle, int device, boolean owned) {
         this.handle = handle;
@@ -91,11 +95,55 @@ public final class Stream implements AutoCloseable {
      * Waits until all work queued on this stream has finished ({@code cudaStreamSynchronize}).
      *
      * @throws IllegalStateException while this stream is capturing, or a capture is open on the calling thread
+     * @throws CommunicatorFailedException when the watchdog found broken a communicator that enqueued on this
+     *         stream: a {@link CollectiveTimeoutException}, a {@link RemoteErrorException} or another; the wait is
+     *         released when the watchdog aborts the communicator. Thrown again by later calls until a healthy
+     *         communicator enqueues on this stream.
      */
     public void synchronize() {
         ensureOpen();
         Capture.refuseSynchronize("Stream.synchronize()", this);
-        Cuda.check(Cuda.backend().streamSynchronize(handle), "cudaStreamSynchronize", device);
+        throwIfFailed();
+        int rc = Cuda.backend().streamSynchronize(handle);
+        throwIfFailed();
+        Cuda.check(rc, "cudaStreamSynchronize", device);
+    }
+
+    /**
+     * The failure of a communicator that enqueued work on this stream, as the watchdog found it, if any.
+     *
+     * @return the failure, or null
+     */
+    public CommunicatorFailedException failure() {
+        return failure;
+    }
+
+    /** Throws the watchdog's failure of a communicator that used this stream, if there is one. */
+    void throwIfFailed() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            throw f.again();
+        }
+    }
+
+    /** The watchdog found a communicator that used this stream broken. */
+    void failed(CommunicatorFailedException f) {
+        failure = f;
+    }
+
+    /** A healthy communicator starts using this stream: a failure of an earlier one no longer applies to it. */
+    void clearFailure() {
+        if (failure != null) {
+            failure = null;
+        }
+    }
+
+    /** Remembers that the capture in progress holds operations of {@code comm}. */
+    void capturedCommunicator(Communicator comm) {
+        if (capturedCommunicators == null) {
+            capturedCommunicators = new java.util.LinkedHashMap<>();
+        }
+        capturedCommunicators.computeIfAbsent(comm, c -> new long[1])[0]++;
     }
 
     /**
@@ -163,7 +211,9 @@ public final class Stream implements AutoCloseable {
             throw new IllegalStateException("the capture on " + this + " was invalidated (CUDA returned no graph): "
                     + "an operation not allowed during capture was issued");
         }
-        return new CudaGraph(graph[0], device);
+        java.util.Map<Communicator, long[]> comms = capturedCommunicators;
+        capturedCommunicators = null;
+        return new CudaGraph(graph[0], device, comms);
     }
 
     /** @return the thread that began the capture in progress, or null */
@@ -202,7 +252,11 @@ public final class Stream implements AutoCloseable {
         }
         if (owned) {
             leak.closed();
-            Cuda.check(Cuda.backend().streamDestroy(handle), "cudaStreamDestroy", device);
+            int rc;
+            synchronized (this) {   // not while the watchdog records a marker on it
+                rc = Cuda.backend().streamDestroy(handle);
+            }
+            Cuda.check(rc, "cudaStreamDestroy", device);
         }
     }
 
@@ -215,6 +269,7 @@ public final class Stream implements AutoCloseable {
             }
         } finally {
             captureThread = null;
+            capturedCommunicators = null;
             Capture.ended(this);
         }
     }

@@ -11,7 +11,8 @@ import org.nccl4j.jni.NcclNative;
 import org.nccl4j.jni.StubNccl;
 
 /**
- * A collective call through the idiomatic API (checks, then one JNI call) allocates nothing on the Java heap.
+ * A collective call through the idiomatic API (checks, then one JNI call, then the flight recorder's array stores)
+ * allocates nothing on the Java heap, with the watchdog on.
  *
  * <p>Runs against the stub NCCL (with its call log off, so it does no I/O) and a fake CUDA runtime, and counts
  * the bytes this thread allocates with HotSpot's per-thread counter (com.sun.management.ThreadMXBean). Any
@@ -38,7 +39,9 @@ class CollectiveAllocationTest {
         bean.setThreadAllocatedMemoryEnabled(true);
         assumeTrue(bean.isThreadAllocatedMemoryEnabled(), "per-thread allocation counting could not be enabled");
 
-        try (Communicator comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0);
+        // with the watchdog on (it runs on its own thread) and the flight recorder recording every call
+        try (Communicator comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0,
+                CommConfig.builder().watchdog(true).build());
              Stream stream = Stream.create(0);
              DeviceBuffer send = DeviceBuffer.allocate(0, 1 << 20);
              DeviceBuffer recv = DeviceBuffer.allocate(0, 1 << 20)) {

@@ -76,6 +76,10 @@ final class FakeCuda implements CudaBackend {
     private boolean invalidateCaptures;
     private long streamCounter;
     private long eventCounter;
+    /** Streams whose work does not complete until released: synchronize waits, events recorded there stay pending. */
+    private final java.util.Set<Long> stalled = new java.util.HashSet<>();
+    /** Events recorded on a stalled stream, with that stream. */
+    private final Map<Long, Long> pending = new HashMap<>();
     private boolean errorNames = true;
     private float elapsedMs = 1.25f;
 
@@ -370,6 +374,14 @@ final class FakeCuda implements CudaBackend {
     @Override
     public synchronized int streamSynchronize(long stream) {
         int rc = record("streamSynchronize", "stream", stream);
+        while (stalled.contains(stream)) {
+            try {
+                wait();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 999; // cudaErrorUnknown: the test was interrupted
+            }
+        }
         return rc != 0 ? rc : capturing.getOrDefault(stream, 0) == 1 ? CAPTURE_UNSUPPORTED : 0;
     }
 
@@ -454,12 +466,49 @@ final class FakeCuda implements CudaBackend {
 
     @Override
     public synchronized int eventRecord(long event, long stream) {
-        return record("eventRecord", "event", event, "stream", stream);
+        int rc = record("eventRecord", "event", event, "stream", stream);
+        if (rc == 0 && stalled.contains(stream)) {
+            pending.put(event, stream);
+        } else {
+            pending.remove(event);
+        }
+        return rc;
+    }
+
+    /** Not recorded in {@link #calls()}: the watchdog asks many times. 600 (cudaErrorNotReady) while pending. */
+    @Override
+    public synchronized int eventQuery(long event) {
+        Integer f = failures.get("eventQuery");
+        if (f != null && f != 0) {
+            return f;
+        }
+        return pending.containsKey(event) ? 600 : 0;
+    }
+
+    /** From now on the work on {@code stream} does not complete: as a collective whose peer never comes. */
+    synchronized void stall(long stream) {
+        stalled.add(stream);
+    }
+
+    /** The work on {@code stream} completes: as when the communicator is aborted. */
+    synchronized void release(long stream) {
+        stalled.remove(stream);
+        pending.values().removeIf(s -> s == stream);
+        notifyAll();
     }
 
     @Override
     public synchronized int eventSynchronize(long event) {
-        return record("eventSynchronize", "event", event);
+        int rc = record("eventSynchronize", "event", event);
+        while (pending.containsKey(event)) {
+            try {
+                wait();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 999;
+            }
+        }
+        return rc;
     }
 
     @Override

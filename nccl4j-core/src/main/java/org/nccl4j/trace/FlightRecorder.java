@@ -235,6 +235,61 @@ public final class FlightRecorder {
     }
 
     /**
+     * Marks every operation up to {@code seq} that is not yet marked completed, with the time of this call: what a
+     * watchdog does when a marker placed after those operations on their streams has completed. Operations that the
+     * ring no longer holds count as completed. Allocates nothing. Call from the watchdog's thread only.
+     *
+     * @param seq a sequence number that {@link #record} returned, or 0 for none
+     * @throws IllegalArgumentException when seq was never returned by {@link #record}
+     */
+    public void completedThrough(long seq) {
+        long last = lastEnqueued;
+        if (seq < 0 || seq > last) {
+            throw notRecorded(seq, last);
+        }
+        long from = Math.max(lastMarked + 1, last - capacity + 1);
+        for (long s = Math.max(1, from); s <= seq; s++) {
+            mark(s, COMPLETED);
+        }
+        if (seq > lastMarked) {
+            lastMarked = seq;
+        }
+        if (seq > lastCompleted) {
+            lastCompleted = seq;
+        }
+    }
+
+    /**
+     * The {@link System#nanoTime()} at which operation {@code seq} was recorded; for an operation the ring no longer
+     * holds, that of the oldest one it holds (a later time, so that a timeout measured from it errs on the late side).
+     *
+     * @param seq a sequence number that {@link #record} returned
+     * @return the time, in {@link System#nanoTime()}'s terms
+     * @throws IllegalArgumentException when seq was never returned by {@link #record}
+     */
+    public long enqueuedNanos(long seq) {
+        long last = lastEnqueued;
+        if (seq < 1 || seq > last) {
+            throw notRecorded(seq, last);
+        }
+        long s = Math.max(seq, last - capacity + 1);
+        return enqueuedNanos[(int) (s % capacity)];
+    }
+
+    /**
+     * The entry of one operation, if the ring still holds it.
+     *
+     * @param seq a sequence number
+     * @return the entry, or null when the ring no longer holds it or it was never recorded
+     */
+    public TraceEntry entry(long seq) {
+        if (seq < 1 || seq > lastEnqueued) {
+            return null;
+        }
+        return read(seq, Instant.now(), System.nanoTime());
+    }
+
+    /**
      * The sequence number of the last operation recorded.
      *
      * @return 0 before the first

@@ -1,0 +1,415 @@
+package org.nccl4j;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.jni.NcclNative;
+import org.nccl4j.trace.FlightRecorder;
+import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceEntry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One daemon thread per process ({@code nccl4j-watchdog}) that watches every communicator made with the watchdog
+ * on (the default).
+ *
+ * <h2>How it knows what completed</h2>
+ * The thread that issues a collective only records it in the communicator's {@link FlightRecorder} and publishes
+ * its sequence number: nothing more on the hot path. The watchdog, every poll interval, records a completion marker
+ * (a pooled CUDA event, timing disabled) on each stream the communicator has used once new operations were
+ * published; a marker recorded after operation {@code s} was published completes only after every operation up to
+ * {@code s} on those streams has. When all of a marker's events have completed ({@code cudaEventQuery}), the
+ * operations up to its sequence number are marked completed. Operations issued inside an open group are published
+ * at the group's end, when NCCL launches them; operations captured into a CUDA graph are not recorded, and each
+ * launch of the graph is recorded instead ({@code graphLaunch}) on every communicator captured in it.
+ *
+ * <h2>What it looks for</h2>
+ * Each poll, per communicator: {@code ncclCommGetAsyncError} (a remote or other asynchronous error), the CUDA
+ * status of its markers, and the age of the oldest operation not yet completed against the timeout. On a failure it
+ * writes the flight record, makes the failure the communicator's and its streams' (so that waiting threads and later
+ * calls throw it), logs one ERROR line, aborts the communicator ({@code ncclCommAbort}) so that the GPU is released,
+ * and then applies the {@link FailurePolicy}.
+ *
+ * <h2>Threads</h2>
+ * The watchdog looks at a communicator only while it holds the communicator's lifecycle lock, which
+ * {@link Communicator#close()} and {@link Communicator#abort()} hold while they tear it down; a communicator being
+ * closed is skipped. Markers are recorded on a stream while holding the stream's monitor, which
+ * {@link Stream#close()} takes before destroying it.
+ */
+final class Watchdog implements Runnable {
+    private static final Logger LOG = LoggerFactory.getLogger(Watchdog.class);
+    /** {@code cudaErrorNotReady}. */
+    private static final int NOT_READY = 600;
+    /** {@code cudaEventDisableTiming}. */
+    private static final int DISABLE_TIMING = 2;
+    /** At most this many markers of one communicator are outstanding. */
+    private static final int MAX_MARKERS = 16;
+
+    /**
+     * A communicator's watchdog settings, resolved from {@link WatchdogConfig} and {@link CommConfig}.
+     *
+     * @param enabled whether the communicator is watched
+     * @param timeout the age at which a pending operation is declared hung
+     * @param policy what happens after a failure
+     * @param listener the listener of {@link FailurePolicy#CALLBACK}, or null
+     * @param traceBuffer operations kept by the flight recorder; 0 for none (watchdog off only)
+     * @param traceDir where traces are written
+     * @param checkCollectives whether collectives compare their arguments across ranks first
+     * @param commName the communicator's name, or null
+     */
+    record Settings(boolean enabled, Duration timeout, FailurePolicy policy, FailureListener listener,
+            int traceBuffer, Path traceDir, boolean checkCollectives, String commName) {
+    }
+
+    private static volatile Watchdog instance;
+
+    private final List<Watch> watches = new CopyOnWriteArrayList<>();
+    /** Every communicator with a recorder, watched or not, for the dumps at exit after a failure. */
+    private final List<Communicator> recorded = new CopyOnWriteArrayList<>();
+    private final long pollNanos;
+    private final Thread thread;
+    private volatile boolean exitHook;
+
+    private Watchdog(Duration poll) {
+        this.pollNanos = poll.toNanos();
+        this.thread = new Thread(this, "nccl4j-watchdog");
+        thread.setDaemon(true);
+    }
+
+    /** The process's watchdog, started on first use with the poll interval of {@link WatchdogConfig}. */
+    static Watchdog instance() {
+        Watchdog w = instance;
+        if (w == null) {
+            synchronized (Watchdog.class) {
+                w = instance;
+                if (w == null) {
+                    w = new Watchdog(WatchdogConfig.fromEnvironment().poll());
+                    w.thread.start();
+                    instance = w;
+                }
+            }
+        }
+        return w;
+    }
+
+    /** Watches {@code comm} with {@code settings} until it is closed or fails. */
+    void watch(Communicator comm, Settings settings) {
+        watches.add(new Watch(comm, settings));
+        LockSupport.unpark(thread);
+    }
+
+    /** Remembers a recorded communicator for the dumps at exit. */
+    void recorded(Communicator comm) {
+        recorded.add(comm);
+    }
+
+    /** The last open group of the process ended: publishes what the communicators recorded inside groups. */
+    static void groupsEnded() {
+        Watchdog w = instance;
+        if (w != null) {
+            for (Communicator c : w.recorded) {
+                c.groupEnded();
+            }
+        }
+    }
+
+    void forget(Communicator comm) {
+        recorded.remove(comm);
+    }
+
+    @Override
+    public void run() {
+        while (true) {
+            long now = System.nanoTime();
+            for (Watch w : watches) {
+                try {
+                    if (!w.poll(now)) {
+                        watches.remove(w);
+                    }
+                } catch (RuntimeException | Error e) {
+                    LOG.error("nccl4j watchdog: watching {} failed; it is no longer watched", w.comm, e);
+                    watches.remove(w);
+                }
+            }
+            LockSupport.parkNanos(pollNanos);
+        }
+    }
+
+    /** After the first failure: dump, at exit, every recorded communicator that has not been dumped. */
+    private void dumpAtExit() {
+        if (exitHook) {
+            return;
+        }
+        exitHook = true;
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            for (Communicator c : recorded) {
+                if (!c.traceDumped()) {
+                    try {
+                        c.writeTrace(TraceDump.REASON_EXIT, null, null);
+                    } catch (IOException | RuntimeException e) {
+                        LOG.warn("nccl4j: could not write the trace of {} at exit: {}", c, e.toString());
+                    }
+                }
+            }
+        }, "nccl4j-trace-at-exit"));
+    }
+
+    /** The markers recorded after operation {@code seq}: one event per stream. */
+    private static final class Marker {
+        final long seq;
+        final long[] events;
+        final int count;
+
+        Marker(long seq, long[] events, int count) {
+            this.seq = seq;
+            this.events = events;
+            this.count = count;
+        }
+    }
+
+    /** One communicator's watch; touched by the watchdog's thread only. */
+    private final class Watch {
+        final Communicator comm;
+        final Settings settings;
+        final FlightRecorder recorder;
+        final long timeoutNanos;
+        final ArrayDeque<Marker> markers = new ArrayDeque<>();
+        /** Idle events of this communicator's device, for the next markers. */
+        final ArrayDeque<Long> idle = new ArrayDeque<>();
+        final int[] state = new int[1];
+        /** The CUDA backend the communicator was made with (tests install fakes). */
+        final CudaBackend cuda = Cuda.backend();
+        long markedUpTo;
+
+        Watch(Communicator comm, Settings settings) {
+            this.comm = comm;
+            this.settings = settings;
+            this.recorder = comm.recorder();
+            this.timeoutNanos = settings.timeout().toNanos();
+        }
+
+        /** One look at the communicator; false once it needs no more watching. */
+        boolean poll(long now) {
+            if (comm.isClosed()) {
+                retire();
+                return false;
+            }
+            if (!comm.lifecycle().tryLock()) {
+                return true; // being closed or aborted: look again next time
+            }
+            CommunicatorFailedException failure;
+            try {
+                if (comm.isClosed()) {
+                    retire();
+                    return false;
+                }
+                failure = look(now);
+                if (failure == null) {
+                    return true;
+                }
+                retire();
+                comm.failedByWatchdog(failure);
+            } finally {
+                comm.lifecycle().unlock();
+            }
+            after(failure);
+            return false;
+        }
+
+        /** The failure found, or null; the lock is held. */
+        private CommunicatorFailedException look(long now) {
+            int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
+            int async = rc != 0 ? rc : state[0];
+            if (async != 0 && async != 7) {
+                return failure(async == 6 ? Kind.REMOTE : Kind.ASYNC, recorder.oldestPending(), async, null, now);
+            }
+            while (!markers.isEmpty()) {
+                Marker m = markers.peekFirst();
+                int status = 0;
+                for (int i = 0; i < m.count && status == 0; i++) {
+                    status = cuda.eventQuery(m.events[i]);
+                }
+                if (status == NOT_READY) {
+                    break;
+                }
+                markers.removeFirst();
+                release(m);
+                if (status != 0) {
+                    return failure(Kind.CUDA, recorder.oldestPending(), 1, cuda.errorName(status) + " ("
+                            + status + "): " + cuda.errorString(status), now);
+                }
+                recorder.completedThrough(m.seq);
+            }
+            long published = comm.published();
+            if (published > markedUpTo && markers.size() < MAX_MARKERS) {
+                mark(published);
+            }
+            long oldest = recorder.oldestPending();
+            if (oldest != 0 && now - recorder.enqueuedNanos(oldest) > timeoutNanos) {
+                return failure(Kind.TIMEOUT, oldest, 0, null, now);
+            }
+            long since = comm.checkSince();
+            if (since != 0 && now - since > timeoutNanos) {
+                return checkTimedOut(now - since);
+            }
+            return null;
+        }
+
+        private void mark(long seq) {
+            Stream[] streams = comm.streamsUsed();
+            long[] events = new long[streams.length];
+            int n = 0;
+            for (Stream s : streams) {
+                synchronized (s) {
+                    if (s.isClosed()) {
+                        continue;
+                    }
+                    long e = takeEvent();
+                    int rc = cuda.eventRecord(e, s.handle());
+                    if (rc != 0) {
+                        idle.push(e);
+                        LOG.warn("nccl4j watchdog: cudaEventRecord on {} failed: {}", s, cuda.errorName(rc));
+                        continue;
+                    }
+                    events[n++] = e;
+                }
+            }
+            markers.addLast(new Marker(seq, events, n));
+            markedUpTo = seq;
+        }
+
+        private void release(Marker m) {
+            for (int i = 0; i < m.count; i++) {
+                idle.push(m.events[i]);
+            }
+        }
+
+        private long takeEvent() {
+            if (!idle.isEmpty()) {
+                return idle.pop();
+            }
+            Cuda.check(cuda.setDevice(comm.device()), "cudaSetDevice", comm.device());
+            long[] e = new long[1];
+            Cuda.check(cuda.eventCreate(e, DISABLE_TIMING), "cudaEventCreateWithFlags", comm.device());
+            return e[0];
+        }
+
+        private void retire() {
+            // a marker's events may still be pending on a stream: destroying them is allowed (CUDA frees them once
+            // their work completes), but pooling them is not
+            for (Marker m : markers) {
+                release(m);
+            }
+            markers.clear();
+            while (!idle.isEmpty()) {
+                cuda.eventDestroy(idle.pop());
+            }
+        }
+
+        private CommunicatorFailedException failure(Kind kind, long seq, int code, String cudaError, long now) {
+            String lastError = NcclNative.ncclGetLastError(comm.handleUnchecked());
+            TraceEntry e = seq > 0 ? recorder.entry(seq) : null;
+            String op = e == null ? null : e.operation().name();
+            Duration elapsed = seq > 0 ? Duration.ofNanos(now - recorder.enqueuedNanos(seq)) : Duration.ZERO;
+            String verdict;
+            switch (kind) {
+                case TIMEOUT:
+                    verdict = (op == null ? "operation" : op) + " #" + seq + " did not complete within "
+                            + Durations.format(settings.timeout()) + ": a peer never joined it, is stuck before it, "
+                            + "or joined a different operation";
+                    break;
+                case REMOTE:
+                    verdict = "peer lost: remote error (a peer rank failed, exited or lost its connection)";
+                    break;
+                case CUDA:
+                    verdict = "CUDA reported " + cudaError + " on the communicator's stream";
+                    break;
+                default:
+                    verdict = "NCCL reported " + NcclResult.of(code).ncclName() + " (" + code + ") in the background";
+                    break;
+            }
+            Path trace = null;
+            try {
+                trace = comm.writeTrace(kind.reason, verdict, null);
+            } catch (IOException | RuntimeException x) {
+                LOG.warn("nccl4j watchdog: could not write the trace of {}: {}", comm, x.toString());
+            }
+            CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
+                    comm.size(), settings.commName(), op, e == null ? seq : e.sequence(), e == null ? 0 : e.count(),
+                    e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
+                    e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(),
+                    e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict);
+            switch (kind) {
+                case TIMEOUT:
+                    return new CollectiveTimeoutException(d);
+                case REMOTE:
+                    return new RemoteErrorException(d);
+                default:
+                    return new CommunicatorFailedException(d);
+            }
+        }
+
+        /** The collective check's all-gather did not complete: a peer never reached the same collective. */
+        private CommunicatorFailedException checkTimedOut(long waited) {
+            long[] fp = comm.checkFingerprint();
+            String op = fp[1] >= 0 && fp[1] < org.nccl4j.trace.TraceOperation.values().length
+                    ? org.nccl4j.trace.TraceOperation.fromCode((int) fp[1]).name() : "operation";
+            String verdict = "the collective check before " + op + " #" + fp[0] + " did not complete within "
+                    + Durations.format(settings.timeout()) + ": a peer never reached a collective";
+            Path trace = null;
+            try {
+                trace = comm.writeTrace(Kind.TIMEOUT.reason, verdict, null);
+            } catch (IOException | RuntimeException x) {
+                LOG.warn("nccl4j watchdog: could not write the trace of {}: {}", comm, x.toString());
+            }
+            DataType type = fp[3] >= 0 && fp[3] < DataType.values().length ? DataType.fromCode((int) fp[3]) : null;
+            CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
+                    comm.size(), settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
+                    (int) fp[5], 0, 0, Duration.ofNanos(waited), settings.timeout(), 0,
+                    NcclNative.ncclGetLastError(comm.handleUnchecked()), trace, verdict);
+            return new CollectiveTimeoutException(d);
+        }
+
+        /** After the lock is released: log, exit hook, policy. */
+        private void after(CommunicatorFailedException failure) {
+            LOG.error("nccl4j watchdog: {}", failure.getMessage());
+            dumpAtExit();
+            switch (settings.policy()) {
+                case EXIT:
+                    LOG.error("nccl4j watchdog: halting the process with status {} (NCCL4J_ON_FAILURE=exit)",
+                            FailurePolicy.EXIT_STATUS);
+                    System.err.flush();
+                    Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
+                    break;
+                case CALLBACK:
+                    try {
+                        settings.listener().onFailure(comm, failure);
+                    } catch (RuntimeException | Error x) {
+                        LOG.error("nccl4j watchdog: the failure listener of {} threw", comm, x);
+                    }
+                    break;
+                default:
+                    break;
+            }
+        }
+    }
+
+    /** What the watchdog found. */
+    private enum Kind {
+        TIMEOUT(TraceDump.REASON_TIMEOUT),
+        REMOTE(TraceDump.REASON_REMOTE_ERROR),
+        ASYNC(TraceDump.REASON_ERROR),
+        CUDA(TraceDump.REASON_ERROR);
+
+        final String reason;
+
+        Kind(String reason) {
+            this.reason = reason;
+        }
+    }
+}

@@ -1,0 +1,170 @@
+package org.nccl4j;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.function.Function;
+import org.nccl4j.trace.TraceConfig;
+
+/**
+ * The process-wide settings of the watchdog, the flight recorder and the collective check, from system properties
+ * and environment variables (a system property wins over its variable). {@link CommConfig} overrides each per
+ * communicator.
+ *
+ * <table>
+ *   <caption>Settings</caption>
+ *   <tr><th>variable</th><th>system property</th><th>values</th><th>default</th></tr>
+ *   <tr><td>{@code NCCL4J_TIMEOUT}</td><td>{@code nccl4j.timeout}</td><td>{@code 500ms}, {@code 30s}, {@code 10m},
+ *       {@code 1h}, ISO-8601 ({@code PT10M})</td><td>10 min</td></tr>
+ *   <tr><td>{@code NCCL4J_WATCHDOG}</td><td>{@code nccl4j.watchdog}</td><td>{@code on}/{@code off}
+ *       ({@code true}/{@code false}, {@code 1}/{@code 0})</td><td>on</td></tr>
+ *   <tr><td>{@code NCCL4J_ON_FAILURE}</td><td>{@code nccl4j.onFailure}</td><td>{@code throw}, {@code exit}
+ *       ({@link FailurePolicy})</td><td>throw</td></tr>
+ *   <tr><td>{@code NCCL4J_WATCHDOG_POLL}</td><td>{@code nccl4j.watchdogPoll}</td><td>as the timeout; how often the
+ *       watchdog looks (process-wide only)</td><td>100 ms</td></tr>
+ *   <tr><td>{@code NCCL4J_CHECK_COLLECTIVES}</td><td>{@code nccl4j.checkCollectives}</td><td>{@code 1}/{@code 0}
+ *       (as on/off)</td><td>off</td></tr>
+ *   <tr><td>{@code NCCL4J_TRACE_BUFFER}</td><td></td><td>operations kept per communicator</td><td>2000</td></tr>
+ *   <tr><td>{@code NCCL4J_TRACE_DIR}</td><td></td><td>where traces are written</td>
+ *       <td>{@code ${java.io.tmpdir}/nccl4j-trace}</td></tr>
+ * </table>
+ *
+ * @param enabled whether communicators are watched
+ * @param timeout how long an operation may take before the watchdog declares it hung
+ * @param policy what happens after a failure
+ * @param poll how often the watchdog looks at each communicator
+ * @param checkCollectives whether each collective first compares its arguments across ranks
+ * @param trace the flight recorder's buffer size and directory
+ */
+public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy policy, Duration poll,
+        boolean checkCollectives, TraceConfig trace) {
+    /** The variable of the timeout. */
+    public static final String TIMEOUT = "NCCL4J_TIMEOUT";
+    /** The variable that turns the watchdog off. */
+    public static final String WATCHDOG = "NCCL4J_WATCHDOG";
+    /** The variable of the failure policy. */
+    public static final String ON_FAILURE = "NCCL4J_ON_FAILURE";
+    /** The variable of the poll interval. */
+    public static final String POLL = "NCCL4J_WATCHDOG_POLL";
+    /** The variable of the collective check. */
+    public static final String CHECK_COLLECTIVES = "NCCL4J_CHECK_COLLECTIVES";
+    /** The timeout when none is set: 10 minutes, as PyTorch's. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
+    /** The poll interval when none is set. */
+    public static final Duration DEFAULT_POLL = Duration.ofMillis(100);
+
+    /**
+     * Checks the components.
+     *
+     * @param enabled see the record's description
+     * @param timeout see the record's description; positive
+     * @param policy see the record's description; not {@link FailurePolicy#CALLBACK}, which needs a listener
+     * @param poll see the record's description; positive
+     * @param checkCollectives see the record's description
+     * @param trace see the record's description
+     */
+    public WatchdogConfig {
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+            throw Errors.argument("timeout must be longer than zero, got " + timeout);
+        }
+        if (poll == null || poll.isNegative() || poll.isZero()) {
+            throw Errors.argument("poll must be longer than zero, got " + poll);
+        }
+        if (policy == null) {
+            throw Errors.nullArgument("policy");
+        }
+        if (trace == null) {
+            throw Errors.nullArgument("trace");
+        }
+    }
+
+    /**
+     * The settings of this process: system properties, then environment variables, then the defaults.
+     *
+     * @return the settings
+     * @throws IllegalArgumentException when a value is not one of its accepted forms (the message names the
+     *         variable or property, the value and the forms)
+     */
+    public static WatchdogConfig fromEnvironment() {
+        ProcessEnvironment env = ProcessEnvironment.liveOrJvmCopy();
+        Map<String, String> vars = new HashMap<>();
+        for (String n : new String[] {TIMEOUT, WATCHDOG, ON_FAILURE, POLL, CHECK_COLLECTIVES, TraceConfig.BUFFER,
+            TraceConfig.DIR}) {
+            String v = env.get(n);
+            if (v != null) {
+                vars.put(n, v);
+            }
+        }
+        return from(vars, System.getProperties());
+    }
+
+    /**
+     * The settings from the given variables and properties.
+     *
+     * @param env environment variables
+     * @param properties system properties
+     * @return the settings
+     * @throws IllegalArgumentException when a value is not one of its accepted forms
+     */
+    public static WatchdogConfig from(Map<String, String> env, Properties properties) {
+        boolean enabled = value(env, properties, WATCHDOG, "nccl4j.watchdog", true, WatchdogConfig::onOff);
+        Duration timeout = value(env, properties, TIMEOUT, "nccl4j.timeout", DEFAULT_TIMEOUT, null);
+        FailurePolicy policy = value(env, properties, ON_FAILURE, "nccl4j.onFailure", FailurePolicy.THROW,
+                WatchdogConfig::policy);
+        Duration poll = value(env, properties, POLL, "nccl4j.watchdogPoll", DEFAULT_POLL, null);
+        boolean check = value(env, properties, CHECK_COLLECTIVES, "nccl4j.checkCollectives", false,
+                WatchdogConfig::onOff);
+        return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T value(Map<String, String> env, Properties properties, String variable, String property,
+            T fallback, Function<String[], T> parser) {
+        String name = property;
+        String v = properties.getProperty(property);
+        if (v == null || v.isBlank()) {
+            name = variable;
+            v = env.get(variable);
+        }
+        if (v == null || v.isBlank()) {
+            return fallback;
+        }
+        if (parser == null) {
+            return (T) Durations.parse(name, v);
+        }
+        return parser.apply(new String[] {name, v});
+    }
+
+    private static Boolean onOff(String[] nv) {
+        switch (nv[1].trim().toLowerCase(Locale.ROOT)) {
+            case "on":
+            case "true":
+            case "1":
+            case "yes":
+                return true;
+            case "off":
+            case "false":
+            case "0":
+            case "no":
+                return false;
+            default:
+                throw new IllegalArgumentException(nv[0] + "=" + nv[1] + " is not on or off: use on or off (also "
+                        + "true/false, 1/0, yes/no)");
+        }
+    }
+
+    private static FailurePolicy policy(String[] nv) {
+        switch (nv[1].trim().toLowerCase(Locale.ROOT)) {
+            case "throw":
+                return FailurePolicy.THROW;
+            case "exit":
+                return FailurePolicy.EXIT;
+            default:
+                throw new IllegalArgumentException(nv[0] + "=" + nv[1] + " is not a failure policy: use throw (the "
+                        + "default: waiting threads and later calls throw) or exit (halt with status "
+                        + FailurePolicy.EXIT_STATUS + "); a callback is set in code with CommConfig.Builder.onFailure");
+        }
+    }
+}
