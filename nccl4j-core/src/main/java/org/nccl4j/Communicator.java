@@ -84,6 +84,8 @@ public final class Communicator implements AutoCloseable {
     /** The last recorded sequence number that NCCL has launched (not inside an open group): the watchdog's to mark. */
     @SuppressWarnings("unused")
     private volatile long published;
+    /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
+    private volatile long syncedThrough;
     /** Recorded inside an open group: published at the group's end. */
     private volatile boolean deferred;
     /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
@@ -714,6 +716,7 @@ public final class Communicator implements AutoCloseable {
         more[known.length] = stream;
         streams = more;
         stream.clearFailure();   // a stream reused after another communicator failed on it
+        stream.addUser(this);
     }
 
     /** A CUDA graph holding this communicator's operations was launched on {@code stream}: one entry for it. */
@@ -735,6 +738,22 @@ public final class Communicator implements AutoCloseable {
             deferred = false;
             PUBLISHED.setRelease(this, recorder.lastEnqueued());
         }
+    }
+
+    /**
+     * A wait on {@code stream} returned: every operation this communicator had published when the wait began (or
+     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them.
+     */
+    void completedBySynchronize(Stream stream, long published) {
+        Stream[] s = streams;
+        if (s.length == 1 && s[0] == stream && published > syncedThrough) {
+            syncedThrough = published;
+        }
+    }
+
+    /** The last operation known complete through a wait of the user's (see completedBySynchronize). */
+    long syncedThrough() {
+        return syncedThrough;
     }
 
     /** Throws the watchdog's failure of this communicator, if there is one. */

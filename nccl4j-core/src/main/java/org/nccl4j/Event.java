@@ -8,6 +8,8 @@ public final class Event implements AutoCloseable {
     private volatile boolean closed;
     /** The stream of the last record, whose communicators' failures a wait throws. */
     private volatile Stream recordedOn;
+    /** The sole user's last published operation when the event was recorded: complete once the event is. */
+    private volatile long recordedAfter;
 
     private Event(long handle, int device) {
         this.handle = handle;
@@ -70,8 +72,11 @@ public final class Event implements AutoCloseable {
             throw Errors.argument("stream is on device " + stream.device() + " but this event is on device " + device
                     + ": record an event on a stream of its own device (Event.create(" + stream.device() + "))");
         }
+        Communicator user = stream.soleUser();
+        long published = user == null ? 0 : user.published();
         Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         recordedOn = stream;
+        recordedAfter = published;
         return this;
     }
 
@@ -92,6 +97,10 @@ public final class Event implements AutoCloseable {
             on.throwIfFailed();
         }
         Cuda.check(rc, "cudaEventSynchronize", device);
+        Communicator user = on == null ? null : on.soleUser();
+        if (user != null) {
+            user.completedBySynchronize(on, recordedAfter);
+        }
     }
 
     /**

@@ -18,6 +18,9 @@ public final class Stream implements AutoCloseable {
     private volatile Thread captureThread;
     /** The communicators whose operations the capture in progress holds (the capturing thread's only). */
     private java.util.Map<Communicator, long[]> capturedCommunicators;
+    /** The communicators (with a flight recorder) that have enqueued on this stream; replaced, never changed. */
+    private volatile Communicator[] users = NO_USERS;
+    private static final Communicator[] NO_USERS = {};
     /** The failure of a communicator that enqueued on this stream, found by the watchdog; null while none. */
     private volatile CommunicatorFailedException failure;
 
@@ -104,9 +107,27 @@ public final class Stream implements AutoCloseable {
         ensureOpen();
         Capture.refuseSynchronize("Stream.synchronize()", this);
         throwIfFailed();
+        Communicator[] us = users;
+        long published = us.length == 1 ? us[0].published() : 0;
         int rc = Cuda.backend().streamSynchronize(handle);
         throwIfFailed();
         Cuda.check(rc, "cudaStreamSynchronize", device);
+        if (us.length == 1) {
+            us[0].completedBySynchronize(this, published);
+        }
+    }
+
+    /** A communicator with a flight recorder enqueued on this stream for the first time. */
+    synchronized void addUser(Communicator comm) {
+        Communicator[] more = java.util.Arrays.copyOf(users, users.length + 1);
+        more[users.length] = comm;
+        users = more;
+    }
+
+    /** The one communicator that has used this stream, or null when none or several have. */
+    Communicator soleUser() {
+        Communicator[] us = users;
+        return us.length == 1 ? us[0] : null;
     }
 
     /**

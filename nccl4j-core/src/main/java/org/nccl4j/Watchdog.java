@@ -70,7 +70,7 @@ final class Watchdog implements Runnable {
 
     private final List<Watch> watches = new CopyOnWriteArrayList<>();
     /** Every communicator with a recorder, watched or not, for the dumps at exit after a failure. */
-    private final List<Communicator> recorded = new CopyOnWriteArrayList<>();
+    private final List<java.lang.ref.WeakReference<Communicator>> recorded = new CopyOnWriteArrayList<>();
     private final long pollNanos;
     private final Thread thread;
     private volatile boolean exitHook;
@@ -105,21 +105,25 @@ final class Watchdog implements Runnable {
 
     /** Remembers a recorded communicator for the dumps at exit. */
     void recorded(Communicator comm) {
-        recorded.add(comm);
+        recorded.removeIf(r -> r.get() == null);
+        recorded.add(new java.lang.ref.WeakReference<>(comm));
     }
 
     /** The last open group of the process ended: publishes what the communicators recorded inside groups. */
     static void groupsEnded() {
         Watchdog w = instance;
         if (w != null) {
-            for (Communicator c : w.recorded) {
-                c.groupEnded();
+            for (java.lang.ref.WeakReference<Communicator> r : w.recorded) {
+                Communicator c = r.get();
+                if (c != null) {
+                    c.groupEnded();
+                }
             }
         }
     }
 
     void forget(Communicator comm) {
-        recorded.remove(comm);
+        recorded.removeIf(r -> r.get() == null || r.get() == comm);
     }
 
     @Override
@@ -132,7 +136,7 @@ final class Watchdog implements Runnable {
                         watches.remove(w);
                     }
                 } catch (RuntimeException | Error e) {
-                    LOG.error("nccl4j watchdog: watching {} failed; it is no longer watched", w.comm, e);
+                    LOG.error("nccl4j watchdog: watching a communicator failed; it is no longer watched", e);
                     watches.remove(w);
                 }
             }
@@ -147,8 +151,9 @@ final class Watchdog implements Runnable {
         }
         exitHook = true;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            for (Communicator c : recorded) {
-                if (!c.traceDumped()) {
+            for (java.lang.ref.WeakReference<Communicator> r : recorded) {
+                Communicator c = r.get();
+                if (c != null && !c.traceDumped()) {
                     try {
                         c.writeTrace(TraceDump.REASON_EXIT, null, null);
                     } catch (IOException | RuntimeException e) {
@@ -174,7 +179,10 @@ final class Watchdog implements Runnable {
 
     /** One communicator's watch; touched by the watchdog's thread only. */
     private final class Watch {
-        final Communicator comm;
+        /** Weak, so that an open communicator nobody can reach is still collected and reported by Leaks. */
+        final java.lang.ref.WeakReference<Communicator> ref;
+        /** The communicator during one poll; null between polls. */
+        Communicator comm;
         final Settings settings;
         final FlightRecorder recorder;
         final long timeoutNanos;
@@ -187,7 +195,7 @@ final class Watchdog implements Runnable {
         long markedUpTo;
 
         Watch(Communicator comm, Settings settings) {
-            this.comm = comm;
+            this.ref = new java.lang.ref.WeakReference<>(comm);
             this.settings = settings;
             this.recorder = comm.recorder();
             this.timeoutNanos = settings.timeout().toNanos();
@@ -195,6 +203,22 @@ final class Watchdog implements Runnable {
 
         /** One look at the communicator; false once it needs no more watching. */
         boolean poll(long now) {
+            comm = ref.get();
+            try {
+                return comm != null && poll0(now) || retired();
+            } finally {
+                comm = null;
+            }
+        }
+
+        private boolean retired() {
+            if (comm == null) {
+                retire();
+            }
+            return false;
+        }
+
+        private boolean poll0(long now) {
             if (comm.isClosed()) {
                 retire();
                 return false;
@@ -244,6 +268,10 @@ final class Watchdog implements Runnable {
                             + status + "): " + cuda.errorString(status), now);
                 }
                 recorder.completedThrough(m.seq);
+            }
+            long synced = comm.syncedThrough();
+            if (synced > recorder.lastCompleted()) {
+                recorder.completedThrough(synced);
             }
             long published = comm.published();
             if (published > markedUpTo && markers.size() < MAX_MARKERS) {
@@ -319,9 +347,11 @@ final class Watchdog implements Runnable {
             String verdict;
             switch (kind) {
                 case TIMEOUT:
+                    long upTo = undistinguished(seq);
                     verdict = (op == null ? "operation" : op) + " #" + seq + " did not complete within "
-                            + Durations.format(settings.timeout()) + ": a peer never joined it, is stuck before it, "
-                            + "or joined a different operation";
+                            + Durations.format(settings.timeout()) + (upTo > seq ? " (or a later one up to #" + upTo
+                            + ": they were enqueued together, before the watchdog could tell them apart)" : "")
+                            + ": a peer never joined it, is stuck before it, or joined a different operation";
                     break;
                 case REMOTE:
                     verdict = "peer lost: remote error (a peer rank failed, exited or lost its connection)";
@@ -352,6 +382,19 @@ final class Watchdog implements Runnable {
                 default:
                     return new CommunicatorFailedException(d);
             }
+        }
+
+        /**
+         * The last operation that the watchdog cannot tell apart from {@code seq}: those that its first marker after
+         * {@code seq} also covers (or, with no marker yet, every published one).
+         */
+        private long undistinguished(long seq) {
+            for (Marker m : markers) {
+                if (m.seq >= seq) {
+                    return m.seq;
+                }
+            }
+            return Math.max(seq, comm.published());
         }
 
         /** The collective check's all-gather did not complete: a peer never reached the same collective. */

@@ -362,4 +362,39 @@ class WatchdogTest extends StubFixture {
         assertTrue(c.mismatch(TraceOperation.reduce, 4, 1, new long[] {2, 0, 2}).getMessage()
                 .contains("operation differs: rank 0 reduce, rank 1 allReduce, rank 2 reduce"));
     }
+
+    @Test
+    void operationsEnqueuedTogetherAreNamedAsARange() {
+        Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 16, DataType.FLOAT32);
+        Communicator c = watchedComm(watched(Duration.ofMillis(300)).build());
+        cuda.stall(s.handle());
+        for (int i = 0; i < 3; i++) {
+            c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        }
+        CommunicatorFailedException f = within(3000, c::failure, "the timeout");
+        cuda.release(s.handle());
+        assertEquals(1, f.sequence());
+        assertTrue(f.verdict().startsWith("allReduce #1 did not complete within 300 ms (or a later one up to #3: they "
+                + "were enqueued together, before the watchdog could tell them apart): a peer never joined it"),
+                f.verdict());
+    }
+
+    @Test
+    void aReturnedWaitTellsTheWatchdogWhatCompleted() {
+        Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 16, DataType.FLOAT32);
+        Communicator c = watchedComm(watched(Duration.ofMinutes(1)).build());
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        s.synchronize();
+        assertEquals(2, c.syncedThrough());
+        Event e = later(Event.create(0));
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        e.record(s);
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);   // after the record: not covered by the event
+        e.synchronize();
+        assertEquals(3, c.syncedThrough());
+        within(2000, () -> c.recorder().lastCompleted() >= 3 ? true : null, "the watchdog marking #3");
+    }
 }

@@ -8,6 +8,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -32,6 +33,10 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class CollectiveAllocationBenchmark {
+    /** {@code on}: the watchdog watches and the flight recorder records (the default); {@code off}: neither. */
+    @Param({"on", "off"})
+    public String watchdog;
+
     private Communicator comm;
     private Stream stream;
     private DeviceBuffer send;
@@ -49,7 +54,9 @@ public class CollectiveAllocationBenchmark {
         FakeCuda.install(1);
         Nccl.library();
         NcclNative.unsetenv("NCCL_STUB_LOG"); // the stub then does no file I/O
-        comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0);
+        CommConfig config = watchdog.equals("on") ? CommConfig.builder().watchdog(true).build()
+                : CommConfig.builder().watchdog(false).traceBuffer(0).build();
+        comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0, config);
         stream = Stream.create(0);
         send = DeviceBuffer.allocate(0, 1 << 20);
         recv = DeviceBuffer.allocate(0, 1 << 20);

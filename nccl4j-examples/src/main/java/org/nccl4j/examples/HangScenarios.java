@@ -1,0 +1,354 @@
+package org.nccl4j.examples;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicReference;
+import org.nccl4j.CollectiveMismatchException;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.CommunicatorFailedException;
+import org.nccl4j.CudaGraph;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Event;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.RemoteErrorException;
+import org.nccl4j.CollectiveTimeoutException;
+import org.nccl4j.Stream;
+import org.nccl4j.UniqueId;
+import org.nccl4j.WatchdogConfig;
+
+/**
+ * The failures the watchdog is for, made on purpose, one per run; launched per rank (mpirun,
+ * {@code scripts/nccl4j-run}, or plain {@code java} with {@code RANK}/{@code WORLD_SIZE}/{@code MASTER_ADDR}/
+ * {@code MASTER_PORT}). Each prints what the user sees (the exception's message) and how long detection took, checks
+ * it against what the watchdog promises, and exits 0 when it held, 1 when it did not.
+ *
+ * <pre>
+ * HangScenarios skip       rank 1 skips the 3rd of 6 all-reduces (counts 1000, 2000, ... 6000 floats, each waited
+ *                          for on an Event by the main thread) while a second thread waits in Stream.synchronize():
+ *                          both threads must get a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s
+ * HangScenarios kill       all-reduces of 1 Mi floats in a loop; rank 1 SIGKILLs itself at step 50: the others must
+ *                          get a CommunicatorFailedException (a RemoteErrorException) within 5 s of the kill
+ * HangScenarios halfcount  4 all-reduces of 1024 floats; rank 1 passes 512 at the 2nd. With
+ *                          NCCL4J_CHECK_COLLECTIVES=1 every rank must throw CollectiveMismatchException naming both
+ *                          counts; without it, whatever NCCL does (a timeout, or a silent wrong result), every rank
+ *                          writes its trace for scripts/nccl4j-trace
+ * HangScenarios cost       one process, one GPU: 8-byte all-reduces on one-rank communicators with the watchdog on,
+ *                          off (recorder on), off without recorder, and with the collective check; eager and CUDA-graph
+ *                          replay, alternating rounds; host time per operation and Java heap bytes per operation
+ * </pre>
+ * The timeout is {@code NCCL4J_TIMEOUT} (10 s when unset, for these scenarios); traces go to {@code NCCL4J_TRACE_DIR}.
+ */
+public final class HangScenarios {
+    private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    private HangScenarios() {
+    }
+
+    /**
+     * Runs one scenario.
+     *
+     * @param args the scenario's name: skip, kill, halfcount or cost
+     */
+    public static void main(String[] args) {
+        if (args.length != 1 || !args[0].matches("skip|kill|halfcount|cost")) {
+            System.err.println("usage: HangScenarios skip|kill|halfcount|cost");
+            System.exit(2);
+        }
+        System.exit(Examples.exitStatus("HangScenarios", () -> {
+            try {
+                switch (args[0]) {
+                    case "skip":
+                        return skip();
+                    case "kill":
+                        return kill();
+                    case "halfcount":
+                        return halfCount();
+                    default:
+                        return cost();
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }));
+    }
+
+    private static Duration timeout() {
+        String v = System.getenv(WatchdogConfig.TIMEOUT);
+        return v == null || v.isBlank() ? DEFAULT_TIMEOUT : WatchdogConfig.fromEnvironment().timeout();
+    }
+
+    private static void say(Communicator comm, String line) {
+        System.out.println("rank " + comm.rank() + ": " + line);
+        System.out.flush();
+    }
+
+    private static String text(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+
+    private static String seconds(long nanos) {
+        return String.format(Locale.ROOT, "%.2f s", nanos / 1e9);
+    }
+
+    // ---------------------------------------------------------------- (a) a skipped all-reduce, (d) waiting threads
+
+    static int skip() throws InterruptedException {
+        Duration timeout = timeout();
+        try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName("skip")
+                .timeout(timeout).build());
+             Stream stream = Stream.create(comm.device());
+             Event done = Event.create(comm.device());
+             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 6000, DataType.FLOAT32)) {
+            say(comm, "6 all-reduces of 1000, 2000, ... 6000 floats" + (comm.rank() == 1 ? ", skipping the 3rd" : "")
+                    + ", each waited for on an Event; a second thread waits in Stream.synchronize(); timeout "
+                    + text(timeout));
+            AtomicReference<Throwable> waiter = new AtomicReference<>();
+            long[] waiterAt = new long[1];
+            Thread second = new Thread(() -> {
+                try {
+                    while (true) {
+                        stream.synchronize();
+                        Thread.sleep(20);
+                    }
+                } catch (Throwable t) {
+                    waiter.set(t);
+                }
+                waiterAt[0] = System.nanoTime();
+            }, "waiter");
+            second.setDaemon(true);
+            second.start();
+            Throwable main = null;
+            long enqueuedAt = 0;
+            int step = 0;
+            try {
+                for (step = 1; step <= 6; step++) {
+                    if (comm.rank() == 1 && step == 3) {
+                        continue;
+                    }
+                    enqueuedAt = System.nanoTime();
+                    comm.allReduce(buf.address(), buf.address(), 1000L * step, DataType.FLOAT32, ReduceOp.SUM,
+                            stream);
+                    done.record(stream).synchronize();
+                }
+            } catch (Throwable t) {
+                main = t;
+            }
+            long mainAt = System.nanoTime();
+            second.join(30_000);
+            say(comm, "main thread, in Event.synchronize() at step " + step + ", " + seconds(mainAt - enqueuedAt)
+                    + " after enqueuing: " + main);
+            say(comm, "second thread, in Stream.synchronize(), " + seconds(waiterAt[0] - enqueuedAt)
+                    + " after that enqueue: " + (waiter.get() == null ? "returned normally" : waiter.get().getClass()
+                    .getSimpleName() + " (same message)"));
+            long limit = timeout.plusSeconds(2).toNanos();
+            boolean ok = main instanceof CollectiveTimeoutException && waiter.get() instanceof CollectiveTimeoutException
+                    && mainAt - enqueuedAt <= limit && waiterAt[0] - enqueuedAt <= limit
+                    && ((CollectiveTimeoutException) main).sequence() == 3;
+            say(comm, ok ? "as promised: both threads got a CollectiveTimeoutException naming allReduce #3 within "
+                    + "timeout + 2 s" : "NOT as promised: expected a CollectiveTimeoutException naming allReduce #3 in "
+                    + "both threads within timeout + 2 s");
+            return ok ? 0 : 1;
+        }
+    }
+
+    // ---------------------------------------------------------------- (b) a peer killed mid-loop
+
+    static int kill() throws IOException, InterruptedException {
+        Path dir = WatchdogConfig.fromEnvironment().trace().directory();
+        Files.createDirectories(dir);
+        Path killedAt = dir.resolve("killed-at-ms");
+        try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName("kill")
+                .timeout(timeout()).build());
+             Stream stream = Stream.create(comm.device());
+             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 1 << 20, DataType.FLOAT32)) {
+            say(comm, "all-reduces of 1 Mi floats, each waited for; rank 1 is SIGKILLed at step 50; timeout "
+                    + text(timeout()));
+            for (int step = 1; step <= 100_000; step++) {
+                if (comm.rank() == 1 && step == 50) {
+                    Files.writeString(killedAt, Long.toString(System.currentTimeMillis()));
+                    say(comm, "kill -9 " + ProcessHandle.current().pid() + " at step 50");
+                    new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).inheritIO().start()
+                            .waitFor();
+                    Thread.sleep(60_000);
+                }
+                try {
+                    comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    stream.synchronize();
+                } catch (CommunicatorFailedException e) {
+                    long now = System.currentTimeMillis();
+                    long killed = Long.parseLong(Files.readString(killedAt).trim());
+                    long ms = now - killed;
+                    say(comm, "step " + step + ": " + e.getClass().getSimpleName() + " " + ms + " ms after the kill: "
+                            + e.getMessage());
+                    boolean ok = e instanceof RemoteErrorException && ms <= 5000;
+                    say(comm, ok ? "as promised: a RemoteErrorException within 5 s of the kill; exiting cleanly"
+                            : "NOT as promised: expected a RemoteErrorException within 5 s of the kill");
+                    return ok ? 0 : 1;
+                }
+            }
+            say(comm, "NOT as promised: the loop ended without a failure");
+            return 1;
+        }
+    }
+
+    // ---------------------------------------------------------------- (c) a count that differs
+
+    static int halfCount() throws IOException {
+        boolean check = WatchdogConfig.fromEnvironment().checkCollectives();
+        try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName("halfcount")
+                .timeout(timeout()).build());
+             Stream stream = Stream.create(comm.device());
+             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 1024, DataType.FLOAT32)) {
+            say(comm, "4 all-reduces of 1024 floats" + (comm.rank() == 1 ? ", 512 at the 2nd" : "")
+                    + "; collective check " + (check ? "on" : "off"));
+            try {
+                for (int i = 1; i <= 4; i++) {
+                    long count = comm.rank() == 1 && i == 2 ? 512 : 1024;
+                    comm.allReduce(buf.address(), buf.address(), count, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    stream.synchronize();
+                }
+            } catch (CollectiveMismatchException e) {
+                say(comm, "CollectiveMismatchException: " + e.getMessage());
+                boolean ok = check && e.sequence() == 2 && "count".equals(e.field());
+                say(comm, ok ? "as promised: the check named both counts at allReduce #2"
+                        : "NOT as promised: expected the check to name the counts at allReduce #2");
+                return ok ? 0 : 1;
+            } catch (CommunicatorFailedException e) {
+                say(comm, e.getClass().getSimpleName() + ": " + e.getMessage());
+                say(comm, check ? "NOT as promised: the check should have caught the count first"
+                        : "the watchdog caught it; trace: " + e.trace());
+                return check ? 1 : 0;
+            }
+            if (check) {
+                say(comm, "NOT as promised: the check did not catch the count");
+                return 1;
+            }
+            Path trace = comm.dumpTrace();
+            say(comm, "NCCL completed all 4 without an error; trace written for nccl4j-trace: " + trace);
+            return 0;
+        }
+    }
+
+    // ---------------------------------------------------------------- the cost
+
+    private static final int ROUNDS = 30;
+    private static final int OPS = 10_000;
+    private static final int GRAPH_OPS = 100;
+    private static final int LAUNCHES = 100;
+
+    static int cost() {
+        com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        bean.setThreadAllocatedMemoryEnabled(true);
+        String[] names = {"watchdog on", "watchdog off", "off, no recorder", "collective check"};
+        CommConfig[] configs = {
+            CommConfig.builder().watchdog(true).build(),
+            CommConfig.builder().watchdog(false).build(),
+            CommConfig.builder().watchdog(false).traceBuffer(0).build(),
+            CommConfig.builder().watchdog(true).checkCollectives(true).build(),
+        };
+        List<AutoCloseable> open = new ArrayList<>();
+        try {
+            Communicator[] comms = new Communicator[configs.length];
+            for (int i = 0; i < comms.length; i++) {
+                comms[i] = Communicator.create(0, 1, UniqueId.generate(), 0, configs[i]);
+                open.add(comms[i]);
+            }
+            Stream stream = Stream.create(0);
+            open.add(stream);
+            DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32);
+            open.add(buf);
+            CudaGraph[] graphs = new CudaGraph[3];
+            for (int i = 0; i < graphs.length; i++) {
+                stream.beginCapture();
+                for (int k = 0; k < GRAPH_OPS; k++) {
+                    comms[i].allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                }
+                graphs[i] = stream.endCapture().instantiate();
+                open.add(graphs[i]);
+            }
+            double[][] eager = new double[configs.length][ROUNDS];
+            double[][] replay = new double[graphs.length][ROUNDS];
+            long[] bytes = new long[configs.length];
+            for (int round = -3; round < ROUNDS; round++) {   // 3 rounds of warm-up
+                for (int j = 0; j < configs.length; j++) {
+                    int i = (j + Math.floorMod(round, configs.length)) % configs.length;   // the order turns
+                    int ops = i == 3 ? OPS / 20 : OPS;
+                    stream.synchronize();
+                    long a0 = bean.getCurrentThreadAllocatedBytes();
+                    long t0 = System.nanoTime();
+                    for (int k = 0; k < ops; k++) {
+                        comms[i].allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    }
+                    long t1 = System.nanoTime();
+                    long a1 = bean.getCurrentThreadAllocatedBytes();
+                    stream.synchronize();
+                    if (round >= 0) {
+                        eager[i][round] = (t1 - t0) / 1e3 / ops;
+                        bytes[i] += a1 - a0;
+                    }
+                    if (i < graphs.length) {
+                        long g0 = System.nanoTime();
+                        for (int k = 0; k < LAUNCHES; k++) {
+                            graphs[i].launch(stream);
+                        }
+                        stream.synchronize();
+                        long g1 = System.nanoTime();
+                        if (round >= 0) {
+                            replay[i][round] = (g1 - g0) / 1e3 / (LAUNCHES * GRAPH_OPS);
+                        }
+                    }
+                }
+            }
+            System.out.printf(Locale.ROOT, "%-18s %12s %12s %16s %18s%n", "8 B all-reduce", "eager us/op",
+                    "vs off", "heap B/op", "graph replay us/op");
+            for (int i = 0; i < configs.length; i++) {
+                int ops = i == 3 ? OPS / 20 : OPS;
+                double m = median(eager[i]);
+                String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", median(replay[i])) : "-";
+                System.out.printf(Locale.ROOT, "%-18s %12.3f %+12.3f %16.4f %18s%n", names[i], m, m - median(eager[1]),
+                        bytes[i] / (double) ((long) ops * ROUNDS), g);
+            }
+            System.out.printf(Locale.ROOT, "eager: median of %d rounds of %d operations (the check: %d), each round "
+                    + "alternating the communicators in a turning order; replay: %d launches of a graph of %d%n",
+                    ROUNDS, OPS, OPS / 20, LAUNCHES, GRAPH_OPS);
+            System.out.println("watchdog on - off, per round: " + Arrays.toString(diffs(eager[0], eager[1])));
+            return 0;
+        } finally {
+            for (int i = open.size() - 1; i >= 0; i--) {
+                try {
+                    open.get(i).close();
+                } catch (Exception e) {
+                    throw e instanceof IOException ? new UncheckedIOException((IOException) e)
+                            : new IllegalStateException(e);
+                }
+            }
+        }
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private static String[] diffs(double[] a, double[] b) {
+        String[] out = new String[a.length];
+        for (int i = 0; i < a.length; i++) {
+            out[i] = String.format(Locale.ROOT, "%+.3f", a[i] - b[i]);
+        }
+        return out;
+    }
+}

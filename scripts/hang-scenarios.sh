@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# hang-scenarios.sh: the watchdog's failure scenarios on a GPU machine, with and without a launcher, each
+# checked by the program itself (org.nccl4j.examples.HangScenarios exits 0 when the watchdog did what it promises),
+# followed by scripts/nccl4j-trace over the ranks' traces and a check that no rank is left running.
+#
+#   scripts/hang-scenarios.sh [BUNDLE]       BUNDLE: a directory made by scripts/gpu-bundle.sh (default: bundle/)
+#
+# Two ranks share the GPUs when there are fewer than two (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo).
+# Environment: LOG_DIR (default: a new temporary directory) receives one directory per case with each rank's
+# output and traces; NCCL4J_TIMEOUT (default 10s); SCENARIOS, a ';'-separated subset of the case names below.
+# Prints one line per case (PASSED/FAILED, the exit statuses, seconds) and exits 0 when every case passed.
+set -uo pipefail
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
+tool=${0##*/}
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=$(nccl4j_bundle_dir "$tool" "${1:-$here/../bundle}") || exit 2
+gpus=$(nccl4j_gpu_count "$tool") || exit 2
+log_dir=${LOG_DIR:-$(mktemp -d)}
+mkdir -p "$log_dir"
+export NCCL4J_TIMEOUT=${NCCL4J_TIMEOUT:-10s}
+nccl4j_cuda_libs --reverse
+java="$bundle/jre/bin/java"
+cp=$(nccl4j_classpath "$bundle")
+main=org.nccl4j.examples.HangScenarios
+share=()
+[ "$gpus" -lt 2 ] && share=(--share-gpu)
+port=29600
+
+# plain_java DIR SCENARIO: two ranks as two java processes, no launcher; waits for both; prints their statuses
+plain_java() {
+  local dir=$1 scenario=$2 r pids=() st=()
+  port=$((port + 1))
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    NCCL_HOSTID=${NCCL_HOSTID:-nccl4j-host$r} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+      "$java" -cp "$cp" "$main" "$scenario" > "$dir/rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do wait "${pids[$r]}"; st+=($?); done
+  echo "${st[*]}"
+}
+
+# launched DIR SCENARIO: two ranks under scripts/nccl4j-run; prints its status
+launched() {
+  "$bundle/nccl4j-run" "${share[@]}" -np 2 "$scenario_class" "$2" > "$1/run.log" 2>&1
+  echo $?
+}
+scenario_class=HangScenarios
+
+# leftovers: a rank still running 5 s after its case ended is a failure of the case
+leftovers() {
+  local _
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pgrep -f "$main" > /dev/null || { echo none; return; }
+    sleep 0.5
+  done
+  pgrep -af "$main" | tr '\n' ';'
+  pkill -9 -f "$main"
+}
+
+passed=0
+failed=0
+run_case() { # NAME EXPECTED_STATUSES COMMAND...
+  local name=$1 expected=$2 dir="$log_dir/$1" t0 got left secs
+  shift 2
+  case ";${SCENARIOS:-$name};" in *";$name;"*) ;; *) return ;; esac
+  mkdir -p "$dir"
+  export NCCL4J_TRACE_DIR="$dir/traces"
+  t0=$(date +%s.%N)
+  got=$("$@" "$dir")
+  secs=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+  left=$(leftovers)
+  if [[ "$got" =~ ^$expected$ ]] && [ "$left" = none ]; then
+    passed=$((passed + 1)); echo "PASSED  $name: exit $got, $secs s, no rank left running"
+  else
+    failed=$((failed + 1)); echo "FAILED  $name: exit $got (expected $expected), $secs s, left running: $left"
+  fi
+  if [ -d "$dir/traces" ] && ls "$dir/traces"/nccl4j-trace-rank*.json > /dev/null 2>&1; then
+    NCCL4J_BUNDLE=$bundle "$here/nccl4j-trace" "$dir/traces" > "$dir/analyzer.txt" 2>&1
+    echo "        nccl4j-trace: exit $?: $(head -1 "$dir/analyzer.txt")"
+  fi
+}
+
+skip_plain() { plain_java "$1" skip; }
+skip_run() { launched "$1" skip; }
+skip_exit() { NCCL4J_ON_FAILURE=exit plain_java "$1" skip; }
+kill_plain() { plain_java "$1" kill; }
+kill_run() { launched "$1" kill; }
+half_check() { NCCL4J_CHECK_COLLECTIVES=1 launched "$1" halfcount; }
+half_nocheck() { NCCL4J_CHECK_COLLECTIVES=0 launched "$1" halfcount; }
+cost() { NCCL4J_TIMEOUT=10m "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
+
+# skip: both ranks exit 0 (each saw the promised timeout in both threads)
+run_case skip-no-launcher '0 0' skip_plain
+run_case skip-nccl4j-run '0' skip_run
+# the exit policy: both ranks halt with status 70 after the log line and the trace
+run_case skip-exit-policy '70 70' skip_exit
+# kill: rank 0 exits 0 (a RemoteErrorException within 5 s); rank 1 dies of SIGKILL (137)
+run_case kill-no-launcher '0 137' kill_plain
+run_case kill-nccl4j-run '[0-9]+' kill_run
+run_case halfcount-check '0' half_check
+run_case halfcount-no-check '0' half_nocheck
+run_case cost '0' cost
+echo "$passed passed, $failed failed (logs: $log_dir)"
+[ "$failed" = 0 ]
