@@ -328,8 +328,8 @@ final class Watchdog implements Runnable {
         }
 
         private void retire() {
-            // a marker's events may still be pending on a stream: destroying them is allowed (CUDA frees them once
-            // their work completes), but pooling them is not
+            // every event goes: a marker's may still be pending on a stream, which cudaEventDestroy allows (CUDA
+            // frees it once its work completes)
             for (Marker m : markers) {
                 release(m);
             }
