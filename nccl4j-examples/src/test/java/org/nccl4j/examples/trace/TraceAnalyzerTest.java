@@ -75,9 +75,15 @@ class TraceAnalyzerTest {
      */
     private Path dump(Path in, String communicator, int rank, int size, int completed, String... specs)
             throws IOException {
+        return dumpFrom(in, communicator, rank, size, 1, completed, specs);
+    }
+
+    /** As {@link #dump(Path, String, int, int, int, String...)}, the ring's first entry being #first (it wrapped). */
+    private Path dumpFrom(Path in, String communicator, int rank, int size, long first, int completed, String... specs)
+            throws IOException {
         List<String> entries = new ArrayList<>();
         for (int i = 0; i < specs.length; i++) {
-            entries.add(entry(i + 1, specs[i], i < completed));
+            entries.add(entry(first + i, specs[i], i < completed));
         }
         String json = """
                 {
@@ -99,7 +105,7 @@ class TraceAnalyzerTest {
                   "entries": [%s]
                 }
                 """.formatted(rank, 4200 + rank, rank, size, communicator == null ? "null" : "\"" + communicator + "\"",
-                specs.length, completed, String.join(",\n", entries));
+                first - 1 + specs.length, first - 1 + completed, String.join(",\n", entries));
         Files.createDirectories(in);
         return Files.writeString(in.resolve("nccl4j-trace-rank" + rank + "-node" + rank + "-" + (4200 + rank)
                 + (communicator == null ? "" : "-" + communicator) + ".json"), json);
@@ -293,6 +299,47 @@ class TraceAnalyzerTest {
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 3 has no dump (lost or not dumped); rank 0 waits for ranks 1, 2 in allReduce #2,"
                 + " which ranks 1, 2 have not enqueued (last enqueued: rank 1 #1, rank 2 #1)", run.firstLine());
+    }
+
+    @Test
+    void wrappedRingsAreComparedWhereBothHoldEntries() throws IOException {
+        // rank 0's ring holds #7 to #10, rank 1's #5 to #10, rank 2's #8 to #10: #8 differs on rank 1
+        dumpFrom(dir, null, 0, 3, 7, 3, AR1000, AR1000, AR1000, AR3000);
+        dumpFrom(dir, null, 1, 3, 5, 5, AR1000, AR1000, AR1000, "allReduce 1000 ncclInt32 ncclSum -", AR1000, AR3000);
+        dumpFrom(dir, null, 2, 3, 8, 2, AR1000, AR1000, AR3000);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: allReduce #8 differs: type (ranks 0, 2: float32; rank 1: int32); ranks 0-2 wait in"
+                + " allReduce #10 (every rank enqueued it)", run.firstLine());
+        assertTrue(run.out().lines().anyMatch(l -> l.matches(" +1 +10 +9 +allReduce #10 .*")), run.out());
+    }
+
+    @Test
+    void ringsWithNothingInCommonAreNotComparedAndSaySo() throws IOException {
+        dumpFrom(dir, null, 0, 2, 1, 2, AR1000, AR1000);
+        dumpFrom(dir, null, 1, 2, 5, 2, AR3000, AR3000);
+        Run run = run(dir.toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #6); nothing pending", run.firstLine());
+        assertTrue(run.out().contains("notes:\n  rank 1 holds #5 to #6, rank 0 (the reference) #1 to #2: no operation in"
+                + " common to compare\n"), run.out());
+    }
+
+    @Test
+    void failuresAndFailedOperationsAreInTheNotes() throws IOException {
+        dump(0, 2, 1, AR1000, AR3000);
+        Path one = dump(1, 2, 1, AR1000, AR3000);
+        Files.writeString(one, Files.readString(one)
+                .replace("\"failure\": null", "\"failure\": \"ncclRemoteError: peer 0 went away\"")
+                .replace("\"reason\": \"timeout\"", "\"reason\": \"remote error\"")
+                .replace("\"state\": \"ENQUEUED\", \"completedAfterMicros\": null",
+                        "\"state\": \"FAILED\", \"completedAfterMicros\": 900"));
+        Run run = run(dir.toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #2); rank 0 waits in allReduce #2",
+                run.firstLine());
+        assertTrue(run.out().contains("notes:\n  rank 1 (remote error): ncclRemoteError: peer 0 went away\n"
+                + "  rank 1: allReduce #2 (count 3000 float32 sum) FAILED after 900 us\n"), run.out());
     }
 
     // ---------------------------------------------------------------- communicators
