@@ -174,13 +174,13 @@ class FlightRecorderTest {
     @Test
     void invalidRecordsAndMarksAreRefusedAndRecordNothing() {
         FlightRecorder r = new FlightRecorder(8);
-        String[] bad = {"11 1 0 0 0 0", "-1 1 0 0 0 0", "0 1 12 0 0 0", "0 1 -2 0 0 0", "0 1 0 -2 0 0", "0 1 0 0 -2 0",
+        String[] bad = {"12 1 0 0 0 0", "-1 1 0 0 0 0", "0 1 12 0 0 0", "0 1 -2 0 0 0", "0 1 0 -2 0 0", "0 1 0 0 -2 0",
             "0 -1 0 0 0 0", "0 1 0 0 0 -1"};
         for (String b : bad) {
             long[] v = java.util.Arrays.stream(b.split(" ")).mapToLong(Long::parseLong).toArray();
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> r.record((int) v[0], v[1], (int) v[2], (int) v[3], (int) v[4], v[5], 0), b);
-            assertTrue(e.getMessage().startsWith("cannot record operation " + v[0] + " (codes 0..10), dataType " + v[2]
+            assertTrue(e.getMessage().startsWith("cannot record operation " + v[0] + " (codes 0..11), dataType " + v[2]
                     + " (-1 or 0..11), reduceOp " + v[3]), e.getMessage());
         }
         assertEquals(0, r.lastEnqueued());
@@ -195,7 +195,7 @@ class FlightRecorderTest {
     @Test
     void operationsHaveStableCodesAndComeFromNcclFunctions() {
         assertEquals(List.of("allReduce", "broadcast", "reduce", "allGather", "reduceScatter", "alltoAll", "gather",
-                "scatter", "send", "recv", "group"), java.util.Arrays.stream(TraceOperation.values()).map(Enum::name)
+                "scatter", "send", "recv", "group", "graphLaunch"), java.util.Arrays.stream(TraceOperation.values()).map(Enum::name)
                         .collect(Collectors.toList()));
         for (TraceOperation o : TraceOperation.values()) {
             assertEquals(o.ordinal(), o.code());
@@ -207,8 +207,8 @@ class FlightRecorderTest {
         assertEquals(TraceOperation.group, TraceOperation.of(NcclFunction.ncclGroupEnd));
         assertEquals("ncclCommSplit is not an operation the flight recorder records", assertThrows(
                 IllegalArgumentException.class, () -> TraceOperation.of(NcclFunction.ncclCommSplit)).getMessage());
-        assertEquals("trace operation code 11 is not one of 0..10", assertThrows(IllegalArgumentException.class,
-                () -> TraceOperation.fromCode(11)).getMessage());
+        assertEquals("trace operation code 12 is not one of 0..11", assertThrows(IllegalArgumentException.class,
+                () -> TraceOperation.fromCode(12)).getMessage());
         assertEquals(List.of(TraceOperation.broadcast, TraceOperation.reduce, TraceOperation.gather,
                 TraceOperation.scatter), java.util.Arrays.stream(TraceOperation.values()).filter(TraceOperation::rooted)
                         .collect(Collectors.toList()));
