@@ -68,5 +68,5 @@ rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$java
 # java.desktop: nccl4j-perf's --plot and Plot draw PNGs with XChart (java.awt, javax.imageio), headless.
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
-cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/env.sh "$out/"
+cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/env.sh "$out/"
 echo "bundle: $out, $(du -sh "$out" | cut -f1)"

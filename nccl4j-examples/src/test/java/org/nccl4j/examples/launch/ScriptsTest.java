@@ -41,6 +41,9 @@ import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.examples.launch.ScriptSandbox.Call;
 import org.nccl4j.examples.launch.ScriptSandbox.Result;
 import org.nccl4j.examples.launch.Tools.Run;
+import org.nccl4j.trace.FlightRecorder;
+import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceOperation;
 
 /**
  * The bash scripts of {@code scripts/}, run on the CPU against fakes. Each test copies the scripts into a temporary
@@ -60,6 +63,7 @@ import org.nccl4j.examples.launch.Tools.Run;
 class ScriptsTest {
     private static final String LAUNCHER = "org.nccl4j.examples.launch.Launcher";
     private static final String PERF = "org.nccl4j.examples.perf.Perf";
+    private static final String TRACE = "org.nccl4j.examples.trace.TraceAnalyzer";
     /** The JUnit console launcher's summary, as fake java prints it. */
     private static final String SUMMARY = "[         3 tests successful      ]\\n[         0 tests failed          ]";
     private static final List<String> JAVA_OPTS = List.of("-Dx=1", "-Dy=2");
@@ -107,7 +111,7 @@ class ScriptsTest {
     @Test
     void theBundleGetsItsScriptsAndWhatTheySource() throws Exception {
         List<String> bundled = bundledScripts();
-        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf")), bundled.toString());
+        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf", "nccl4j-trace")), bundled.toString());
         for (String s : bundled) {
             Path p = SCRIPTS.resolve(s);
             assertTrue(Files.isRegularFile(p), p.toString());
@@ -1346,6 +1350,129 @@ class ScriptsTest {
         assertEquals(List.of(), r.tools());
         assertTrue(r.err().contains("nccl4j-perf: no bundle and no build found: run 'mvn -DskipTests package' in " + root
                 + ", or set NCCL4J_BUNDLE"), r.err());
+    }
+
+    // ---------------------------------------------------------------- nccl4j-trace
+
+    private static List<String> trace(String cp, List<String> javaOpts, String... args) {
+        return args(javaOpts, "-cp", cp, TRACE, List.of(args));
+    }
+
+    @Test
+    void nccl4jTraceTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
+        Path jar = box.makeBuild();
+        Path other = box.makeBundle(base.resolve("other-bundle"));
+        Result r = box.run(root.resolve("scripts/nccl4j-trace"), job("NCCL4J_BUNDLE", other.toString()), "--json",
+                "/tmp/nccl4j-trace");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("java"), r.tools());
+        Call c = r.first("java");
+        assertEquals(other.resolve("jre/bin/java").toString(), c.exe());
+        assertEquals(trace(other + "/lib/*", JAVA_OPTS, "--json", "/tmp/nccl4j-trace"), c.args());
+
+        r = box.run(other.resolve("nccl4j-trace"), job(), "d");   // the copy in a bundle outside a checkout
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(trace(other + "/lib/*", JAVA_OPTS, "d"), r.first("java").args());
+
+        r = box.run(root.resolve("scripts/nccl4j-trace"), job("JAVA_HOME", jdk.toString()), "d");   // bundle/ before the build
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
+        assertEquals(trace(bundle + "/lib/*", JAVA_OPTS, "d"), r.first("java").args());
+
+        delete(bundle);
+        String buildCp = jar + ":" + root.resolve("nccl4j-examples/target/lib") + "/*";
+        r = box.run(root.resolve("scripts/nccl4j-trace"), job("JAVA_HOME", jdk.toString()), "d");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
+        assertEquals(trace(buildCp, JAVA_OPTS, "d"), r.first("java").args());
+
+        r = box.run(root.resolve("scripts/nccl4j-trace"), job(), "--communicator", "dp", "d");
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(bin.resolve("java").toString(), r.first("java").exe());
+        assertEquals(trace(buildCp, JAVA_OPTS, "--communicator", "dp", "d"), r.first("java").args());
+
+        r = box.run(root.resolve("scripts/nccl4j-trace"), job("FAKE_JAVA_STATUS", "1"), "d");   // the analyzer's status
+        assertEquals(1, r.status(), r.toString());
+    }
+
+    @Test
+    void nccl4jTraceWithoutBundleOrBuildSaysSo() throws Exception {
+        delete(bundle);
+        Result r = box.run(root.resolve("scripts/nccl4j-trace"), job(), "d");
+        assertEquals(2, r.status(), r.toString());
+        assertEquals(List.of(), r.tools());
+        assertTrue(r.err().contains("nccl4j-trace: no bundle and no build found: run 'mvn -DskipTests package' in " + root
+                + ", or set NCCL4J_BUNDLE"), r.err());
+    }
+
+    /**
+     * scripts/nccl4j-trace with the real java and the real classes: a bundle whose jre/bin/java links to this JVM's
+     * java and whose lib/ holds this test's class path as jars (directories of classes jarred), on dumps that
+     * {@link TraceDump#write} wrote from {@link FlightRecorder}s.
+     */
+    @Test
+    void nccl4jTraceRunsTheAnalyzerWithTheRealJava() throws Exception {
+        Path real = base.resolve("real-bundle");
+        try {
+            runTheRealAnalyzer(real);
+        } finally {
+            delete(real);   // its links here, before @TempDir's cleanup warns of each link to outside
+        }
+    }
+
+    private void runTheRealAnalyzer(Path real) throws Exception {
+        Files.createDirectories(real.resolve("jre/bin"));
+        Files.createSymbolicLink(real.resolve("jre/bin/java"), Path.of(System.getProperty("java.home"), "bin", "java"));
+        Path lib = Files.createDirectories(real.resolve("lib"));
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        int n = 0;
+        for (String entry : cp.split(java.io.File.pathSeparator)) {
+            Path p = Path.of(entry);
+            if (Files.isDirectory(p)) {
+                jar(p, lib.resolve((n++ == 0 ? "nccl4j-examples-classes" : "classes-" + n) + ".jar"));
+            } else if (entry.endsWith(".jar") && Files.isRegularFile(p)) {
+                Files.createSymbolicLink(lib.resolve(n++ + "-" + p.getFileName()), p);
+            }
+        }
+        if (!Files.exists(lib.resolve("nccl4j-examples-classes.jar"))) {
+            Files.createFile(lib.resolve("nccl4j-examples-marker.jar"));   // what the script looks for in a bundle
+        }
+        Path dumps = base.resolve("dumps");
+        for (int rank = 0; rank < 2; rank++) {
+            FlightRecorder rec = new FlightRecorder(16);
+            rec.record(TraceOperation.allReduce.code(), 1000, 7, 0, -1, 4000, 0x10);
+            if (rank == 0) {
+                rec.record(TraceOperation.allReduce.code(), 3000, 7, 0, -1, 12000, 0x10);
+            }
+            rec.record(TraceOperation.broadcast.code(), 10, 7, -1, 0, 40, 0x10);
+            rec.completed(1);
+            TraceDump.capture(rec, rank, 2, "dp", "2.28.3", TraceDump.REASON_TIMEOUT, null, Map.of()).write(dumps);
+        }
+        Map<String, String> e = env("NCCL4J_BUNDLE", real.toString());
+        Result r = box.run(root.resolve("scripts/nccl4j-trace"), e, dumps.toString());
+        assertEquals(1, r.status(), r.toString());
+        assertEquals("nccl4j-trace: rank 1 skipped allReduce #2 (count 3000 float32 sum); rank 0 waits in allReduce #2;"
+                + " rank 1 waits in broadcast #2", r.outLines().get(0), r.toString());
+        assertEquals("", r.err());
+
+        Path empty = Files.createDirectories(base.resolve("no-dumps"));
+        r = box.run(root.resolve("scripts/nccl4j-trace"), e, empty.toString());
+        assertEquals(2, r.status(), r.toString());
+        assertTrue(r.err().startsWith("nccl4j-trace: no trace dumps (nccl4j-trace-rank*.json) in " + empty), r.err());
+        assertEquals("", r.out());
+    }
+
+    /** The files under dir, as a jar at target. */
+    private static void jar(Path dir, Path target) throws IOException {
+        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(target));
+                Stream<Path> files = Files.walk(dir)) {
+            for (Path f : files.filter(Files::isRegularFile).sorted().collect(Collectors.toList())) {
+                out.putNextEntry(new java.util.jar.JarEntry(dir.relativize(f).toString().replace('\\', '/')));
+                Files.copy(f, out);
+                out.closeEntry();
+            }
+        }
     }
 
     // ---------------------------------------------------------------- nccl4j-allreduce
