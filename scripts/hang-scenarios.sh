@@ -42,9 +42,11 @@ plain_java() {
   echo "${st[*]}"
 }
 
-# launched DIR SCENARIO: two ranks under scripts/nccl4j-run; prints its status
+# launched DIR SCENARIO [NP]: NP (default 2) ranks under scripts/nccl4j-run; prints its status
 launched() {
-  "$bundle/nccl4j-run" "${share[@]}" -np 2 "$scenario_class" "$2" > "$1/run.log" 2>&1
+  local np=${3:-2} sharing=("${share[@]}")
+  [ "$gpus" -lt "$np" ] && sharing=(--share-gpu)
+  "$bundle/nccl4j-run" "${sharing[@]}" -np "$np" "$scenario_class" "$2" > "$1/run.log" 2>&1
   echo $?
 }
 scenario_class=HangScenarios
@@ -85,7 +87,8 @@ run_case() { # NAME EXPECTED_STATUSES COMMAND...
 
 skip_plain() { plain_java "$1" skip; }
 skip_run() { launched "$1" skip; }
-skip_exit() { NCCL4J_ON_FAILURE=exit plain_java "$1" skip; }
+skip_run3() { launched "$1" skip 3; }
+skip_exit() { NCCL4J_ON_FAILURE='exit' plain_java "$1" skip; }
 kill_plain() { plain_java "$1" kill; }
 kill_run() { launched "$1" kill; }
 half_check() { NCCL4J_CHECK_COLLECTIVES=1 launched "$1" halfcount; }
@@ -95,6 +98,7 @@ cost() { NCCL4J_TIMEOUT=10m "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1;
 # skip: both ranks exit 0 (each saw the promised timeout in both threads)
 run_case skip-no-launcher '0 0' skip_plain
 run_case skip-nccl4j-run '0' skip_run
+run_case skip-3-ranks-nccl4j-run '0' skip_run3
 # the exit policy: both ranks halt with status 70 after the log line and the trace
 run_case skip-exit-policy '70 70' skip_exit
 # kill: rank 0 exits 0 (a RemoteErrorException within 5 s); rank 1 dies of SIGKILL (137)

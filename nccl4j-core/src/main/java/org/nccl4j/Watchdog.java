@@ -237,6 +237,9 @@ final class Watchdog implements Runnable {
                     return true;
                 }
                 retire();
+                if (settings.policy() == FailurePolicy.EXIT) {
+                    exit(failure);   // before any waiting thread is released and could end the process first
+                }
                 comm.failedByWatchdog(failure);
             } finally {
                 comm.lifecycle().unlock();
@@ -247,10 +250,9 @@ final class Watchdog implements Runnable {
 
         /** The failure found, or null; the lock is held. */
         private CommunicatorFailedException look(long now) {
-            int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
-            int async = rc != 0 ? rc : state[0];
-            if (async != 0 && async != 7) {
-                return failure(async == 6 ? Kind.REMOTE : Kind.ASYNC, recorder.oldestPending(), async, null, now);
+            long synced = comm.syncedThrough();
+            if (synced > recorder.lastCompleted()) {
+                recorder.completedThrough(synced);
             }
             while (!markers.isEmpty()) {
                 Marker m = markers.peekFirst();
@@ -269,9 +271,10 @@ final class Watchdog implements Runnable {
                 }
                 recorder.completedThrough(m.seq);
             }
-            long synced = comm.syncedThrough();
-            if (synced > recorder.lastCompleted()) {
-                recorder.completedThrough(synced);
+            int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
+            int async = rc != 0 ? rc : state[0];
+            if (async != 0 && async != 7) {
+                return failure(async == 6 ? Kind.REMOTE : Kind.ASYNC, recorder.oldestPending(), async, null, now);
             }
             long published = comm.published();
             if (published > markedUpTo && markers.size() < MAX_MARKERS) {
@@ -418,17 +421,21 @@ final class Watchdog implements Runnable {
             return new CollectiveTimeoutException(d);
         }
 
+        /** The exit policy: the failure is logged and the trace written; the process halts at once. */
+        private void exit(CommunicatorFailedException failure) {
+            LOG.error("nccl4j watchdog: {}", failure.getMessage());
+            LOG.error("nccl4j watchdog: halting the process with status {} (the exit policy, NCCL4J_ON_FAILURE=exit)",
+                    FailurePolicy.EXIT_STATUS);
+            System.out.flush();
+            System.err.flush();
+            Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
+        }
+
         /** After the lock is released: log, exit hook, policy. */
         private void after(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
             dumpAtExit();
             switch (settings.policy()) {
-                case EXIT:
-                    LOG.error("nccl4j watchdog: halting the process with status {} (NCCL4J_ON_FAILURE=exit)",
-                            FailurePolicy.EXIT_STATUS);
-                    System.err.flush();
-                    Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
-                    break;
                 case CALLBACK:
                     try {
                         settings.listener().onFailure(comm, failure);
