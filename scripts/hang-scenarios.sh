@@ -7,7 +7,8 @@
 #
 # Two ranks share the GPUs when there are fewer than two (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo).
 # Environment: LOG_DIR (default: a new temporary directory) receives one directory per case with each rank's
-# output and traces; NCCL4J_TIMEOUT (default 10s); SCENARIOS, a ';'-separated subset of the case names below.
+# output and traces; NCCL4J_TIMEOUT (default 10s); SCENARIOS, a ';'-separated subset of the case names below;
+# CASE_TIMEOUT (default 90), the seconds after which a case's processes are killed as hung.
 # Prints one line per case (PASSED/FAILED, the exit statuses, seconds) and exits 0 when every case passed.
 set -uo pipefail
 [ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
@@ -24,6 +25,7 @@ nccl4j_cuda_libs --reverse
 java="$bundle/jre/bin/java"
 cp=$(nccl4j_classpath "$bundle")
 main=org.nccl4j.examples.HangScenarios
+limit=${CASE_TIMEOUT:-90}   # seconds a case may take before its processes are killed (status 137): a hang
 share=()
 [ "$gpus" -lt 2 ] && share=(--share-gpu)
 port=29600
@@ -35,7 +37,7 @@ plain_java() {
   for r in 0 1; do
     RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     NCCL_HOSTID=${NCCL_HOSTID:-nccl4j-host$r} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
-      "$java" -cp "$cp" "$main" "$scenario" > "$dir/rank$r.log" 2>&1 &
+      timeout -s KILL "$limit" "$java" -cp "$cp" "$main" "$scenario" > "$dir/rank$r.log" 2>&1 &
     pids+=($!)
   done
   for r in 0 1; do wait "${pids[$r]}"; st+=($?); done
@@ -46,7 +48,7 @@ plain_java() {
 launched() {
   local np=${3:-2} sharing=("${share[@]}")
   [ "$gpus" -lt "$np" ] && sharing=(--share-gpu)
-  "$bundle/nccl4j-run" "${sharing[@]}" -np "$np" "$scenario_class" "$2" > "$1/run.log" 2>&1
+  timeout -s KILL "$limit" "$bundle/nccl4j-run" "${sharing[@]}" -np "$np" "$scenario_class" "$2" > "$1/run.log" 2>&1
   echo $?
 }
 scenario_class=HangScenarios
@@ -93,7 +95,7 @@ kill_plain() { plain_java "$1" kill; }
 kill_run() { launched "$1" kill; }
 half_check() { NCCL4J_CHECK_COLLECTIVES=1 launched "$1" halfcount; }
 half_nocheck() { NCCL4J_CHECK_COLLECTIVES=0 launched "$1" halfcount; }
-cost() { NCCL4J_TIMEOUT=10m "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
+cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
 
 # skip: both ranks exit 0 (each saw the promised timeout in both threads)
 run_case skip-no-launcher '0 0' skip_plain

@@ -237,10 +237,13 @@ final class Watchdog implements Runnable {
                     return true;
                 }
                 retire();
-                if (settings.policy() == FailurePolicy.EXIT) {
-                    exit(failure);   // before any waiting thread is released and could end the process first
-                }
                 comm.failedByWatchdog(failure);
+                if (settings.policy() == FailurePolicy.EXIT) {
+                    // at once: a thread that the abort released throws the failure, but could otherwise end the
+                    // process first with a status of its own. The abort comes first all the same: exiting runs the
+                    // CUDA runtime's exit handlers, which wait for kernels that a live communicator keeps hung.
+                    exit(failure);
+                }
             } finally {
                 comm.lifecycle().unlock();
             }
