@@ -78,6 +78,8 @@ public final class FlightRecorder {
 
     /** The recorder's own count; {@link #lastEnqueued} publishes it. */
     private long sequence;
+    /** The slot of the next record: {@code (sequence + 1) % capacity}, kept by the recorder's thread. */
+    private int nextSlot;
     /** Written by the recorder only (a release store: readers see the slot it names whole). */
     private volatile long lastEnqueued;
     /** Written by the watchdog only. */
@@ -98,6 +100,7 @@ public final class FlightRecorder {
                     + MIN_CAPACITY + " to " + MAX_CAPACITY + " operations, got " + capacity);
         }
         this.capacity = capacity;
+        this.nextSlot = 1 % capacity;   // sequence 1 goes to slot 1 % capacity, as readers compute it
         stamps = new long[capacity];
         states = new long[capacity];
         operations = new byte[capacity];
@@ -143,7 +146,8 @@ public final class FlightRecorder {
             throw invalid(operation, count, dataType, reduceOp, peer, bytes);
         }
         long seq = ++sequence;
-        int slot = (int) (seq % capacity);
+        int slot = nextSlot;                      // seq % capacity, without a division on the hot path
+        nextSlot = slot + 1 == capacity ? 0 : slot + 1;
         LONGS.setOpaque(stamps, slot, -seq);
         VarHandle.storeStoreFence();
         operations[slot] = (byte) operation;

@@ -325,6 +325,14 @@ public final class HangScenarios {
                     + "alternating the communicators in a turning order; replay: %d launches of a graph of %d%n",
                     ROUNDS, OPS, OPS / 20, LAUNCHES, GRAPH_OPS);
             System.out.println("watchdog on - off, per round: " + Arrays.toString(diffs(eager[0], eager[1])));
+            long sink = 0;
+            long n0 = System.nanoTime();
+            for (int k = 0; k < 10_000_000; k++) {
+                sink += System.nanoTime();
+            }
+            long n1 = System.nanoTime();
+            System.out.printf(Locale.ROOT, "System.nanoTime(), which the flight recorder calls once per operation: "
+                    + "%.1f ns per call (%d)%n", (n1 - n0) / 1e7, sink & 1);
             return 0;
         } finally {
             for (int i = open.size() - 1; i >= 0; i--) {
