@@ -107,10 +107,6 @@ public final class Communicator implements AutoCloseable {
     /** When the check in progress began waiting for its peers ({@link System#nanoTime()}), or 0: watched. */
     private volatile long checkSince;
 
-    private Communicator(long handle, int device, boolean blocking) {
-        this(handle, device, blocking, CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment()));
-    }
-
     private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         this.library = NcclLibrary.load();
         this.handle = handle;
