@@ -387,6 +387,248 @@ public final class Communicator implements AutoCloseable {
         return out[0] == 0 ? null : adopt(out[0], device, childBlocking, childSettings);
     }
 
+    // ------------------------------------------------------------------ recovery
+
+    /** {@code NCCL_SHRINK_DEFAULT}. */
+    private static final int SHRINK_DEFAULT = 0;
+    /** {@code NCCL_SHRINK_ABORT}: abort the parent's pending operations first. */
+    private static final int SHRINK_ABORT = 1;
+
+    /**
+     * {@code ncclCommShrink} (NCCL 2.27+) with the parent's configuration.
+     *
+     * @param excludedRanks the ranks to leave out
+     * @return the new communicator
+     * @see #shrink(CommConfig, int...)
+     */
+    public Communicator shrink(int... excludedRanks) {
+        return shrink(null, excludedRanks);
+    }
+
+    /**
+     * {@code ncclCommShrink} (NCCL 2.27+): a new communicator of this one's ranks without {@code excludedRanks}, for
+     * going on without ranks that failed or leave. Every remaining rank must call it with the same set; the excluded
+     * ones do not call it. The remaining ranks keep their order and are renumbered without gaps
+     * ({@link #rankAfterShrink(int, int...)}): of 4 ranks without rank 1, ranks 0, 2, 3 become 0, 1, 2.
+     *
+     * <p>When NCCL reports this communicator broken ({@code ncclCommGetAsyncError}: a peer was lost), the shrink
+     * passes {@code NCCL_SHRINK_ABORT}, which aborts this communicator's pending operations first; otherwise
+     * {@code NCCL_SHRINK_DEFAULT}. This communicator stays open either way: {@link #abort()} it when it is broken,
+     * {@link #close()} it otherwise. A communicator that the watchdog has found broken is already aborted and cannot
+     * be shrunk; its failure is thrown.
+     *
+     * @param config the new communicator's configuration (and watchdog settings), or null to inherit this one's
+     * @param excludedRanks the ranks to leave out: at least one, each in {@code 0..size()-1}, distinct, not this
+     *        rank
+     * @return the new communicator
+     * @throws IllegalArgumentException for an empty, out-of-range or repeated rank, or this rank itself
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.27 (no {@code ncclCommShrink})
+     * @throws NcclException when {@code ncclCommShrink} fails
+     */
+    public Communicator shrink(CommConfig config, int... excludedRanks) {
+        ensureOpen();
+        checkExcluded(excludedRanks);
+        requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
+        if (config != null) {
+            config.requireSupportedBy(library);
+        }
+        int[] state = new int[1];
+        int async = NcclNative.ncclCommGetAsyncError(handle, state) == 0 ? state[0] : 0;
+        int flags = async != 0 && async != 7 ? SHRINK_ABORT : SHRINK_DEFAULT;
+        long[] out = new long[1];
+        int[] excluded = excludedRanks.clone();
+        int rc = config == null
+                ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
+                : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
+                        config.commName(), flags);
+        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (rc == 7 && !childBlocking && out[0] != 0) {
+            rc = waitWhileInProgress(out[0]);
+        }
+        if (rc != 0) {
+            if (out[0] != 0) {
+                NcclNative.ncclCommAbort(out[0]);
+            }
+            throw Errors.failure(rc, NcclFunction.ncclCommShrink, this);
+        }
+        Watchdog.Settings childSettings = config == null ? settings
+                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        return adopt(out[0], device, childBlocking, childSettings);
+    }
+
+    private void checkExcluded(int[] excluded) {
+        if (excluded == null || excluded.length == 0) {
+            throw Errors.argument("excludedRanks must name at least one rank to leave out, got none");
+        }
+        for (int i = 0; i < excluded.length; i++) {
+            int r = excluded[i];
+            if (r < 0 || r >= size) {
+                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is not a rank of this communicator (0.."
+                        + (size - 1) + ")");
+            }
+            if (r == rank) {
+                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is this rank: a rank cannot shrink itself "
+                        + "out; the ranks that leave do not call shrink (they close or abort their communicator)");
+            }
+            for (int j = 0; j < i; j++) {
+                if (excluded[j] == r) {
+                    throw Errors.argument("excludedRanks names rank " + r + " twice (at " + j + " and " + i + ")");
+                }
+            }
+        }
+    }
+
+    /**
+     * The rank that {@code rank} has in the communicator {@link #shrink(int...)} makes without {@code excludedRanks}:
+     * ranks keep their order, renumbered without gaps.
+     *
+     * @param rank a rank of the parent, not excluded
+     * @param excludedRanks the excluded ranks
+     * @return {@code rank} minus the number of excluded ranks below it
+     * @throws IllegalArgumentException when {@code rank} is negative or itself excluded
+     */
+    public static int rankAfterShrink(int rank, int... excludedRanks) {
+        if (rank < 0) {
+            throw Errors.argument("rank must be >= 0, got " + rank);
+        }
+        int below = 0;
+        for (int r : excludedRanks) {
+            if (r == rank) {
+                throw Errors.argument("rank " + rank + " is excluded: it has no rank after the shrink");
+            }
+            if (r < rank) {
+                below++;
+            }
+        }
+        return rank - below;
+    }
+
+    /**
+     * {@code ncclCommRevoke} (NCCL 2.28.7+): stops this communicator's in-flight operations, so that it can then be
+     * shrunk, split or destroyed without waiting for peers that are gone.
+     *
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.28.7 (no {@code ncclCommRevoke})
+     * @throws NcclException when {@code ncclCommRevoke} fails
+     */
+    public void revoke() {
+        ensureOpen();
+        requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
+        int rc = NcclNative.ncclCommRevoke(handle, 0);
+        if (rc == 7 && !blocking) {
+            rc = waitWhileInProgress(handle);
+        }
+        Errors.check(rc, NcclFunction.ncclCommRevoke, this);
+    }
+
+    /**
+     * {@code ncclCommGetUniqueId} (NCCL 2.29.2+): on the one rank that coordinates a {@link #grow}, the id it sends
+     * to the joining ranks (good for one grow).
+     *
+     * @return the id
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
+     */
+    public UniqueId growId() {
+        ensureOpen();
+        requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
+        byte[] id = new byte[UniqueId.BYTES];
+        Errors.check(NcclNative.ncclCommGetUniqueId(handle, id), NcclFunction.ncclCommGetUniqueId, this);
+        return UniqueId.of(id);
+    }
+
+    /**
+     * {@code ncclCommGrow} (NCCL 2.29.2+) on a rank of this communicator: a communicator of {@code newSize} ranks,
+     * this one's ranks keeping their numbers and the new ones taking {@code size()..newSize-1} (they call
+     * {@link #join(int, int, UniqueId, int, CommConfig)}).
+     *
+     * @param newSize the grown communicator's number of ranks, more than {@link #size()}
+     * @param id the coordinator's {@link #growId()} on the coordinating rank, null on the others
+     * @param config the new communicator's configuration, or null to inherit this one's
+     * @return the grown communicator
+     * @throws IllegalArgumentException when {@code newSize} is not more than {@link #size()}
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
+     */
+    public Communicator grow(int newSize, UniqueId id, CommConfig config) {
+        ensureOpen();
+        if (newSize <= size) {
+            throw Errors.argument("newSize must be more than the communicator's " + size + " ranks, got " + newSize);
+        }
+        requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
+        long[] out = new long[1];
+        byte[] bytes = id == null ? null : id.internalBytes();
+        int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
+                : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
+                        config.commName());
+        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (rc == 7 && !childBlocking && out[0] != 0) {
+            rc = waitWhileInProgress(out[0]);
+        }
+        if (rc != 0) {
+            throw Errors.failure(rc, NcclFunction.ncclCommGrow, this);
+        }
+        Watchdog.Settings childSettings = config == null ? settings
+                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        return adopt(out[0], device, childBlocking, childSettings);
+    }
+
+    /**
+     * {@code ncclCommGrow} (NCCL 2.29.2+) on a joining rank: its rank of the communicator that the existing ranks make
+     * with {@link #grow}.
+     *
+     * @param newSize the grown communicator's number of ranks
+     * @param rank this rank, from the parent's size to {@code newSize - 1}
+     * @param id the coordinator's {@link #growId()}
+     * @param device the CUDA device this rank uses
+     * @param config the configuration, or null for NCCL's defaults
+     * @return the communicator
+     * @throws IllegalArgumentException for a rank out of range, a null id or a negative device
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
+     */
+    public static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
+        if (rank < 1 || rank >= newSize) {
+            throw Errors.argument("rank must be in 1.." + (newSize - 1) + " (a joining rank comes after the existing "
+                    + "ones), got " + rank);
+        }
+        if (id == null) {
+            throw Errors.nullArgument("id");
+        }
+        if (device < 0) {
+            throw Errors.argument("device must be >= 0, got " + device);
+        }
+        NcclLibrary lib = Nccl.library();
+        if (!lib.has(NcclFunction.ncclCommGrow)) {
+            throw unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
+        }
+        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        Cuda.setDevice(device);
+        long[] out = new long[1];
+        int rc = config == null ? NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, null, null, null)
+                : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
+                        config.commName());
+        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (rc == 7 && !blocking && out[0] != 0) {
+            rc = waitWhileInProgress(out[0]);
+        }
+        if (rc != 0) {
+            if (out[0] != 0) {
+                NcclNative.ncclCommAbort(out[0]);
+            }
+            throw Errors.failure(rc, NcclFunction.ncclCommGrow, null);
+        }
+        return adopt(out[0], device, blocking, settings);
+    }
+
+    private void requireFunction(NcclFunction fn, String api) {
+        if (!library.has(fn)) {
+            throw unsupported(api, fn, library);
+        }
+    }
+
+    private static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
+        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
+                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
+                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
+    }
+
     // ------------------------------------------------------------------ queries
 
     /** @return this rank ({@code ncclCommUserRank}) */
