@@ -373,15 +373,15 @@ public final class CommConfig {
         /**
          * What the watchdog does after a failure (nccl4j). Replaces {@code NCCL4J_ON_FAILURE}.
          *
-         * @param policy {@link FailurePolicy#THROW} or {@link FailurePolicy#EXIT}; for
+         * @param policy {@link FailurePolicy#THROW}, {@link FailurePolicy#EXIT} or {@link FailurePolicy#RECOVER}; for
          *        {@link FailurePolicy#CALLBACK} use {@link #onFailure(FailureListener)}
          * @return this builder
          * @throws IllegalArgumentException for null or CALLBACK
          */
         public Builder onFailure(FailurePolicy policy) {
             if (policy == null || policy == FailurePolicy.CALLBACK) {
-                throw Errors.argument("onFailure(" + policy + "): give THROW or EXIT; for CALLBACK give the listener, "
-                        + "onFailure((comm, failure) -> ...)");
+                throw Errors.argument("onFailure(" + policy + "): give THROW, EXIT or RECOVER; for CALLBACK give the "
+                        + "listener, onFailure((comm, failure) -> ...)");
             }
             this.policy = policy;
             this.listener = null;

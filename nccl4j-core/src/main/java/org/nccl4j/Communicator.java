@@ -95,6 +95,8 @@ public final class Communicator implements AutoCloseable {
     /** The failure the watchdog found, thrown by every later call; null while healthy. */
     private volatile CommunicatorFailedException failure;
     private volatile boolean traceDumped;
+    /** Failed, closed for calls, but not aborted: kept for shrink ({@link FailurePolicy#RECOVER}). */
+    private volatile boolean kept;
 
     // ---- the collective check (NCCL4J_CHECK_COLLECTIVES) ----
     /** Fields of a collective's fingerprint: sequence, operation, count, type, operator, root. */
@@ -426,7 +428,9 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommShrink} fails
      */
     public Communicator shrink(CommConfig config, int... excludedRanks) {
-        ensureOpen();
+        if (closed && !kept) {
+            throw closedError();
+        }
         checkExcluded(excludedRanks);
         requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
         if (config != null) {
@@ -434,7 +438,7 @@ public final class Communicator implements AutoCloseable {
         }
         int[] state = new int[1];
         int async = NcclNative.ncclCommGetAsyncError(handle, state) == 0 ? state[0] : 0;
-        int flags = async != 0 && async != 7 ? SHRINK_ABORT : SHRINK_DEFAULT;
+        int flags = failure != null || async != 0 && async != 7 ? SHRINK_ABORT : SHRINK_DEFAULT;
         long[] out = new long[1];
         int[] excluded = excludedRanks.clone();
         int rc = config == null
@@ -1018,6 +1022,11 @@ public final class Communicator implements AutoCloseable {
         return lifecycle;
     }
 
+    /** Whether waits on this communicator's streams must poll: its failures keep it for recovery. */
+    boolean keptForRecovery() {
+        return settings.policy() == FailurePolicy.RECOVER;
+    }
+
     boolean traceDumped() {
         return traceDumped;
     }
@@ -1030,6 +1039,12 @@ public final class Communicator implements AutoCloseable {
         failure = f;
         for (Stream s : streams) {
             s.failed(f);
+        }
+        if (settings.policy() == FailurePolicy.RECOVER) {
+            if (markClosed()) {
+                kept = true;   // no abort: shrink(NCCL_SHRINK_ABORT) or abort() ends its operations
+            }
+            return;
         }
         if (markClosed()) {
             int rc = NcclNative.ncclCommAbort(handle);
@@ -1945,9 +1960,10 @@ public final class Communicator implements AutoCloseable {
         releaseCheckBuffer();
         lifecycle.lock();
         try {
-            if (!markClosed()) {
+            if (!markClosed() && !kept) {
                 return;
             }
+            kept = false;
             if (recorder != null) {
                 Watchdog.instance().forget(this);
             }
@@ -1981,6 +1997,12 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void close0() {
+        if (kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
+            kept = false;
+            Watchdog.instance().forget(this);
+            Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+            return;
+        }
         if (!markClosed()) {
             return;
         }

@@ -27,6 +27,9 @@ interface CudaBackend {
 
     int streamSynchronize(long stream);
 
+    /** {@code cudaStreamQuery}: 0 when all work on the stream has completed, 600 (cudaErrorNotReady) while not. */
+    int streamQuery(long stream);
+
     /** status[0] receives cudaStreamCaptureStatus (0 none, 1 active, 2 invalidated). */
     int streamIsCapturing(long stream, int[] status);
 

@@ -92,7 +92,7 @@ public final class Event implements AutoCloseable {
         if (on != null) {
             on.throwIfFailed();
         }
-        int rc = Cuda.backend().eventSynchronize(handle);
+        int rc = on != null && on.pollsWaits() ? pollUntilDone(on) : Cuda.backend().eventSynchronize(handle);
         if (on != null) {
             on.throwIfFailed();
         }
@@ -101,6 +101,34 @@ public final class Event implements AutoCloseable {
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
         }
+    }
+
+    /** Waits by polling (the stream's communicator is kept for recovery): until done, an error, or a failure. */
+    private int pollUntilDone(Stream on) {
+        while (true) {
+            int q = Cuda.backend().eventQuery(handle);
+            if (q != Stream.NOT_READY || on.failure() != null) {
+                return q == Stream.NOT_READY ? 0 : q;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(Stream.POLL_NANOS);
+        }
+    }
+
+    /**
+     * Whether the work recorded has completed ({@code cudaEventQuery}); returns at once.
+     *
+     * @return true when it has (or nothing was recorded), false while it runs
+     * @throws IllegalStateException when this event is closed
+     * @throws CudaException when CUDA reports an error
+     */
+    public boolean isDone() {
+        ensureOpen();
+        int q = Cuda.backend().eventQuery(handle);
+        if (q == Stream.NOT_READY) {
+            return false;
+        }
+        Cuda.check(q, "cudaEventQuery", device);
+        return true;
     }
 
     /**

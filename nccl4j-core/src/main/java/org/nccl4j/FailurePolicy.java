@@ -21,7 +21,15 @@ public enum FailurePolicy {
      * As {@link #THROW}, and the {@link FailureListener} given with
      * {@link CommConfig.Builder#onFailure(FailureListener)} is called on the watchdog's thread.
      */
-    CALLBACK;
+    CALLBACK,
+    /**
+     * As {@link #THROW}, but the communicator is not aborted: it is left for {@link Communicator#shrink(int...)} to
+     * go on without the lost ranks ({@code NCCL_SHRINK_ABORT} then aborts its pending operations). Waits on its
+     * streams poll ({@code cudaStreamQuery}, {@code cudaEventQuery}) instead of blocking in CUDA, so that the failure
+     * can release them while its kernels still hang. {@link Communicator#abort()} or {@link Communicator#close()}
+     * it once shrunk.
+     */
+    RECOVER;
 
     /** The exit status of {@link #EXIT}: 70 ({@code EX_SOFTWARE} of sysexits.h). */
     public static final int EXIT_STATUS = 70;

@@ -118,6 +118,11 @@ final class PresetsCudaBackend implements CudaBackend {
     }
 
     @Override
+    public int streamQuery(long stream) {
+        return cudart.cudaStreamQuery(new Stream(stream));
+    }
+
+    @Override
     public int eventQuery(long event) {
         return cudart.cudaEventQuery(new Event(event));
     }

@@ -20,6 +20,8 @@ public final class Stream implements AutoCloseable {
     private java.util.Map<Communicator, long[]> capturedCommunicators;
     /** The communicators (with a flight recorder) that have enqueued on this stream; replaced, never changed. */
     private volatile Communicator[] users = NO_USERS;
+    /** A communicator kept for recovery uses this stream: waits poll, so that its failure can release them. */
+    private volatile boolean pollWaits;
     private static final Communicator[] NO_USERS = {};
     /** The failure of a communicator that enqueued on this stream, found by the watchdog; null while none. */
     private volatile CommunicatorFailedException failure;
@@ -109,16 +111,40 @@ public final class Stream implements AutoCloseable {
         throwIfFailed();
         Communicator[] us = users;
         long published = us.length == 1 ? us[0].published() : 0;
-        int rc = Cuda.backend().streamSynchronize(handle);
+        int rc = pollWaits ? pollUntilDone() : Cuda.backend().streamSynchronize(handle);
         throwIfFailed();
-        Cuda.check(rc, "cudaStreamSynchronize", device);
+        Cuda.check(rc, pollWaits ? "cudaStreamQuery" : "cudaStreamSynchronize", device);
         if (us.length == 1) {
             us[0].completedBySynchronize(this, published);
         }
     }
 
+    /** Waits by polling until the stream is idle (0), CUDA reports an error, or a failure is found (0). */
+    private int pollUntilDone() {
+        while (true) {
+            int q = Cuda.backend().streamQuery(handle);
+            if (q != NOT_READY || failure != null) {
+                return q == NOT_READY ? 0 : q;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(POLL_NANOS);
+        }
+    }
+
+    /** {@code cudaErrorNotReady}. */
+    static final int NOT_READY = 600;
+    /** How long a polling wait sleeps between queries. */
+    static final long POLL_NANOS = 20_000;
+
+    /** Whether waits on this stream poll (a communicator kept for recovery uses it). */
+    boolean pollsWaits() {
+        return pollWaits;
+    }
+
     /** A communicator with a flight recorder enqueued on this stream for the first time. */
     synchronized void addUser(Communicator comm) {
+        if (comm.keptForRecovery()) {
+            pollWaits = true;
+        }
         Communicator[] more = java.util.Arrays.copyOf(users, users.length + 1);
         more[users.length] = comm;
         users = more;

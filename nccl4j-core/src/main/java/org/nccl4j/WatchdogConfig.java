@@ -20,8 +20,8 @@ import org.nccl4j.trace.TraceConfig;
  *       {@code 1h}, ISO-8601 ({@code PT10M})</td><td>10 min</td></tr>
  *   <tr><td>{@code NCCL4J_WATCHDOG}</td><td>{@code nccl4j.watchdog}</td><td>{@code on}/{@code off}
  *       ({@code true}/{@code false}, {@code 1}/{@code 0})</td><td>on</td></tr>
- *   <tr><td>{@code NCCL4J_ON_FAILURE}</td><td>{@code nccl4j.onFailure}</td><td>{@code throw}, {@code exit}
- *       ({@link FailurePolicy})</td><td>throw</td></tr>
+ *   <tr><td>{@code NCCL4J_ON_FAILURE}</td><td>{@code nccl4j.onFailure}</td><td>{@code throw}, {@code exit},
+ *       {@code recover} ({@link FailurePolicy})</td><td>throw</td></tr>
  *   <tr><td>{@code NCCL4J_WATCHDOG_POLL}</td><td>{@code nccl4j.watchdogPoll}</td><td>as the timeout; how often the
  *       watchdog looks (process-wide only)</td><td>100 ms</td></tr>
  *   <tr><td>{@code NCCL4J_CHECK_COLLECTIVES}</td><td>{@code nccl4j.checkCollectives}</td><td>{@code 1}/{@code 0}
@@ -161,10 +161,13 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
                 return FailurePolicy.THROW;
             case "exit":
                 return FailurePolicy.EXIT;
+            case "recover":
+                return FailurePolicy.RECOVER;
             default:
                 throw new IllegalArgumentException(nv[0] + "=" + nv[1] + " is not a failure policy: use throw (the "
-                        + "default: waiting threads and later calls throw) or exit (halt with status "
-                        + FailurePolicy.EXIT_STATUS + "); a callback is set in code with CommConfig.Builder.onFailure");
+                        + "default: waiting threads and later calls throw), exit (halt with status "
+                        + FailurePolicy.EXIT_STATUS + ") or recover (throw, and keep the communicator for shrink); a "
+                        + "callback is set in code with CommConfig.Builder.onFailure");
         }
     }
 }

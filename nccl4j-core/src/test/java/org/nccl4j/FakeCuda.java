@@ -485,6 +485,12 @@ final class FakeCuda implements CudaBackend {
         return pending.containsKey(event) ? 600 : 0;
     }
 
+    /** Not recorded in {@link #calls()}: waits that poll ask many times. 600 while the stream is stalled. */
+    @Override
+    public synchronized int streamQuery(long stream) {
+        return stalled.contains(stream) ? 600 : 0;
+    }
+
     /** From now on the work on {@code stream} does not complete: as a collective whose peer never comes. */
     synchronized void stall(long stream) {
         stalled.add(stream);

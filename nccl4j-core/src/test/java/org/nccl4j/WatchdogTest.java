@@ -399,4 +399,46 @@ class WatchdogTest extends StubFixture {
         assertEquals(3, c.syncedThrough());
         within(2000, () -> c.recorder().lastCompleted() >= 3 ? true : null, "the watchdog marking #3");
     }
+
+    @Test
+    void theRecoverPolicyReleasesWaitsWithoutAbortingAndLeavesTheCommunicatorToShrink() throws Exception {
+        Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 16, DataType.FLOAT32);
+        Event ev = later(Event.create(0));
+        Communicator c = watchedComm(watched(Duration.ofMillis(300)).onFailure(FailurePolicy.RECOVER).build());
+        cuda.stall(s.handle());   // and never released: the kernels stay hung until the shrink aborts them
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        ev.record(s);
+        assertTrue(!ev.isDone(), "the all-reduce hangs");
+        CompletableFuture<Throwable> streamWaiter = CompletableFuture.supplyAsync(() -> {
+            try {
+                s.synchronize();
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        CompletableFuture<Throwable> eventWaiter = CompletableFuture.supplyAsync(() -> {
+            try {
+                ev.synchronize();
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        assertTrue(streamWaiter.get(5, TimeUnit.SECONDS) instanceof CollectiveTimeoutException);
+        assertTrue(eventWaiter.get(5, TimeUnit.SECONDS) instanceof CollectiveTimeoutException);
+        assertEquals(List.of(), stub.calls("ncclCommAbort"), "kept: not aborted");
+        assertTrue(c.isClosed(), "closed for calls");
+        assertThrows(CollectiveTimeoutException.class, () -> c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s));
+        Communicator survivors = later(c.shrink(1));
+        assertEquals("1", stub.last("ncclCommShrink").get("flags"), "NCCL_SHRINK_ABORT for the failed parent");
+        assertEquals(1, survivors.size());
+        c.abort();
+        assertEquals(1, stub.calls("ncclCommAbort").size());
+        c.close();
+        c.abort();
+        assertEquals(1, stub.calls("ncclCommAbort").size(), "once");
+        cuda.release(s.handle());
+    }
 }
