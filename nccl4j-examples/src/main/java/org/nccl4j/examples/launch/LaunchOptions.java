@@ -26,11 +26,15 @@ final class LaunchOptions {
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(5);
 
     static final String USAGE = String.join("\n",
-            "usage: nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] <main class | example name> [args...]",
-            "       nccl4j-run -np N [--share-gpu] [--port P] [--grace SECONDS] --cmd [--] <command> [args...]",
+            "usage: nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] <main class | example name>"
+                    + " [args...]",
+            "       nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] --cmd [--] <command> [args...]",
             "  -np N            number of ranks (processes) to start on this machine; at most one per GPU",
             "  --share-gpu      allow more ranks than GPUs (development, CI, tests): rank r on device r mod G, each",
             "                   with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo; sockets, not NVLink speed",
+            "  --elastic        a rank that fails is reported and the others go on (for jobs that shrink their",
+            "                   communicator); exit 0 when a rank ran to the end with 0. Without it the first",
+            "                   failure stops every rank",
             "  --port P         MASTER_PORT for the ranks (default: a free port)",
             "  --grace SECONDS  how long ranks get between SIGTERM and SIGKILL when stopped (default 5)",
             "  --cmd            run <command> as each rank instead of a Java main class",
@@ -54,6 +58,7 @@ final class LaunchOptions {
     private final String mainClass;
     private final List<String> command;
     private final boolean help;
+    private boolean elastic;
 
     private LaunchOptions(int ranks, boolean shareGpu, int port, Duration grace, String mainClass, List<String> command,
             boolean help) {
@@ -81,6 +86,7 @@ final class LaunchOptions {
         Duration grace = DEFAULT_GRACE;
         boolean cmd = false;
         boolean shareGpu = false;
+        boolean elastic = false;
         int i = 0;
         while (i < args.length) {
             String a = args[i];
@@ -97,6 +103,9 @@ final class LaunchOptions {
                 i += 2;
             } else if (a.equals("--share-gpu")) {
                 shareGpu = true;
+                i++;
+            } else if (a.equals("--elastic")) {
+                elastic = true;
                 i++;
             } else if (a.equals("--cmd")) {
                 cmd = true;
@@ -118,7 +127,7 @@ final class LaunchOptions {
             throw new UsageException(cmd ? "--cmd needs a command to run" : "a main class or example name is required");
         }
         if (cmd) {
-            return new LaunchOptions(ranks, shareGpu, port, grace, null, rest, false);
+            return new LaunchOptions(ranks, shareGpu, port, grace, null, rest, false).elastic(elastic);
         }
         String main = mainClassOf(rest.get(0));
         List<String> command = new ArrayList<>();
@@ -128,7 +137,17 @@ final class LaunchOptions {
         command.add(classPath);
         command.add(main);
         command.addAll(rest.subList(1, rest.size()));
-        return new LaunchOptions(ranks, shareGpu, port, grace, main, command, false);
+        return new LaunchOptions(ranks, shareGpu, port, grace, main, command, false).elastic(elastic);
+    }
+
+    private LaunchOptions elastic(boolean on) {
+        this.elastic = on;
+        return this;
+    }
+
+    /** @return whether a failed rank leaves the others running ({@code --elastic}) */
+    boolean elastic() {
+        return elastic;
     }
 
     /** {@code AllReduce} becomes {@code org.nccl4j.examples.AllReduce}; a name with a dot is kept. */

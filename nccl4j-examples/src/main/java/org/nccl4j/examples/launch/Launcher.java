@@ -70,6 +70,9 @@ import java.util.stream.Collectors;
  * <p>Java reports a process killed by signal n as exit status 128 + n; the launcher reports such a status as
  * that signal (a process that itself exits with 129..192 is reported the same way).
  *
+ * <p>With {@code --elastic} a rank that fails is reported and the others go on (a job that shrinks its communicator
+ * carries on without it); the status is then 0 when some rank ran to the end with 0.
+ *
  * <p>Exit status: 0 when every rank exited with 0; the first failed rank's status otherwise; 2 for a bad
  * command line, an unknown main class or more ranks than the GPUs allow; 127 when a rank could not be started.
  */
@@ -283,7 +286,11 @@ public final class Launcher {
                 continue;
             }
             failed.add(r);
-            if (failed.size() == 1) {
+            if (options.elastic()) {
+                long alive = ranks.stream().filter(o -> o != r && o.process.isAlive()).count();
+                err.println("nccl4j-run: rank " + r.rank + " failed: " + describe(status) + "; --elastic: the other "
+                        + alive + " rank" + (alive == 1 ? "" : "s") + " go on");
+            } else if (failed.size() == 1) {
                 List<Rank> others = ranks.stream().filter(o -> o != r && o.process.isAlive()).collect(Collectors.toList());
                 err.println("nccl4j-run: rank " + r.rank + " failed: " + describe(status)
                         + (others.isEmpty() ? "" : "; stopping rank" + (others.size() > 1 ? "s " : " ")
@@ -301,6 +308,12 @@ public final class Launcher {
             return 0;
         }
         Rank first = failed.get(0);
+        if (options.elastic() && ranks.stream().anyMatch(o -> o.process.exitValue() == 0)) {
+            err.println("nccl4j-run: --elastic: rank" + (failed.size() > 1 ? "s " : " ") + failed.stream()
+                    .map(o -> Integer.toString(o.rank)).collect(Collectors.joining(", ")) + " failed; the others ran to"
+                    + " the end");
+            return 0;
+        }
         int status = first.process.exitValue();
         err.println("nccl4j-run: " + (failed.size() == 1 ? "rank " + first.rank + " failed" : failed.size()
                 + " ranks failed, first rank " + first.rank) + " (" + describe(status) + ")");

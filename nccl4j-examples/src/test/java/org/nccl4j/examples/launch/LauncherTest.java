@@ -301,6 +301,20 @@ class LauncherTest {
     }
 
     @Test
+    void withElasticAFailedRankIsReportedAndTheOthersGoOn() throws Exception {
+        String script = "if [ $RANK = 1 ]; then " + awaitPids("0", "2") + "; kill -9 $$; fi; " + writePid("$RANK")
+                + "; sleep 1; echo finished";
+        Run r = sh(3, script, "--elastic");
+        assertEquals(0, r.status(), r.err());
+        assertTrue(r.err().contains("rank 1 failed: killed by signal 9 (SIGKILL, exit status 137); --elastic: the "
+                + "other 2 ranks go on"), r.err());
+        assertTrue(r.err().contains("--elastic: rank 1 failed; the others ran to the end"), r.err());
+        assertTrue(r.out().contains("[0] finished") && r.out().contains("[2] finished"), r.out());
+        Run all = sh(2, "exit 4", "--elastic");
+        assertEquals(4, all.status(), "no rank ran to the end: the first failure's status; " + all.err());
+    }
+
+    @Test
     void aRankKilledBySignalIsReportedWithTheSignal() throws Exception {
         String script = "if [ $RANK = 1 ]; then " + awaitPids("0") + "; kill -9 $$; fi; " + writePid("$RANK")
                 + "; exec sleep " + SLEEP;
