@@ -95,6 +95,19 @@ kill_plain() { plain_java "$1" kill; }
 kill_run() { launched "$1" kill; }
 half_check() { NCCL4J_CHECK_COLLECTIVES=1 launched "$1" halfcount; }
 half_nocheck() { NCCL4J_CHECK_COLLECTIVES=0 launched "$1" halfcount; }
+# elastic DIR NP KILL: ElasticDdp under nccl4j-run --elastic, rank KILL lost at step 60; prints the launcher's
+# status and whether every survivor printed the same crc32 of its weights
+elastic() {
+  local st crcs
+  timeout -s KILL "$limit" "$bundle/nccl4j-run" --elastic --share-gpu -np "$2" ElasticDdp --steps 200 \
+      --kill-rank "$3" --kill-step 60 > "$1/run.log" 2>&1
+  st=$?
+  crcs=$(grep -o 'final weights crc32 [0-9a-f]*' "$1/run.log" | sort -u | wc -l)
+  [ "$(grep -c 'final weights crc32' "$1/run.log")" = $(($2 - 1)) ] && [ "$crcs" = 1 ] \
+    && echo "$st same-crc" || echo "$st crc-differ"
+}
+elastic3() { elastic "$1" 3 1; }
+elastic4() { elastic "$1" 4 2; }
 cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
 
 # skip: both ranks exit 0 (each saw the promised timeout in both threads)
@@ -108,6 +121,9 @@ run_case kill-no-launcher '0 137' kill_plain
 run_case kill-nccl4j-run '[0-9]+' kill_run
 run_case halfcount-check '0' half_check
 run_case halfcount-no-check '0' half_nocheck
+# a lost rank survived: the launcher goes on (--elastic), every survivor ends with the same weights
+run_case elastic-3-ranks '0 same-crc' elastic3
+run_case elastic-4-ranks '0 same-crc' elastic4
 run_case cost '0' cost
 echo "$passed passed, $failed failed (logs: $log_dir)"
 [ "$failed" = 0 ]

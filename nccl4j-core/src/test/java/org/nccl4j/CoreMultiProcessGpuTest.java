@@ -155,6 +155,33 @@ class CoreMultiProcessGpuTest extends CommunicatorGpuSuite {
     }
 
     @Test
+    void shrinkWithoutTheLastRankThenAThousandAllReducesCheckedOnTheHost() {
+        int last = comm.size() - 1;
+        if (comm.rank() == last) {
+            return;   // the excluded rank takes no part in the shrink
+        }
+        try (Communicator small = comm.shrink(last);
+             DeviceBuffer b = DeviceBuffer.allocate(comm.device(), 1000, DataType.INT32)) {
+            assertEquals(comm.size() - 1, small.size());
+            assertEquals(Communicator.rankAfterShrink(comm.rank(), last), small.rank());
+            int[] v = new int[1000];
+            for (int round = 0; round < 1000; round++) {
+                for (int i = 0; i < v.length; i++) {
+                    v[i] = (small.rank() + 1) * (i % 7 + 1) + round;
+                }
+                b.copyFrom(v);
+                small.allReduce(b, DataType.INT32, ReduceOp.SUM, stream);
+                stream.synchronize();
+                int[] got = b.copyTo(new int[v.length]);
+                int n = small.size();
+                for (int i = 0; i < v.length; i += 97) {
+                    assertEquals(n * (n + 1) / 2 * (i % 7 + 1) + n * round, got[i], "round " + round + " element " + i);
+                }
+            }
+        }
+    }
+
+    @Test
     void splitIntoOneRankCommunicators() {
         try (Communicator child = comm.split(comm.rank(), 0)) {
             assertNotNull(child);

@@ -1,0 +1,200 @@
+package org.nccl4j.examples;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.zip.CRC32;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.CommunicatorFailedException;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Event;
+import org.nccl4j.FailurePolicy;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+
+/**
+ * Data-parallel training that survives a lost rank: each rank fits a linear model to its own shard of data,
+ * all-reduces the gradient (SUM, then / the world size on the host) and takes the same SGD step. At step
+ * {@code --kill-step} rank {@code --kill-rank} halts abruptly ({@code kill -9} of its own process). The survivors'
+ * watchdog (policy {@link FailurePolicy#RECOVER}) delivers the failure to their wait; they
+ * {@link Communicator#shrink(int...) shrink} the communicator without the lost rank, abort the old one, redo the step
+ * over the new world size, and finish. Each survivor prints the detection time (the failed step's all-reduce
+ * enqueued to the exception), the recovery time (the exception to the first all-reduce completed on the new
+ * communicator), the loss, and a CRC32 of its final weights, which must be the same on every survivor.
+ *
+ * <p>Which rank was lost is taken from {@code --kill-rank}: nccl4j does not yet name the lost rank by itself, so the
+ * survivors do not agree on it by themselves either.
+ *
+ * <pre>
+ * scripts/nccl4j-run --elastic --share-gpu -np 3 ElasticDdp --steps 200 --kill-rank 1 --kill-step 60
+ * </pre>
+ */
+public final class ElasticDdp {
+    private static final int DIM = 256;
+    private static final int BATCH = 16;
+
+    private ElasticDdp() {
+    }
+
+    /**
+     * Runs the example.
+     *
+     * @param args {@code [--steps N] [--kill-rank R] [--kill-step K] [--lr X]}
+     */
+    public static void main(String[] args) {
+        int steps = 200;
+        int killRank = -1;
+        int killStep = -1;
+        float lr = 0.05f;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            String v = i + 1 < args.length ? args[i + 1] : null;
+            if (v != null && a.equals("--steps") && v.matches("[0-9]{1,6}")) {
+                steps = Integer.parseInt(v);
+            } else if (v != null && a.equals("--kill-rank") && v.matches("[0-9]{1,4}")) {
+                killRank = Integer.parseInt(v);
+            } else if (v != null && a.equals("--kill-step") && v.matches("[0-9]{1,6}")) {
+                killStep = Integer.parseInt(v);
+            } else if (v != null && a.equals("--lr") && v.matches("[0-9]*\\.?[0-9]+")) {
+                lr = Float.parseFloat(v);
+            } else {
+                System.err.println("bad argument " + a + "; usage: ElasticDdp [--steps N] [--kill-rank R] "
+                        + "[--kill-step K] [--lr X]");
+                System.exit(2);
+            }
+            i++;
+        }
+        int s = steps;
+        int kr = killRank;
+        int ks = killStep;
+        float rate = lr;
+        System.exit(Examples.exitStatus("ElasticDdp", () -> run(s, kr, ks, rate)));
+    }
+
+    /** The weights every rank tries to learn. */
+    static float target(int j) {
+        return (float) Math.sin(0.1 * j + 1);
+    }
+
+    /** Sample {@code b} of {@code rank}'s shard at {@code step}, component {@code j}: deterministic, in [-1, 1). */
+    static float input(int rank, int step, int b, int j) {
+        long h = (((long) rank * 1_000_003 + step) * 131 + b) * 8191 + j;
+        h ^= h >>> 33;
+        h *= 0xff51afd7ed558ccdL;
+        h ^= h >>> 33;
+        return (float) ((h >>> 40) / (double) (1L << 24) * 2 - 1);
+    }
+
+    /** The gradient of rank {@code rank}'s mean squared error at {@code step} into {@code grad}; returns the loss. */
+    static double gradient(float[] w, int rank, int step, float[] grad) {
+        java.util.Arrays.fill(grad, 0f);
+        double loss = 0;
+        float[] x = new float[DIM];
+        for (int b = 0; b < BATCH; b++) {
+            double pred = 0;
+            double y = 0;
+            for (int j = 0; j < DIM; j++) {
+                x[j] = input(rank, step, b, j);
+                pred += w[j] * x[j];
+                y += target(j) * x[j];
+            }
+            double err = pred - y;
+            loss += err * err / 2 / BATCH;
+            for (int j = 0; j < DIM; j++) {
+                grad[j] += (float) (err * x[j] / BATCH);
+            }
+        }
+        return loss;
+    }
+
+    private static int run(int steps, int killRank, int killStep, float lr) {
+        try (Communicator first = Communicator.fromEnvironment(CommConfig.builder().commName("elastic")
+                .onFailure(FailurePolicy.RECOVER).timeout(Duration.ofSeconds(30)).build())) {
+            return train(first, steps, killRank, killStep, lr);
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static int train(Communicator first, int steps, int killRank, int killStep, float lr)
+            throws IOException, InterruptedException {
+        int me = first.rank();   // this rank's shard, whatever its rank after a shrink
+        String who = "rank " + me + ": ";
+        Communicator comm = first;
+        float[] w = new float[DIM];
+        float[] grad = new float[DIM];
+        double firstLoss = Double.NaN;
+        double loss = 0;
+        try (Stream stream = Stream.create(comm.device());
+             Event done = Event.create(comm.device());
+             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), DIM, DataType.FLOAT32)) {
+            System.out.println(who + comm.size() + " ranks, " + steps + " steps"
+                    + (killRank >= 0 ? "; rank " + killRank + " is lost at step " + killStep : ""));
+            for (int step = 0; step < steps; step++) {
+                if (me == killRank && step == killStep) {
+                    System.out.println(who + "kill -9 at step " + step);
+                    System.out.flush();
+                    new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                    Thread.sleep(60_000);
+                }
+                loss = gradient(w, me, step, grad);
+                buf.copyFrom(grad);
+                long enqueued = System.nanoTime();
+                try {
+                    comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    done.record(stream).synchronize();
+                } catch (CommunicatorFailedException e) {
+                    long detected = System.nanoTime();
+                    System.out.println(who + "step " + step + ": " + e.getClass().getSimpleName() + " "
+                            + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
+                    int lost = killRank;
+                    Communicator smaller = comm.shrink(lost);
+                    comm.abort();
+                    if (comm != first) {
+                        comm.close();
+                    }
+                    comm = smaller;
+                    loss = gradient(w, me, step, grad);   // the step again, over the survivors
+                    buf.copyFrom(grad);
+                    comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    done.record(stream).synchronize();
+                    System.out.println(who + "shrunk without rank " + lost + ": now rank " + comm.rank() + " of "
+                            + comm.size() + "; recovered " + ms(System.nanoTime() - detected)
+                            + " after the detection (shrink and the step's all-reduce on the new communicator)");
+                }
+                float[] sum = buf.copyTo(new float[DIM]);
+                for (int j = 0; j < DIM; j++) {
+                    w[j] -= lr * sum[j] / comm.size();
+                }
+                if (Double.isNaN(firstLoss)) {
+                    firstLoss = loss;
+                }
+                if (step % 50 == 0 || step == steps - 1) {
+                    System.out.printf(Locale.ROOT, "%sstep %d: loss %.6f on %d ranks%n", who, step, loss, comm.size());
+                }
+            }
+            CRC32 crc = new CRC32();
+            ByteBuffer bytes = ByteBuffer.allocate(4 * DIM).order(ByteOrder.LITTLE_ENDIAN);
+            for (float v : w) {
+                bytes.putFloat(v);
+            }
+            crc.update(bytes.array());
+            boolean falling = loss < firstLoss;
+            System.out.printf(Locale.ROOT, "%sfinal weights crc32 %08x; loss %.6f -> %.6f (%s)%n", who, crc.getValue(),
+                    firstLoss, loss, falling ? "falling" : "NOT falling");
+            return falling ? 0 : 1;
+        } finally {
+            if (comm != first) {
+                comm.close();
+            }
+        }
+    }
+
+    private static String ms(long nanos) {
+        return String.format(Locale.ROOT, "%.0f ms", nanos / 1e6);
+    }
+}

@@ -1,0 +1,41 @@
+package org.nccl4j.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** ElasticDdp's model on the CPU: its data is deterministic and its gradient descends. */
+class ElasticDdpTest {
+    @Test
+    void dataIsDeterministicAndInRange() {
+        assertEquals(ElasticDdp.input(2, 5, 3, 7), ElasticDdp.input(2, 5, 3, 7));
+        float a = ElasticDdp.input(0, 0, 0, 0);
+        float b = ElasticDdp.input(1, 0, 0, 0);
+        assertTrue(a != b, "ranks have their own shards");
+        for (int j = 0; j < 1000; j++) {
+            float v = ElasticDdp.input(j % 3, j, j % 16, j % 256);
+            assertTrue(v >= -1 && v < 1, "input " + v);
+        }
+    }
+
+    @Test
+    void theGradientIsZeroAtTheTargetAndStepsLowerTheLoss() {
+        float[] w = new float[256];
+        float[] g = new float[256];
+        for (int j = 0; j < w.length; j++) {
+            w[j] = ElasticDdp.target(j);
+        }
+        assertEquals(0, ElasticDdp.gradient(w, 1, 4, g), 1e-9);
+        java.util.Arrays.fill(w, 0f);
+        double before = ElasticDdp.gradient(w, 0, 0, g);
+        for (int step = 0; step < 200; step++) {
+            ElasticDdp.gradient(w, step % 3, step, g);
+            for (int j = 0; j < w.length; j++) {
+                w[j] -= 0.05f * g[j];
+            }
+        }
+        double after = ElasticDdp.gradient(w, 0, 0, g);
+        assertTrue(after < before / 2, "loss " + before + " -> " + after);
+    }
+}
