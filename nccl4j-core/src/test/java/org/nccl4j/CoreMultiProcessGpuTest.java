@@ -147,7 +147,9 @@ class CoreMultiProcessGpuTest extends CommunicatorGpuSuite {
                         for (int r = 0; r < comm.size(); r++) {
                             sum += (r + 1) * (g + 1) + i % 5 + step;
                         }
-                        assertEquals(sum / comm.size(), got[i], "step " + step + " gradient " + g + " element " + i);
+                        float expected = sum / comm.size();   // exact for 2 or 4 ranks; 1/3 rounds: a few ulps
+                        assertEquals(expected, got[i], Integer.bitCount(comm.size()) == 1 ? 0 : 4 * Math.ulp(expected),
+                                "step " + step + " gradient " + g + " element " + i);
                     }
                 }
             }

@@ -125,6 +125,28 @@ final class HostData {
         return type.isFloating() ? r : wrap(type, (long) r);
     }
 
+    /**
+     * The relative error allowed in a result of {@code op} over {@code ranks} ranks: 0 (exact) but for a floating AVG
+     * over a rank count that is not a power of two. NCCL computes a floating AVG as a sum of inputs each multiplied by
+     * 1/n, rounded in the type, and 1/3 (say) is not exact in any binary type: each of the n terms may be off by half a
+     * unit in the last place, so the result by n of them.
+     */
+    static double avgTolerance(ReduceOp op, DataType type, int ranks) {
+        if (op != ReduceOp.AVG || !type.isFloating() || Integer.bitCount(ranks) == 1) {
+            return 0;
+        }
+        int mantissaBits = switch (type) {
+            case FLOAT64 -> 52;
+            case FLOAT32 -> 23;
+            case FLOAT16 -> 10;
+            case BFLOAT16 -> 7;
+            case FLOAT8_E4M3 -> 3;
+            case FLOAT8_E5M2 -> 2;
+            default -> throw new IllegalArgumentException(type.toString());
+        };
+        return ranks * Math.scalb(1.0, -mantissaBits);
+    }
+
     /** {@code v} as the integer type {@code type} holds it. */
     static double wrap(DataType type, long v) {
         return switch (type) {
