@@ -77,6 +77,10 @@ public final class Communicator implements AutoCloseable {
     }
 
     private final Watchdog.Settings settings;
+    /** The configuration it was made with (null: NCCL's defaults), for {@link #reform}. */
+    private CommConfig config;
+    /** How many recoveries led to this communicator: 0 for one made directly; each {@link #recover} adds one. */
+    private int generation;
     /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
     private final FlightRecorder recorder;
     /** Held by close(), abort() and the watchdog while it looks at this communicator. */
@@ -211,7 +215,9 @@ public final class Communicator implements AutoCloseable {
             }
             throw Errors.failure(rc, fn, null);
         }
-        return adopt(out[0], device, blocking, settings);
+        Communicator c = adopt(out[0], device, blocking, settings);
+        c.config = config;
+        return c;
     }
 
     /**
@@ -458,6 +464,86 @@ public final class Communicator implements AutoCloseable {
         Watchdog.Settings childSettings = config == null ? settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         return adopt(out[0], device, childBlocking, childSettings);
+    }
+
+    /**
+     * A new communicator of this one's ranks without {@code excludedRanks}, made afresh through {@code route}: the
+     * remaining ranks are numbered as {@link #shrink(int...)} numbers them ({@link #rankAfterShrink}), exchange a new
+     * unique id over the route and call {@code ncclCommInitRankConfig}. For an NCCL without {@code ncclCommShrink},
+     * or one that will not shrink a communicator a lost peer broke. Every remaining rank calls it with the same set
+     * and an equivalent route; this communicator is left as it is ({@link #abort()} it when it is broken).
+     *
+     * @param route the rendezvous of the remaining ranks (its rank and world size are set here)
+     * @param config the new communicator's configuration, or null for this one's
+     * @param excludedRanks the ranks to leave out, as for {@link #shrink(int...)}
+     * @return the new communicator
+     * @throws IllegalArgumentException for a bad exclusion, as {@link #shrink(int...)}
+     * @throws RendezvousException when the remaining ranks cannot exchange the id
+     */
+    public Communicator reform(Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
+        if (closed && !kept) {
+            throw closedError();
+        }
+        checkExcluded(excludedRanks);
+        if (route == null) {
+            throw Errors.nullArgument("route");
+        }
+        int newRank = rankAfterShrink(rank, excludedRanks);
+        int newSize = size - excludedRanks.length;
+        UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
+                .exchange(() -> UniqueId.generate().toBytes()));
+        Communicator c = create(newRank, newSize, id, device, config != null ? config : this.config);
+        c.generation = generation + 1;
+        return c;
+    }
+
+    /**
+     * Goes on without {@code excludedRanks}: {@link #shrink(CommConfig, int...)} where the loaded NCCL can; where it
+     * lacks {@code ncclCommShrink}, or refuses to shrink because a lost peer broke this communicator (NCCL 2.28.3 does:
+     * its shrink returns the parent's {@code ncclRemoteError}), {@link #reform} through a rendezvous of the remaining
+     * ranks: the file {@code NCCL4J_RENDEZVOUS_FILE} names with {@code .recovery<N>} appended when it is set, else TCP
+     * to {@code MASTER_ADDR} at {@code MASTER_PORT + 100 + N}, N counting the recoveries. The TCP form needs the
+     * lowest remaining rank on {@code MASTER_ADDR}'s host (true on one machine); elsewhere set the file or call
+     * {@link #reform} with a route of your own.
+     *
+     * @param config the new communicator's configuration, or null for this one's
+     * @param excludedRanks the ranks to leave out, as for {@link #shrink(int...)}
+     * @return the new communicator; {@link #abort()} this one when it is broken
+     * @throws IllegalStateException when a rendezvous is needed and neither the file nor MASTER_ADDR/MASTER_PORT is
+     *         set
+     */
+    public Communicator recover(CommConfig config, int... excludedRanks) {
+        if (library.has(NcclFunction.ncclCommShrink)) {
+            try {
+                Communicator c = shrink(config, excludedRanks);
+                c.config = config != null ? config : this.config;
+                c.generation = generation + 1;
+                return c;
+            } catch (NcclException e) {
+                if (e.result() != NcclResult.REMOTE_ERROR) {
+                    throw e;
+                }
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: ncclCommShrink refused to shrink "
+                        + "rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator afresh",
+                        rank, size, e.ncclName());
+            }
+        }
+        return reform(recoveryRoute(generation + 1), config, excludedRanks);
+    }
+
+    private static Rendezvous.Builder recoveryRoute(int n) {
+        String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
+        if (file != null && !file.isBlank()) {
+            return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
+        }
+        String host = NcclNative.getenv("MASTER_ADDR");
+        String port = NcclNative.getenv("MASTER_PORT");
+        if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
+            throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
+                    + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
+                    + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
+        }
+        return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
     }
 
     private void checkExcluded(int[] excluded) {

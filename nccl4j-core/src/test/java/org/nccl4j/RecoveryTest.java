@@ -113,6 +113,68 @@ class RecoveryTest extends StubFixture {
         assertTrue(e.getMessage().startsWith("ncclCommShrink failed on rank 0: ncclInvalidUsage (5)"), e.getMessage());
     }
 
+    @Test
+    void recoverFallsBackToARendezvousOfTheSurvivorsWhenNcclRefusesToShrink() throws Exception {
+        Communicator r0 = comm(0, 3);
+        Communicator r2 = comm(2, 3);
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort() - 101;   // recover's first rendezvous: MASTER_PORT + 100 + 1
+        }
+        String addr = org.nccl4j.jni.NcclNative.getenv("MASTER_ADDR");
+        String mport = org.nccl4j.jni.NcclNative.getenv("MASTER_PORT");
+        org.nccl4j.jni.NcclNative.setenv("MASTER_ADDR", "127.0.0.1", 1);
+        org.nccl4j.jni.NcclNative.setenv("MASTER_PORT", Integer.toString(port), 1);
+        stub.result(NcclFunction.ncclCommShrink, 6);   // as NCCL 2.28.3 answers after a lost peer
+        try {
+            java.util.concurrent.CompletableFuture<Communicator> a =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> r0.recover(null, 1));
+            java.util.concurrent.CompletableFuture<Communicator> b =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> r2.recover(null, 1));
+            Communicator n0 = later(a.get(30, java.util.concurrent.TimeUnit.SECONDS));
+            Communicator n1 = later(b.get(30, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(java.util.Set.of(0, 1), java.util.Set.of(n0.rank(), n1.rank()));
+            assertEquals(2, n0.size());
+            assertEquals(2, n1.size());
+            java.util.List<Map<String, String>> inits = stub.calls("ncclCommInitRank").stream()
+                    .map(StubNccl::parse).filter(m -> m.get("nranks").equals("2"))
+                    .collect(java.util.stream.Collectors.toList());
+            assertEquals(2, inits.size(), inits.toString());
+            assertEquals(inits.get(0).get("id"), inits.get(1).get("id"), "one new id for both survivors");
+            assertEquals(java.util.Set.of("0", "1"), java.util.Set.of(inits.get(0).get("rank"), inits.get(1).get("rank")));
+        } finally {
+            restore("MASTER_ADDR", addr);
+            restore("MASTER_PORT", mport);
+        }
+        stub.result(NcclFunction.ncclCommShrink, 0);
+    }
+
+    @Test
+    void recoverWithoutARendezvousSaysWhatToSet() {
+        Communicator c = comm(0, 3);
+        String addr = org.nccl4j.jni.NcclNative.getenv("MASTER_ADDR");
+        org.nccl4j.jni.NcclNative.unsetenv("MASTER_ADDR");
+        stub.result(NcclFunction.ncclCommShrink, 6);
+        try {
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> c.recover(null, 2));
+            assertTrue(e.getMessage().startsWith("Communicator.recover needs a rendezvous for the remaining ranks and "
+                    + "none is set: set NCCL4J_RENDEZVOUS_FILE"), e.getMessage());
+        } finally {
+            restore("MASTER_ADDR", addr);
+            stub.result(NcclFunction.ncclCommShrink, 0);
+        }
+        assertEquals(2, later(c.recover(null, 2)).size(), "where NCCL shrinks, recover is a shrink");
+        assertEquals("2", stub.last("ncclCommShrink").get("exclude"));
+    }
+
+    private static void restore(String name, String value) {
+        if (value == null) {
+            org.nccl4j.jni.NcclNative.unsetenv(name);
+        } else {
+            org.nccl4j.jni.NcclNative.setenv(name, value, 1);
+        }
+    }
+
     /** The same calls on an NCCL that lacks them (2.19.3): a clear refusal naming the release that adds each. */
     @Nested
     class OnAnOldNccl extends StubFixture {

@@ -21,8 +21,9 @@ import org.nccl4j.Stream;
  * all-reduces the gradient (SUM, then / the world size on the host) and takes the same SGD step. At step
  * {@code --kill-step} rank {@code --kill-rank} halts abruptly ({@code kill -9} of its own process). The survivors'
  * watchdog (policy {@link FailurePolicy#RECOVER}) delivers the failure to their wait; they
- * {@link Communicator#shrink(int...) shrink} the communicator without the lost rank, abort the old one, redo the step
- * over the new world size, and finish. Each survivor prints the detection time (the failed step's all-reduce
+ * {@link Communicator#recover recover} a communicator without the lost rank (a shrink, or where NCCL refuses to
+ * shrink after a lost peer, a new communicator of the survivors), abort the old one, redo the step over the new world
+ * size, and finish. Each survivor prints the detection time (the failed step's all-reduce
  * enqueued to the exception), the recovery time (the exception to the first all-reduce completed on the new
  * communicator), the loss, and a CRC32 of its final weights, which must be the same on every survivor.
  *
@@ -152,7 +153,7 @@ public final class ElasticDdp {
                     System.out.println(who + "step " + step + ": " + e.getClass().getSimpleName() + " "
                             + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
                     int lost = killRank;
-                    Communicator smaller = comm.shrink(lost);
+                    Communicator smaller = comm.recover(null, lost);
                     comm.abort();
                     if (comm != first) {
                         comm.close();
@@ -164,7 +165,7 @@ public final class ElasticDdp {
                     done.record(stream).synchronize();
                     System.out.println(who + "shrunk without rank " + lost + ": now rank " + comm.rank() + " of "
                             + comm.size() + "; recovered " + ms(System.nanoTime() - detected)
-                            + " after the detection (shrink and the step's all-reduce on the new communicator)");
+                            + " after the detection (the new communicator and the step's all-reduce on it)");
                 }
                 float[] sum = buf.copyTo(new float[DIM]);
                 for (int j = 0; j < DIM; j++) {
