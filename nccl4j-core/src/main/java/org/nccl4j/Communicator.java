@@ -498,10 +498,12 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
-     * Goes on without {@code excludedRanks}: {@link #shrink(CommConfig, int...)} where the loaded NCCL can; where it
-     * lacks {@code ncclCommShrink}, or refuses to shrink because a lost peer broke this communicator (NCCL 2.28.3 does:
-     * its shrink returns the parent's {@code ncclRemoteError}), {@link #reform} through a rendezvous of the remaining
-     * ranks: the file {@code NCCL4J_RENDEZVOUS_FILE} names with {@code .recovery<N>} appended when it is set, else TCP
+     * Goes on without {@code excludedRanks}: {@link #shrink(CommConfig, int...)} when this communicator is healthy (a
+     * planned shrink) or the loaded NCCL has {@code ncclCommRevoke} (2.28.7+); otherwise, and where shrink is missing or
+     * refused, {@link #reform} through a rendezvous of the remaining ranks. A broken communicator is not shrunk on an
+     * older NCCL because NCCL 2.28.3 refuses a shrink on the ranks that saw the lost peer's error (its shrink returns
+     * the parent's {@code ncclRemoteError}) and would let the others, which saw only a timeout, wait in theirs: every
+     * survivor must take the same path. The rendezvous: the file {@code NCCL4J_RENDEZVOUS_FILE} names with {@code .recovery<N>} appended when it is set, else TCP
      * to {@code MASTER_ADDR} at {@code MASTER_PORT + 100 + N}, N counting the recoveries. The TCP form needs the
      * lowest remaining rank on {@code MASTER_ADDR}'s host (true on one machine); elsewhere set the file or call
      * {@link #reform} with a route of your own.
@@ -513,7 +515,10 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
-        if (library.has(NcclFunction.ncclCommShrink)) {
+        int[] state = new int[1];
+        boolean broken = failure != null || closed
+                || NcclNative.ncclCommGetAsyncError(handle, state) == 0 && state[0] != 0 && state[0] != 7;
+        if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
                 Communicator c = shrink(config, excludedRanks);
                 c.config = config != null ? config : this.config;

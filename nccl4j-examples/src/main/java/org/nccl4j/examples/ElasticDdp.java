@@ -114,7 +114,7 @@ public final class ElasticDdp {
 
     private static int run(int steps, int killRank, int killStep, float lr) {
         try (Communicator first = Communicator.fromEnvironment(CommConfig.builder().commName("elastic")
-                .onFailure(FailurePolicy.RECOVER).timeout(Duration.ofSeconds(30)).build())) {
+                .onFailure(FailurePolicy.RECOVER).timeout(Duration.ofSeconds(10)).build())) {
             return train(first, steps, killRank, killStep, lr);
         } catch (IOException | InterruptedException e) {
             throw new IllegalStateException(e);
