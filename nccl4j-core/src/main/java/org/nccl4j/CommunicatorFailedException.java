@@ -8,7 +8,8 @@ import java.time.Duration;
  * ({@link CollectiveTimeoutException}), a peer that failed ({@link RemoteErrorException}), or another error that
  * NCCL reported in the background ({@code ncclCommGetAsyncError}) or CUDA reported on the communicator's stream.
  *
- * <p>The watchdog aborts the communicator ({@code ncclCommAbort}) so that the GPU is released, then delivers this
+ * <p>The watchdog aborts the communicator ({@code ncclCommAbort}) so that the GPU is released (unless its policy is
+ * {@link FailurePolicy#RECOVER}, which keeps it for {@link Communicator#recover}), then delivers this
  * failure to every thread that waits on the communicator's streams ({@link Stream#synchronize()},
  * {@link Event#synchronize()}) and to every later call on the communicator, each time as a new exception of the
  * same class and message whose cause is the watchdog's original.
@@ -24,7 +25,7 @@ public class CommunicatorFailedException extends NcclException {
     /** What the watchdog knew when it found the failure; the pieces of the message. */
     record Details(int rank, int size, String communicator, String operation, long sequence, long count,
             String dataType, String reduceOp, int peer, long bytes, long stream, Duration elapsed, Duration timeout,
-            int code, String lastError, Path trace, String verdict) {
+            int code, String lastError, Path trace, String verdict, boolean kept) {
     }
 
     private final transient Details details;
@@ -87,7 +88,8 @@ public class CommunicatorFailedException extends NcclException {
         if (d.lastError() != null && !d.lastError().isEmpty()) {
             sb.append(", last error: ").append(d.lastError());
         }
-        sb.append(". The communicator was aborted. Trace: ")
+        sb.append(d.kept() ? ". The communicator was kept for recovery: recover or shrink it, then abort it. Trace: "
+                : ". The communicator was aborted. Trace: ")
                 .append(d.trace() == null ? "not written" : d.trace().toString())
                 .append(": run scripts/nccl4j-trace over the directory of every rank's trace to find the rank that "
                         + "diverged");

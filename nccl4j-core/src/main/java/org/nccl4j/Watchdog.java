@@ -379,7 +379,8 @@ final class Watchdog implements Runnable {
                     comm.size(), settings.commName(), op, e == null ? seq : e.sequence(), e == null ? 0 : e.count(),
                     e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
                     e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(),
-                    e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict);
+                    e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict,
+                    settings.policy() == FailurePolicy.RECOVER);
             switch (kind) {
                 case TIMEOUT:
                     return new CollectiveTimeoutException(d);
@@ -420,7 +421,8 @@ final class Watchdog implements Runnable {
             CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
                     comm.size(), settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
                     (int) fp[5], 0, 0, Duration.ofNanos(waited), settings.timeout(), 0,
-                    NcclNative.ncclGetLastError(comm.handleUnchecked()), trace, verdict);
+                    NcclNative.ncclGetLastError(comm.handleUnchecked()), trace, verdict,
+                    settings.policy() == FailurePolicy.RECOVER);
             return new CollectiveTimeoutException(d);
         }
 

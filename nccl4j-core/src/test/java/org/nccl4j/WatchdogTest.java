@@ -429,6 +429,8 @@ class WatchdogTest extends StubFixture {
         assertTrue(streamWaiter.get(5, TimeUnit.SECONDS) instanceof CollectiveTimeoutException);
         assertTrue(eventWaiter.get(5, TimeUnit.SECONDS) instanceof CollectiveTimeoutException);
         assertEquals(List.of(), stub.calls("ncclCommAbort"), "kept: not aborted");
+        assertTrue(c.failure().getMessage().contains("The communicator was kept for recovery: recover or shrink it, "
+                + "then abort it. Trace: "), c.failure().getMessage());
         assertTrue(c.isClosed(), "closed for calls");
         assertThrows(CollectiveTimeoutException.class, () -> c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s));
         Communicator survivors = later(c.shrink(1));

@@ -163,7 +163,8 @@ public final class ElasticDdp {
                     buf.copyFrom(grad);
                     comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
                     done.record(stream).synchronize();
-                    System.out.println(who + "shrunk without rank " + lost + ": now rank " + comm.rank() + " of "
+                    System.out.println(who + "a new communicator without rank " + lost + ": now rank " + comm.rank()
+                            + " of "
                             + comm.size() + "; recovered " + ms(System.nanoTime() - detected)
                             + " after the detection (the new communicator and the step's all-reduce on it)");
                 }
