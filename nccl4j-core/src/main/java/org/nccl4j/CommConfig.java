@@ -352,7 +352,8 @@ public final class CommConfig {
          */
         public Builder timeout(java.time.Duration timeout) {
             if (timeout == null || timeout.isZero() || timeout.isNegative()) {
-                throw Errors.argument("timeout must be longer than zero, got " + timeout + ": e.g. Duration.ofMinutes(10)");
+                throw Errors.argument("timeout must be longer than zero, got " + timeout
+                        + ": e.g. Duration.ofMinutes(10)");
             }
             this.timeout = timeout;
             return this;

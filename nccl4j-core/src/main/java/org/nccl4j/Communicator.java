@@ -499,14 +499,14 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * Goes on without {@code excludedRanks}: {@link #shrink(CommConfig, int...)} when this communicator is healthy (a
-     * planned shrink) or the loaded NCCL has {@code ncclCommRevoke} (2.28.7+); otherwise, and where shrink is missing or
-     * refused, {@link #reform} through a rendezvous of the remaining ranks. A broken communicator is not shrunk on an
-     * older NCCL because NCCL 2.28.3 refuses a shrink on the ranks that saw the lost peer's error (its shrink returns
-     * the parent's {@code ncclRemoteError}) and would let the others, which saw only a timeout, wait in theirs: every
-     * survivor must take the same path. The rendezvous: the file {@code NCCL4J_RENDEZVOUS_FILE} names with {@code .recovery<N>} appended when it is set, else TCP
-     * to {@code MASTER_ADDR} at {@code MASTER_PORT + 100 + N}, N counting the recoveries. The TCP form needs the
-     * lowest remaining rank on {@code MASTER_ADDR}'s host (true on one machine); elsewhere set the file or call
-     * {@link #reform} with a route of your own.
+     * planned shrink) or the loaded NCCL has {@code ncclCommRevoke} (2.28.7+); otherwise, and where shrink is missing
+     * or refused, {@link #reform} through a rendezvous of the remaining ranks. A broken communicator is not shrunk on
+     * an older NCCL: NCCL 2.28.3 refuses the shrink on the ranks that saw the lost peer's error (it returns the
+     * parent's {@code ncclRemoteError}) and would let the others, which saw only a timeout, wait in theirs, while
+     * every survivor must take the same path. The rendezvous: the file {@code NCCL4J_RENDEZVOUS_FILE} names, with
+     * {@code .recovery<N>} appended, when it is set; else TCP to {@code MASTER_ADDR} at {@code MASTER_PORT + 100 + N};
+     * N counts the recoveries. The TCP form needs the lowest remaining rank on {@code MASTER_ADDR}'s host (true on
+     * one machine); elsewhere set the file or call {@link #reform} with a route of your own.
      *
      * @param config the new communicator's configuration, or null for this one's
      * @param excludedRanks the ranks to leave out, as for {@link #shrink(int...)}
@@ -1730,7 +1730,8 @@ public final class Communicator implements AutoCloseable {
             }
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1, count * size * type.size(), stream);
+        enqueued(0, NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1,
+                count * size * type.size(), stream);
     }
 
     // ------------------------------------------------------------------ gather
@@ -1825,7 +1826,8 @@ public final class Communicator implements AutoCloseable {
             }
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root, count * type.size(), stream);
+        enqueued(0, NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root, count * type.size(),
+                stream);
     }
 
     // ------------------------------------------------------------------ scatter
@@ -1923,7 +1925,8 @@ public final class Communicator implements AutoCloseable {
             rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
         }
         groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root, count * type.size(), stream);
+        enqueued(0, NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root, count * type.size(),
+                stream);
     }
 
     /**

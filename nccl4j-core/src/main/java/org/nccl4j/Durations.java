@@ -6,7 +6,10 @@ import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** Durations as users write them in variables and properties ({@code 30s}, {@code 10m}, {@code 1h}), and as nccl4j prints them. */
+/**
+ * Durations as users write them in variables and properties ({@code 30s}, {@code 10m}, {@code 1h}), and as nccl4j
+ * prints them.
+ */
 final class Durations {
     /** The accepted forms, for error messages. */
     static final String FORMS = "a whole number with a unit: 500ms, 30s, 10m, 1h (or ISO-8601 such as PT10M)";
