@@ -383,16 +383,32 @@ public final class Communicator implements AutoCloseable {
         int rc = config == null
                 ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
                 : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
+        return child(rc, out, config, NcclFunction.ncclCommSplit);
+    }
+
+    /**
+     * The communicator that split, shrink or grow made from this one: waits while a nonblocking one is in progress;
+     * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or this
+     * one's. Null when NCCL made none ({@link #NO_COLOR}).
+     */
+    private Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
         boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        int rc = status;
         if (rc == 7 && !childBlocking && out[0] != 0) {
             rc = waitWhileInProgress(out[0]);
         }
         if (rc != 0) {
-            throw Errors.failure(rc, NcclFunction.ncclCommSplit, this);
+            if (out[0] != 0) {
+                NcclNative.ncclCommAbort(out[0]);
+            }
+            throw Errors.failure(rc, fn, this);
+        }
+        if (out[0] == 0) {
+            return null;
         }
         Watchdog.Settings childSettings = config == null ? settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return out[0] == 0 ? null : adopt(out[0], device, childBlocking, childSettings);
+        return adopt(out[0], device, childBlocking, childSettings);
     }
 
     // ------------------------------------------------------------------ recovery
@@ -451,19 +467,7 @@ public final class Communicator implements AutoCloseable {
                 ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
                 : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
                         config.commName(), flags);
-        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (rc == 7 && !childBlocking && out[0] != 0) {
-            rc = waitWhileInProgress(out[0]);
-        }
-        if (rc != 0) {
-            if (out[0] != 0) {
-                NcclNative.ncclCommAbort(out[0]);
-            }
-            throw Errors.failure(rc, NcclFunction.ncclCommShrink, this);
-        }
-        Watchdog.Settings childSettings = config == null ? settings
-                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return adopt(out[0], device, childBlocking, childSettings);
+        return child(rc, out, config, NcclFunction.ncclCommShrink);
     }
 
     /**
@@ -653,16 +657,7 @@ public final class Communicator implements AutoCloseable {
         int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
                 : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
                         config.commName());
-        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (rc == 7 && !childBlocking && out[0] != 0) {
-            rc = waitWhileInProgress(out[0]);
-        }
-        if (rc != 0) {
-            throw Errors.failure(rc, NcclFunction.ncclCommGrow, this);
-        }
-        Watchdog.Settings childSettings = config == null ? settings
-                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return adopt(out[0], device, childBlocking, childSettings);
+        return child(rc, out, config, NcclFunction.ncclCommGrow);
     }
 
     /**
