@@ -81,6 +81,8 @@ public final class Communicator implements AutoCloseable {
     private CommConfig config;
     /** How many recoveries led to this communicator: 0 for one made directly; each {@link #recover} adds one. */
     private int generation;
+    /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
+    private volatile Liveness liveness;
     /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
     private final FlightRecorder recorder;
     /** Held by close(), abort() and the watchdog while it looks at this communicator. */
@@ -293,7 +295,64 @@ public final class Communicator implements AutoCloseable {
         } else {
             id = UniqueId.of(Rendezvous.forLaunch(launch).exchange(() -> UniqueId.generate().toBytes()));
         }
-        return create(launch.rank(), launch.worldSize(), id, launch.device(), config);
+        String host = NcclNative.getenv("MASTER_ADDR");
+        int port = launch.worldSize() == 1 ? -1 : livenessPort();
+        Liveness served = null;
+        if (port > 0 && launch.rank() == 0) {
+            try {
+                served = Liveness.serve(port);   // before the communicator: up by the time any rank has one
+            } catch (IOException e) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
+                        + " a lost rank is found by NCCL's error or the timeout only", port, e.toString());
+                port = -1;
+            }
+        }
+        Communicator c;
+        try {
+            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config);
+        } catch (RuntimeException | Error e) {
+            if (served != null) {
+                served.close();
+            }
+            throw e;
+        }
+        if (port > 0) {
+            try {
+                c.liveness = Liveness.join(served, launch.rank(), host.trim(), port);
+            } catch (IOException e) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not join the "
+                        + "liveness channel at {}:{}: {}", launch.rank(), host, port, e.toString());
+            }
+        }
+        return c;
+    }
+
+    /** The liveness channel's port: NCCL4J_LIVENESS_PORT, else MASTER_PORT + 50; -1 without MASTER_ADDR/PORT. */
+    private static int livenessPort() {
+        String host = NcclNative.getenv("MASTER_ADDR");
+        String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
+        String master = NcclNative.getenv("MASTER_PORT");
+        if (host == null || host.isBlank()) {
+            return -1;
+        }
+        if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
+            return Integer.parseInt(explicit.trim());
+        }
+        if (master == null || !master.trim().matches("[0-9]{1,5}")) {
+            return -1;
+        }
+        int p = Integer.parseInt(master.trim()) + Liveness.PORT_OFFSET;
+        return p <= 65535 ? p : -1;
+    }
+
+    /** @return the liveness channel, or null */
+    Liveness liveness() {
+        return liveness;
+    }
+
+    /** For tests: a liveness channel made by hand. */
+    void useLiveness(Liveness l) {
+        liveness = l;
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -2047,6 +2106,7 @@ public final class Communicator implements AutoCloseable {
      */
     public void abort() {
         releaseCheckBuffer();
+        closeLiveness();
         lifecycle.lock();
         try {
             if (!markClosed() && !kept) {
@@ -2069,11 +2129,20 @@ public final class Communicator implements AutoCloseable {
     @Override
     public void close() {
         releaseCheckBuffer();
+        closeLiveness();
         lifecycle.lock();
         try {
             close0();
         } finally {
             lifecycle.unlock();
+        }
+    }
+
+    private void closeLiveness() {
+        Liveness l = liveness;
+        if (l != null) {
+            liveness = null;
+            l.close();
         }
     }
 

@@ -25,7 +25,7 @@ public class CommunicatorFailedException extends NcclException {
     /** What the watchdog knew when it found the failure; the pieces of the message. */
     record Details(int rank, int size, String communicator, String operation, long sequence, long count,
             String dataType, String reduceOp, int peer, long bytes, long stream, Duration elapsed, Duration timeout,
-            int code, String lastError, Path trace, String verdict, boolean kept) {
+            int code, String lastError, Path trace, String verdict, boolean kept, int[] lostRanks) {
     }
 
     private final transient Details details;
@@ -159,6 +159,17 @@ public class CommunicatorFailedException extends NcclException {
     /** @return the file the flight record was written to, or null when it could not be written */
     public Path trace() {
         return details.trace();
+    }
+
+    /**
+     * The ranks known to be gone when the failure was found: from nccl4j's liveness channel (made by
+     * {@link Communicator#fromEnvironment} when {@code MASTER_ADDR} and {@code MASTER_PORT} are set), whose
+     * connection to rank 0 ended without a goodbye. Ranks of the communicator's numbering.
+     *
+     * @return the lost ranks, empty when none is known (no channel, or none gone)
+     */
+    public int[] lostRanks() {
+        return details.lostRanks() == null ? new int[0] : details.lostRanks().clone();
     }
 
     /** @return the one-line verdict, e.g. {@code "allReduce #3 did not complete within 10 s"} */

@@ -279,6 +279,10 @@ final class Watchdog implements Runnable {
             if (async != 0 && async != 7) {
                 return failure(async == 6 ? Kind.REMOTE : Kind.ASYNC, recorder.oldestPending(), async, null, now);
             }
+            Liveness liveness = comm.liveness();
+            if (liveness != null && liveness.anyLost()) {
+                return failure(Kind.LOST, recorder.oldestPending(), async, null, now);
+            }
             long published = comm.published();
             if (published > markedUpTo && markers.size() < MAX_MARKERS) {
                 mark(published);
@@ -347,6 +351,7 @@ final class Watchdog implements Runnable {
 
         private CommunicatorFailedException failure(Kind kind, long seq, int code, String cudaError, long now) {
             String lastError = NcclNative.ncclGetLastError(comm.handleUnchecked());
+            List<Liveness.Lost> lost = lostRanks(kind);
             TraceEntry e = seq > 0 ? recorder.entry(seq) : null;
             String op = e == null ? null : e.operation().name();
             Duration elapsed = seq > 0 ? Duration.ofNanos(now - recorder.enqueuedNanos(seq)) : Duration.ZERO;
@@ -360,7 +365,11 @@ final class Watchdog implements Runnable {
                             + ": a peer never joined it, is stuck before it, or joined a different operation";
                     break;
                 case REMOTE:
-                    verdict = "peer lost: remote error (a peer rank failed, exited or lost its connection)";
+                    verdict = "peer lost: remote error (" + (lost.isEmpty() ? "a peer rank failed, exited or lost its "
+                            + "connection" : describe(lost)) + ")";
+                    break;
+                case LOST:
+                    verdict = "peer lost: " + describe(lost);
                     break;
                 case CUDA:
                     verdict = "CUDA reported " + cudaError + " on the communicator's stream";
@@ -380,11 +389,12 @@ final class Watchdog implements Runnable {
                     e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
                     e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(),
                     e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict,
-                    settings.policy() == FailurePolicy.RECOVER);
+                    settings.policy() == FailurePolicy.RECOVER, lost.stream().mapToInt(Liveness.Lost::rank).toArray());
             switch (kind) {
                 case TIMEOUT:
                     return new CollectiveTimeoutException(d);
                 case REMOTE:
+                case LOST:
                     return new RemoteErrorException(d);
                 default:
                     return new CommunicatorFailedException(d);
@@ -402,6 +412,31 @@ final class Watchdog implements Runnable {
                 }
             }
             return Math.max(seq, comm.published());
+        }
+
+        /**
+         * The ranks the liveness channel knows to be gone; after NCCL's remote error, up to half a second for its news
+         * (the error may come first by a few milliseconds).
+         */
+        private List<Liveness.Lost> lostRanks(Kind kind) {
+            Liveness liveness = comm.liveness();
+            if (liveness == null) {
+                return List.of();
+            }
+            long end = System.nanoTime() + 500_000_000L;
+            while (kind == Kind.REMOTE && !liveness.anyLost() && System.nanoTime() < end) {
+                LockSupport.parkNanos(10_000_000L);
+            }
+            return liveness.lost();
+        }
+
+        private String describe(List<Liveness.Lost> lost) {
+            StringBuilder sb = new StringBuilder();
+            for (Liveness.Lost l : lost) {
+                sb.append(sb.length() == 0 ? "" : ", ").append(l);
+            }
+            return sb.append(lost.size() == 1 ? " is gone" : " are gone")
+                    .append(" (its connection to the liveness channel ended without a goodbye)").toString();
         }
 
         /** The collective check's all-gather did not complete: a peer never reached the same collective. */
@@ -422,7 +457,7 @@ final class Watchdog implements Runnable {
                     comm.size(), settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
                     (int) fp[5], 0, 0, Duration.ofNanos(waited), settings.timeout(), 0,
                     NcclNative.ncclGetLastError(comm.handleUnchecked()), trace, verdict,
-                    settings.policy() == FailurePolicy.RECOVER);
+                    settings.policy() == FailurePolicy.RECOVER, null);
             return new CollectiveTimeoutException(d);
         }
 
@@ -458,6 +493,7 @@ final class Watchdog implements Runnable {
     private enum Kind {
         TIMEOUT(TraceDump.REASON_TIMEOUT),
         REMOTE(TraceDump.REASON_REMOTE_ERROR),
+        LOST(TraceDump.REASON_REMOTE_ERROR),
         ASYNC(TraceDump.REASON_ERROR),
         CUDA(TraceDump.REASON_ERROR);
 

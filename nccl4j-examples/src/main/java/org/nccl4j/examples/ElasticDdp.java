@@ -27,8 +27,9 @@ import org.nccl4j.Stream;
  * enqueued to the exception), the recovery time (the exception to the first all-reduce completed on the new
  * communicator), the loss, and a CRC32 of its final weights, which must be the same on every survivor.
  *
- * <p>Which rank was lost is taken from {@code --kill-rank}: nccl4j does not yet name the lost rank by itself, so the
- * survivors do not agree on it by themselves either.
+ * <p>Which rank was lost comes from the failure ({@link CommunicatorFailedException#lostRanks()}, which nccl4j's
+ * liveness channel fills when {@code MASTER_ADDR} and {@code MASTER_PORT} are set, as under
+ * {@code scripts/nccl4j-run}); only when it names none is {@code --kill-rank} taken instead, and said so.
  *
  * <pre>
  * scripts/nccl4j-run --elastic --share-gpu -np 3 ElasticDdp --steps 200 --kill-rank 1 --kill-step 60
@@ -152,7 +153,10 @@ public final class ElasticDdp {
                     long detected = System.nanoTime();
                     System.out.println(who + "step " + step + ": " + e.getClass().getSimpleName() + " "
                             + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
-                    int lost = killRank;
+                    int[] named = e.lostRanks();
+                    int lost = named.length == 1 ? named[0] : killRank;
+                    System.out.println(who + (named.length == 1 ? "the lost rank, named by the liveness channel: "
+                            + lost : "no rank named (" + named.length + "); taking --kill-rank " + killRank));
                     Communicator smaller = comm.recover(null, lost);
                     comm.abort();
                     if (comm != first) {
