@@ -99,8 +99,16 @@ half_nocheck() { NCCL4J_CHECK_COLLECTIVES=0 launched "$1" halfcount; }
 # status and whether every survivor printed the same crc32 of its weights
 elastic() {
   local st crcs
-  timeout -s KILL "$limit" "$bundle/nccl4j-run" --elastic --share-gpu -np "$2" ElasticDdp --steps 200 \
-      --kill-rank "$3" --kill-step 60 > "$1/run.log" 2>&1
+  "$bundle/nccl4j-run" --elastic --share-gpu -np "$2" ElasticDdp --steps 200 --kill-rank "$3" --kill-step 60 \
+      > "$1/run.log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 "$pid" 2> /dev/null && [ "$waited" -lt "$limit" ]; do sleep 1; waited=$((waited + 1)); done
+  if kill -0 "$pid" 2> /dev/null; then
+    # hung: each rank's JVM prints its threads on SIGQUIT (into run.log), then everything is killed
+    pkill -QUIT -f org.nccl4j.examples.ElasticDdp; sleep 3
+    pkill -KILL -f org.nccl4j.examples.ElasticDdp; kill -KILL "$pid" 2> /dev/null
+  fi
+  wait "$pid"
   st=$?
   crcs=$(grep -o 'final weights crc32 [0-9a-f]*' "$1/run.log" | sort -u | wc -l)
   [ "$(grep -c 'final weights crc32' "$1/run.log")" = $(($2 - 1)) ] && [ "$crcs" = 1 ] \
