@@ -345,6 +345,38 @@ public final class Communicator implements AutoCloseable {
         return p <= 65535 ? p : -1;
     }
 
+    /**
+     * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
+     * reported for {@code settle}, then returns them. Rank 0 tells every rank of each loss (or every rank sees rank 0
+     * go), so ranks that call this after a failure agree on the set to leave out of {@link #recover}. Known through the
+     * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
+     *
+     * @param settle how long no new loss must be reported, e.g. half a second
+     * @return the lost ranks, sorted; empty when none is known or there is no liveness channel
+     * @throws IllegalArgumentException when settle is null or negative
+     */
+    public int[] lostRanks(java.time.Duration settle) {
+        if (settle == null || settle.isNegative()) {
+            throw Errors.argument("settle must be zero or longer, got " + settle);
+        }
+        Liveness l = liveness;
+        if (l == null) {
+            return new int[0];
+        }
+        int seen = -1;
+        long quietSince = System.nanoTime();
+        while (true) {
+            int now = l.lost().size();
+            if (now != seen) {
+                seen = now;
+                quietSince = System.nanoTime();
+            } else if (System.nanoTime() - quietSince >= settle.toNanos()) {
+                return l.lost().stream().mapToInt(Liveness.Lost::rank).sorted().toArray();
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
+        }
+    }
+
     /** @return the liveness channel, or null */
     Liveness liveness() {
         return liveness;

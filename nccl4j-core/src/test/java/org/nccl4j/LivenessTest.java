@@ -92,4 +92,27 @@ class LivenessTest extends StubFixture {
         assertEquals(1, f.lostRanks().length);
         assertEquals(1, f.lostRanks()[0]);
     }
+
+    @Test
+    void lostRanksWaitsForTheNewsToSettle() throws Exception {
+        int port = freePort();
+        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
+        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
+        Liveness r3 = Liveness.join(null, 3, "127.0.0.1", port);
+        Communicator c = later(Communicator.create(1, 4, testId(), 0, CommConfig.builder().watchdog(false).build()));
+        c.useLiveness(r1);
+        try {
+            Thread.sleep(100);
+            r3.dropWithoutGoodbye();
+            r2.dropWithoutGoodbye();
+            assertEquals(List.of(2, 3), java.util.Arrays.stream(c.lostRanks(Duration.ofMillis(300))).boxed().toList());
+            assertEquals(0, comm(0, 2).lostRanks(Duration.ZERO).length, "no channel: none known");
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> c.lostRanks(Duration.ofMillis(-1)));
+            assertEquals("settle must be zero or longer, got PT-0.001S", e.getMessage());
+        } finally {
+            r0.close();
+        }
+    }
 }

@@ -27,9 +27,9 @@ import org.nccl4j.Stream;
  * enqueued to the exception), the recovery time (the exception to the first all-reduce completed on the new
  * communicator), the loss, and a CRC32 of its final weights, which must be the same on every survivor.
  *
- * <p>Which rank was lost comes from the failure ({@link CommunicatorFailedException#lostRanks()}, which nccl4j's
- * liveness channel fills when {@code MASTER_ADDR} and {@code MASTER_PORT} are set, as under
- * {@code scripts/nccl4j-run}); only when it names none is {@code --kill-rank} taken instead, and said so.
+ * <p>Which ranks were lost comes from {@link Communicator#lostRanks(Duration)}, which nccl4j's liveness channel
+ * fills when {@code MASTER_ADDR} and {@code MASTER_PORT} are set, as under {@code scripts/nccl4j-run}; every survivor
+ * gets the same set. Only when it names none is {@code --kill-rank} taken instead, and said so.
  *
  * <pre>
  * scripts/nccl4j-run --elastic --share-gpu -np 3 ElasticDdp --steps 200 --kill-rank 1 --kill-step 60
@@ -153,10 +153,10 @@ public final class ElasticDdp {
                     long detected = System.nanoTime();
                     System.out.println(who + "step " + step + ": " + e.getClass().getSimpleName() + " "
                             + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
-                    int[] named = e.lostRanks();
-                    int lost = named.length == 1 ? named[0] : killRank;
-                    System.out.println(who + (named.length == 1 ? "the lost rank, named by the liveness channel: "
-                            + lost : "no rank named (" + named.length + "); taking --kill-rank " + killRank));
+                    int[] named = comm.lostRanks(Duration.ofMillis(300));   // the set every survivor agrees on
+                    int[] lost = named.length > 0 ? named : new int[] {killRank};
+                    System.out.println(who + (named.length > 0 ? "the lost ranks, named by the liveness channel: "
+                            + java.util.Arrays.toString(named) : "no rank named; taking --kill-rank " + killRank));
                     Communicator smaller = comm.recover(null, lost);
                     comm.abort();
                     if (comm != first) {
@@ -167,8 +167,8 @@ public final class ElasticDdp {
                     buf.copyFrom(grad);
                     comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
                     done.record(stream).synchronize();
-                    System.out.println(who + "a new communicator without rank " + lost + ": now rank " + comm.rank()
-                            + " of "
+                    System.out.println(who + "a new communicator without rank" + (lost.length > 1 ? "s " : " ")
+                            + java.util.Arrays.toString(lost) + ": now rank " + comm.rank() + " of "
                             + comm.size() + "; recovered " + ms(System.nanoTime() - detected)
                             + " after the detection (the new communicator and the step's all-reduce on it)");
                 }
