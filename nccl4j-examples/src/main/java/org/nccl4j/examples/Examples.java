@@ -15,6 +15,7 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Group;
 import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
+import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /** Small helpers shared by the examples. */
@@ -81,7 +82,8 @@ public final class Examples {
 
     /**
      * Runs an example's body and returns its exit status, or 2 with a message on stderr when the machine has
-     * no NCCL, no CUDA runtime or no GPU. Other failures propagate.
+     * no NCCL, no CUDA runtime or no GPU, or 1 with NCCL's failure in one line (a {@link NcclException}: a lost
+     * peer, a timeout, NCCL refusing a call). Other failures propagate.
      *
      * @param name the example's name, for the message
      * @param body returns 0 when the example's check passed, 1 when it failed
@@ -99,7 +101,8 @@ public final class Examples {
      * @param err where the message goes
      * @return the body's status, or 2 when it threw {@link NcclUnavailableException}, the CUDA runtime's
      *         failure to load, or a {@link CudaException} meaning no usable GPU ({@code cudaErrorStubLibrary},
-     *         {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice})
+     *         {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}); 1 when it threw a
+     *         {@link NcclException}, written as {@code name: message} on one line
      */
     public static int exitStatus(String name, IntSupplier body, PrintStream err) {
         try {
@@ -107,6 +110,9 @@ public final class Examples {
         } catch (NcclUnavailableException e) {
             err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
             return 2;
+        } catch (NcclException e) {
+            err.println(name + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            return 1;
         } catch (IllegalStateException e) {
             if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
                 err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());

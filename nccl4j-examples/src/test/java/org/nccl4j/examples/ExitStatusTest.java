@@ -14,7 +14,8 @@ import org.nccl4j.jni.NcclUnavailableException;
 
 /**
  * {@link Examples#exitStatus}: the examples' and nccl4j-perf's exit status, 2 with one message for a machine with
- * no NCCL, no CUDA runtime or no usable GPU, and every other failure passed on unchanged.
+ * no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and every other failure passed on
+ * unchanged.
  */
 class ExitStatusTest {
     private static final String NL = System.lineSeparator();
@@ -46,6 +47,16 @@ class ExitStatusTest {
         assertEquals(new Outcome(0, ""), run(() -> 0));
         assertEquals(new Outcome(1, ""), run(() -> 1));
         assertEquals(new Outcome(7, ""), run(() -> 7));
+    }
+
+    @Test
+    void ncclsFailuresAreStatusOneInOneLine() {
+        org.nccl4j.NcclException e = new org.nccl4j.NcclException("ncclCommInitRank", 5, "invalid usage",
+                "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60", 1);
+        Outcome o = run(throwing(e));
+        assertEquals(1, o.status());
+        assertEquals("Prog: NcclException: " + e.getMessage() + NL, o.err());
+        assertEquals(1, o.err().split("\n").length, "one line");
     }
 
     @Test
