@@ -208,16 +208,7 @@ public final class Communicator implements AutoCloseable {
                     config.netName(), config.commName());
         }
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (rc == 7 && !blocking && out[0] != 0) {
-            rc = waitWhileInProgress(out[0]);
-        }
-        if (rc != 0) {
-            if (out[0] != 0) {
-                NcclNative.ncclCommAbort(out[0]);
-            }
-            throw Errors.failure(rc, fn, null);
-        }
-        Communicator c = adopt(out[0], device, blocking, settings);
+        Communicator c = adopt(finished(rc, out, blocking, fn, null), device, blocking, settings);
         c.config = config;
         return c;
     }
@@ -233,6 +224,25 @@ public final class Communicator implements AutoCloseable {
             NcclNative.ncclCommAbort(handle);
             throw e;
         }
+    }
+
+    /**
+     * The handle NCCL wrote to {@code out} once the call that made it ({@code fn}, status {@code rc}) is over: waits
+     * while a nonblocking one is in progress; on failure aborts what NCCL half made and throws (naming
+     * {@code parent}'s rank when there is one). 0 when NCCL made none ({@link #NO_COLOR}).
+     */
+    private static long finished(int rc, long[] out, boolean blocking, NcclFunction fn, Communicator parent) {
+        int status = rc;
+        if (status == 7 && !blocking && out[0] != 0) {
+            status = waitWhileInProgress(out[0]);
+        }
+        if (status != 0) {
+            if (out[0] != 0) {
+                NcclNative.ncclCommAbort(out[0]);
+            }
+            throw Errors.failure(status, fn, parent);
+        }
+        return out[0];
     }
 
     private static int waitWhileInProgress(long comm) {
@@ -484,22 +494,13 @@ public final class Communicator implements AutoCloseable {
      */
     private Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
         boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        int rc = status;
-        if (rc == 7 && !childBlocking && out[0] != 0) {
-            rc = waitWhileInProgress(out[0]);
-        }
-        if (rc != 0) {
-            if (out[0] != 0) {
-                NcclNative.ncclCommAbort(out[0]);
-            }
-            throw Errors.failure(rc, fn, this);
-        }
-        if (out[0] == 0) {
+        long made = finished(status, out, childBlocking, fn, this);
+        if (made == 0) {
             return null;
         }
         Watchdog.Settings childSettings = config == null ? settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return adopt(out[0], device, childBlocking, childSettings);
+        return adopt(made, device, childBlocking, childSettings);
     }
 
     // ------------------------------------------------------------------ recovery
@@ -549,9 +550,7 @@ public final class Communicator implements AutoCloseable {
         if (config != null) {
             config.requireSupportedBy(library);
         }
-        int[] state = new int[1];
-        int async = NcclNative.ncclCommGetAsyncError(handle, state) == 0 ? state[0] : 0;
-        int flags = failure != null || async != 0 && async != 7 ? SHRINK_ABORT : SHRINK_DEFAULT;
+        int flags = failure != null || reportedBroken() ? SHRINK_ABORT : SHRINK_DEFAULT;
         long[] out = new long[1];
         int[] excluded = excludedRanks.clone();
         int rc = config == null
@@ -610,9 +609,7 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
-        int[] state = new int[1];
-        boolean broken = failure != null || closed
-                || NcclNative.ncclCommGetAsyncError(handle, state) == 0 && state[0] != 0 && state[0] != 7;
+        boolean broken = failure != null || closed || reportedBroken();
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
                 Communicator c = shrink(config, excludedRanks);
@@ -644,6 +641,12 @@ public final class Communicator implements AutoCloseable {
                     + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
         }
         return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
+    }
+
+    /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
+    private boolean reportedBroken() {
+        int[] state = new int[1];
+        return NcclNative.ncclCommGetAsyncError(handle, state) == 0 && state[0] != 0 && state[0] != 7;
     }
 
     private void checkExcluded(int[] excluded) {
@@ -786,16 +789,7 @@ public final class Communicator implements AutoCloseable {
                 : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
                         config.commName());
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (rc == 7 && !blocking && out[0] != 0) {
-            rc = waitWhileInProgress(out[0]);
-        }
-        if (rc != 0) {
-            if (out[0] != 0) {
-                NcclNative.ncclCommAbort(out[0]);
-            }
-            throw Errors.failure(rc, NcclFunction.ncclCommGrow, null);
-        }
-        return adopt(out[0], device, blocking, settings);
+        return adopt(finished(rc, out, blocking, NcclFunction.ncclCommGrow, null), device, blocking, settings);
     }
 
     private void requireFunction(NcclFunction fn, String api) {

@@ -92,7 +92,8 @@ public final class Event implements AutoCloseable {
         if (on != null) {
             on.throwIfFailed();
         }
-        int rc = on != null && on.pollsWaits() ? pollUntilDone(on) : Cuda.backend().eventSynchronize(handle);
+        int rc = on != null && on.pollsWaits() ? on.pollUntilDone(() -> Cuda.backend().eventQuery(handle))
+                : Cuda.backend().eventSynchronize(handle);
         if (on != null) {
             on.throwIfFailed();
         }
@@ -100,17 +101,6 @@ public final class Event implements AutoCloseable {
         Communicator user = on == null ? null : on.soleUser();
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
-        }
-    }
-
-    /** Waits by polling (the stream's communicator is kept for recovery): until done, an error, or a failure. */
-    private int pollUntilDone(Stream on) {
-        while (true) {
-            int q = Cuda.backend().eventQuery(handle);
-            if (q != Stream.NOT_READY || on.failure() != null) {
-                return q == Stream.NOT_READY ? 0 : q;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(Stream.POLL_NANOS);
         }
     }
 

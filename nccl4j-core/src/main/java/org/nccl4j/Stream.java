@@ -111,7 +111,8 @@ public final class Stream implements AutoCloseable {
         throwIfFailed();
         Communicator[] us = users;
         long published = us.length == 1 ? us[0].published() : 0;
-        int rc = pollWaits ? pollUntilDone() : Cuda.backend().streamSynchronize(handle);
+        int rc = pollWaits ? pollUntilDone(() -> Cuda.backend().streamQuery(handle))
+                : Cuda.backend().streamSynchronize(handle);
         throwIfFailed();
         Cuda.check(rc, pollWaits ? "cudaStreamQuery" : "cudaStreamSynchronize", device);
         if (us.length == 1) {
@@ -119,10 +120,13 @@ public final class Stream implements AutoCloseable {
         }
     }
 
-    /** Waits by polling until the stream is idle (0), CUDA reports an error, or a failure is found (0). */
-    private int pollUntilDone() {
+    /**
+     * Waits by polling {@code query} ({@code cudaStreamQuery} or {@code cudaEventQuery} of work on this stream) until
+     * it reports done (0) or an error, or a failure of this stream's communicators is found (0: the caller throws it).
+     */
+    int pollUntilDone(java.util.function.IntSupplier query) {
         while (true) {
-            int q = Cuda.backend().streamQuery(handle);
+            int q = query.getAsInt();
             if (q != NOT_READY || failure != null) {
                 return q == NOT_READY ? 0 : q;
             }
@@ -133,7 +137,7 @@ public final class Stream implements AutoCloseable {
     /** {@code cudaErrorNotReady}. */
     static final int NOT_READY = 600;
     /** How long a polling wait sleeps between queries. */
-    static final long POLL_NANOS = 20_000;
+    private static final long POLL_NANOS = 20_000;
 
     /** Whether waits on this stream poll (a communicator kept for recovery uses it). */
     boolean pollsWaits() {

@@ -378,12 +378,7 @@ final class Watchdog implements Runnable {
                     verdict = "NCCL reported " + NcclResult.of(code).ncclName() + " (" + code + ") in the background";
                     break;
             }
-            Path trace = null;
-            try {
-                trace = comm.writeTrace(kind.reason, verdict, null);
-            } catch (IOException | RuntimeException x) {
-                LOG.warn("nccl4j watchdog: could not write the trace of {}: {}", comm, x.toString());
-            }
+            Path trace = trace(kind.reason, verdict);
             CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
                     comm.size(), settings.commName(), op, e == null ? seq : e.sequence(), e == null ? 0 : e.count(),
                     e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
@@ -439,6 +434,16 @@ final class Watchdog implements Runnable {
                     .append(" (its connection to the liveness channel ended without a goodbye)").toString();
         }
 
+        /** Writes the communicator's trace for a failure; null (and a warning) when it cannot be written. */
+        private Path trace(String reason, String verdict) {
+            try {
+                return comm.writeTrace(reason, verdict, null);
+            } catch (IOException | RuntimeException x) {
+                LOG.warn("nccl4j watchdog: could not write the trace of {}: {}", comm, x.toString());
+                return null;
+            }
+        }
+
         /** The collective check's all-gather did not complete: a peer never reached the same collective. */
         private CommunicatorFailedException checkTimedOut(long waited) {
             long[] fp = comm.checkFingerprint();
@@ -446,12 +451,7 @@ final class Watchdog implements Runnable {
                     ? org.nccl4j.trace.TraceOperation.fromCode((int) fp[1]).name() : "operation";
             String verdict = "the collective check before " + op + " #" + fp[0] + " did not complete within "
                     + Durations.format(settings.timeout()) + ": a peer never reached a collective";
-            Path trace = null;
-            try {
-                trace = comm.writeTrace(Kind.TIMEOUT.reason, verdict, null);
-            } catch (IOException | RuntimeException x) {
-                LOG.warn("nccl4j watchdog: could not write the trace of {}: {}", comm, x.toString());
-            }
+            Path trace = trace(Kind.TIMEOUT.reason, verdict);
             DataType type = fp[3] >= 0 && fp[3] < DataType.values().length ? DataType.fromCode((int) fp[3]) : null;
             CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
                     comm.size(), settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
