@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The liveness channel over loopback, and the watchdog failing a communicator whose peer is gone. */
@@ -14,16 +13,6 @@ class LivenessTest extends StubFixture {
     private static int freePort() throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
-        }
-    }
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long end = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError(what + " did not happen within 5 s");
-            }
-            Thread.sleep(10);
         }
     }
 
@@ -38,7 +27,7 @@ class LivenessTest extends StubFixture {
             Thread.sleep(100);   // the hellos arrive
             r3.close();          // leaves on purpose
             r2.dropWithoutGoodbye();
-            await(() -> r1.anyLost() && r0.anyLost(), "rank 2's loss reaching ranks 0 and 1");
+            within(5000, () -> r1.anyLost() && r0.anyLost() ? true : null, "rank 2's loss reaching ranks 0 and 1");
             Thread.sleep(100);
             List<Liveness.Lost> seen = r1.lost();
             assertEquals(1, seen.size(), seen.toString());
@@ -59,7 +48,7 @@ class LivenessTest extends StubFixture {
         Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
         Thread.sleep(100);
         r0.dropWithoutGoodbye();
-        await(r1::anyLost, "rank 0's loss reaching rank 1");
+        within(5000, () -> r1.anyLost() ? true : null, "rank 0's loss reaching rank 1");
         assertEquals("rank 0", r1.lost().get(0).toString());
         r1.close();
 
@@ -83,7 +72,7 @@ class LivenessTest extends StubFixture {
         c.useLiveness(r0);
         Thread.sleep(100);
         r1.dropWithoutGoodbye();
-        await(() -> c.failure() != null, "the watchdog failing the communicator");
+        within(5000, c::failure, "the watchdog failing the communicator");
         CommunicatorFailedException f = c.failure();
         assertTrue(f instanceof RemoteErrorException, f.toString());
         assertTrue(f.verdict().startsWith("peer lost: rank 1 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "

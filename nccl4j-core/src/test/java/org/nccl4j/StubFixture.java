@@ -71,6 +71,27 @@ abstract class StubFixture {
         }
     }
 
+    /**
+     * Polls {@code probe} every 10 ms until it returns non-null, and returns that.
+     *
+     * @throws AssertionError naming {@code what} when {@code millis} pass first
+     */
+    static <T> T within(long millis, java.util.function.Supplier<T> probe, String what) {
+        long end = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(millis);
+        while (System.nanoTime() < end) {
+            T v = probe.get();
+            if (v != null) {
+                return v;
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        }
+        throw new AssertionError(what + " did not happen within " + millis + " ms");
+    }
+
     /** Closes {@code c} after the test (in reverse order of registration). */
     protected <T extends AutoCloseable> T later(T c) {
         toClose.push(c);

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.jni.StubNccl;
+import org.nccl4j.trace.TraceDump;
 
 /**
  * The exit policy halts the process: run in a child JVM ({@link #main}) against the stub NCCL and the fake CUDA,
@@ -34,44 +35,42 @@ class WatchdogExitPolicyTest {
         return pb.start();
     }
 
+    /** The child's status and output, once it has ended (killed and failed after 60 s). */
+    private record Ended(int status, String out) {
+    }
+
+    private Ended finish(Process p) throws IOException, InterruptedException {
+        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
+        if (!ended) {
+            p.destroyForcibly();   // first: reading the output waits for its end
+        }
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(ended, "the child did not end: " + out);
+        return new Ended(p.exitValue(), out);
+    }
+
     @Test
     void afterAFailureEveryOtherCommunicatorIsDumpedAtExit() throws IOException, InterruptedException {
-        Process p = child("exit-dump", "throw");
-        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!ended) {
-            p.destroyForcibly();
-        }
-        assertTrue(ended, "the child did not end: " + out);
-        assertEquals(0, p.exitValue(), out);
+        Ended e = finish(child("exit-dump", "throw"));
+        String out = e.out();
+        assertEquals(0, e.status(), out);
         assertTrue(out.contains("the failure: org.nccl4j.CollectiveTimeoutException"), out);
         List<String> reasons = new java.util.ArrayList<>();
         try (var s = Files.list(traces)) {
             for (Path f : s.sorted().toList()) {
-                String json = Files.readString(f);
-                reasons.add(json.contains("\"communicator\" : \"failed\"") ? "failed: " + reason(json)
-                        : "other: " + reason(json));
+                TraceDump d = TraceDump.read(f);
+                reasons.add(d.communicator() + ": " + d.reason());
             }
         }
         reasons.sort(null);
         assertEquals(List.of("failed: timeout", "other: exit"), reasons);
     }
 
-    private static String reason(String json) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"reason\" : \"([^\"]*)\"").matcher(json);
-        return m.find() ? m.group(1) : "none";
-    }
-
     @Test
     void theExitPolicyLogsWritesTheTraceAndHaltsWithStatus70() throws IOException, InterruptedException {
-        Process p = child("stall", "exit");
-        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!ended) {
-            p.destroyForcibly();
-        }
-        assertTrue(ended, "the child did not end: " + out);
-        assertEquals(FailurePolicy.EXIT_STATUS, p.exitValue(), out);
+        Ended e = finish(child("stall", "exit"));
+        String out = e.out();
+        assertEquals(FailurePolicy.EXIT_STATUS, e.status(), out);
         assertTrue(out.contains("nccl4j watchdog: rank 0 of 2: allReduce #1 did not complete within 300 ms"), out);
         assertTrue(out.contains("halting the process with status 70 (the exit policy, NCCL4J_ON_FAILURE=exit)"), out);
         assertTrue(!out.contains("the wait returned"), out);
@@ -80,7 +79,7 @@ class WatchdogExitPolicyTest {
             files = s.toList();
         }
         assertEquals(1, files.size(), files.toString());
-        assertTrue(Files.readString(files.get(0)).contains("\"reason\" : \"timeout\""), Files.readString(files.get(0)));
+        assertEquals(TraceDump.REASON_TIMEOUT, TraceDump.read(files.get(0)).reason());
     }
 
     /**

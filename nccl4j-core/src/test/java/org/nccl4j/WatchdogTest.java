@@ -38,22 +38,6 @@ class WatchdogTest extends StubFixture {
         return later(Communicator.create(0, 2, testId(), 0, config));
     }
 
-    private static <T> T within(long millis, java.util.function.Supplier<T> probe, String what) {
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        while (System.nanoTime() < end) {
-            T v = probe.get();
-            if (v != null) {
-                return v;
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                throw new AssertionError(e);
-            }
-        }
-        throw new AssertionError(what + " did not happen within " + millis + " ms");
-    }
-
     @Test
     void aStalledCollectiveTimesOutAndTheBlockedThreadGetsTheFailure() throws Exception {
         Stream s = stream(0);
