@@ -140,8 +140,7 @@ public final class ElasticDdp {
                 if (me == killRank && step == killStep) {
                     System.out.println(who + "kill -9 at step " + step);
                     System.out.flush();
-                    new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).start().waitFor();
-                    Thread.sleep(60_000);
+                    Examples.killSelf();
                 }
                 loss = gradient(w, me, step, grad);
                 buf.copyFrom(grad);

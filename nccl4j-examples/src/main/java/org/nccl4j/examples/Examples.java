@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -128,6 +129,17 @@ public final class Examples {
             }
             throw e;
         }
+    }
+
+    /**
+     * Ends this process as abruptly as a crash does: SIGKILL to itself, so that no shutdown hook, finalizer or
+     * goodbye runs (the failure scenarios' lost rank). Does not return.
+     */
+    static void killSelf() throws IOException, InterruptedException {
+        System.out.flush();
+        new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).inheritIO().start().waitFor();
+        Thread.sleep(60_000);
+        throw new IllegalStateException("kill -9 of this process did not end it");
     }
 
     /** Closes what was added, last first; the first failure is thrown with later ones suppressed. */

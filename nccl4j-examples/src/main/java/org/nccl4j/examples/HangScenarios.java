@@ -180,9 +180,7 @@ public final class HangScenarios {
                 if (comm.rank() == 1 && step == 50) {
                     Files.writeString(killedAt, Long.toString(System.currentTimeMillis()));
                     say(comm, "kill -9 " + ProcessHandle.current().pid() + " at step 50");
-                    new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).inheritIO().start()
-                            .waitFor();
-                    Thread.sleep(60_000);
+                    Examples.killSelf();
                 }
                 try {
                     comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
