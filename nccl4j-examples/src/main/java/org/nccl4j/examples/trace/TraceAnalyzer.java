@@ -19,6 +19,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import org.nccl4j.trace.TraceDump;
+import org.nccl4j.examples.cli.Tools;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -51,7 +52,8 @@ import picocli.CommandLine.Spec;
  * names the file and, for a malformed dump, the field) or on a usage error, 3 when the analyzer itself failed.
  */
 @Command(name = "nccl4j-trace", customSynopsis = "nccl4j-trace [--json] [--communicator NAME] DIR...",
-        sortOptions = false, usageHelpWidth = 100,
+        sortOptions = false, usageHelpWidth = 100, mixinStandardHelpOptions = true,
+        versionProvider = Tools.Version.class,
         description = {
             "Compares the flight recorder's dumps of all ranks (nccl4j-trace-rank<R>-<host>-<pid>.json) and says which"
                     + " rank skipped or added an operation, which operations differ between ranks, which ranks left no"
@@ -83,9 +85,6 @@ public final class TraceAnalyzer implements Callable<Integer> {
     @Option(names = "--communicator", paramLabel = "NAME",
             description = "Analyze only the dumps of the communicator of this name (\"\": the unnamed ones).")
     private String communicator;
-
-    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Print this help and exit.")
-    private boolean help;
 
     @Parameters(arity = "1..*", paramLabel = "DIR",
             description = "A directory holding dumps (its nccl4j-trace-rank*.json files), or a dump file.")

@@ -467,6 +467,16 @@ class TraceAnalyzerTest {
         assertTrue(run.out().contains("Exit status:\n  0   the dumps agree\n  1   a problem was found\n"), run.out());
     }
 
+    @Test
+    void versionNamesNccl4jAndTheNcclLoadedOrWhyNone() {
+        Run run = run("--version");
+        assertEquals(0, run.status(), run.toString());
+        String[] lines = run.out().split("\n");
+        assertTrue(lines[0].startsWith("nccl4j-trace (nccl4j "), run.out());
+        assertTrue(lines[1].startsWith("NCCL "), run.out());
+        assertTrue(lines[2].startsWith("Java 17") || lines[2].startsWith("Java "), run.out());
+    }
+
     // ---------------------------------------------------------------- --json
 
     @Test
