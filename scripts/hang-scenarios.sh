@@ -44,6 +44,59 @@ plain_java() {
   echo "${st[*]}"
 }
 
+# plain_java_stop DIR: as plain_java with the stop scenario; rank 1 stops itself, so once rank 0 has ended it is
+# killed here; prints rank 0's status and "stopped" when rank 1 was still there (stopped) to be killed
+plain_java_stop() {
+  local dir=$1 r pids=() st0 state
+  port=$((port + 1))
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    NCCL_HOSTID=${NCCL_HOSTID:-nccl4j-host$r} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+      timeout -s KILL "$limit" "$java" -cp "$cp" "$main" stop > "$dir/rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[0]}"; st0=$?
+  state=$(ps -o stat= -p "$(pgrep -P "${pids[1]}" java || echo "${pids[1]}")" 2> /dev/null | cut -c1)
+  pkill -KILL -P "${pids[1]}" 2> /dev/null; kill -KILL "${pids[1]}" 2> /dev/null; wait "${pids[1]}" 2> /dev/null
+  [ "$state" = T ] && echo "$st0 stopped" || echo "$st0 not-stopped($state)"
+}
+
+# init_missing DIR ROUTE: ranks 0 and 1 of a world of 3 as plain java processes, rank 2 never started; ROUTE tcp
+# (MASTER_ADDR: the rendezvous names it) or commid (NCCL_COMM_ID, as under mpirun: the liveness roster names it);
+# NCCL4J_INIT_TIMEOUT=10s; prints both statuses
+init_missing() {
+  local dir=$1 route=$2 r pids=() st=()
+  port=$((port + 1))
+  for r in 0 1; do
+    if [ "$route" = tcp ]; then
+      env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
+    else
+      env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 NCCL_COMM_ID=127.0.0.1:$((port + 300)) \
+        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
+    fi
+    pids+=($!)
+  done
+  for r in 0 1; do wait "${pids[$r]}"; st+=($?); done
+  echo "${st[*]}"
+}
+
+# under_mpirun DIR NP CLASS ARGS...: NP ranks under Open MPI's mpirun sharing the GPU, NCCL_COMM_ID for the id (no
+# MASTER_ADDR: the liveness channel and recovery find rank 0 through it); prints mpirun's status
+under_mpirun() {
+  local dir=$1 np=$2 cls=$3
+  shift 3
+  port=$((port + 1))
+  timeout -s KILL "$limit" mpirun --allow-run-as-root --bind-to none ${MPIRUN_OPTS:-} -np "$np" \
+    -x NCCL_COMM_ID=127.0.0.1:$((port + 300)) -x NCCL_SOCKET_IFNAME=lo -x NCCL_NVLS_ENABLE -x NCCL4J_TIMEOUT \
+    -x NCCL4J_TRACE_DIR -x LD_LIBRARY_PATH \
+    sh -c 'NCCL_HOSTID=nccl4j-host$OMPI_COMM_WORLD_RANK exec "$@"' sh "$java" -cp "$cp" "$cls" "$@" \
+    > "$dir/run.log" 2>&1
+  echo $?
+}
+
 # launched DIR SCENARIO [NP]: NP (default 2) ranks under scripts/nccl4j-run; prints its status
 launched() {
   local np=${3:-2} sharing=("${share[@]}")
@@ -114,6 +167,37 @@ elastic() {
   [ "$(grep -c 'final weights crc32' "$1/run.log")" = $(($2 - 1)) ] && [ "$crcs" = 1 ] \
     && echo "$st same-crc" || echo "$st crc-differ"
 }
+# elastic_plain DIR: ElasticDdp as 3 plain java processes (no launcher), rank 1 lost at step 60
+elastic_plain() {
+  local dir=$1 r pids=() st=() crcs
+  port=$((port + 1))
+  for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+      timeout -s KILL "$limit" "$java" -cp "$cp" org.nccl4j.examples.ElasticDdp --steps 200 --kill-rank 1 \
+      --kill-step 60 > "$dir/rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1 2; do wait "${pids[$r]}"; st+=($?); done
+  crcs=$(cat "$dir"/rank*.log | grep -o 'final weights crc32 [0-9a-f]*' | sort -u | wc -l)
+  [ "$(cat "$dir"/rank*.log | grep -c 'final weights crc32')" = 2 ] && [ "$crcs" = 1 ] \
+    && echo "${st[*]} same-crc" || echo "${st[*]} crc-differ"
+}
+# elastic_mpirun DIR: ElasticDdp on 3 ranks under mpirun --enable-recovery (a lost rank does not end the job)
+elastic_mpirun() {
+  local st crcs
+  st=$(MPIRUN_OPTS=--enable-recovery under_mpirun "$1" 3 org.nccl4j.examples.ElasticDdp --steps 200 --kill-rank 1 \
+    --kill-step 60)
+  crcs=$(grep -o 'final weights crc32 [0-9a-f]*' "$1/run.log" | sort -u | wc -l)
+  [ "$(grep -c 'final weights crc32' "$1/run.log")" = 2 ] && [ "$crcs" = 1 ] && echo "$st same-crc" \
+    || echo "$st crc-differ"
+}
+stop_plain() { plain_java_stop "$1"; }
+sendrecv_plain() { plain_java "$1" sendrecv; }
+sendrecv_run() { launched "$1" sendrecv; }
+init_tcp() { init_missing "$1" tcp; }
+init_commid() { init_missing "$1" commid; }
+kill_mpirun() { under_mpirun "$1" 2 "$main" kill; }
 elastic3() { elastic "$1" 3 1; }
 elastic4() { elastic "$1" 4 2; }
 cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
@@ -127,11 +211,23 @@ run_case skip-exit-policy '70 70' skip_exit
 # kill: rank 0 exits 0 (a RemoteErrorException within 5 s); rank 1 dies of SIGKILL (137)
 run_case kill-no-launcher '0 137' kill_plain
 run_case kill-nccl4j-run '[0-9]+' kill_run
+# stop: rank 1 freezes (SIGSTOP); rank 0 names it from the liveness heartbeats within 5 s and exits 0
+run_case stop-no-launcher '0 stopped' stop_plain
+# a kill during a group of send/recv: as kill
+run_case sendrecv-kill-no-launcher '0 137' sendrecv_plain
+run_case sendrecv-kill-nccl4j-run '[0-9]+' sendrecv_run
+# under mpirun: no rank left running, whatever mpirun's status
+run_case kill-mpirun '[0-9]+' kill_mpirun
+# a rank never started: both started ranks throw naming it within NCCL4J_INIT_TIMEOUT (10 s) + 2 s
+run_case init-missing-rank-tcp '0 0' init_tcp
+run_case init-missing-rank-comm-id '0 0' init_commid
 run_case halfcount-check '0' half_check
 run_case halfcount-no-check '0' half_nocheck
 # a lost rank survived: the launcher goes on (--elastic), every survivor ends with the same weights
 run_case elastic-3-ranks '0 same-crc' elastic3
 run_case elastic-4-ranks '0 same-crc' elastic4
+run_case elastic-no-launcher '0 137 0 same-crc' elastic_plain
+run_case elastic-mpirun '[0-9]+ same-crc' elastic_mpirun
 run_case cost '0' cost
 echo "$passed passed, $failed failed (logs: $log_dir)"
 [ "$failed" = 0 ]

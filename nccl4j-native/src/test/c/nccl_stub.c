@@ -150,7 +150,8 @@ EXPORT int ncclCommInitRankConfig(void** comm, int nranks, stub_uid id, int rank
   hex(id.internal, 128, h);
   config_text(config, c, sizeof(c));
   int r = result_for("ncclCommInitRankConfig");
-  *comm = r == 0 ? new_comm(nranks, rank, 0) : NULL;
+  /* ncclInProgress (7): a nonblocking init under way has a handle already */
+  *comm = (r == 0 || r == 7) ? new_comm(nranks, rank, 0) : NULL;
   logf_("ncclCommInitRankConfig", "nranks=%d rank=%d id=%s %s", nranks, rank, h, c);
   return r;
 }

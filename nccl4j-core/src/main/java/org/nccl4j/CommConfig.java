@@ -49,8 +49,10 @@ public final class CommConfig {
     private final FailureListener listener;
     private final Integer traceBuffer;
     private final Boolean checkCollectives;
+    private final java.time.Duration initTimeout;
 
     private CommConfig(Builder b) {
+        this.initTimeout = b.initTimeout;
         this.ints = b.ints.clone();
         this.netName = b.netName;
         this.commName = b.commName;
@@ -76,6 +78,17 @@ public final class CommConfig {
                 config.policy != null ? config.policy : base.policy(), config.listener,
                 config.traceBuffer != null ? config.traceBuffer : base.trace().bufferSize(), base.trace().directory(),
                 config.checkCollectives != null ? config.checkCollectives : base.checkCollectives(), config.commName);
+    }
+
+    /**
+     * The deadline of initialization this config sets, or the process's ({@code NCCL4J_INIT_TIMEOUT}).
+     *
+     * @param config a config, or null
+     * @return how long making a communicator with {@code config} may take
+     */
+    static java.time.Duration initTimeout(CommConfig config) {
+        return config != null && config.initTimeout != null ? config.initTimeout
+                : WatchdogConfig.fromEnvironment().initTimeout();
     }
 
     /** @return a builder with every field unset */
@@ -166,6 +179,10 @@ public final class CommConfig {
         }
         if (checkCollectives != null) {
             sb.append(sep).append("checkCollectives=").append(checkCollectives);
+            sep = ", ";
+        }
+        if (initTimeout != null) {
+            sb.append(sep).append("initTimeout=").append(Durations.format(initTimeout));
         }
         return sb.append(']').toString();
     }
@@ -181,6 +198,7 @@ public final class CommConfig {
         private FailureListener listener;
         private Integer traceBuffer;
         private Boolean checkCollectives;
+        private java.time.Duration initTimeout;
 
         private Builder() {
             java.util.Arrays.fill(ints, NcclNative.CONFIG_UNDEF_INT);
@@ -356,6 +374,26 @@ public final class CommConfig {
                         + ": e.g. Duration.ofMinutes(10)");
             }
             this.timeout = timeout;
+            return this;
+        }
+
+        /**
+         * How long making the communicator may take (nccl4j; not part of {@code ncclConfig_t}): the rendezvous of
+         * {@link Communicator#fromEnvironment(CommConfig)} and {@code ncclCommInitRankConfig}, or a split or shrink.
+         * NCCL is asked to make it without blocking and nccl4j waits; at the deadline it aborts what NCCL half made
+         * and throws {@link InitTimeoutException}, naming the ranks that never arrived where they are known.
+         * Replaces {@code NCCL4J_INIT_TIMEOUT} (default 5 minutes) for this communicator.
+         *
+         * @param initTimeout longer than zero
+         * @return this builder
+         * @throws IllegalArgumentException when initTimeout is null, zero or negative
+         */
+        public Builder initTimeout(java.time.Duration initTimeout) {
+            if (initTimeout == null || initTimeout.isZero() || initTimeout.isNegative()) {
+                throw Errors.argument("initTimeout must be longer than zero, got " + initTimeout
+                        + ": e.g. Duration.ofMinutes(5)");
+            }
+            this.initTimeout = initTimeout;
             return this;
         }
 

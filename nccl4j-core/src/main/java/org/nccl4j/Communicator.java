@@ -136,6 +136,7 @@ public final class Communicator implements AutoCloseable {
         this.settings = settings;
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
         this.checkCollectives = settings.checkCollectives();
+        OPEN.add(this);
         Nccl.markInitialized();
         if (recorder != null) {
             Watchdog.instance().recorded(this);
@@ -164,8 +165,16 @@ public final class Communicator implements AutoCloseable {
     /**
      * Makes this process's (or thread's) rank of a new communicator: sets {@code device} current
      * ({@code cudaSetDevice}) and calls {@code ncclCommInitRankConfig} (or {@code ncclCommInitRank} when
-     * {@code config} is null). Blocks until every rank has joined; with a nonblocking config, waits for
-     * {@code ncclCommGetAsyncError} to leave ncclInProgress.
+     * {@code config} is null). Blocks until every rank has joined, or until the deadline of initialization
+     * ({@link CommConfig.Builder#initTimeout}, {@code NCCL4J_INIT_TIMEOUT}, 5 minutes by default) passes.
+     *
+     * <p>So that a rank that never arrives cannot leave this call waiting for ever, NCCL is asked to make the
+     * communicator without blocking ({@code blocking = 0} in its {@code ncclConfig_t}, NCCL 2.14+) and nccl4j polls
+     * {@code ncclCommGetAsyncError}; at the deadline it aborts what NCCL half made ({@code ncclCommAbort}) and
+     * throws {@link InitTimeoutException}. The communicator still behaves as the blocking one asked for
+     * ({@link #isBlocking()}): where NCCL answers a call with {@code ncclInProgress} (the first operations, while
+     * connections are made), nccl4j waits for it before returning. A config that asks for {@code blocking(false)}
+     * gets NCCL's nonblocking behaviour unchanged.
      *
      * @param rank this rank, {@code 0 <= rank < size}
      * @param size the number of ranks, {@code >= 1}
@@ -175,8 +184,21 @@ public final class Communicator implements AutoCloseable {
      * @return the communicator
      * @throws IllegalArgumentException when {@code config} sets a field that the loaded NCCL is older than (it
      *         would ignore it), among the other argument checks
+     * @throws InitTimeoutException when the communicator is not made by the deadline
      */
     public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
+        java.time.Duration timeout = CommConfig.initTimeout(config);
+        return create(rank, size, id, device, config, new Deadline(timeout, rank, size, null));
+    }
+
+    /** For tests: {@link #create} with a deadline and the liveness channel whose roster names who never came. */
+    static Communicator createForTest(int rank, int size, UniqueId id, int device, java.time.Duration timeout,
+            Liveness liveness) {
+        return create(rank, size, id, device, null, new Deadline(timeout, rank, size, liveness));
+    }
+
+    private static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
+            Deadline deadline) {
         if (size < 1) {
             throw Errors.argument("size must be >= 1, got " + size);
         }
@@ -199,7 +221,15 @@ public final class Communicator implements AutoCloseable {
         long[] out = new long[1];
         int rc;
         NcclFunction fn;
-        if (config == null) {
+        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        if (lib.has(NcclFunction.ncclCommInitRankConfig) && lib.versionCode() >= NONBLOCKING_SINCE) {
+            // nonblocking underneath, so that the wait can be abandoned at the deadline
+            int[] ints = config != null ? config.ints().clone() : CommConfig.builder().build().ints();
+            ints[NcclNative.CFG_BLOCKING] = 0;
+            fn = NcclFunction.ncclCommInitRankConfig;
+            rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, ints,
+                    config == null ? null : config.netName(), config == null ? null : config.commName());
+        } else if (config == null) {
             fn = NcclFunction.ncclCommInitRank;
             rc = NcclNative.ncclCommInitRank(out, size, id.internalBytes(), rank);
         } else {
@@ -207,8 +237,7 @@ public final class Communicator implements AutoCloseable {
             rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
                     config.netName(), config.commName());
         }
-        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        Communicator c = adopt(finished(rc, out, blocking, fn, null), device, blocking, settings);
+        Communicator c = adopt(finished(rc, out, fn, null, deadline), device, blocking, settings);
         c.config = config;
         return c;
     }
@@ -231,10 +260,14 @@ public final class Communicator implements AutoCloseable {
      * while a nonblocking one is in progress; on failure aborts what NCCL half made and throws (naming
      * {@code parent}'s rank when there is one). 0 when NCCL made none ({@link #NO_COLOR}).
      */
-    private static long finished(int rc, long[] out, boolean blocking, NcclFunction fn, Communicator parent) {
+    private static long finished(int rc, long[] out, NcclFunction fn, Communicator parent, Deadline deadline) {
         int status = rc;
-        if (status == 7 && !blocking && out[0] != 0) {
-            status = waitWhileInProgress(out[0]);
+        if (status == 7 && out[0] != 0) {
+            status = waitWhileInProgress(out[0], deadline.nanos);
+            if (status == 7) {
+                NcclNative.ncclCommAbort(out[0]);
+                throw deadline.expired(fn, parent);
+            }
         }
         if (status != 0) {
             if (out[0] != 0) {
@@ -245,9 +278,74 @@ public final class Communicator implements AutoCloseable {
         return out[0];
     }
 
+    /** The NCCL version (as {@code ncclGetVersion}'s code) from which {@code ncclConfig_t} has {@code blocking}. */
+    private static final int NONBLOCKING_SINCE = 21403;
+
+    /**
+     * How long making a communicator may take, and what to say when it took longer: the rank and size being made,
+     * and the liveness channel whose roster names the ranks that never arrived (null: not known).
+     */
+    private static final class Deadline {
+        final long nanos;
+        final java.time.Duration timeout;
+        final int rank;
+        final int size;
+        final Liveness liveness;
+
+        Deadline(java.time.Duration timeout, int rank, int size, Liveness liveness) {
+            this(System.nanoTime() + timeout.toNanos(), timeout, rank, size, liveness);
+        }
+
+        Deadline(long nanos, java.time.Duration timeout, int rank, int size, Liveness liveness) {
+            this.nanos = nanos;
+            this.timeout = timeout;
+            this.rank = rank;
+            this.size = size;
+            this.liveness = liveness;
+        }
+
+        InitTimeoutException expired(NcclFunction fn, Communicator parent) {
+            List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
+            StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
+                    .append(fn).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
+                            + " (the parent)")
+                    .append(" did not finish within ").append(Durations.format(timeout));
+            if (!missing.isEmpty()) {
+                m.append(": ranks ").append(missing).append(" never arrived (joined: ");
+                String sep = "";
+                for (Liveness.Lost j : liveness.roster().values()) {
+                    m.append(sep).append(j.rank()).append(" (").append(j.host()).append(", pid ").append(j.pid())
+                            .append(')');
+                    sep = ", ";
+                }
+                m.append("); start them, or check that they reach rank 0's host");
+            } else if (liveness != null && liveness.failedToConnect() != null) {
+                m.append(": ").append(liveness.failedToConnect()).append(": rank 0 may not have started, or may not "
+                        + "be reachable from here");
+            } else if (parent != null) {
+                m.append(": a rank of the parent did not make the same call (every remaining rank must call it), or "
+                        + "a rank is lost");
+            } else {
+                m.append(": a rank never arrived, or the ranks cannot reach each other (NCCL_SOCKET_IFNAME, firewall)");
+            }
+            m.append("; nccl4j aborted the half-made communicator. Raise NCCL4J_INIT_TIMEOUT (or "
+                    + "CommConfig.Builder.initTimeout) if initialization is only slow");
+            return new InitTimeoutException(m.toString(), fn.name(), parent != null ? parent.rank : rank, missing,
+                    timeout);
+        }
+    }
+
     private static int waitWhileInProgress(long comm) {
+        return waitWhileInProgress(comm, Long.MAX_VALUE);
+    }
+
+    /** Polls {@code ncclCommGetAsyncError} until it leaves ncclInProgress (7), or the deadline passes (returns 7). */
+    private static int waitWhileInProgress(long comm, long deadlineNanos) {
         int[] state = new int[1];
         while (true) {
+            if (deadlineNanos != Long.MAX_VALUE && System.nanoTime() - deadlineNanos >= 0) {
+                return 7;
+            }
             int rc = NcclNative.ncclCommGetAsyncError(comm, state);
             if (rc != 0) {
                 return rc;
@@ -299,62 +397,71 @@ public final class Communicator implements AutoCloseable {
     public static Communicator fromEnvironment(CommConfig config) {
         LaunchInfo launch = LaunchInfo.detect();
         Nccl.library();
+        java.time.Duration timeout = CommConfig.initTimeout(config);
+        long deadline = System.nanoTime() + timeout.toNanos();
         UniqueId id;
         if (launch.worldSize() == 1) {
             id = UniqueId.generate();
         } else {
-            id = UniqueId.of(Rendezvous.forLaunch(launch).exchange(() -> UniqueId.generate().toBytes()));
+            id = UniqueId.of(Rendezvous.forLaunch(launch, timeout).exchange(() -> UniqueId.generate().toBytes()));
         }
-        String host = NcclNative.getenv("MASTER_ADDR");
-        int port = launch.worldSize() == 1 ? -1 : livenessPort();
+        String[] where = launch.worldSize() == 1 ? null : livenessAddress();
         Liveness served = null;
-        if (port > 0 && launch.rank() == 0) {
+        if (where != null && launch.rank() == 0) {
             try {
-                served = Liveness.serve(port);   // before the communicator: up by the time any rank has one
+                served = Liveness.serve(Integer.parseInt(where[1]));   // before the communicator: up for every rank
             } catch (IOException e) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
-                        + " a lost rank is found by NCCL's error or the timeout only", port, e.toString());
-                port = -1;
+                        + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
+                where = null;
             }
         }
+        // joined in the background while NCCL makes the communicator: its roster names who never arrived
+        Liveness live = where == null ? null
+                : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
         Communicator c;
         try {
-            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config);
+            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config,
+                    new Deadline(deadline, timeout, launch.rank(), launch.worldSize(), live));
         } catch (RuntimeException | Error e) {
-            if (served != null) {
-                served.close();
+            if (live != null) {
+                live.close();
             }
             throw e;
         }
-        if (port > 0) {
-            try {
-                c.liveness = Liveness.join(served, launch.rank(), host.trim(), port);
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not join the "
-                        + "liveness channel at {}:{}: {}", launch.rank(), host, port, e.toString());
-            }
-        }
+        c.liveness = live;
         return c;
     }
-
-    /** The liveness channel's port: NCCL4J_LIVENESS_PORT, else MASTER_PORT + 50; -1 without MASTER_ADDR/PORT. */
-    private static int livenessPort() {
+    /**
+     * Where the liveness channel is: {@code MASTER_ADDR} at {@code MASTER_PORT + 50}, or, without them,
+     * {@code NCCL_COMM_ID}'s host at its port + 50 (mpirun); {@code NCCL4J_LIVENESS_PORT} chooses the port. Null
+     * when neither is set.
+     */
+    private static String[] livenessAddress() {
         String host = NcclNative.getenv("MASTER_ADDR");
-        String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
-        String master = NcclNative.getenv("MASTER_PORT");
+        String base = NcclNative.getenv("MASTER_PORT");
         if (host == null || host.isBlank()) {
-            return -1;
+            String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
+            if (commId == null || commId.isBlank()) {
+                return null;
+            }
+            int colon = commId.trim().lastIndexOf(':');
+            if (colon <= 0) {
+                return null;
+            }
+            host = commId.trim().substring(0, colon).replace("[", "").replace("]", "");
+            base = commId.trim().substring(colon + 1);
         }
+        String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
         if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
-            return Integer.parseInt(explicit.trim());
+            return new String[] {host.trim(), explicit.trim()};
         }
-        if (master == null || !master.trim().matches("[0-9]{1,5}")) {
-            return -1;
+        if (base == null || !base.trim().matches("[0-9]{1,5}")) {
+            return null;
         }
-        int p = Integer.parseInt(master.trim()) + Liveness.PORT_OFFSET;
-        return p <= 65535 ? p : -1;
+        int p = Integer.parseInt(base.trim()) + Liveness.PORT_OFFSET;
+        return p <= 65535 ? new String[] {host.trim(), Integer.toString(p)} : null;
     }
-
     /**
      * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
      * reported for {@code settle}, then returns them. Rank 0 tells every rank of each loss (or every rank sees rank 0
@@ -493,8 +600,10 @@ public final class Communicator implements AutoCloseable {
      * one's. Null when NCCL made none ({@link #NO_COLOR}).
      */
     private Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
-        boolean childBlocking = config == null ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        long made = finished(status, out, childBlocking, fn, this);
+        boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
+                ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
+        long made = finished(status, out, fn, this, new Deadline(timeout, rank, size, null));
         if (made == 0) {
             return null;
         }
@@ -609,6 +718,17 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
+        Communicator c = recover0(config, excludedRanks);
+        Liveness l = liveness;
+        if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
+            liveness = null;
+            l.renumber(excludedRanks);
+            c.liveness = l;
+        }
+        return c;
+    }
+
+    private Communicator recover0(CommConfig config, int... excludedRanks) {
         boolean broken = failure != null || closed || reportedBroken();
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
@@ -625,22 +745,56 @@ public final class Communicator implements AutoCloseable {
                         rank, size, e.ncclName());
             }
         }
-        return reform(recoveryRoute(generation + 1), config, excludedRanks);
+        return reform(recoveryRoute(generation + 1, excludedRanks), config, excludedRanks);
     }
 
-    private static Rendezvous.Builder recoveryRoute(int n) {
+    /**
+     * The rendezvous of the remaining ranks: the file, or TCP served by the lowest remaining rank, on its host as
+     * the liveness channel's roster names it when that is not the launch's rank 0 host (rank 0 lost), else on
+     * {@code MASTER_ADDR} (or {@code NCCL_COMM_ID}'s host).
+     */
+    private Rendezvous.Builder recoveryRoute(int n, int[] excludedRanks) {
         String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
         if (file != null && !file.isBlank()) {
             return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
         }
         String host = NcclNative.getenv("MASTER_ADDR");
         String port = NcclNative.getenv("MASTER_PORT");
+        if (host == null || host.isBlank()) {
+            String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
+            int colon = commId == null ? -1 : commId.trim().lastIndexOf(':');
+            if (colon > 0) {
+                host = commId.trim().substring(0, colon).replace("[", "").replace("]", "");
+                port = commId.trim().substring(colon + 1);
+            }
+        }
         if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
             throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
                     + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
                     + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
         }
+        Liveness l = liveness;
+        if (l != null) {
+            int lowest = 0;
+            while (contains(excludedRanks, lowest)) {
+                lowest++;
+            }
+            Liveness.Lost root = l.roster().get(l.launchRank(lowest));
+            Liveness.Lost first = l.roster().get(0);
+            if (root != null && first != null && root.host() != null && !root.host().equals(first.host())) {
+                host = root.host();   // the launch's rank 0 host is not the new root's
+            }
+        }
         return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
+    }
+
+    private static boolean contains(int[] values, int v) {
+        for (int x : values) {
+            if (x == v) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
@@ -707,7 +861,7 @@ public final class Communicator implements AutoCloseable {
         ensureOpen();
         requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
         int rc = NcclNative.ncclCommRevoke(handle, 0);
-        if (rc == 7 && !blocking) {
+        if (rc == 7) {
             rc = waitWhileInProgress(handle);
         }
         Errors.check(rc, NcclFunction.ncclCommRevoke, this);
@@ -789,7 +943,8 @@ public final class Communicator implements AutoCloseable {
                 : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
                         config.commName());
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return adopt(finished(rc, out, blocking, NcclFunction.ncclCommGrow, null), device, blocking, settings);
+        return adopt(finished(rc, out, NcclFunction.ncclCommGrow, null,
+                new Deadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
     }
 
     private void requireFunction(NcclFunction fn, String api) {
@@ -2122,8 +2277,51 @@ public final class Communicator implements AutoCloseable {
             }
             closed = true;
         }
+        OPEN.remove(this);
         leak.closed();
         return true;
+    }
+
+    /** The communicators not yet closed: those a group's ncclInProgress may concern. */
+    private static final java.util.Set<Communicator> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * A call answered ncclInProgress on this blocking communicator (made nonblocking underneath for its deadline):
+     * waits until NCCL is done with it, or until the watchdog finds it failed.
+     *
+     * @return NCCL's status once not in progress ({@code ncclCommGetAsyncError}); the watchdog's failure is thrown
+     */
+    int awaitInProgress() {
+        int[] state = new int[1];
+        while (true) {
+            CommunicatorFailedException f = failure;
+            if (f != null) {
+                throw f.again();
+            }
+            int rc = NcclNative.ncclCommGetAsyncError(handle, state);
+            if (rc != 0) {
+                return rc;
+            }
+            if (state[0] != 7) {
+                return state[0];
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
+        }
+    }
+
+    /**
+     * After a group ended with ncclInProgress: waits for every open blocking communicator still in progress (a group
+     * can span several); throws the first failure, naming its communicator.
+     */
+    static void awaitGroupInProgress() {
+        for (Communicator c : OPEN) {
+            if (c.blocking && !c.closed) {
+                int rc = c.awaitInProgress();
+                if (rc != 0) {
+                    throw Errors.failure(rc, NcclFunction.ncclGroupEnd, c);
+                }
+            }
+        }
     }
 
     /**

@@ -7,34 +7,54 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Which ranks are gone: every rank keeps one TCP connection to rank 0 open for the life of its communicator, so that
- * a process that dies (its sockets closed by the kernel, whatever killed it) is known to all within milliseconds and
- * by its rank, host and pid. Rank 0 serves; when a rank's connection ends without a goodbye it tells every other
- * rank {@code LOST <rank> <host> <pid>}; when rank 0 itself goes, every rank sees its connection end.
+ * Which ranks are here and which are gone: every rank keeps one TCP connection to rank 0 open for the life of its
+ * communicator, so that a process that dies (its sockets closed by the kernel, whatever killed it) is known to all
+ * within milliseconds and by its rank, host and pid, and a process or host that stops answering is known within the
+ * heartbeat timeout. Rank 0 serves; it tells every rank who joined ({@code JOINED}), so that each rank has the roster
+ * and can name the ranks that never arrived when making the communicator times out; when a rank's connection ends
+ * without a goodbye, or its heartbeats stop, it tells every other rank {@code LOST <rank> <host> <pid>}; when rank 0
+ * itself goes (or stops answering), every rank sees its connection end (or go quiet).
  *
- * <p>The lines: a rank sends {@code HELLO <rank> <host> <pid>} on connecting and {@code BYE} before closing; rank 0
- * sends {@code LOST ...}, and {@code LEFT 0} when it closes on purpose. Made by
- * {@link Communicator#fromEnvironment} when the launcher set {@code MASTER_ADDR} and {@code MASTER_PORT}
- * (scripts/nccl4j-run, torchrun-style launches, plain {@code java}), on port
- * {@code MASTER_PORT + 50} ({@code NCCL4J_LIVENESS_PORT} to choose another). Not made under mpirun without those.
+ * <p>The lines: a rank sends {@code HELLO <rank> <host> <pid>} on connecting, {@code PING} every second and
+ * {@code BYE} before closing; rank 0 sends {@code JOINED <rank> <host> <pid>} for every rank that said hello (the
+ * earlier ones to a newcomer too), {@code PING} every second, {@code LOST ...}, and {@code LEFT 0} when it closes on
+ * purpose. Silence for {@code NCCL4J_LIVENESS_TIMEOUT} (default 4 s, so that a loss is named within 5 s; raise it where
+ * a JVM may pause longer, e.g. for a very large heap) is a loss.
+ *
+ * <p>Made by {@link Communicator#fromEnvironment} on {@code MASTER_ADDR} at {@code MASTER_PORT + 50}
+ * (scripts/nccl4j-run, torchrun-style launches, plain {@code java}), or, where only {@code NCCL_COMM_ID} is set
+ * (mpirun), on its host at its port + 50; {@code NCCL4J_LIVENESS_PORT} chooses another port.
+ *
+ * <p>Ranks are launch ranks (those of the communicator {@code fromEnvironment} made); after a recovery,
+ * {@link #renumber(int[])} maps them to the new communicator's, and ranks left out are no longer reported.
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
     /** The variable that sets the port. */
     static final String PORT_VARIABLE = "NCCL4J_LIVENESS_PORT";
-    /** Offset from MASTER_PORT when the variable is not set. */
+    /** The variable that sets how long a silent connection is taken for a lost rank. */
+    static final String TIMEOUT_VARIABLE = "NCCL4J_LIVENESS_TIMEOUT";
+    /** Offset from MASTER_PORT (or NCCL_COMM_ID's port) when the variable is not set. */
     static final int PORT_OFFSET = 50;
+    /** Silence taken for a loss when the variable is not set. */
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(4);
+    /** How often each side says it is alive. */
+    static final long PING_MILLIS = 1000;
 
-    /** A rank that is gone. */
+    /** A rank that is (or was) in the job: its rank, host and process id. */
     record Lost(int rank, String host, long pid) {
         @Override
         public String toString() {
@@ -43,55 +63,204 @@ final class Liveness implements AutoCloseable {
     }
 
     private final int rank;
+    private final int timeoutMillis;
+    /** By launch rank. */
     private final Map<Integer, Lost> lost = new ConcurrentHashMap<>();
+    /** By launch rank: every rank that said hello. */
+    private final Map<Integer, Lost> roster = new ConcurrentHashMap<>();
     private final List<Socket> peers = new CopyOnWriteArrayList<>();
-    private final Map<Socket, String[]> hellos = new ConcurrentHashMap<>();
+    /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
+    private volatile int[] current;
     private ServerSocket server;
-    private Socket toServer;
+    private volatile Socket toServer;
     private volatile boolean closing;
     /** Rank 0 closed its side on purpose ({@code LEFT 0}): the end of its connection is not a loss. */
     private volatile boolean serverLeft;
+    private volatile String failedToConnect;
 
-    private Liveness(int rank) {
+    private Liveness(int rank, Duration timeout) {
         this.rank = rank;
+        this.timeoutMillis = (int) Math.max(2 * PING_MILLIS, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
+    }
+
+    /** The silence taken for a loss: {@code NCCL4J_LIVENESS_TIMEOUT}, else 4 s. */
+    static Duration configuredTimeout() {
+        String v = ProcessEnvironment.liveOrJvmCopy().get(TIMEOUT_VARIABLE);
+        if (v == null || v.isBlank()) {
+            return DEFAULT_TIMEOUT;
+        }
+        Duration d = Durations.parse(TIMEOUT_VARIABLE, v);
+        if (d.toMillis() < 2 * PING_MILLIS) {
+            throw new IllegalArgumentException(TIMEOUT_VARIABLE + "=" + v + " is shorter than two heartbeats ("
+                    + 2 * PING_MILLIS + " ms): use 2s or more, e.g. 4s (the default) or 30s for long pauses");
+        }
+        return d;
     }
 
     /** Rank 0's side: listens on {@code port}; call before the communicator is made, so that it is up for all. */
     static Liveness serve(int port) throws IOException {
-        Liveness l = new Liveness(0);
+        return serve(port, configuredTimeout());
+    }
+
+    static Liveness serve(int port, Duration timeout) throws IOException {
+        Liveness l = new Liveness(0, timeout);
         l.server = new ServerSocket();
         l.server.setReuseAddress(true);
         l.server.bind(new InetSocketAddress(port));
-        Thread t = new Thread(l::accept, "nccl4j-liveness-server");
-        t.setDaemon(true);
-        t.start();
+        daemon(l::accept, "nccl4j-liveness-server");
+        daemon(l::pingLoop, "nccl4j-liveness-ping");
         return l;
     }
 
-    /** Every rank (rank 0 too): connects to rank 0 at {@code host:port} and says hello. */
+    /** Every rank (rank 0 too): connects to rank 0 at {@code host:port} and says hello; waits for the connection. */
     static Liveness join(Liveness served, int rank, String host, int port) throws IOException {
-        Liveness l = served != null ? served : new Liveness(rank);
-        Socket s = new Socket();
-        s.connect(new InetSocketAddress(host, port), 10_000);
-        s.setTcpNoDelay(true);
-        String hello = "HELLO " + rank + " " + org.nccl4j.trace.TraceDump.localHost().replace(' ', '_') + " "
-                + ProcessHandle.current().pid() + "\n";
-        s.getOutputStream().write(hello.getBytes(StandardCharsets.UTF_8));
-        s.getOutputStream().flush();
-        l.toServer = s;
-        Thread t = new Thread(() -> l.listen(s), "nccl4j-liveness-" + rank);
-        t.setDaemon(true);
-        t.start();
+        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout());
+        l.connect(host, port, 10_000);
+        if (served == null) {
+            daemon(l::pingLoop, "nccl4j-liveness-ping-" + rank);
+        }
         return l;
     }
 
-    /** The ranks known to be gone, in the order they were found. */
+    /**
+     * Every rank: connects in the background, retrying until {@code deadlineNanos} ({@link System#nanoTime()}), so that
+     * making the communicator need not wait for rank 0's channel; {@link #connected()} tells when it is up.
+     */
+    static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos) {
+        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout());
+        daemon(() -> {
+            long backoff = 20;
+            IOException last = null;
+            while (!l.closing && System.nanoTime() < deadlineNanos) {
+                try {
+                    int left = (int) Math.max(1, Math.min(5_000, (deadlineNanos - System.nanoTime()) / 1_000_000));
+                    l.connect(host, port, left);
+                    return;
+                } catch (IOException e) {
+                    last = e;
+                    sleep(backoff);
+                    backoff = Math.min(500, backoff * 2);
+                }
+            }
+            if (!l.closing) {
+                l.failedToConnect = "rank 0's liveness channel at " + host + ":" + port + " did not answer"
+                        + (last == null ? "" : " (" + last + ")");
+            }
+        }, "nccl4j-liveness-connect-" + rank);
+        if (served == null) {
+            daemon(l::pingLoop, "nccl4j-liveness-ping-" + rank);
+        }
+        return l;
+    }
+
+    private void connect(String host, int port, int timeoutMillis) throws IOException {
+        Socket s = new Socket();
+        try {
+            s.connect(new InetSocketAddress(host, port), timeoutMillis);
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(this.timeoutMillis);
+            write(s, "HELLO " + rank + " " + org.nccl4j.trace.TraceDump.localHost().replace(' ', '_') + " "
+                    + ProcessHandle.current().pid() + "\n");
+        } catch (IOException e) {
+            closeQuietly(s);
+            throw e;
+        }
+        toServer = s;
+        daemon(() -> listen(s), "nccl4j-liveness-" + rank);
+    }
+
+    /** @return whether this rank's connection to rank 0 is up */
+    boolean connected() {
+        return toServer != null;
+    }
+
+    /** @return why the background connection gave up, or null */
+    String failedToConnect() {
+        return failedToConnect;
+    }
+
+    /** The ranks known to be gone (of the communicator now served), in rank order. */
     List<Lost> lost() {
-        return List.copyOf(lost.values());
+        int[] map = current;
+        List<Lost> out = new ArrayList<>();
+        for (Lost l : new TreeMap<>(lost).values()) {
+            int r = map == null ? l.rank() : l.rank() < map.length ? map[l.rank()] : -1;
+            if (r >= 0) {
+                out.add(r == l.rank() ? l : new Lost(r, l.host(), l.pid()));
+            }
+        }
+        return out;
     }
 
     boolean anyLost() {
-        return !lost.isEmpty();
+        return !lost.isEmpty() && !lost().isEmpty();
+    }
+
+    /** The ranks that said hello, by launch rank. */
+    Map<Integer, Lost> roster() {
+        return new TreeMap<>(roster);
+    }
+
+    /**
+     * The launch ranks of {@code worldSize} that have not said hello; empty when this rank has no connection (it
+     * cannot know).
+     */
+    List<Integer> neverArrived(int worldSize) {
+        List<Integer> missing = new ArrayList<>();
+        if (!connected()) {
+            return missing;
+        }
+        for (int r = 0; r < worldSize; r++) {
+            if (!roster.containsKey(r)) {
+                missing.add(r);
+            }
+        }
+        return missing;
+    }
+
+    /**
+     * From now on ranks are those of the communicator made without {@code excluded} (ranks of the one served until
+     * now): ranks keep their order and close the gaps; the excluded ones are no longer reported.
+     */
+    synchronized void renumber(int[] excluded) {
+        int[] map = current;
+        int n = Math.max(map == null ? 0 : map.length, 1 + roster.keySet().stream().mapToInt(i -> i).max().orElse(0));
+        for (Lost l : lost.values()) {
+            n = Math.max(n, l.rank() + 1);
+        }
+        for (int e : excluded) {
+            n = Math.max(n, e + 1);
+        }
+        int[] next = new int[n];
+        for (int launch = 0; launch < n; launch++) {
+            int r = map == null ? launch : launch < map.length ? map[launch] : -1;
+            if (r < 0) {
+                next[launch] = -1;
+                continue;
+            }
+            int below = 0;
+            boolean out = false;
+            for (int e : excluded) {
+                out |= e == r;
+                below += e < r ? 1 : 0;
+            }
+            next[launch] = out ? -1 : r - below;
+        }
+        current = next;
+    }
+
+    /** The launch rank that has rank {@code r} in the communicator now served, or -1. */
+    int launchRank(int r) {
+        int[] map = current;
+        if (map == null) {
+            return r;
+        }
+        for (int i = 0; i < map.length; i++) {
+            if (map[i] == r) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private void accept() {
@@ -99,10 +268,9 @@ final class Liveness implements AutoCloseable {
             try {
                 Socket s = server.accept();
                 s.setTcpNoDelay(true);
+                s.setSoTimeout(timeoutMillis);
                 peers.add(s);
-                Thread t = new Thread(() -> serveOne(s), "nccl4j-liveness-peer");
-                t.setDaemon(true);
-                t.start();
+                daemon(() -> serveOne(s), "nccl4j-liveness-peer");
             } catch (IOException e) {
                 if (!closing) {
                     LOG.warn("nccl4j liveness: rank 0 stopped accepting: {}", e.toString());
@@ -116,87 +284,211 @@ final class Liveness implements AutoCloseable {
     private void serveOne(Socket s) {
         boolean bye = false;
         String[] hello = null;
+        String why = "its connection ended without a goodbye";
         try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
                 StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.startsWith("HELLO ")) {
                     hello = line.split(" ");
-                    hellos.put(s, hello);
+                    welcome(s, hello);
                 } else if (line.equals("BYE")) {
                     bye = true;
                 }
             }
+        } catch (SocketTimeoutException e) {
+            why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the process is stopped or its host "
+                    + "is unreachable)";
         } catch (IOException e) {
             // the connection broke: the rank is gone unless it said goodbye
         }
         peers.remove(s);
+        closeQuietly(s);
         if (bye || closing || hello == null || hello.length < 4) {
             return;
         }
+        LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {}", hello[1], hello[2], hello[3], why);
         String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
         lost(message.trim().split(" "));
+        broadcast(message);
+    }
+
+    /** Rank 0: a newcomer gets the roster so far; everyone gets the newcomer. */
+    private void welcome(Socket s, String[] hello) {
+        if (hello.length < 4) {
+            return;
+        }
+        StringBuilder earlier = new StringBuilder();
+        synchronized (roster) {
+            joined(hello);
+            for (Lost m : roster.values()) {
+                earlier.append("JOINED ").append(m.rank()).append(' ').append(m.host()).append(' ').append(m.pid())
+                        .append('\n');
+            }
+            try {
+                write(s, earlier.toString());
+            } catch (IOException e) {
+                // its reader sees the end
+            }
+            String line = "JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
+            for (Socket p : peers) {
+                if (p != s) {
+                    try {
+                        write(p, line);
+                    } catch (IOException e) {
+                        // that one is going; its own reader reports it
+                    }
+                }
+            }
+        }
+    }
+
+    private void broadcast(String message) {
         for (Socket p : peers) {
             try {
-                OutputStream out = p.getOutputStream();
-                synchronized (p) {
-                    out.write(message.getBytes(StandardCharsets.UTF_8));
-                    out.flush();
-                }
+                write(p, message);
             } catch (IOException e) {
                 // that one is going too; its own reader reports it
             }
         }
     }
 
-    /** Every rank: reads rank 0's LOST lines; the end of the connection means rank 0 is gone. */
+    /** Every rank: reads rank 0's lines; the end of the connection, or its silence, means rank 0 is gone. */
     private void listen(Socket s) {
+        String why = "its connection ended";
         try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
                 StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.startsWith("LOST ")) {
                     lost(line.split(" "));
+                } else if (line.startsWith("JOINED ")) {
+                    joined(line.split(" "));
                 } else if (line.equals("LEFT 0")) {
                     serverLeft = true;
                 }
             }
+        } catch (SocketTimeoutException e) {
+            why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: stopped, or its host unreachable)";
         } catch (IOException e) {
             // as the end of the stream
         }
+        closeQuietly(s);
         if (!closing && !serverLeft && rank != 0) {
-            lost.putIfAbsent(0, new Lost(0, null, -1));
-            LOG.warn("nccl4j liveness: rank {} lost its connection to rank 0: rank 0 is gone", rank);
+            Lost known = roster.get(0);
+            lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
+            LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
+                    known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
+        }
+    }
+
+    /** Both sides: a PING every second on every connection, so that silence means a loss. */
+    private void pingLoop() {
+        byte[] ping = "PING\n".getBytes(StandardCharsets.UTF_8);
+        while (!closing) {
+            sleep(PING_MILLIS);
+            Socket s = toServer;
+            if (s != null && rank != 0) {
+                try {
+                    write(s, ping);
+                } catch (IOException e) {
+                    // the reader sees the end
+                }
+            }
+            if (server != null) {
+                for (Socket p : peers) {
+                    try {
+                        write(p, ping);
+                    } catch (IOException e) {
+                        // the reader sees the end
+                    }
+                }
+                if (s != null) {   // rank 0's own connection to itself
+                    try {
+                        write(s, ping);
+                    } catch (IOException e) {
+                        // closing
+                    }
+                }
+            }
+        }
+    }
+
+    private void joined(String[] f) {
+        Lost m = parse(f);
+        if (m != null) {
+            roster.put(m.rank(), m);
         }
     }
 
     private void lost(String[] f) {
+        Lost m = parse(f);
+        if (m != null && m.rank() != rank) {
+            lost.putIfAbsent(m.rank(), m);
+        }
+    }
+
+    private static Lost parse(String[] f) {
         try {
-            int r = Integer.parseInt(f[1]);
-            if (r != rank) {
-                lost.putIfAbsent(r, new Lost(r, f.length > 2 ? f[2] : null, f.length > 3 ? Long.parseLong(f[3]) : -1));
-            }
-        } catch (NumberFormatException e) {
+            return new Lost(Integer.parseInt(f[1]), f.length > 2 ? f[2] : null, f.length > 3 ? Long.parseLong(f[3])
+                    : -1);
+        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
             LOG.warn("nccl4j liveness: a line it cannot read: {}", String.join(" ", f));
+            return null;
+        }
+    }
+
+    private static void write(Socket s, String line) throws IOException {
+        write(s, line.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static void write(Socket s, byte[] bytes) throws IOException {
+        synchronized (s) {
+            OutputStream out = s.getOutputStream();
+            out.write(bytes);
+            out.flush();
+        }
+    }
+
+    private static void daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void closeQuietly(java.io.Closeable c) {
+        try {
+            if (c != null) {
+                c.close();
+            }
+        } catch (IOException e) {
+            // closed
         }
     }
 
     /** For tests: this rank's process dies (its connection ends without a goodbye). */
     void dropWithoutGoodbye() {
         closing = true;
-        try {
-            if (toServer != null) {
-                toServer.close();
+        closeQuietly(toServer);
+        if (server != null) {
+            closeQuietly(server);
+            for (Socket p : peers) {
+                closeQuietly(p);
             }
-            if (server != null) {
-                server.close();
-                for (Socket p : peers) {
-                    p.close();
-                }
-            }
-        } catch (IOException e) {
-            // closed
         }
+    }
+
+    /** For tests: this rank's process stops (a SIGSTOP, a frozen host): its connections stay open but go silent. */
+    void freeze() {
+        closing = true;
     }
 
     /** Says goodbye (this rank leaves on purpose) and closes the connections. */
@@ -206,37 +498,17 @@ final class Liveness implements AutoCloseable {
         Socket s = toServer;
         if (s != null) {
             try {
-                synchronized (s) {
-                    s.getOutputStream().write("BYE\n".getBytes(StandardCharsets.UTF_8));
-                    s.getOutputStream().flush();
-                }
-                s.close();
+                write(s, "BYE\n");
             } catch (IOException e) {
                 // gone already
             }
+            closeQuietly(s);
         }
         if (server != null) {
+            broadcast("LEFT 0\n");
+            closeQuietly(server);
             for (Socket p : peers) {
-                try {
-                    synchronized (p) {
-                        p.getOutputStream().write("LEFT 0\n".getBytes(StandardCharsets.UTF_8));
-                        p.getOutputStream().flush();
-                    }
-                } catch (IOException e) {
-                    // gone already
-                }
-            }
-            try {
-                server.close();
-            } catch (IOException e) {
-                // closed
-            }
-            for (Socket p : peers) {
-                try {
-                    p.close();
-                } catch (IOException e) {
-                    // closed
-                }
+                closeQuietly(p);
             }
         }
     }

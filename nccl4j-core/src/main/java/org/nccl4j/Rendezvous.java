@@ -176,7 +176,19 @@ public final class Rendezvous {
      * @throws IllegalStateException when the chosen route lacks what it needs (see {@link Builder#build()})
      */
     public static Rendezvous forLaunch(LaunchInfo launch) {
-        Builder rb = builder().launch(launch);
+        return forLaunch(launch, DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * As {@link #forLaunch(LaunchInfo)}, giving up after {@code timeout} (the deadline of initialization,
+     * {@code NCCL4J_INIT_TIMEOUT}).
+     *
+     * @param launch the detected launch
+     * @param timeout how long to wait, positive
+     * @return the rendezvous
+     */
+    public static Rendezvous forLaunch(LaunchInfo launch, Duration timeout) {
+        Builder rb = builder().launch(launch).timeout(timeout);
         String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
         if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
             rb.commId();
@@ -504,6 +516,9 @@ public final class Rendezvous {
 
     // ---- TCP, other ranks ----
 
+    /** How much longer than the timeout a connected rank waits for rank 0's answer (rank 0 may have started later). */
+    private static final long ANSWER_GRACE_NANOS = TimeUnit.SECONDS.toNanos(2);
+
     private byte[] fetch() {
         long deadline = System.nanoTime() + timeout.toNanos();
         String target = host + ":" + port;
@@ -557,7 +572,9 @@ public final class Rendezvous {
             }
             byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
             RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
-            RendezvousWire.Frame answer = readOnClient(s, s.getInputStream(), deadline, target, false);
+            // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
+            RendezvousWire.Frame answer = readOnClient(s, s.getInputStream(), deadline + ANSWER_GRACE_NANOS, target,
+                    false);
             if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "

@@ -26,6 +26,9 @@ import org.nccl4j.trace.TraceConfig;
  *       watchdog looks (process-wide only)</td><td>100 ms</td></tr>
  *   <tr><td>{@code NCCL4J_CHECK_COLLECTIVES}</td><td>{@code nccl4j.checkCollectives}</td><td>{@code 1}/{@code 0}
  *       (as on/off)</td><td>off</td></tr>
+ *   <tr><td>{@code NCCL4J_INIT_TIMEOUT}</td><td>{@code nccl4j.initTimeout}</td><td>as the timeout; how long the
+ *       rendezvous and the making of a communicator may take before every waiting rank gives up, naming the ranks
+ *       that never arrived</td><td>5 min</td></tr>
  *   <tr><td>{@code NCCL4J_TRACE_BUFFER}</td><td></td><td>operations kept per communicator</td><td>2000</td></tr>
  *   <tr><td>{@code NCCL4J_TRACE_DIR}</td><td></td><td>where traces are written</td>
  *       <td>{@code ${java.io.tmpdir}/nccl4j-trace}</td></tr>
@@ -37,9 +40,11 @@ import org.nccl4j.trace.TraceConfig;
  * @param poll how often the watchdog looks at each communicator
  * @param checkCollectives whether each collective first compares its arguments across ranks
  * @param trace the flight recorder's buffer size and directory
+ * @param initTimeout how long the rendezvous and {@code ncclCommInitRankConfig} (and the making of a communicator by
+ *        split or shrink) may take
  */
 public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy policy, Duration poll,
-        boolean checkCollectives, TraceConfig trace) {
+        boolean checkCollectives, TraceConfig trace, Duration initTimeout) {
     /** The variable of the timeout. */
     public static final String TIMEOUT = "NCCL4J_TIMEOUT";
     /** The variable that turns the watchdog off. */
@@ -48,6 +53,10 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
     public static final String ON_FAILURE = "NCCL4J_ON_FAILURE";
     /** The variable of the poll interval. */
     public static final String POLL = "NCCL4J_WATCHDOG_POLL";
+    /** The variable of the deadline of initialization. */
+    public static final String INIT_TIMEOUT = "NCCL4J_INIT_TIMEOUT";
+    /** The deadline of initialization when none is set: 5 minutes, as the rendezvous's. */
+    public static final Duration DEFAULT_INIT_TIMEOUT = Duration.ofMinutes(5);
     /** The variable of the collective check. */
     public static final String CHECK_COLLECTIVES = "NCCL4J_CHECK_COLLECTIVES";
     /** The timeout when none is set: 10 minutes, as PyTorch's. */
@@ -64,8 +73,12 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
      * @param poll see the record's description; positive
      * @param checkCollectives see the record's description
      * @param trace see the record's description
+     * @param initTimeout see the record's description; positive
      */
     public WatchdogConfig {
+        if (initTimeout == null || initTimeout.isNegative() || initTimeout.isZero()) {
+            throw Errors.argument("initTimeout must be longer than zero, got " + initTimeout);
+        }
         if (timeout == null || timeout.isNegative() || timeout.isZero()) {
             throw Errors.argument("timeout must be longer than zero, got " + timeout);
         }
@@ -90,8 +103,8 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
     public static WatchdogConfig fromEnvironment() {
         ProcessEnvironment env = ProcessEnvironment.liveOrJvmCopy();
         Map<String, String> vars = new HashMap<>();
-        for (String n : new String[] {TIMEOUT, WATCHDOG, ON_FAILURE, POLL, CHECK_COLLECTIVES, TraceConfig.BUFFER,
-            TraceConfig.DIR}) {
+        for (String n : new String[] {TIMEOUT, WATCHDOG, ON_FAILURE, POLL, CHECK_COLLECTIVES, INIT_TIMEOUT,
+            TraceConfig.BUFFER, TraceConfig.DIR}) {
             String v = env.get(n);
             if (v != null) {
                 vars.put(n, v);
@@ -116,7 +129,12 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
         Duration poll = value(env, properties, POLL, "nccl4j.watchdogPoll", DEFAULT_POLL, null);
         boolean check = value(env, properties, CHECK_COLLECTIVES, "nccl4j.checkCollectives", false,
                 WatchdogConfig::onOff);
-        return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env));
+        Duration init = value(env, properties, INIT_TIMEOUT, "nccl4j.initTimeout", DEFAULT_INIT_TIMEOUT, null);
+        if (init.isZero() || init.isNegative()) {
+            throw new IllegalArgumentException(INIT_TIMEOUT + "=" + Durations.format(init) + " must be longer than"
+                    + " zero: e.g. 5m, 90s");
+        }
+        return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env), init);
     }
 
     @SuppressWarnings("unchecked")

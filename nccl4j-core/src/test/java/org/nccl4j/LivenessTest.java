@@ -49,7 +49,8 @@ class LivenessTest extends StubFixture {
         Thread.sleep(100);
         r0.dropWithoutGoodbye();
         within(5000, () -> r1.anyLost() ? true : null, "rank 0's loss reaching rank 1");
-        assertEquals("rank 0", r1.lost().get(0).toString());
+        assertEquals("rank 0 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
+                + ")", r1.lost().get(0).toString(), "named with its host and pid from the roster");
         r1.close();
 
         int port2 = freePort();
@@ -77,7 +78,7 @@ class LivenessTest extends StubFixture {
         assertTrue(f instanceof RemoteErrorException, f.toString());
         assertTrue(f.verdict().startsWith("peer lost: rank 1 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "
                 + ProcessHandle.current().pid() + ") is gone (its connection to the liveness channel ended without a "
-                + "goodbye)"), f.verdict());
+                + "goodbye, or went silent)"), f.verdict());
         assertEquals(1, f.lostRanks().length);
         assertEquals(1, f.lostRanks()[0]);
     }
@@ -102,6 +103,94 @@ class LivenessTest extends StubFixture {
             assertEquals("settle must be zero or longer, got PT-0.001S", e.getMessage());
         } finally {
             r0.close();
+        }
+    }
+
+    @Test
+    void aRankThatGoesSilentIsLostAfterTheHeartbeatTimeoutAndNamedToEveryOther() throws Exception {
+        int port = freePort();
+        Duration t = Duration.ofSeconds(2);
+        Liveness r0 = Liveness.join(Liveness.serve(port, t), 0, "127.0.0.1", port);
+        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
+        try {
+            Thread.sleep(2500);   // heartbeats keep everyone
+            assertTrue(!r0.anyLost() && !r1.anyLost(), r0.lost() + " " + r1.lost());
+            long t0 = System.nanoTime();
+            r2.freeze();          // a SIGSTOP: the connection stays open, nothing is sent
+            within(6000, () -> r1.anyLost() ? true : null, "rank 2's silence reaching rank 1");
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 1500 && ms < 4500, "found after " + ms + " ms");
+            assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
+            assertEquals(ProcessHandle.current().pid(), r1.lost().get(0).pid());
+        } finally {
+            r1.close();
+            r0.close();
+        }
+    }
+
+    @Test
+    void whenRankZeroGoesSilentEveryRankNamesItFromTheRoster() throws Exception {
+        int port = freePort();
+        Liveness r0 = Liveness.join(Liveness.serve(port, Duration.ofSeconds(2)), 0, "127.0.0.1", port);
+        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        try {
+            within(3000, () -> r1.roster().containsKey(0) ? true : null, "rank 0 in the roster");
+            r0.freeze();
+            within(8000, () -> r1.anyLost() ? true : null, "rank 0's silence reaching rank 1");
+            assertEquals("rank 0 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
+                    + ")", r1.lost().get(0).toString());
+        } finally {
+            r1.close();
+            r0.dropWithoutGoodbye();
+        }
+    }
+
+    @Test
+    void afterARecoveryRanksAreRenumberedAndTheRanksLeftOutAreNoLongerReported() throws Exception {
+        int port = freePort();
+        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
+        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
+        Liveness r3 = Liveness.join(null, 3, "127.0.0.1", port);
+        try {
+            within(3000, () -> r2.roster().size() == 4 ? true : null, "the roster");
+            r1.dropWithoutGoodbye();
+            within(3000, () -> r2.anyLost() ? true : null, "rank 1's loss");
+            r2.renumber(new int[] {1});   // ranks 0, 2, 3 become 0, 1, 2
+            assertTrue(!r2.anyLost(), "rank 1 left the communicator: " + r2.lost());
+            assertEquals(2, r2.launchRank(1));
+            assertEquals(3, r2.launchRank(2));
+            r3.dropWithoutGoodbye();
+            within(3000, () -> r2.anyLost() ? true : null, "launch rank 3's loss");
+            assertEquals(List.of(2), r2.lost().stream().map(Liveness.Lost::rank).toList(), "now rank 2");
+            r2.renumber(new int[] {2});
+            assertEquals(List.of(), r2.lost());
+            assertEquals(2, r2.launchRank(1), "this rank, launch rank 2, is rank 1 still");
+            assertEquals(-1, r2.launchRank(2));
+        } finally {
+            r2.close();
+            r0.close();
+        }
+    }
+
+    @Test
+    void aLivenessTimeoutShorterThanTwoHeartbeatsIsRefused() {
+        String before = org.nccl4j.jni.NcclNative.getenv(Liveness.TIMEOUT_VARIABLE);
+        org.nccl4j.jni.NcclNative.setenv(Liveness.TIMEOUT_VARIABLE, "1s", 1);
+        try {
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    Liveness::configuredTimeout);
+            assertEquals("NCCL4J_LIVENESS_TIMEOUT=1s is shorter than two heartbeats (2000 ms): use 2s or more, e.g. "
+                    + "4s (the default) or 30s for long pauses", e.getMessage());
+            org.nccl4j.jni.NcclNative.setenv(Liveness.TIMEOUT_VARIABLE, "12s", 1);
+            assertEquals(Duration.ofSeconds(12), Liveness.configuredTimeout());
+        } finally {
+            if (before == null) {
+                org.nccl4j.jni.NcclNative.unsetenv(Liveness.TIMEOUT_VARIABLE);
+            } else {
+                org.nccl4j.jni.NcclNative.setenv(Liveness.TIMEOUT_VARIABLE, before, 1);
+            }
         }
     }
 }

@@ -38,6 +38,14 @@ import org.nccl4j.WatchdogConfig;
  *                          both threads must get a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s
  * HangScenarios kill       all-reduces of 1 Mi floats in a loop; rank 1 SIGKILLs itself at step 50: the others must
  *                          get a CommunicatorFailedException (a RemoteErrorException) within 5 s of the kill
+ * HangScenarios stop       as kill, but rank 1 SIGSTOPs itself (a frozen process or host: its sockets stay open):
+ *                          the others must get a RemoteErrorException naming rank 1 within 5 s, from the liveness
+ *                          channel's heartbeats (NCCL itself sees nothing)
+ * HangScenarios sendrecv   a ring exchange of 1 Mi floats in a group of send/recv per step; rank 1 SIGKILLs itself
+ *                          at step 50: the others must get a RemoteErrorException within 5 s
+ * HangScenarios init       Communicator.fromEnvironment where the last rank of WORLD_SIZE is never started: every
+ *                          started rank must throw, naming that rank, within NCCL4J_INIT_TIMEOUT + 2 s (a
+ *                          RendezvousException over MASTER_ADDR, an InitTimeoutException with NCCL_COMM_ID)
  * HangScenarios halfcount  4 all-reduces of 1024 floats; rank 1 passes 512 at the 2nd. With
  *                          NCCL4J_CHECK_COLLECTIVES=1 every rank must throw CollectiveMismatchException naming both
  *                          counts; without it, whatever NCCL does (a timeout, or a silent wrong result), every rank
@@ -57,11 +65,11 @@ public final class HangScenarios {
     /**
      * Runs one scenario.
      *
-     * @param args the scenario's name: skip, kill, halfcount or cost
+     * @param args the scenario's name: skip, kill, stop, sendrecv, init, halfcount or cost
      */
     public static void main(String[] args) {
-        if (args.length != 1 || !args[0].matches("skip|kill|halfcount|cost")) {
-            System.err.println("usage: HangScenarios skip|kill|halfcount|cost");
+        if (args.length != 1 || !args[0].matches("skip|kill|stop|sendrecv|init|halfcount|cost")) {
+            System.err.println("usage: HangScenarios skip|kill|stop|sendrecv|init|halfcount|cost");
             System.exit(2);
         }
         System.exit(Examples.exitStatus("HangScenarios", () -> {
@@ -70,7 +78,13 @@ public final class HangScenarios {
                     case "skip":
                         return skip();
                     case "kill":
-                        return kill();
+                        return kill("kill");
+                    case "stop":
+                        return kill("stop");
+                    case "sendrecv":
+                        return kill("sendrecv");
+                    case "init":
+                        return init();
                     case "halfcount":
                         return halfCount();
                     default:
@@ -166,24 +180,44 @@ public final class HangScenarios {
 
     // ---------------------------------------------------------------- (b) a peer killed mid-loop
 
-    static int kill() throws IOException, InterruptedException {
+    static int kill(String how) throws IOException, InterruptedException {
         Path dir = WatchdogConfig.fromEnvironment().trace().directory();
         Files.createDirectories(dir);
         Path killedAt = dir.resolve("killed-at-ms");
-        try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName("kill")
+        boolean stop = how.equals("stop");
+        boolean ring = how.equals("sendrecv");
+        try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName(how)
                 .timeout(timeout()).build());
              Stream stream = Stream.create(comm.device());
-             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 1 << 20, DataType.FLOAT32)) {
-            say(comm, "all-reduces of 1 Mi floats, each waited for; rank 1 is SIGKILLed at step 50; timeout "
+             DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 1 << 20, DataType.FLOAT32);
+             DeviceBuffer in = DeviceBuffer.allocate(comm.device(), 1 << 20, DataType.FLOAT32)) {
+            say(comm, (ring ? "a ring of send/recv of 1 Mi floats in a group" : "all-reduces of 1 Mi floats")
+                    + ", each waited for; rank 1 is " + (stop ? "SIGSTOPped" : "SIGKILLed") + " at step 50; timeout "
                     + text(timeout()));
+            int next = (comm.rank() + 1) % comm.size();
+            int prev = (comm.rank() + comm.size() - 1) % comm.size();
             for (int step = 1; step <= 100_000; step++) {
                 if (comm.rank() == 1 && step == 50) {
                     Files.writeString(killedAt, Long.toString(System.currentTimeMillis()));
-                    say(comm, "kill -9 " + ProcessHandle.current().pid() + " at step 50");
-                    Examples.killSelf();
+                    say(comm, "kill -" + (stop ? "STOP " : "9 ") + ProcessHandle.current().pid() + " at step 50");
+                    if (stop) {
+                        Examples.stopSelf();
+                    } else {
+                        Examples.killSelf();
+                    }
                 }
                 try {
-                    comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    if (ring) {
+                        org.nccl4j.Nccl.groupStart();
+                        try {
+                            comm.send(buf, DataType.FLOAT32, next, stream);
+                            comm.recv(in, DataType.FLOAT32, prev, stream);
+                        } finally {
+                            org.nccl4j.Nccl.groupEnd();
+                        }
+                    } else {
+                        comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    }
                     stream.synchronize();
                 } catch (CommunicatorFailedException e) {
                     long now = System.currentTimeMillis();
@@ -199,6 +233,32 @@ public final class HangScenarios {
             }
             say(comm, "NOT as promised: the loop ended without a failure");
             return 1;
+        }
+    }
+
+    // ---------------------------------------------------------------- (e) a rank that never starts
+
+    static int init() {
+        String world = System.getenv("WORLD_SIZE");
+        int size = world == null ? -1 : Integer.parseInt(world.trim());
+        String missing = "[" + (size - 1) + "]";
+        Duration deadline = WatchdogConfig.fromEnvironment().initTimeout();
+        long t0 = System.nanoTime();
+        String rank = System.getenv("RANK");
+        try (Communicator comm = Communicator.fromEnvironment()) {
+            System.out.println("rank " + rank + ": NOT as promised: the communicator was made without rank "
+                    + (size - 1));
+            return 1;
+        } catch (org.nccl4j.RendezvousException | org.nccl4j.InitTimeoutException e) {
+            long ns = System.nanoTime() - t0;
+            System.out.println("rank " + rank + ": " + e.getClass().getSimpleName() + " after " + seconds(ns)
+                    + " (deadline " + text(deadline) + "): " + e.getMessage());
+            boolean named = e.getMessage().contains(missing) || e.getMessage().contains("rank " + (size - 1) + " ");
+            boolean inTime = ns <= deadline.toNanos() + 2_000_000_000L;
+            System.out.println("rank " + rank + ": " + (named && inTime ? "as promised: rank " + (size - 1)
+                    + " named within the deadline + 2 s" : "NOT as promised: " + (named ? "" : "rank " + (size - 1)
+                    + " not named; ") + (inTime ? "" : "later than the deadline + 2 s")));
+            return named && inTime ? 0 : 1;
         }
     }
 
