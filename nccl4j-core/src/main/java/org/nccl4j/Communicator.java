@@ -136,7 +136,6 @@ public final class Communicator implements AutoCloseable {
         this.settings = settings;
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
         this.checkCollectives = settings.checkCollectives();
-        OPEN.add(this);
         Nccl.markInitialized();
         if (recorder != null) {
             Watchdog.instance().recorded(this);
@@ -165,16 +164,17 @@ public final class Communicator implements AutoCloseable {
     /**
      * Makes this process's (or thread's) rank of a new communicator: sets {@code device} current
      * ({@code cudaSetDevice}) and calls {@code ncclCommInitRankConfig} (or {@code ncclCommInitRank} when
-     * {@code config} is null). Blocks until every rank has joined, or until the deadline of initialization
-     * ({@link CommConfig.Builder#initTimeout}, {@code NCCL4J_INIT_TIMEOUT}, 5 minutes by default) passes.
+     * {@code config} is null). Blocks until every rank has joined.
      *
-     * <p>So that a rank that never arrives cannot leave this call waiting for ever, NCCL is asked to make the
-     * communicator without blocking ({@code blocking = 0} in its {@code ncclConfig_t}, NCCL 2.14+) and nccl4j polls
-     * {@code ncclCommGetAsyncError}; at the deadline it aborts what NCCL half made ({@code ncclCommAbort}) and
-     * throws {@link InitTimeoutException}. The communicator still behaves as the blocking one asked for
-     * ({@link #isBlocking()}): where NCCL answers a call with {@code ncclInProgress} (the first operations, while
-     * connections are made), nccl4j waits for it before returning. A config that asks for {@code blocking(false)}
-     * gets NCCL's nonblocking behaviour unchanged.
+     * <p>With a nonblocking config ({@link CommConfig.Builder#blocking}{@code (false)}) it polls
+     * {@code ncclCommGetAsyncError} until the deadline of initialization ({@link CommConfig.Builder#initTimeout},
+     * {@code NCCL4J_INIT_TIMEOUT}, 5 minutes by default); at the deadline it aborts what NCCL half made
+     * ({@code ncclCommAbort}) and throws {@link InitTimeoutException}. A blocking communicator (the default) is
+     * made by NCCL's blocking call: {@link #fromEnvironment(CommConfig)} first waits, until that deadline, for every
+     * rank to arrive on the liveness channel, so NCCL is only called once all are there. (nccl4j does not make
+     * blocking communicators nonblocking underneath: with NCCL 2.28.3, ncclCommSplit and ncclCommShrink of a
+     * nonblocking parent return before they write the child's handle, and refuse a parent whose last call is still
+     * in progress; measured in docs/gpu-runs/2026-11-25-recovery.md.)
      *
      * @param rank this rank, {@code 0 <= rank < size}
      * @param size the number of ranks, {@code >= 1}
@@ -194,7 +194,8 @@ public final class Communicator implements AutoCloseable {
     /** For tests: {@link #create} with a deadline and the liveness channel whose roster names who never came. */
     static Communicator createForTest(int rank, int size, UniqueId id, int device, java.time.Duration timeout,
             Liveness liveness) {
-        return create(rank, size, id, device, null, new Deadline(timeout, rank, size, liveness));
+        return create(rank, size, id, device, CommConfig.builder().blocking(false).build(),
+                new Deadline(timeout, rank, size, liveness));
     }
 
     private static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
@@ -222,14 +223,7 @@ public final class Communicator implements AutoCloseable {
         int rc;
         NcclFunction fn;
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (lib.has(NcclFunction.ncclCommInitRankConfig) && lib.versionCode() >= NONBLOCKING_SINCE) {
-            // nonblocking underneath, so that the wait can be abandoned at the deadline
-            int[] ints = config != null ? config.ints().clone() : CommConfig.builder().build().ints();
-            ints[NcclNative.CFG_BLOCKING] = 0;
-            fn = NcclFunction.ncclCommInitRankConfig;
-            rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, ints,
-                    config == null ? null : config.netName(), config == null ? null : config.commName());
-        } else if (config == null) {
+        if (config == null) {
             fn = NcclFunction.ncclCommInitRank;
             rc = NcclNative.ncclCommInitRank(out, size, id.internalBytes(), rank);
         } else {
@@ -278,9 +272,6 @@ public final class Communicator implements AutoCloseable {
         return out[0];
     }
 
-    /** The NCCL version (as {@code ncclGetVersion}'s code) from which {@code ncclConfig_t} has {@code blocking}. */
-    private static final int NONBLOCKING_SINCE = 21403;
-
     /**
      * How long making a communicator may take, and what to say when it took longer: the rank and size being made,
      * and the liveness channel whose roster names the ranks that never arrived (null: not known).
@@ -305,9 +296,13 @@ public final class Communicator implements AutoCloseable {
         }
 
         InitTimeoutException expired(NcclFunction fn, Communicator parent) {
+            return expired(fn.name(), parent);
+        }
+
+        InitTimeoutException expired(String what, Communicator parent) {
             List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
             StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
-                    .append(fn).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
+                    .append(what).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
                             + " (the parent)")
                     .append(" did not finish within ").append(Durations.format(timeout));
             if (!missing.isEmpty()) {
@@ -330,7 +325,7 @@ public final class Communicator implements AutoCloseable {
             }
             m.append("; nccl4j aborted the half-made communicator. Raise NCCL4J_INIT_TIMEOUT (or "
                     + "CommConfig.Builder.initTimeout) if initialization is only slow");
-            return new InitTimeoutException(m.toString(), fn.name(), parent != null ? parent.rank : rank, missing,
+            return new InitTimeoutException(m.toString(), what, parent != null ? parent.rank : rank, missing,
                     timeout);
         }
     }
@@ -419,10 +414,18 @@ public final class Communicator implements AutoCloseable {
         // joined in the background while NCCL makes the communicator: its roster names who never arrived
         Liveness live = where == null ? null
                 : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
+        Deadline until = new Deadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
+        if (live != null) {
+            // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
+            boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
+            if (!live.awaitArrivals(launch.worldSize(), deadline, commId)) {
+                live.close();
+                throw until.expired("the arrival of every rank on the liveness channel", null);
+            }
+        }
         Communicator c;
         try {
-            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config,
-                    new Deadline(deadline, timeout, launch.rank(), launch.worldSize(), live));
+            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config, until);
         } catch (RuntimeException | Error e) {
             if (live != null) {
                 live.close();
@@ -2277,52 +2280,10 @@ public final class Communicator implements AutoCloseable {
             }
             closed = true;
         }
-        OPEN.remove(this);
         leak.closed();
         return true;
     }
 
-    /** The communicators not yet closed: those a group's ncclInProgress may concern. */
-    private static final java.util.Set<Communicator> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
-
-    /**
-     * A call answered ncclInProgress on this blocking communicator (made nonblocking underneath for its deadline):
-     * waits until NCCL is done with it, or until the watchdog finds it failed.
-     *
-     * @return NCCL's status once not in progress ({@code ncclCommGetAsyncError}); the watchdog's failure is thrown
-     */
-    int awaitInProgress() {
-        int[] state = new int[1];
-        while (true) {
-            CommunicatorFailedException f = failure;
-            if (f != null) {
-                throw f.again();
-            }
-            int rc = NcclNative.ncclCommGetAsyncError(handle, state);
-            if (rc != 0) {
-                return rc;
-            }
-            if (state[0] != 7) {
-                return state[0];
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
-        }
-    }
-
-    /**
-     * After a group ended with ncclInProgress: waits for every open blocking communicator still in progress (a group
-     * can span several); throws the first failure, naming its communicator.
-     */
-    static void awaitGroupInProgress() {
-        for (Communicator c : OPEN) {
-            if (c.blocking && !c.closed) {
-                int rc = c.awaitInProgress();
-                if (rc != 0) {
-                    throw Errors.failure(rc, NcclFunction.ncclGroupEnd, c);
-                }
-            }
-        }
-    }
 
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer

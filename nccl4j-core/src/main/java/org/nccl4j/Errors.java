@@ -22,9 +22,6 @@ final class Errors {
      */
     static void checkEnqueued(int status, NcclFunction function, Communicator comm) {
         if (status != 0 && !(status == 7 && !comm.isBlocking())) {
-            if (status == 7 && (status = comm.awaitInProgress()) == 0) {
-                return;   // made nonblocking underneath, blocking for its user: it is done now
-            }
             throw failure(status, function, comm);
         }
     }

@@ -169,6 +169,37 @@ final class Liveness implements AutoCloseable {
         daemon(() -> listen(s), "nccl4j-liveness-" + rank);
     }
 
+    /** How long a rank tries to reach rank 0's channel when the rendezvous has shown that rank 0 is alive. */
+    private static final long REACH_NANOS = 10_000_000_000L;
+
+    /**
+     * Waits until all {@code worldSize} ranks have said hello, or the deadline. When rank 0's channel cannot be
+     * reached: with {@code mustReach} (NCCL_COMM_ID: nothing else shows that rank 0 is alive) that is a failure at the
+     * deadline; otherwise (the rendezvous already met rank 0) it gives up after 10 s with a warning and returns true,
+     * leaving a lost rank to NCCL's error and the watchdog.
+     *
+     * @return false when the deadline passed first
+     */
+    boolean awaitArrivals(int worldSize, long deadlineNanos, boolean mustReach) {
+        long start = System.nanoTime();
+        while (true) {
+            if (roster.size() >= worldSize) {
+                return true;
+            }
+            long now = System.nanoTime();
+            if (!connected() && !mustReach && (now - start > REACH_NANOS || failedToConnect != null)) {
+                LOG.warn("nccl4j liveness: rank {} could not reach rank 0's liveness channel ({}): going on without it;"
+                        + " a lost rank is found by NCCL's error or the watchdog's timeout only", rank,
+                        failedToConnect != null ? failedToConnect : "no answer within 10 s");
+                return true;
+            }
+            if (now - deadlineNanos >= 0) {
+                return false;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+        }
+    }
+
     /** @return whether this rank's connection to rank 0 is up */
     boolean connected() {
         return toServer != null;

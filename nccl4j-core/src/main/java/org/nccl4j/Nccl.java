@@ -115,14 +115,11 @@ public final class Nccl {
 
     /**
      * {@code ncclGroupEnd}, closing a group opened by {@link #groupStart()}: launches its operations.
-     * ncclInProgress is not an error: for communicators made with {@code blocking(false)} it is NCCL's answer; for
-     * blocking ones (made nonblocking underneath, see {@link Communicator#create}) this waits until they are done.
+     * ncclInProgress (nonblocking communicators) is not an error.
      */
     public static void groupEnd() {
         int rc = groupEndStatus();
-        if (rc == 7) {
-            Communicator.awaitGroupInProgress();
-        } else if (rc != 0) {
+        if (rc != 0 && rc != 7) {
             throw Errors.failure(rc, NcclFunction.ncclGroupEnd, null);
         }
     }

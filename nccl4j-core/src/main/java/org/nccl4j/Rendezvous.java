@@ -179,6 +179,15 @@ public final class Rendezvous {
         return forLaunch(launch, DEFAULT_TIMEOUT);
     }
 
+    /** The route {@link #forLaunch} takes in this process's environment. */
+    static Route forLaunchRoute() {
+        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+        if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
+            return Route.COMM_ID;
+        }
+        return file != null && !file.isBlank() ? Route.FILE : Route.TCP;
+    }
+
     /**
      * As {@link #forLaunch(LaunchInfo)}, giving up after {@code timeout} (the deadline of initialization,
      * {@code NCCL4J_INIT_TIMEOUT}).

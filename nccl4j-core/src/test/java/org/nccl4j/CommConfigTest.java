@@ -125,8 +125,7 @@ class CommConfigTest extends StubFixture {
         Map<String, String> r = only("ncclCommInitRankConfig");
         // the stub records each field of NCCL 2.30.7's ncclConfig_t, read at its offset (asserted in the stub)
         for (int i = 0; i < FIELDS.length; i++) {
-            // blocking: nccl4j makes every communicator nonblocking underneath (0), for the deadline of initialization
-            assertEquals(i == 0 ? "0" : Integer.toString(100 + i), r.get(FIELDS[i]), "field " + i + " " + FIELDS[i]);
+            assertEquals(Integer.toString(100 + i), r.get(FIELDS[i]), "field " + i + " " + FIELDS[i]);
         }
         assertEquals("net0", r.get("netName"));
         assertEquals("comm0", r.get("commName"));

@@ -27,13 +27,10 @@ class CommunicatorLifecycleTest extends StubFixture {
     // ---------------------------------------------------------------- creation
 
     @Test
-    void createWithoutConfigCallsInitRankConfigNonblockingUnderneathAndQueriesTheStub() {
+    void createWithoutConfigCallsInitRankAndQueriesTheStub() {
         mark();
         Communicator c = comm(2, 5);
-        Map<String, String> init = only("ncclCommInitRankConfig");
-        assertEquals("0", init.get("blocking"), "nonblocking underneath, so that the deadline can abandon it");
-        assertEquals(UNDEF, init.get("cgaClusterSize"));
-        assertTrue(c.isBlocking(), "blocking for its user");
+        Map<String, String> init = only("ncclCommInitRank");
         assertEquals("5", init.get("nranks"));
         assertEquals("2", init.get("rank"));
         assertEquals(HexFormat.of().formatHex(testId().toBytes()), init.get("id"));
@@ -41,7 +38,7 @@ class CommunicatorLifecycleTest extends StubFixture {
         assertEquals(Map.of("comm", h), only("ncclCommUserRank"));
         assertEquals(Map.of("comm", h), only("ncclCommCount"));
         assertEquals(Map.of("comm", h), only("ncclCommCuDevice"));
-        assertEquals(List.of(), stub.calls("ncclCommInitRank"));
+        assertEquals(List.of(), stub.calls("ncclCommInitRankConfig"));
         assertEquals(2, c.rank());
         assertEquals(5, c.size());
         assertEquals(0, c.device());
@@ -57,7 +54,7 @@ class CommunicatorLifecycleTest extends StubFixture {
         UniqueId id = UniqueId.generate();
         mark();
         Communicator c = later(Communicator.create(0, 2, id, 0));
-        assertEquals(HexFormat.of().formatHex(id.toBytes()), only("ncclCommInitRankConfig").get("id"));
+        assertEquals(HexFormat.of().formatHex(id.toBytes()), only("ncclCommInitRank").get("id"));
         assertEquals(0, c.rank());
     }
 
@@ -91,12 +88,11 @@ class CommunicatorLifecycleTest extends StubFixture {
     }
 
     @Test
-    void createWithTheDefaultConfigLeavesEveryFieldUnsetButBlocking() {
+    void createWithTheDefaultConfigLeavesEveryFieldUnset() {
         mark();
         Communicator c = later(Communicator.create(0, 1, testId(), 0, CommConfig.DEFAULT));
         Map<String, String> r = only("ncclCommInitRankConfig");
-        assertEquals("0", r.get("blocking"), "nonblocking underneath");
-        for (String k : List.of("cgaClusterSize", "minCTAs", "maxCTAs", "splitShare", "trafficClass",
+        for (String k : List.of("blocking", "cgaClusterSize", "minCTAs", "maxCTAs", "splitShare", "trafficClass",
                 "collnetEnable", "CTAPolicy", "shrinkShare", "nvlsCTAs", "nChannelsPerNetPeer", "nvlinkCentricSched",
                 "graphUsageMode", "numRmaCtx", "maxP2pPeers", "graphStreamOrdering")) {
             assertEquals(UNDEF, r.get(k), k);

@@ -30,14 +30,14 @@ class InitDeadlineTest extends StubFixture {
     }
 
     @Test
-    void anInitStillInProgressAtTheDeadlineIsAbortedAndThrowsNamingWhatWasWaitedFor() {
+    void aNonblockingInitStillInProgressAtTheDeadlineIsAbortedAndThrowsNamingWhatWasWaitedFor() {
         stub.result(NcclFunction.ncclCommInitRankConfig, 7);   // under way...
         stub.asyncError(7);                                     // ...and never done
         List<String> open = Nccl.openResources();
         mark();
         long t0 = System.nanoTime();
         InitTimeoutException e = assertThrows(InitTimeoutException.class, () -> Communicator.create(1, 4, testId(), 0,
-                CommConfig.builder().initTimeout(Duration.ofMillis(300)).build()));
+                CommConfig.builder().blocking(false).initTimeout(Duration.ofMillis(300)).build()));
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue(ms >= 300 && ms < 5000, "gave up after " + ms + " ms");
         assertEquals("rank 1 of 4: ncclCommInitRankConfig did not finish within 300 ms: a rank never arrived, or the "
@@ -54,12 +54,12 @@ class InitDeadlineTest extends StubFixture {
     }
 
     @Test
-    void anInitThatFinishesBeforeTheDeadlineGivesABlockingCommunicator() {
+    void aNonblockingInitThatFinishesBeforeTheDeadlineGivesItsCommunicator() {
         stub.result(NcclFunction.ncclCommInitRankConfig, 7);
         stub.asyncError(0);
         Communicator c = later(Communicator.create(0, 2, testId(), 0,
-                CommConfig.builder().initTimeout(Duration.ofSeconds(5)).build()));
-        assertTrue(c.isBlocking());
+                CommConfig.builder().blocking(false).initTimeout(Duration.ofSeconds(5)).build()));
+        assertTrue(!c.isBlocking());
         assertEquals(2, c.size());
     }
 
@@ -102,6 +102,34 @@ class InitDeadlineTest extends StubFixture {
             return e;
         }
         throw new AssertionError("no timeout");
+    }
+
+    @Test
+    void theArrivalWaitEndsWhenAllHaveComeAndFailsAtTheDeadlineWhenOneNeverDoes() throws Exception {
+        int port = freePort();
+        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
+        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        try {
+            assertTrue(r1.awaitArrivals(2, System.nanoTime() + 5_000_000_000L, true), "both came");
+            long t0 = System.nanoTime();
+            assertTrue(!r1.awaitArrivals(3, t0 + 300_000_000L, true), "rank 2 never comes");
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 300 && ms < 3000, "gave up after " + ms + " ms");
+            assertEquals(List.of(2), r1.neverArrived(3));
+        } finally {
+            r1.close();
+            r0.close();
+        }
+        int nobody = freePort();
+        Liveness lone = Liveness.joinLater(null, 1, "127.0.0.1", nobody, System.nanoTime() + 200_000_000L);
+        try {
+            assertTrue(!lone.awaitArrivals(2, System.nanoTime() + 400_000_000L, true),
+                    "NCCL_COMM_ID: an unreachable rank 0 is a failure");
+            assertTrue(lone.awaitArrivals(2, System.nanoTime() + 5_000_000_000L, false),
+                    "after a rendezvous with rank 0: go on without the channel");
+        } finally {
+            lone.close();
+        }
     }
 
     @Test

@@ -136,7 +136,7 @@ class RecoveryTest extends StubFixture {
             assertEquals(java.util.Set.of(0, 1), java.util.Set.of(n0.rank(), n1.rank()));
             assertEquals(2, n0.size());
             assertEquals(2, n1.size());
-            java.util.List<Map<String, String>> inits = stub.calls("ncclCommInitRankConfig").stream()
+            java.util.List<Map<String, String>> inits = stub.calls("ncclCommInitRank").stream()
                     .map(StubNccl::parse).filter(m -> m.get("nranks").equals("2"))
                     .collect(java.util.stream.Collectors.toList());
             assertEquals(2, inits.size(), inits.toString());
