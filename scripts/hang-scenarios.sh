@@ -89,7 +89,7 @@ under_mpirun() {
   local dir=$1 np=$2 cls=$3
   shift 3
   port=$((port + 1))
-  timeout -s KILL "$limit" mpirun --allow-run-as-root --bind-to none ${MPIRUN_OPTS:-} -np "$np" \
+  timeout -s KILL "$limit" mpirun --allow-run-as-root --bind-to none --tag-output ${MPIRUN_OPTS:-} -np "$np" \
     -x NCCL_COMM_ID=127.0.0.1:$((port + 300)) -x NCCL_SOCKET_IFNAME=lo -x NCCL_NVLS_ENABLE -x NCCL4J_TIMEOUT \
     -x NCCL4J_TRACE_DIR -x LD_LIBRARY_PATH \
     sh -c 'NCCL_HOSTID=nccl4j-host$OMPI_COMM_WORLD_RANK exec "$@"' sh "$java" -cp "$cp" "$cls" "$@" \
@@ -199,6 +199,7 @@ init_tcp() { init_missing "$1" tcp; }
 init_commid() { init_missing "$1" commid; }
 kill_mpirun() { under_mpirun "$1" 2 "$main" kill; }
 elastic3() { elastic "$1" 3 1; }
+elastic3_rank0() { elastic "$1" 3 0; }
 elastic4() { elastic "$1" 4 2; }
 cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
 
@@ -226,6 +227,9 @@ run_case halfcount-no-check '0' half_nocheck
 # a lost rank survived: the launcher goes on (--elastic), every survivor ends with the same weights
 run_case elastic-3-ranks '0 same-crc' elastic3
 run_case elastic-4-ranks '0 same-crc' elastic4
+# rank 0 lost: the liveness channel's server is gone; every survivor sees it, the lowest remaining rank serves the
+# recovery's rendezvous
+run_case elastic-3-ranks-lose-rank-0 '0 same-crc' elastic3_rank0
 run_case elastic-no-launcher '0 137 0 same-crc' elastic_plain
 run_case elastic-mpirun '[0-9]+ same-crc' elastic_mpirun
 run_case cost '0' cost

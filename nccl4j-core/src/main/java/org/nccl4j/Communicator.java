@@ -300,6 +300,10 @@ public final class Communicator implements AutoCloseable {
         }
 
         InitTimeoutException expired(String what, Communicator parent) {
+            return expired(what, parent, true);
+        }
+
+        InitTimeoutException expired(String what, Communicator parent, boolean fromNccl) {
             List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
             StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
                     .append(what).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
@@ -323,8 +327,9 @@ public final class Communicator implements AutoCloseable {
             } else {
                 m.append(": a rank never arrived, or the ranks cannot reach each other (NCCL_SOCKET_IFNAME, firewall)");
             }
-            m.append("; nccl4j aborted the half-made communicator. Raise NCCL4J_INIT_TIMEOUT (or "
-                    + "CommConfig.Builder.initTimeout) if initialization is only slow");
+            m.append(fromNccl ? "; nccl4j aborted the half-made communicator. " : "; NCCL was not called. ")
+                    .append("Raise NCCL4J_INIT_TIMEOUT (or CommConfig.Builder.initTimeout) if initialization is only "
+                    + "slow");
             return new InitTimeoutException(m.toString(), what, parent != null ? parent.rank : rank, missing,
                     timeout);
         }
@@ -420,7 +425,7 @@ public final class Communicator implements AutoCloseable {
             boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
             if (!live.awaitArrivals(launch.worldSize(), deadline, commId)) {
                 live.close();
-                throw until.expired("the arrival of every rank on the liveness channel", null);
+                throw until.expired("the arrival of every rank on the liveness channel", null, false);
             }
         }
         Communicator c;

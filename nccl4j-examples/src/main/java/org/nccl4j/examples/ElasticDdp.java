@@ -179,7 +179,7 @@ public final class ElasticDdp {
                     firstLoss = loss;
                 }
                 if (step % 50 == 0 || step == steps - 1) {
-                    System.out.printf(Locale.ROOT, "%sstep %d: loss %.6f on %d ranks%n", who, step, loss, comm.size());
+                    System.out.println(String.format(Locale.ROOT, "%sstep %d: loss %.6f on %d ranks", who, step, loss, comm.size()));
                 }
             }
             CRC32 crc = new CRC32();
@@ -189,8 +189,9 @@ public final class ElasticDdp {
             }
             crc.update(bytes.array());
             boolean falling = loss < firstLoss;
-            System.out.printf(Locale.ROOT, "%sfinal weights crc32 %08x; loss %.6f -> %.6f (%s)%n", who, crc.getValue(),
-                    firstLoss, loss, falling ? "falling" : "NOT falling");
+            // one write per line: a launcher that tags each write (mpirun --tag-output) keeps the line whole
+            System.out.println(String.format(Locale.ROOT, "%sfinal weights crc32 %08x; loss %.6f -> %.6f (%s)", who,
+                    crc.getValue(), firstLoss, loss, falling ? "falling" : "NOT falling"));
             return falling ? 0 : 1;
         } finally {
             if (comm != first) {
