@@ -62,7 +62,8 @@ plain_java_stop() {
 }
 
 # init_missing DIR ROUTE: ranks 0 and 1 of a world of 3 as plain java processes, rank 2 never started; ROUTE tcp
-# (MASTER_ADDR: the rendezvous names it) or commid (NCCL_COMM_ID, as under mpirun: the liveness roster names it);
+# (MASTER_ADDR: the rendezvous names it), file (NCCL4J_RENDEZVOUS_FILE: the arrival markers name it) or commid
+# (NCCL_COMM_ID, as under mpirun: the liveness roster names it);
 # NCCL4J_INIT_TIMEOUT=10s; prints both statuses
 init_missing() {
   local dir=$1 route=$2 r pids=() st=()
@@ -71,6 +72,11 @@ init_missing() {
     if [ "$route" = tcp ]; then
       env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
         NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
+    elif [ "$route" = file ]; then
+      env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 NCCL4J_RENDEZVOUS_FILE="$dir/id" \
+        NCCL4J_RUN_ID=init-$port NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r \
+        NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
         timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
     else
       env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 NCCL_COMM_ID=127.0.0.1:$((port + 300)) \
@@ -197,6 +203,7 @@ sendrecv_plain() { plain_java "$1" sendrecv; }
 sendrecv_run() { launched "$1" sendrecv; }
 init_tcp() { init_missing "$1" tcp; }
 init_commid() { init_missing "$1" commid; }
+init_file() { init_missing "$1" file; }
 kill_mpirun() { under_mpirun "$1" 2 "$main" kill; }
 elastic3() { elastic "$1" 3 1; }
 elastic3_rank0() { elastic "$1" 3 0; }
@@ -222,6 +229,7 @@ run_case kill-mpirun '[0-9]+' kill_mpirun
 # a rank never started: both started ranks throw naming it within NCCL4J_INIT_TIMEOUT (10 s) + 2 s
 run_case init-missing-rank-tcp '0 0' init_tcp
 run_case init-missing-rank-comm-id '0 0' init_commid
+run_case init-missing-rank-file '0 0' init_file
 run_case halfcount-check '0' half_check
 run_case halfcount-no-check '0' half_nocheck
 # a lost rank survived: the launcher goes on (--elastic), every survivor ends with the same weights

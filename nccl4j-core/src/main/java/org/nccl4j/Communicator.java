@@ -403,7 +403,9 @@ public final class Communicator implements AutoCloseable {
         if (launch.worldSize() == 1) {
             id = UniqueId.generate();
         } else {
-            id = UniqueId.of(Rendezvous.forLaunch(launch, timeout).exchange(() -> UniqueId.generate().toBytes()));
+            Rendezvous rv = Rendezvous.forLaunch(launch, timeout);
+            id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
+            rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
         }
         String[] where = launch.worldSize() == 1 ? null : livenessAddress();
         Liveness served = null;

@@ -658,9 +658,84 @@ public final class Rendezvous {
                 new FileSequence(file.toAbsolutePath().normalize(), runId, rank), k -> new AtomicLong());
         long generation = completed.get() + 1;
         byte[] id = rank == 0 ? writeFile(idSupplier, generation) : readFile(generation);
+        arrive(generation);
         // only a rendezvous that completed counts: a retry after a failure waits for the same generation
         completed.accumulateAndGet(generation, Math::max);
         return id;
+    }
+
+    /** This rank's arrival marker of {@code generation}: {@code <file>.<run>.g<generation>.rank<r>}. */
+    private Path marker(long generation, int r) {
+        String run = java.util.HexFormat.of().formatHex(runHash(), 0, 4);
+        return file.resolveSibling(file.getFileName() + "." + run + ".g" + generation + ".rank" + r);
+    }
+
+    /** The generation of this rendezvous's last file exchange, for {@link #awaitArrivals}; 0 before one. */
+    private long arrivedGeneration;
+
+    /**
+     * Every rank leaves a marker beside the file ({@code host pid}), so that {@link #awaitArrivals} can name a rank
+     * that never came. The markers of the previous generation are removed (the communicator made between two
+     * rendezvous synchronized every rank); the last generation's stay, a few bytes each.
+     */
+    private void arrive(long generation) {
+        try {
+            Files.deleteIfExists(marker(generation - 1, rank));
+            Files.writeString(marker(generation, rank), org.nccl4j.trace.TraceDump.localHost() + " "
+                    + ProcessHandle.current().pid() + "\n");
+        } catch (IOException e) {
+            throw new RendezvousException("rank " + rank + " cannot write its arrival marker beside " + file + ": " + e
+                    + "; check that the directory is shared by all ranks and writable", e);
+        }
+        arrivedGeneration = generation;
+    }
+
+    /**
+     * After a file exchange: waits until every rank has left its arrival marker, or the deadline, so that a rank that
+     * never came is named on every rank, as the TCP route names it (rank 0 there knows who connected). Returns at
+     * once for the other routes. {@link Communicator#fromEnvironment} calls it before NCCL, which would wait for ever.
+     *
+     * @param deadlineNanos the deadline, as {@link System#nanoTime()}
+     * @throws RendezvousException naming the ranks that never arrived and those that did (host, pid)
+     */
+    void awaitArrivals(long deadlineNanos) {
+        if (route != Route.FILE || arrivedGeneration == 0) {
+            return;
+        }
+        long generation = arrivedGeneration;
+        long deadline = deadlineNanos;
+        while (true) {
+            List<Integer> missing = new ArrayList<>();
+            for (int r = 0; r < worldSize; r++) {
+                if (!Files.exists(marker(generation, r))) {
+                    missing.add(r);
+                }
+            }
+            if (missing.isEmpty()) {
+                return;
+            }
+            long remaining = remainingMillis(deadline);
+            if (remaining <= 0) {
+                StringBuilder came = new StringBuilder();
+                for (int r = 0; r < worldSize; r++) {
+                    if (!missing.contains(r)) {
+                        String who;
+                        try {
+                            who = Files.readString(marker(generation, r)).trim();
+                        } catch (IOException e) {
+                            who = "?";
+                        }
+                        came.append(came.length() == 0 ? "" : ", ").append(r).append(" (").append(who.replace(" ",
+                                ", pid ")).append(')');
+                    }
+                }
+                throw new RendezvousException("rank " + rank + " timed out after " + seconds(timeout) + " at the file "
+                        + "rendezvous " + file + ": missing ranks " + missing + " never arrived (arrived: " + came
+                        + "). Check that the missing ranks started, that they see this file system, and that they "
+                        + "have the same run id (" + RUN_ID_VARIABLE + "), or raise the timeout");
+            }
+            sleep(Math.min(remaining, Math.max(1, pollInterval.toMillis())));
+        }
     }
 
     private byte[] writeFile(Supplier<byte[]> idSupplier, long generation) {

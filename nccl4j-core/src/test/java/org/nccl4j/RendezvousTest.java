@@ -548,6 +548,31 @@ class RendezvousTest {
     }
 
     @Test
+    void fileArrivalsNameTheRankThatNeverCameOnEveryRankThatDid(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("id");
+        Rendezvous r1 = fileBase(1, 3, file, "run-9").timeout(Duration.ofMillis(400)).build();
+        Future<byte[]> one = pool.submit(() -> r1.exchange(neverCalled()));
+        Rendezvous r0 = fileBase(0, 3, file, "run-9").timeout(Duration.ofMillis(400)).build();
+        r0.exchange(() -> id(5));
+        assertArrayEquals(id(5), one.get(30, TimeUnit.SECONDS));
+        long t0 = System.nanoTime();
+        for (Rendezvous r : List.of(r0, r1)) {
+            RendezvousException e = assertThrows(RendezvousException.class,
+                    () -> r.awaitArrivals(System.nanoTime() + 300_000_000L));
+            String host = org.nccl4j.trace.TraceDump.localHost();
+            long pid = ProcessHandle.current().pid();
+            assertTrue(e.getMessage().contains(" at the file rendezvous " + file + ": missing ranks [2] never arrived "
+                    + "(arrived: 0 (" + host + ", pid " + pid + "), 1 (" + host + ", pid " + pid + "))"), e.getMessage());
+        }
+        assertTrue(System.nanoTime() - t0 < 5_000_000_000L);
+        Rendezvous r2 = fileBase(2, 3, file, "run-9").build();
+        r2.exchange(neverCalled());
+        r2.awaitArrivals(System.nanoTime() + 1_000_000_000L);   // all three there now: returns
+        r0.awaitArrivals(System.nanoTime() + 1_000_000_000L);
+        base(0, 1).tcp("127.0.0.1", 1).build().awaitArrivals(0);   // other routes: nothing to wait for
+    }
+
+    @Test
     void fileRouteGivesEveryRankTheSameId(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("nccl-id");
         List<Future<byte[]>> peers = new ArrayList<>();
@@ -568,7 +593,12 @@ class RendezvousTest {
         assertEquals(1, calls.get());
         assertEquals(Rendezvous.FILE_BYTES, Files.size(file));
         try (var listing = Files.list(dir)) {
-            assertEquals(List.of(file), listing.collect(Collectors.toList()), "no temporary file is left");
+            List<String> names = listing.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
+            assertEquals(5, names.size(), "the file and one arrival marker per rank, no temporary file: " + names);
+            assertEquals("nccl-id", names.get(0));
+            for (int r = 0; r < 4; r++) {
+                assertTrue(names.get(1 + r).matches("nccl-id\\.[0-9a-f]{8}\\.g1\\.rank" + r), names.toString());
+            }
         }
         if (Files.getFileStore(file).supportsFileAttributeView("posix")) {
             assertEquals(Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
