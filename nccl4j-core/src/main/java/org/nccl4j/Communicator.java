@@ -136,6 +136,7 @@ public final class Communicator implements AutoCloseable {
         this.settings = settings;
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
         this.checkCollectives = settings.checkCollectives();
+        NcclLog.register(handle, rank, size, settings.commName());
         Nccl.markInitialized();
         if (recorder != null) {
             Watchdog.instance().recorded(this);
@@ -2287,6 +2288,7 @@ public final class Communicator implements AutoCloseable {
             }
             closed = true;
         }
+        NcclLog.unregister(handle);
         leak.closed();
         return true;
     }

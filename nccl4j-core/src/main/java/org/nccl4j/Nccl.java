@@ -35,6 +35,7 @@ public final class Nccl {
             LOG.info("nccl4j: loaded NCCL {} from {} (chosen by {}); {} of {} entry points present",
                     lib.version(), lib.path(), lib.source(), lib.available().size(), NcclFunction.values().length);
         }
+        NcclLog.install();   // before NCCL first logs, when it reads NCCL_DEBUG_FILE; a bad switch is refused each time
         return lib;
     }
 
