@@ -60,7 +60,14 @@ public final class SlowRank {
         long ms = sleepMs;
         int n = steps;
         int w = every;
-        System.exit(Examples.exitStatus("SlowRank", () -> run(r, ms, n, w)));
+        System.exit(Examples.exitStatus("SlowRank", () -> {
+            try {
+                return run(r, ms, n, w);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }));
     }
 
     static int run(int sleepRank, long sleepMs, int steps, int every) throws InterruptedException {
