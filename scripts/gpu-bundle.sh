@@ -29,7 +29,7 @@ if [ -d "$out" ] && [ -n "$(git -C "$root" ls-files -- "$out" 2>/dev/null | head
 fi
 javacpp_platform=linux-x86_64
 # JNI libraries of the CUDA presets that nccl4j and its examples load.
-cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so"}
+cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so libjninvml.so"}
 console_version=1.14.1
 
 rm -rf "$out"
@@ -68,5 +68,5 @@ rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$java
 # java.desktop: nccl4j-perf's --plot and Plot draw PNGs with XChart (java.awt, javax.imageio), headless.
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
-cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/env.sh "$out/"
+cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/nccl4j-doctor scripts/env.sh "$out/"
 echo "bundle: $out, $(du -sh "$out" | cut -f1)"

@@ -1,0 +1,173 @@
+package org.nccl4j.examples.doctor;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.Pointer;
+import org.nccl4j.Communicator;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Nccl;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+
+/**
+ * The doctor's measurements: copy bandwidth for each GPU pair ({@code cudaMemcpyPeer}, 256 MiB, 1 warm-up and 5
+ * timed) against its link's expectation, and an all-reduce's bus bandwidth over all local GPUs (one process,
+ * {@code ncclCommInitAll}, 256 MiB float sum, nccl-tests' busbw) against the slowest link's. On one GPU: the
+ * device-local copy bandwidth, for information.
+ */
+final class Measure {
+    static final long BYTES = 256L << 20;
+    private static final int ITERS = 5;
+
+    private Measure() {
+    }
+
+    static List<Finding> run(Machine m) {
+        List<Finding> out = new ArrayList<>();
+        int n = m.gpus().size();
+        if (n == 0) {
+            return out;
+        }
+        if (n == 1) {
+            double gbps = copy(0, 0);
+            out.add(Finding.info("bandwidth", "GPU 0", String.format(Locale.ROOT, "one GPU: no pair to measure; "
+                    + "device-local copy %.0f GB/s (256 MiB cudaMemcpy, read + write)", gbps)));
+            out.add(Finding.info("bandwidth", "all-reduce", "one GPU: a one-rank all-reduce has no bus to measure"));
+            return out;
+        }
+        double slowest = Double.MAX_VALUE;
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < n; j++) {
+                if (i == j) {
+                    continue;
+                }
+                double expected = expected(m, i, j);
+                slowest = Math.min(slowest, expected);
+                double gbps = copy(i, j);
+                out.add(judge("GPU " + i + " -> GPU " + j, String.format(Locale.ROOT, "copy %.1f GB/s over %s",
+                        gbps, link(m, i, j)), gbps, expected));
+            }
+        }
+        double bus = allReduce(n);
+        out.add(judge("all-reduce", String.format(Locale.ROOT, "bus bandwidth %.1f GB/s over %d GPUs at 256 MiB",
+                bus, n), bus, slowest));
+        return out;
+    }
+
+    private static Finding judge(String subject, String detail, double measured, double expected) {
+        if (expected <= 0) {
+            return Finding.info("bandwidth", subject, detail + " (no expectation for this link)");
+        }
+        String with = String.format(Locale.ROOT, "%s: %.0f %% of the %.0f GB/s the link should carry", detail,
+                100 * measured / expected, expected);
+        if (measured < Expectations.WARN_FRACTION * expected) {
+            return Finding.warn("bandwidth", subject, with, "below 70 %: look at the topology and PCIe lines above, "
+                    + "NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, and other processes on the GPUs");
+        }
+        return Finding.ok("bandwidth", subject, with);
+    }
+
+    static String link(Machine m, int i, int j) {
+        String t = m.topology() == null ? null : m.topology()[i][j];
+        return t == null ? "an unknown link" : t;
+    }
+
+    /** The expectation for GPU i to j: NVLink from the link count and version, else the narrower PCIe link. */
+    static double expected(Machine m, int i, int j) {
+        String t = m.topology() == null ? null : m.topology()[i][j];
+        Machine.NvmlGpu a = m.gpus().get(i).nvml();
+        Machine.NvmlGpu b = m.gpus().get(j).nvml();
+        if (t != null && t.startsWith("NV") && a != null) {
+            int version = a.links().stream().mapToInt(Machine.Link::version).max().orElse(-1);
+            return Expectations.nvlinkGBps(version, Integer.parseInt(t.substring(2)));
+        }
+        if (a == null || b == null || a.pcieGenMax() <= 0 || b.pcieGenMax() <= 0) {
+            return 0;
+        }
+        return Math.min(Expectations.pcieGBps(a.pcieGenMax(), a.pcieWidthMax()),
+                Expectations.pcieGBps(b.pcieGenMax(), b.pcieWidthMax()));
+    }
+
+    private static double copy(int src, int dst) {
+        try (DeviceBuffer a = DeviceBuffer.allocate(src, BYTES); DeviceBuffer b = DeviceBuffer.allocate(dst, BYTES)) {
+            if (src != dst) {
+                cudart.cudaSetDevice(src);
+                cudart.cudaDeviceEnablePeerAccess(dst, 0);
+                cudart.cudaSetDevice(dst);
+                cudart.cudaDeviceEnablePeerAccess(src, 0);
+                cudart.cudaGetLastError();   // "already enabled" is not an error here
+            }
+            Pointer to = at(b.address());
+            Pointer from = at(a.address());
+            cudart.cudaMemcpyPeer(to, dst, from, src, BYTES);
+            cudart.cudaDeviceSynchronize();
+            long t0 = System.nanoTime();
+            for (int k = 0; k < ITERS; k++) {
+                cudart.cudaMemcpyPeer(to, dst, from, src, BYTES);
+            }
+            cudart.cudaSetDevice(dst);
+            cudart.cudaDeviceSynchronize();
+            cudart.cudaSetDevice(src);
+            cudart.cudaDeviceSynchronize();
+            double seconds = (System.nanoTime() - t0) / 1e9 / ITERS;
+            return BYTES / seconds / 1e9;
+        }
+    }
+
+    private static Pointer at(long address) {
+        return new Pointer() {
+            {
+                this.address = address;
+            }
+        };
+    }
+
+    private static double allReduce(int n) {
+        int[] devices = new int[n];
+        for (int i = 0; i < n; i++) {
+            devices[i] = i;
+        }
+        List<Communicator> comms = Communicator.initAll(devices);
+        List<AutoCloseable> open = new ArrayList<>(comms);
+        try {
+            Stream[] streams = new Stream[n];
+            DeviceBuffer[] bufs = new DeviceBuffer[n];
+            for (int i = 0; i < n; i++) {
+                streams[i] = Stream.create(i);
+                open.add(streams[i]);
+                bufs[i] = DeviceBuffer.allocate(i, BYTES / 4, DataType.FLOAT32);
+                open.add(bufs[i]);
+            }
+            long t0 = 0;
+            for (int k = -1; k < ITERS; k++) {
+                if (k == 0) {
+                    for (Stream s : streams) {
+                        s.synchronize();
+                    }
+                    t0 = System.nanoTime();
+                }
+                Nccl.groupStart();
+                for (int i = 0; i < n; i++) {
+                    comms.get(i).allReduce(bufs[i], DataType.FLOAT32, ReduceOp.SUM, streams[i]);
+                }
+                Nccl.groupEnd();
+            }
+            for (Stream s : streams) {
+                s.synchronize();
+            }
+            double seconds = (System.nanoTime() - t0) / 1e9 / ITERS;
+            return BYTES / seconds / 1e9 * 2.0 * (n - 1) / n;
+        } finally {
+            for (int i = open.size() - 1; i >= 0; i--) {
+                try {
+                    open.get(i).close();
+                } catch (Exception e) {
+                    // the measurement is over
+                }
+            }
+        }
+    }
+}
