@@ -137,7 +137,9 @@ public final class SlowRankMonitor implements AutoCloseable {
             ids = DeviceBuffer.allocate(comm.device(), (long) ID_BYTES * n, DataType.INT8);
             byte[] id = Arrays.copyOf((org.nccl4j.trace.TraceDump.localHost() + " " + ProcessHandle.current().pid()
                     + " " + comm.device()).getBytes(StandardCharsets.UTF_8), ID_BYTES);
-            ids.copyFrom(Arrays.copyOf(id, ID_BYTES * n));
+            byte[] mineAt = new byte[ID_BYTES * n];   // in place: this rank's part at its offset
+            System.arraycopy(id, 0, mineAt, comm.rank() * ID_BYTES, ID_BYTES);
+            ids.copyFrom(mineAt);
             comm.allGather(ids.address() + (long) comm.rank() * ID_BYTES, ids.address(), ID_BYTES, DataType.INT8,
                     stream);
             stream.synchronize();

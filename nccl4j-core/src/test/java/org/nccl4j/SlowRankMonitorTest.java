@@ -93,6 +93,18 @@ class SlowRankMonitorTest extends StubFixture {
     }
 
     @Test
+    void eachRankSendsItsIdentityFromItsOwnPlaceInTheGather() {
+        Communicator c = comm(1, 2);   // the stub's all-gather moves nothing: what rank 1 put at its offset stays
+        try (SlowRankMonitor m = SlowRankMonitor.builder(c).every(1).build()) {
+            m.beginCollective();
+            SlowRankMonitor.Report r = m.endCollective();
+            assertEquals(org.nccl4j.trace.TraceDump.localHost(), r.all().get(1).host());
+            assertEquals(ProcessHandle.current().pid(), r.all().get(1).pid());
+            assertEquals("", r.all().get(0).host(), "rank 0's part came from no one here");
+        }
+    }
+
+    @Test
     void badSettingsAreRefusedNamingTheSetting() {
         Communicator c = comm(0, 1);
         assertEquals("every must be at least 1 step, got 0", assertThrows(IllegalArgumentException.class,

@@ -57,6 +57,10 @@ public final class Checks {
             "NCCL_WARN_ENABLE_DEBUG_INFO", "NCCL_WIN_ENABLE", "NCCL_WORK_FIFO_BYTES", "NCCL_WORK_FIFO_DEPTH",
             "NCCL_MAX_P2P_PEERS", "NCCL_GDRCOPY_ENABLE", "NCCL_GROUP_CUDA_STREAM", "NCCL_NVLS_TREE_ENABLE");
 
+    /** Set beside NCCL by NVIDIA's containers and packages, not read by NCCL: noted, not judged. */
+    static final Set<String> NCCL_LABELS = Set.of("NCCL_VERSION", "NCCL_HOME", "NCCL_ROOT", "NCCL_LIB_DIR",
+            "NCCL_INCLUDE_DIR");
+
     /** nccl4j's own variables. */
     static final Set<String> NCCL4J_VARIABLES = Set.of(
             "NCCL4J_TIMEOUT", "NCCL4J_WATCHDOG", "NCCL4J_ON_FAILURE", "NCCL4J_WATCHDOG_POLL",
@@ -253,6 +257,9 @@ public final class Checks {
                 if (!NCCL4J_VARIABLES.contains(name)) {
                     out.add(unknown(name, value, NCCL4J_VARIABLES));
                 }
+            } else if (NCCL_LABELS.contains(name)) {
+                out.add(Finding.info("env", name, name + "=" + value + " (set by the installation; NCCL does not read "
+                        + "it)"));
             } else if (name.startsWith("NCCL_")) {
                 if (!NCCL_VARIABLES.contains(name) && !NcclEnvironment.knownVariables().contains(name)) {
                     out.add(unknown(name, value, NCCL_VARIABLES));

@@ -102,18 +102,34 @@ final class Measure {
             }
             Pointer to = at(b.address());
             Pointer from = at(a.address());
-            cudart.cudaMemcpyPeer(to, dst, from, src, BYTES);
-            cudart.cudaDeviceSynchronize();
+            check(copyOnce(to, dst, from, src), "the first copy");
+            check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
             long t0 = System.nanoTime();
             for (int k = 0; k < ITERS; k++) {
-                cudart.cudaMemcpyPeer(to, dst, from, src, BYTES);
+                check(copyOnce(to, dst, from, src), "a timed copy");
             }
             cudart.cudaSetDevice(dst);
-            cudart.cudaDeviceSynchronize();
+            check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
             cudart.cudaSetDevice(src);
-            cudart.cudaDeviceSynchronize();
+            check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
             double seconds = (System.nanoTime() - t0) / 1e9 / ITERS;
             return BYTES / seconds / 1e9;
+        }
+    }
+
+    /** One copy: {@code cudaMemcpyPeer} between two GPUs, {@code cudaMemcpy} device to device on one. */
+    private static int copyOnce(Pointer to, int dst, Pointer from, int src) {
+        if (src == dst) {
+            cudart.cudaSetDevice(src);
+            return cudart.cudaMemcpy(to, from, BYTES, cudart.cudaMemcpyDeviceToDevice);
+        }
+        return cudart.cudaMemcpyPeer(to, dst, from, src, BYTES);
+    }
+
+    private static void check(int rc, String what) {
+        if (rc != 0) {
+            throw new IllegalStateException(what + " failed: " + cudart.cudaGetErrorName(rc).getString() + " ("
+                    + cudart.cudaGetErrorString(rc).getString() + ")");
         }
     }
 
