@@ -133,10 +133,11 @@ final class Measure {
         }
     }
 
-    private static Pointer at(long address) {
+    /** A JavaCPP pointer at a device address (the parameter must not be named address: the field would win). */
+    private static Pointer at(long where) {
         return new Pointer() {
             {
-                this.address = address;
+                this.address = where;
             }
         };
     }
