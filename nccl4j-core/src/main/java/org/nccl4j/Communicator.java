@@ -1020,6 +1020,16 @@ public final class Communicator implements AutoCloseable {
         observer = o;
     }
 
+    OperationObserver observer() {
+        return observer;
+    }
+
+    /** The name its config gave it ({@code CommConfig.Builder.commName}), or null. */
+    String commName() {
+        return settings.commName();
+    }
+
+
     /**
      * {@code ncclCommGetAsyncError}: the state of operations running in the background.
      *

@@ -232,12 +232,20 @@ final class Watchdog implements Runnable {
                     retire();
                     return false;
                 }
+                long completedBefore = recorder.lastCompleted();
                 failure = look(now);
+                OperationObserver o = comm.observer();
+                if (o != null && recorder.lastCompleted() > completedBefore) {
+                    o.completed(comm, completedBefore + 1, recorder.lastCompleted(), now);
+                }
                 if (failure == null) {
                     return true;
                 }
                 retire();
                 comm.failedByWatchdog(failure);
+                if (o != null) {
+                    o.failed(comm, failure);
+                }
                 if (settings.policy() == FailurePolicy.EXIT) {
                     // at once: a thread that the abort released throws the failure, but could otherwise end the
                     // process first with a status of its own. The abort comes first all the same: exiting runs the
