@@ -92,6 +92,7 @@ public final class Communicator implements AutoCloseable {
     private volatile long published;
     /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
     private volatile long syncedThrough;
+    private volatile long syncedAtNanos;
     /** Recorded inside an open group: published at the group's end. */
     private volatile boolean deferred;
     /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
@@ -1336,8 +1337,14 @@ public final class Communicator implements AutoCloseable {
     void completedBySynchronize(Stream stream, long published) {
         Stream[] s = streams;
         if (s.length == 1 && s[0] == stream && published > syncedThrough) {
+            syncedAtNanos = System.nanoTime();
             syncedThrough = published;
         }
+    }
+
+    /** When the wait that set {@link #syncedThrough()} returned ({@link System#nanoTime()}). */
+    long syncedAtNanos() {
+        return syncedAtNanos;
     }
 
     /** The last operation known complete through a wait of the user's (see completedBySynchronize). */

@@ -22,10 +22,10 @@ import org.nccl4j.trace.FlightRecorder;
  *   <tr><td>{@code nccl4j.operations}</td><td>counter</td><td>{@code op}</td><td>operations enqueued, by NCCL function
  *       ({@code ncclAllReduce}, {@code ncclSend}, ...)</td></tr>
  *   <tr><td>{@code nccl4j.bytes}</td><td>counter</td><td>{@code op}</td><td>bytes this rank sent or reduced</td></tr>
- *   <tr><td>{@code nccl4j.operation.latency}</td><td>timer</td><td></td><td>enqueue to completion, as the watchdog
- *       sees completions: at its completion markers (every {@code NCCL4J_WATCHDOG_POLL}, 100 ms by default) or when a
- *       stream or event wait returns, so its resolution is the poll interval unless the program waits; empty when
- *       the watchdog or the flight recorder is off</td></tr>
+ *   <tr><td>{@code nccl4j.operation.latency}</td><td>timer</td><td></td><td>enqueue to completion: up to the
+ *       moment a {@code Stream} or {@code Event} wait returned when the program waits for its operations (the usual
+ *       training step), else up to the watchdog's completion marker, within its poll interval
+ *       ({@code NCCL4J_WATCHDOG_POLL}, 100 ms); empty when the watchdog or the flight recorder is off</td></tr>
  *   <tr><td>{@code nccl4j.failures}</td><td>counter</td><td>{@code kind}</td><td>failures the watchdog declared
  *       ({@code CollectiveTimeoutException}, {@code RemoteErrorException}, ...)</td></tr>
  *   <tr><td>{@code nccl4j.slow.ranks}</td><td>counter</td><td>{@code slowRank}</td><td>{@link SlowRankMonitor}

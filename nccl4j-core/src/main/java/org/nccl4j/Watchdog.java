@@ -233,10 +233,21 @@ final class Watchdog implements Runnable {
                     return false;
                 }
                 long completedBefore = recorder.lastCompleted();
+                long syncedAt = comm.syncedAtNanos();
+                long synced = comm.syncedThrough();
                 failure = look(now);
                 OperationObserver o = comm.observer();
-                if (o != null && recorder.lastCompleted() > completedBefore) {
-                    o.completed(comm, completedBefore + 1, recorder.lastCompleted(), now);
+                long after = recorder.lastCompleted();
+                if (o != null && after > completedBefore) {
+                    // what a user's wait showed complete, at the time the wait returned; the rest at this look
+                    long viaWait = Math.min(after, synced);
+                    if (viaWait > completedBefore) {
+                        o.completed(comm, completedBefore + 1, viaWait, syncedAt);
+                    }
+                    long from = Math.max(viaWait, completedBefore) + 1;
+                    if (after >= from) {
+                        o.completed(comm, from, after, now);
+                    }
                 }
                 if (failure == null) {
                     return true;
