@@ -23,9 +23,10 @@ import org.nccl4j.trace.FlightRecorder;
  *       ({@code ncclAllReduce}, {@code ncclSend}, ...)</td></tr>
  *   <tr><td>{@code nccl4j.bytes}</td><td>counter</td><td>{@code op}</td><td>bytes this rank sent or reduced</td></tr>
  *   <tr><td>{@code nccl4j.operation.latency}</td><td>timer</td><td></td><td>enqueue to completion: up to the
- *       moment a {@code Stream} or {@code Event} wait returned when the program waits for its operations (the usual
- *       training step), else up to the watchdog's completion marker, within its poll interval
- *       ({@code NCCL4J_WATCHDOG_POLL}, 100 ms); empty when the watchdog or the flight recorder is off</td></tr>
+ *       moment a {@code Stream} or {@code Event} wait returned when the program waits for its operations on the
+ *       communicator's only stream (the usual training step), else up to the watchdog's completion marker, one to
+ *       two poll intervals late ({@code NCCL4J_WATCHDOG_POLL}, 100 ms); empty when the watchdog or the flight
+ *       recorder is off</td></tr>
  *   <tr><td>{@code nccl4j.failures}</td><td>counter</td><td>{@code kind}</td><td>failures the watchdog declared
  *       ({@code CollectiveTimeoutException}, {@code RemoteErrorException}, ...)</td></tr>
  *   <tr><td>{@code nccl4j.slow.ranks}</td><td>counter</td><td>{@code slowRank}</td><td>{@link SlowRankMonitor}
@@ -66,7 +67,8 @@ public final class NcclMetrics implements AutoCloseable {
                     .description("bytes this rank sent or reduced").register(registry));
         }
         latency = keep(Timer.builder("nccl4j.operation.latency").tags(tags)
-                .description("enqueue to completion, at the watchdog's resolution").register(registry));
+                .description("enqueue to completion: to a wait's return on the communicator's only stream, else to "
+                        + "the watchdog's marker").register(registry));
     }
 
     private <M extends io.micrometer.core.instrument.Meter> M keep(M meter) {
