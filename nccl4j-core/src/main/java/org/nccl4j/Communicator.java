@@ -66,11 +66,13 @@ public final class Communicator implements AutoCloseable {
 
     // ---- the watchdog's view (see Watchdog) ----
     private static final VarHandle PUBLISHED;
+    private static final VarHandle NOTIFIED;
     private static final Stream[] NO_STREAMS = {};
 
     static {
         try {
             PUBLISHED = MethodHandles.lookup().findVarHandle(Communicator.class, "published", long.class);
+            NOTIFIED = MethodHandles.lookup().findVarHandle(Communicator.class, "notifiedThrough", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -92,7 +94,8 @@ public final class Communicator implements AutoCloseable {
     private volatile long published;
     /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
     private volatile long syncedThrough;
-    private volatile long syncedAtNanos;
+    /** The last recorded operation whose completion the observer has been told of. */
+    private volatile long notifiedThrough;
     /** Recorded inside an open group: published at the group's end. */
     private volatile boolean deferred;
     /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
@@ -1018,6 +1021,8 @@ public final class Communicator implements AutoCloseable {
     }
 
     void observe(OperationObserver o) {
+        FlightRecorder r = recorder;
+        notifiedThrough = r == null ? 0 : r.lastEnqueued();   // what came before the observer is not its business
         observer = o;
     }
 
@@ -1337,15 +1342,32 @@ public final class Communicator implements AutoCloseable {
     void completedBySynchronize(Stream stream, long published) {
         Stream[] s = streams;
         if (s.length == 1 && s[0] == stream && published > syncedThrough) {
-            syncedAtNanos = System.nanoTime();
             syncedThrough = published;
+            if (observer != null) {
+                notifyCompleted(published, System.nanoTime());
+            }   // bound metrics: the latency runs to this wait's return
         }
     }
 
-    /** When the wait that set {@link #syncedThrough()} returned ({@link System#nanoTime()}). */
-    long syncedAtNanos() {
-        return syncedAtNanos;
+    /**
+     * Tells the observer (if any) that the recorded operations up to {@code to} completed at {@code nowNanos}, each
+     * once: from a user's wait (its caller's thread) or the watchdog's look, whichever sees it first.
+     */
+    void notifyCompleted(long to, long nowNanos) {
+        OperationObserver o = observer;
+        if (o == null) {
+            return;
+        }
+        long from = notifiedThrough;
+        while (to > from) {
+            if (NOTIFIED.compareAndSet(this, from, to)) {
+                o.completed(this, from + 1, to, nowNanos);
+                return;
+            }
+            from = notifiedThrough;
+        }
     }
+
 
     /** The last operation known complete through a wait of the user's (see completedBySynchronize). */
     long syncedThrough() {

@@ -232,23 +232,9 @@ final class Watchdog implements Runnable {
                     retire();
                     return false;
                 }
-                long completedBefore = recorder.lastCompleted();
-                long syncedAt = comm.syncedAtNanos();
-                long synced = comm.syncedThrough();
                 failure = look(now);
+                comm.notifyCompleted(recorder.lastCompleted(), now);   // what no wait of the user's has shown
                 OperationObserver o = comm.observer();
-                long after = recorder.lastCompleted();
-                if (o != null && after > completedBefore) {
-                    // what a user's wait showed complete, at the time the wait returned; the rest at this look
-                    long viaWait = Math.min(after, synced);
-                    if (viaWait > completedBefore) {
-                        o.completed(comm, completedBefore + 1, viaWait, syncedAt);
-                    }
-                    long from = Math.max(viaWait, completedBefore) + 1;
-                    if (after >= from) {
-                        o.completed(comm, from, after, now);
-                    }
-                }
                 if (failure == null) {
                     return true;
                 }

@@ -75,6 +75,27 @@ class NcclMetricsTest extends StubFixture {
     }
 
     @Test
+    void aWaitOnTheOnlyStreamTimesEachOperationToItsReturnEvenWithTheWatchdogOff() {
+        Communicator c = later(Communicator.create(0, 2, testId(), 0, CommConfig.builder().watchdog(false).build()));
+        org.nccl4j.Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 4, DataType.FLOAT32);
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);   // before the binding: not timed
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (NcclMetrics m = NcclMetrics.bind(c, registry)) {
+            for (int i = 0; i < 4; i++) {
+                c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+            }
+            s.synchronize();
+            Timer t = registry.find("nccl4j.operation.latency").timer();
+            assertEquals(4, t.count(), "timed at the wait, on this thread");
+            assertTrue(t.max(java.util.concurrent.TimeUnit.SECONDS) < 5, t.max(java.util.concurrent.TimeUnit.SECONDS)
+                    + " s");
+            s.synchronize();
+            assertEquals(4, t.count(), "each operation once");
+        }
+    }
+
+    @Test
     void slowRankReportsAreCountedByTheSlowRank() {
         Communicator c = comm(0, 3);
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
