@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import org.nccl4j.examples.cli.JsonDocs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,7 +15,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.nccl4j.examples.perf.Json;
 import org.nccl4j.examples.perf.Perf;
 import org.nccl4j.examples.perf.PerfArgs;
 import org.nccl4j.jni.NcclNative;
@@ -62,7 +62,9 @@ class PerfOnStubTest {
         // sizes 8, 32, 128, 512; 1 ms per 10 iterations = 100 us; 512 B all_reduce: algbw 512 B / 100 us
         assertTrue(out.contains("         512           128     float     sum      -1   100.00    0.01    0.01    N/A"
                 + "   100.00    0.01    0.01    N/A"), out);
-        Map<String, Object> doc = (Map<String, Object>) Json.parse(Files.readString(json));
+        Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(Files.readString(json));
+        assertEquals("nccl4j-perf", doc.get("format"));
+        assertEquals(1.0, doc.get("version"), "the results format's version (docs/formats.md)");
         assertEquals("single-process", doc.get("mode"));
         assertEquals(2.0, doc.get("ranks"));
         List<Object> results = (List<Object>) doc.get("results");

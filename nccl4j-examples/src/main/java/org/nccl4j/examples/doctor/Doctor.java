@@ -138,8 +138,8 @@ public final class Doctor implements Callable<Integer> {
         try (JsonGenerator g = new JsonFactory().createGenerator(sw)) {
             g.useDefaultPrettyPrinter();
             g.writeStartObject();
-            g.writeNumberField("formatVersion", FORMAT_VERSION);
-            g.writeStringField("tool", "nccl4j-doctor");
+            g.writeStringField(org.nccl4j.examples.cli.JsonDocs.FORMAT, "nccl4j-doctor");
+            g.writeNumberField(org.nccl4j.examples.cli.JsonDocs.VERSION, FORMAT_VERSION);
             g.writeStringField("nccl4j", Tools.nccl4jVersion());
             g.writeStringField("host", org.nccl4j.trace.TraceDump.localHost());
             g.writeNumberField("seconds", Math.round(seconds * 10) / 10.0);

@@ -1,5 +1,6 @@
 package org.nccl4j.examples.perf;
 
+import org.nccl4j.examples.cli.JsonDocs;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
@@ -35,6 +36,9 @@ import org.nccl4j.jni.NcclLibrary;
  * usage error or when no GPU, CUDA runtime or NCCL is present.
  */
 public final class Perf {
+    /** The version of the -J results format (docs/formats.md); files without one are version 0 and read the same. */
+    public static final int RESULTS_VERSION = 1;
+
     /** This program's name in reports. */
     public static final String TOOL = "nccl4j-perf";
 
@@ -161,7 +165,7 @@ public final class Perf {
                 }
                 Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {
-                    write(args.jsonFile, Json.write(doc));
+                    write(args.jsonFile, JsonDocs.write(doc));
                     out.println("# Wrote JSON output to " + args.jsonFile);
                 }
                 if (args.plotFile != null) {
@@ -257,6 +261,8 @@ public final class Perf {
     static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<Result> results,
             Map<String, Double> avgBusbw) {
         Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put(JsonDocs.FORMAT, "nccl4j-perf");
+        doc.put(JsonDocs.VERSION, RESULTS_VERSION);
         doc.put("tool", TOOL);
         doc.put("tool_version", version());
         doc.put("date", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());

@@ -1,5 +1,6 @@
 package org.nccl4j.examples.perf;
 
+import org.nccl4j.examples.cli.JsonDocs;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
@@ -141,7 +142,7 @@ public final class Plot {
      */
     @SuppressWarnings("unchecked")
     public static List<Result> readResults(Path file) throws IOException {
-        Map<String, Object> doc = (Map<String, Object>) Json.parse(Files.readString(file));
+        Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(Files.readString(file));
         List<Result> out = new ArrayList<>();
         for (Object o : (List<Object>) doc.getOrDefault("results", List.of())) {
             Map<String, Object> r = (Map<String, Object>) o;

@@ -76,6 +76,8 @@ public final class TraceAnalyzer implements Callable<Integer> {
     public static final int BAD_INPUT = 2;
     /** Exit status: the analyzer itself failed (a bug: the stack trace is printed). */
     public static final int FAILED = 3;
+    /** The version of the {@code --json} report's format (docs/formats.md). */
+    public static final int REPORT_VERSION = 1;
     /** The prefix of every line the analyzer prints first. */
     public static final String PREFIX = "nccl4j-trace: ";
 
@@ -307,6 +309,8 @@ public final class TraceAnalyzer implements Callable<Integer> {
             g.disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
             g.useDefaultPrettyPrinter();
             g.writeStartObject();
+            g.writeStringField(org.nccl4j.examples.cli.JsonDocs.FORMAT, "nccl4j-trace-report");
+            g.writeNumberField(org.nccl4j.examples.cli.JsonDocs.VERSION, REPORT_VERSION);
             g.writeStringField("verdict", verdictLine(verdicts));
             g.writeBooleanField("consistent", status == CONSISTENT);
             g.writeNumberField("exitStatus", status);

@@ -227,9 +227,10 @@ class DoctorTest {
             p.nextToken();
             p.skipChildren();
         }
-        assertEquals(List.of("formatVersion", "tool", "nccl4j", "host", "seconds", "exitStatus", "summary",
+        assertEquals(List.of("format", "version", "nccl4j", "host", "seconds", "exitStatus", "summary",
                 "findings"), fields);
-        assertTrue(json.contains("\"formatVersion\" : 1"), json);
+        assertTrue(json.contains("\"format\" : \"nccl4j-doctor\""), json);
+        assertTrue(json.contains("\"version\" : 1"), json);
         assertTrue(json.contains("\"WARN\" : 1"), json);
         assertTrue(json.contains("\"fix\" : \"fix\""), json);
     }

@@ -1,5 +1,6 @@
 package org.nccl4j.examples.perf;
 
+import org.nccl4j.examples.cli.JsonDocs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -39,9 +40,9 @@ class JsonAndPlotTest {
         doc.put("mode", "single-process");
         doc.put("config", Perf.config(a));
         doc.put("results", records);
-        String text = Json.write(doc);
+        String text = JsonDocs.write(doc);
 
-        Map<String, Object> back = (Map<String, Object>) Json.parse(text);
+        Map<String, Object> back = (Map<String, Object>) JsonDocs.read(text);
         assertEquals("2.28.3", back.get("nccl_version"));
         assertEquals(2.0, back.get("ranks"));
         assertEquals(1000.0, ((Map<String, Object>) back.get("config")).get("iters"));
@@ -66,22 +67,41 @@ class JsonAndPlotTest {
 
     @Test
     void jsonWriterEscapesAndParserRejectsGarbage() {
-        String t = Json.write(Map.of("s", "a\"b\\c\n\u0001"));
-        assertEquals(Map.of("s", "a\"b\\c\n\u0001"), Json.parse(t));
-        assertEquals(List.of(1.0, 2.5, -3.0E-5), Json.parse("[1, 2.5, -3e-5]"));
-        assertEquals(Arrays.asList(true, false, null), Json.parse(" [true,false,null] "));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> Json.parse("{\"a\": }")).getMessage()
-                .contains("offset"));
-        assertThrows(IllegalArgumentException.class, () -> Json.parse("[1] x"));
-        assertEquals("0.5\n", Json.write(0.5));
-        assertEquals("331.482\n", Json.write(331.48213));
-        assertEquals("null\n", Json.write(Double.NaN));
+        String t = JsonDocs.write(Map.of("s", "a\"b\\c\n\u0001"));
+        assertEquals(Map.of("s", "a\"b\\c\n\u0001"), JsonDocs.read(t));
+        assertEquals(List.of(1.0, 2.5, -3.0E-5), JsonDocs.read("[1, 2.5, -3e-5]"));
+        assertEquals(Arrays.asList(true, false, null), JsonDocs.read(" [true,false,null] "));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> JsonDocs.read("{\"a\": }")).getMessage()
+                .startsWith("malformed JSON at line 1, column "));
+        assertThrows(IllegalArgumentException.class, () -> JsonDocs.read("[1] x"));
+        assertEquals("0.5\n", JsonDocs.write(0.5));
+        assertEquals("331.482\n", JsonDocs.write(331.48213));
+        assertEquals("null\n", JsonDocs.write(Double.NaN));
+    }
+
+    @Test
+    void theResultsNameTheirFormatAndVersionAndOldFilesStillLoad() throws Exception {
+        Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(JsonDocs.write(Map.of("results", List.of())));
+        assertEquals(0, JsonDocs.versionOf(doc), "a document without a version is version 0");
+        // files of 2026-11-22, written by the hand-made writer nccl4j had: nccl4j-perf's and the C baseline's
+        for (String name : List.of("results-2026-11-22.json", "baseline-results-2026-11-22.json")) {
+            Path old = Path.of(JsonAndPlotTest.class.getResource(name).toURI());
+            Map<String, Object> legacy = (Map<String, Object>) JsonDocs.read(Files.readString(old));
+            assertEquals(0, JsonDocs.versionOf(legacy), name);
+            List<Result> results = Plot.readResults(old);
+            assertEquals(54, results.size(), name);
+            assertEquals(67108864, results.get(0).size());
+            assertEquals(250.04, results.get(0).timeUs(), name.startsWith("results") ? 1e-9 : 0.1);
+        }
+        Path summary = Path.of("..", "docs", "perf", "latest.json");   // the performance summary in the tree
+        assertEquals("2.28.3", ((Map<String, Object>) JsonDocs.read(Files.readString(summary))).get("nccl_version"));
+
     }
 
     @Test
     void resultsRoundTripThroughAFile(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("r.json");
-        Files.writeString(f, Json.write(Map.of("tool", "x", "results", Perf.records(RESULTS, PerfArgs.parse()))));
+        Files.writeString(f, JsonDocs.write(Map.of("tool", "x", "results", Perf.records(RESULTS, PerfArgs.parse()))));
         List<Result> back = Plot.readResults(f);
         assertEquals(RESULTS, back);
     }
@@ -104,8 +124,8 @@ class JsonAndPlotTest {
     void plotProgramDrawsJsonFiles(@TempDir Path dir) throws Exception {
         Path a = dir.resolve("a.json");
         Path b = dir.resolve("b.json");
-        Files.writeString(a, Json.write(Map.of("results", Perf.records(RESULTS, PerfArgs.parse()))));
-        Files.writeString(b, Json.write(Map.of("results", Perf.records(RESULTS.subList(0, 4), PerfArgs.parse()))));
+        Files.writeString(a, JsonDocs.write(Map.of("results", Perf.records(RESULTS, PerfArgs.parse()))));
+        Files.writeString(b, JsonDocs.write(Map.of("results", Perf.records(RESULTS.subList(0, 4), PerfArgs.parse()))));
         Path png = dir.resolve("cmp.png");
         Plot.main(new String[] {png.toString(), "--title", "C vs Java", "C=" + a, "Java=" + b});
         byte[] bytes = Files.readAllBytes(png);

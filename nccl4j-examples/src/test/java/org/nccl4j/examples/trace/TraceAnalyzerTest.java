@@ -490,6 +490,8 @@ class TraceAnalyzerTest {
         assertEquals(1, run.status(), run.toString());
         Map<String, Object> top = object(parse(run.out()));
         assertEquals(text.firstLine(), "nccl4j-trace: " + top.get("verdict"));
+        assertEquals("nccl4j-trace-report", top.get("format"));
+        assertEquals(1L, top.get("version"));
         assertEquals(false, top.get("consistent"));
         assertEquals(1L, top.get("exitStatus"));
         List<Object> comms = list(top.get("communicators"));
