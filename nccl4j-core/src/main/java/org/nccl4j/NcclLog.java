@@ -254,6 +254,14 @@ public final class NcclLog {
         return tail != null;
     }
 
+    /** Logs what NCCL has written so far, now (before the process halts without shutdown hooks). */
+    static void flush() {
+        Tail t = tail;
+        if (t != null) {
+            t.drain();
+        }
+    }
+
     /** A communicator exists: its lines ({@code comm 0x...}) get its rank, size and name. */
     static void register(long handle, int rank, int size, String name) {
         COMMS.put(handle, new Comm(rank, size, name));

@@ -473,6 +473,7 @@ final class Watchdog implements Runnable {
                     FailurePolicy.EXIT_STATUS);
             System.out.flush();
             System.err.flush();
+            NcclLog.flush();   // halt runs no shutdown hook: NCCL's last lines (its WARN of the failure) first
             Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
         }
 

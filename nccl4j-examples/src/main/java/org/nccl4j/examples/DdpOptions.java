@@ -1,9 +1,12 @@
 package org.nccl4j.examples;
 
 import java.util.Locale;
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
- * The command line of {@link DdpTraining}.
+ * The command line of {@link DdpTraining}, parsed by picocli ({@link Tools#parse}).
  *
  * <pre>
  * DdpTraining [--steps N] [--bucket-cap-mb MB] [--trace FILE] [--seed N] [--no-comm]
@@ -12,23 +15,31 @@ import java.util.Locale;
  * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
  */
+@Command(name = "DdpTraining", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+        sortOptions = false, usageHelpWidth = 100,
+        description = "Data-parallel training of a three-layer MLP, launched per rank, timed per step and traced.")
 final class DdpOptions {
-    static final String USAGE = "usage: DdpTraining [--steps N (30)] [--bucket-cap-mb MB (25)] [--trace FILE"
-            + " (trace_ddp_rank{rank}.json; trace_nocomm_rank{rank}.json with --no-comm)] [--seed N (1234)]"
-            + " [--no-comm] [--size N (4000)] [--batch N (1000)] [--lr X (0.001)]";
-
     /** The first step (1-based) whose time counts in the median and the trace, as in "steps 3..30". */
     static final int FIRST_MEASURED_STEP = 3;
 
+    @Option(names = "--steps", paramLabel = "N", description = "Training steps (default: ${DEFAULT-VALUE}).")
     int steps = 30;
+    @Option(names = "--bucket-cap-mb", paramLabel = "MB", description = "Gradient bucket size (default: "
+            + "${DEFAULT-VALUE}).")
     double bucketCapMB = 25;
+    @Option(names = "--trace", paramLabel = "FILE", description = "Chrome trace file; {rank} is replaced by the rank "
+            + "(default: trace_ddp_rank{rank}.json, trace_nocomm_rank{rank}.json with --no-comm).")
     String trace;
+    @Option(names = "--seed", paramLabel = "N", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed = 1234;
+    @Option(names = "--no-comm", description = "Train without the all-reduce (the compute-only baseline).")
     boolean noComm;
+    @Option(names = "--size", paramLabel = "N", description = "Layer width (default: ${DEFAULT-VALUE}).")
     int size = 4000;
+    @Option(names = "--batch", paramLabel = "N", description = "Batch size (default: ${DEFAULT-VALUE}).")
     int batch = 1000;
+    @Option(names = "--lr", paramLabel = "X", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
     float lr = 0.001f;
-    boolean help;
 
     private DdpOptions() {
     }
@@ -36,62 +47,39 @@ final class DdpOptions {
     /**
      * @param args the command line
      * @return the options
-     * @throws IllegalArgumentException on an unknown flag, a missing or bad value, with the usage
+     * @throws Tools.UsageException on an unknown option or a bad value, naming it
      */
     static DdpOptions parse(String... args) {
-        DdpOptions o = new DdpOptions();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            switch (a) {
-                case "--steps" -> o.steps = positiveInt(a, value(args, ++i, a));
-                case "--bucket-cap-mb" -> {
-                    String v = value(args, ++i, a);
-                    try {
-                        o.bucketCapMB = Double.parseDouble(v);
-                    } catch (NumberFormatException e) {
-                        throw bad(a, v);
-                    }
-                    if (!(o.bucketCapMB > 0) || Double.isInfinite(o.bucketCapMB)) {
-                        throw bad(a, v);
-                    }
-                }
-                case "--trace" -> o.trace = value(args, ++i, a);
-                case "--seed" -> {
-                    String v = value(args, ++i, a);
-                    try {
-                        o.seed = Long.parseLong(v);
-                    } catch (NumberFormatException e) {
-                        throw bad(a, v);
-                    }
-                }
-                case "--no-comm" -> o.noComm = true;
-                case "--size" -> o.size = positiveInt(a, value(args, ++i, a));
-                case "--batch" -> o.batch = positiveInt(a, value(args, ++i, a));
-                case "--lr" -> {
-                    String v = value(args, ++i, a);
-                    try {
-                        o.lr = Float.parseFloat(v);
-                    } catch (NumberFormatException e) {
-                        throw bad(a, v);
-                    }
-                    if (!(o.lr > 0) || Float.isInfinite(o.lr)) {
-                        throw bad(a, v);
-                    }
-                }
-                case "-h", "--help" -> o.help = true;
-                default -> throw new IllegalArgumentException("unknown argument " + a + "\n" + USAGE);
-            }
+        DdpOptions o = Tools.parse(new DdpOptions(), args);
+        positive("--steps", o.steps);
+        positive("--size", o.size);
+        positive("--batch", o.batch);
+        if (!(o.bucketCapMB > 0) || Double.isInfinite(o.bucketCapMB)) {
+            throw bad("--bucket-cap-mb", o.bucketCapMB + " (a size in MB greater than 0)");
+        }
+        if (!(o.lr > 0) || Float.isInfinite(o.lr)) {
+            throw bad("--lr", o.lr + " (a rate greater than 0)");
         }
         // cuRAND's normal generator makes pairs: the batch's element count must be even.
         if (((long) o.size * o.batch) % 2 != 0) {
-            throw new IllegalArgumentException("--size x --batch must be even (cuRAND draws normals in pairs), got "
-                    + o.size + " x " + o.batch + "\n" + USAGE);
+            throw new Tools.UsageException("--size x --batch must be even (cuRAND draws normals in pairs), got "
+                    + o.size + " x " + o.batch);
         }
         if ((long) o.size * o.size > Integer.MAX_VALUE || (long) o.size * o.batch > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("--size " + o.size + " with --batch " + o.batch
-                    + " makes a matrix of more than 2^31-1 elements (cuBLAS' 32-bit API)\n" + USAGE);
+            throw new Tools.UsageException("--size " + o.size + " with --batch " + o.batch
+                    + " makes a matrix of more than 2^31-1 elements (cuBLAS' 32-bit API)");
         }
         return o;
+    }
+
+    private static void positive(String flag, int v) {
+        if (v <= 0) {
+            throw bad(flag, v + " (a whole number greater than 0)");
+        }
+    }
+
+    private static Tools.UsageException bad(String flag, String v) {
+        return new Tools.UsageException("Invalid value for option '" + flag + "': " + v);
     }
 
     /**
@@ -117,30 +105,6 @@ final class DdpOptions {
             return name + "_rank" + rank;
         }
         return name.substring(0, dot) + "_rank" + rank + name.substring(dot);
-    }
-
-    private static String value(String[] args, int i, String flag) {
-        if (i >= args.length) {
-            throw new IllegalArgumentException(flag + " needs a value\n" + USAGE);
-        }
-        return args[i];
-    }
-
-    private static int positiveInt(String flag, String v) {
-        int n;
-        try {
-            n = Integer.parseInt(v.strip());
-        } catch (NumberFormatException e) {
-            throw bad(flag, v);
-        }
-        if (n <= 0) {
-            throw bad(flag, v);
-        }
-        return n;
-    }
-
-    private static IllegalArgumentException bad(String flag, String v) {
-        return new IllegalArgumentException("bad value for " + flag + ": " + v + "\n" + USAGE);
     }
 
     @Override

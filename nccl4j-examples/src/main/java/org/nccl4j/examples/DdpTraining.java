@@ -93,15 +93,11 @@ public final class DdpTraining {
     public static void main(String[] args) {
         DdpOptions options;
         try {
-            options = DdpOptions.parse(args);
+            options = DdpOptions.parse(args);   // --help and --version answered there
         } catch (IllegalArgumentException e) {
             System.err.println("DdpTraining: " + e.getMessage());
             System.exit(2);
             return;
-        }
-        if (options.help) {
-            System.out.println(DdpOptions.USAGE);
-            System.exit(0);
         }
         int status;
         try {

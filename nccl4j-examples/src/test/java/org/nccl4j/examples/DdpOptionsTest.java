@@ -35,7 +35,6 @@ class DdpOptionsTest {
         assertEquals(512, o.size);
         assertEquals(64, o.batch);
         assertEquals(0.01f, o.lr);
-        assertTrue(DdpOptions.parse("--help").help);
     }
 
     @Test
@@ -49,8 +48,22 @@ class DdpOptionsTest {
         for (String[] args : bad) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse(args),
                     String.join(" ", args));
-            assertTrue(e.getMessage().contains("usage: DdpTraining"), e.getMessage());
+            String option = args[args.length == 4 ? 0 : 0];
+            assertTrue(e.getMessage().contains(option.startsWith("--") ? option : "--"), e.getMessage());
+            assertFalse(e.getMessage().contains("\n"), "one line: " + e.getMessage());
         }
+    }
+
+    @Test
+    void theMessagesNameTheOptionAndWhatItTakes() {
+        assertEquals("Invalid value for option '--steps': 0 (a whole number greater than 0)",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--steps", "0")).getMessage());
+        assertEquals("Invalid value for option '--steps': 'x' is not an int; try 'DdpTraining --help'",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--steps", "x")).getMessage());
+        assertEquals("Unknown option: '--frobnicate'; try 'DdpTraining --help'",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--frobnicate")).getMessage());
+        assertEquals("Missing required parameter for option '--steps' (N); try 'DdpTraining --help'",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--steps")).getMessage());
     }
 
     @Test

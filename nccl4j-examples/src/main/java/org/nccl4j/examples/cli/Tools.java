@@ -110,10 +110,57 @@ public final class Tools {
     }
 
     /**
+     * Parses {@code args} into {@code options}, an {@code @Command} class whose fields carry {@code @Option}s, for a
+     * program that runs itself rather than as a picocli command (the examples). {@code --help} and {@code --version}
+     * are answered here (printed on stdout; the process exits 0); a command line that cannot be parsed throws.
+     *
+     * @param options the options object, with its defaults set
+     * @param args the command line
+     * @param <T> its type
+     * @return {@code options}, filled in
+     * @throws UsageException naming the option and what it accepts, and pointing at {@code --help}
+     */
+    public static <T> T parse(T options, String... args) {
+        CommandLine cl = new CommandLine(options);
+        try {
+            cl.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            throw new UsageException(e.getMessage() + "; try '" + cl.getCommandName() + " --help'");
+        }
+        if (cl.isUsageHelpRequested()) {
+            cl.usage(System.out);
+            System.exit(0);
+        }
+        if (cl.isVersionHelpRequested()) {
+            cl.printVersionHelp(System.out);
+            System.exit(0);
+        }
+        return options;
+    }
+
+    /**
+     * {@link #parse}, and on a usage error prints {@code <name>: <message>} on stderr and exits {@link #USAGE}.
+     *
+     * @param options the options object, with its defaults set
+     * @param args the command line
+     * @param <T> its type
+     * @return {@code options}, filled in
+     */
+    public static <T> T parseOrExit(T options, String... args) {
+        try {
+            return parse(options, args);
+        } catch (UsageException e) {
+            System.err.println(new CommandLine(options).getCommandName() + ": " + e.getMessage());
+            System.exit(USAGE);
+            return options;
+        }
+    }
+
+    /**
      * A value the command refuses after parsing (two options that contradict, a file that is not there): printed as
      * its message alone, with exit status {@link #USAGE}.
      */
-    public static final class UsageException extends RuntimeException {
+    public static final class UsageException extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;
 
         /**
@@ -122,7 +169,7 @@ public final class Tools {
          * @param message what is wrong and the fix, naming the option
          */
         public UsageException(String message) {
-            super(message, null, false, false);
+            super(message);
         }
     }
 }
