@@ -239,6 +239,7 @@ final class Watchdog implements Runnable {
                     return true;
                 }
                 retire();
+                dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
                 comm.failedByWatchdog(failure);
                 if (o != null) {
                     o.failed(comm, failure);
@@ -480,7 +481,6 @@ final class Watchdog implements Runnable {
         /** After the lock is released: log, exit hook, policy. */
         private void after(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
-            dumpAtExit();
             switch (settings.policy()) {
                 case CALLBACK:
                     try {
