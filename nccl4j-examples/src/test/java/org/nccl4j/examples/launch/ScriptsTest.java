@@ -111,7 +111,8 @@ class ScriptsTest {
     @Test
     void theBundleGetsItsScriptsAndWhatTheySource() throws Exception {
         List<String> bundled = bundledScripts();
-        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf", "nccl4j-trace")), bundled.toString());
+        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf", "nccl4j-trace", "nccl4j-doctor")),
+                bundled.toString());
         for (String s : bundled) {
             Path p = SCRIPTS.resolve(s);
             assertTrue(Files.isRegularFile(p), p.toString());
@@ -1076,7 +1077,7 @@ class ScriptsTest {
 
     /** The JNI libraries gpu-bundle.sh keeps of the CUDA presets' jar (its default CUDA_JNI_LIBS). */
     private static final List<String> JNI_LIBS = List.of("libjnicudart.so", "libjnicublas.so", "libjnicurand.so",
-            "libjninvrtc.so");
+            "libjninvrtc.so", "libjninvml.so");
 
     /** gpu-bundle.sh's calls and files for the bundle directory out, with fake mvn, unzip, zip and jlink. */
     private void assertBundleIn(Path out, Result r) throws IOException {
