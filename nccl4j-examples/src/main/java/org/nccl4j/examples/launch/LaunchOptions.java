@@ -1,5 +1,10 @@
 package org.nccl4j.examples.launch;
 
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,22 +30,6 @@ final class LaunchOptions {
     /** SIGTERM-to-SIGKILL grace period when none is given. */
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(5);
 
-    static final String USAGE = String.join("\n",
-            "usage: nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] <main class | example name>"
-                    + " [args...]",
-            "       nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] --cmd [--] <command> [args...]",
-            "  -np N            number of ranks (processes) to start on this machine; at most one per GPU",
-            "  --share-gpu      allow more ranks than GPUs (development, CI, tests): rank r on device r mod G, each",
-            "                   with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo; sockets, not NVLink speed",
-            "  --elastic        a rank that fails is reported and the others go on (for jobs that shrink their",
-            "                   communicator); exit 0 when a rank ran to the end with 0. Without it the first",
-            "                   failure stops every rank",
-            "  --port P         MASTER_PORT for the ranks (default: a free port)",
-            "  --grace SECONDS  how long ranks get between SIGTERM and SIGKILL when stopped (default 5)",
-            "  --cmd            run <command> as each rank instead of a Java main class",
-            "An example name without a dot (AllReduce, DdpSimple, ZeroShards, ReadmeSum) means",
-            EXAMPLES_PACKAGE + ".<name>. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,",
-            "MASTER_ADDR=127.0.0.1 and MASTER_PORT on top of this environment; JAVA_OPTS go to each rank's JVM.");
 
     /** A bad command line; the message says what is wrong. */
     static final class UsageException extends IllegalArgumentException {
@@ -59,6 +48,7 @@ final class LaunchOptions {
     private final List<String> command;
     private final boolean help;
     private boolean elastic;
+    private boolean version;
 
     private LaunchOptions(int ranks, boolean shareGpu, int port, Duration grace, String mainClass, List<String> command,
             boolean help) {
@@ -81,53 +71,41 @@ final class LaunchOptions {
      * @throws UsageException when the command line is wrong
      */
     static LaunchOptions parse(String[] args, Map<String, String> env, Path java, String classPath) {
-        int ranks = -1;
-        int port = 0;
-        Duration grace = DEFAULT_GRACE;
-        boolean cmd = false;
-        boolean shareGpu = false;
-        boolean elastic = false;
-        int i = 0;
-        while (i < args.length) {
-            String a = args[i];
-            if (a.equals("-h") || a.equals("--help")) {
-                return new LaunchOptions(0, false, 0, grace, null, List.of(), true);
-            } else if (a.equals("-np") || a.equals("-n") || a.equals("--np")) {
-                ranks = integer(a, value(args, i), 1, 4096);
-                i += 2;
-            } else if (a.equals("--port")) {
-                port = integer(a, value(args, i), 1, 65535);
-                i += 2;
-            } else if (a.equals("--grace")) {
-                grace = seconds(a, value(args, i));
-                i += 2;
-            } else if (a.equals("--share-gpu")) {
-                shareGpu = true;
-                i++;
-            } else if (a.equals("--elastic")) {
-                elastic = true;
-                i++;
-            } else if (a.equals("--cmd")) {
-                cmd = true;
-                i++;
-            } else if (a.equals("--")) {
-                i++;
-                break;
-            } else if (a.startsWith("-")) {
-                throw new UsageException("unknown option " + a);
-            } else {
-                break;
-            }
+        Line line = new Line();
+        CommandLine cl = new CommandLine(line);
+        cl.setStopAtPositional(true);   // what follows the main class or command is the rank's
+        try {
+            cl.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            throw new UsageException(e.getMessage());
         }
-        if (ranks < 0) {
+        if (cl.isUsageHelpRequested() || cl.isVersionHelpRequested()) {
+            LaunchOptions o = new LaunchOptions(0, false, 0, DEFAULT_GRACE, null, List.of(), true);
+            o.version = cl.isVersionHelpRequested();
+            return o;
+        }
+        if (line.ranks == null) {
             throw new UsageException("-np N is required: how many ranks to start");
         }
-        List<String> rest = Arrays.asList(args).subList(i, args.length);
-        if (rest.isEmpty()) {
-            throw new UsageException(cmd ? "--cmd needs a command to run" : "a main class or example name is required");
+        range("-np", line.ranks, 1, 4096);
+        if (line.port != null) {
+            range("--port", line.port, 1, 65535);
         }
-        if (cmd) {
-            return new LaunchOptions(ranks, shareGpu, port, grace, null, rest, false).elastic(elastic);
+        Duration grace = DEFAULT_GRACE;
+        if (line.grace != null) {
+            if (!(line.grace >= 0 && line.grace <= 3600)) {
+                throw new UsageException("--grace " + line.grace + " is out of range 0..3600 seconds");
+            }
+            grace = Duration.ofMillis(Math.round(line.grace * 1000));
+        }
+        List<String> rest = line.rest;
+        if (rest.isEmpty()) {
+            throw new UsageException(line.cmd ? "--cmd needs a command to run" : "a main class or example name is "
+                    + "required");
+        }
+        int port = line.port == null ? 0 : line.port;
+        if (line.cmd) {
+            return new LaunchOptions(line.ranks, line.shareGpu, port, grace, null, rest, false).elastic(line.elastic);
         }
         String main = mainClassOf(rest.get(0));
         List<String> command = new ArrayList<>();
@@ -137,7 +115,62 @@ final class LaunchOptions {
         command.add(classPath);
         command.add(main);
         command.addAll(rest.subList(1, rest.size()));
-        return new LaunchOptions(ranks, shareGpu, port, grace, main, command, false).elastic(elastic);
+        return new LaunchOptions(line.ranks, line.shareGpu, port, grace, main, command, false).elastic(line.elastic);
+    }
+
+    private static void range(String option, int v, int min, int max) {
+        if (v < min || v > max) {
+            throw new UsageException(option + " " + v + " is out of range " + min + ".." + max);
+        }
+    }
+
+    /** The usage text ({@code --help}), from the options' declarations. */
+    static String usage() {
+        return new CommandLine(new Line()).getUsageMessage();
+    }
+
+    /** The version text ({@code --version}). */
+    static String version() {
+        java.io.StringWriter w = new java.io.StringWriter();
+        new CommandLine(new Line()).printVersionHelp(new java.io.PrintWriter(w, true));
+        return w.toString().stripTrailing();
+    }
+
+    /** The command line as picocli reads it; {@link #parse} checks and completes it. */
+    @Command(name = "nccl4j-run", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            sortOptions = false, usageHelpWidth = 110,
+            customSynopsis = {
+                "nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] <main class | example name> "
+                        + "[args...]",
+                "       nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] --cmd [--] <command> "
+                        + "[args...]"},
+            description = "Starts N ranks of a program on this machine, one per GPU, and stops them all when one "
+                    + "fails (unless --elastic).",
+            footer = {"", "An example name without a dot (AllReduce, DdpSimple, ZeroShards, ReadmeSum) means "
+                    + EXAMPLES_PACKAGE + ".<name>. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,",
+                "MASTER_ADDR=127.0.0.1 and MASTER_PORT on top of this environment; JAVA_OPTS go to each rank's JVM.",
+                "Exit status: the first failed rank's, 0 when all succeed; 2 for a usage error."})
+    static final class Line {
+        @Option(names = {"-np", "-n", "--np"}, paramLabel = "N",
+                description = "Number of ranks (processes) to start on this machine; at most one per GPU.")
+        Integer ranks;
+        @Option(names = "--share-gpu", description = "Allow more ranks than GPUs (development, CI, tests): rank r on "
+                + "device r mod G, each with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo; sockets, not NVLink speed.")
+        boolean shareGpu;
+        @Option(names = "--elastic", description = "A rank that fails is reported and the others go on (for jobs that "
+                + "shrink their communicator); exit 0 when a rank ran to the end with 0. Without it the first failure "
+                + "stops every rank.")
+        boolean elastic;
+        @Option(names = "--port", paramLabel = "P", description = "MASTER_PORT for the ranks (default: a free port).")
+        Integer port;
+        @Option(names = "--grace", paramLabel = "SECONDS", description = "How long ranks get between SIGTERM and "
+                + "SIGKILL when stopped (default 5).")
+        Double grace;
+        @Option(names = "--cmd", description = "Run <command> as each rank instead of a Java main class.")
+        boolean cmd;
+        @Parameters(paramLabel = "ARGS", description = "The main class or example name (or, with --cmd, the command) "
+                + "and its arguments.")
+        List<String> rest = new ArrayList<>();
     }
 
     private LaunchOptions elastic(boolean on) {
@@ -163,38 +196,8 @@ final class LaunchOptions {
         return List.of(javaOpts.strip().split("\\s+"));
     }
 
-    private static String value(String[] args, int i) {
-        if (i + 1 >= args.length) {
-            throw new UsageException(args[i] + " needs a value");
-        }
-        return args[i + 1];
-    }
 
-    private static int integer(String option, String s, int min, int max) {
-        int v;
-        try {
-            v = Integer.parseInt(s.strip());
-        } catch (NumberFormatException e) {
-            throw new UsageException(option + " " + s + " is not a whole number");
-        }
-        if (v < min || v > max) {
-            throw new UsageException(option + " " + s + " is out of range " + min + ".." + max);
-        }
-        return v;
-    }
 
-    private static Duration seconds(String option, String s) {
-        double v;
-        try {
-            v = Double.parseDouble(s.strip());
-        } catch (NumberFormatException e) {
-            throw new UsageException(option + " " + s + " is not a number of seconds");
-        }
-        if (!(v >= 0 && v <= 3600)) {
-            throw new UsageException(option + " " + s + " is out of range 0..3600 seconds");
-        }
-        return Duration.ofMillis(Math.round(v * 1000));
-    }
 
     /** @return the number of ranks */
     int ranks() {
@@ -226,8 +229,13 @@ final class LaunchOptions {
         return command;
     }
 
-    /** @return whether only the usage was asked for */
+    /** @return whether only the usage (or, with {@link #versionAsked()}, the version) was asked for */
     boolean help() {
         return help;
+    }
+
+    /** @return whether {@code --version} was asked for */
+    boolean versionAsked() {
+        return version;
     }
 }

@@ -150,11 +150,11 @@ public final class Launcher {
             options = LaunchOptions.parse(args, env, java, classPath);
         } catch (LaunchOptions.UsageException e) {
             err.println("nccl4j-run: " + e.getMessage());
-            err.println(LaunchOptions.USAGE);
+            err.println("Try 'nccl4j-run --help' for the options.");
             return 2;
         }
         if (options.help()) {
-            out.println(LaunchOptions.USAGE);
+            out.print(options.versionAsked() ? LaunchOptions.version() + "\n" : LaunchOptions.usage());
             return 0;
         }
         if (options.mainClass() != null) {

@@ -430,7 +430,8 @@ class LauncherTest {
     void badCommandLinesExitWithStatus2AndSayWhy() {
         Run r = inProcess("AllReduce");
         assertEquals(2, r.status());
-        assertTrue(r.err().contains("-np N is required") && r.err().contains("usage: nccl4j-run"), r.err());
+        assertEquals("nccl4j-run: -np N is required: how many ranks to start\nTry 'nccl4j-run --help' for the options.\n",
+                r.err());
         r = inProcess("-np", "0", "AllReduce");
         assertEquals(2, r.status());
         assertTrue(r.err().contains("-np 0 is out of range 1..4096"), r.err());
@@ -439,7 +440,7 @@ class LauncherTest {
         assertTrue(r.err().startsWith("nccl4j-run: -np 0 is out of range 1..4096\n"), r.err());
         r = inProcess("-np", "2", "--bogus", "AllReduce");
         assertEquals(2, r.status());
-        assertTrue(r.err().contains("unknown option --bogus"), r.err());
+        assertTrue(r.err().startsWith("nccl4j-run: Unknown option: '--bogus'\n"), r.err());
         r = inProcess("-np", "2", "--cmd");
         assertEquals(2, r.status());
         assertTrue(r.err().contains("--cmd needs a command"), r.err());
@@ -448,7 +449,20 @@ class LauncherTest {
         assertTrue(r.err().contains("no class org.nccl4j.examples.NoSuchExample"), r.err());
         r = inProcess("--help");
         assertEquals(0, r.status());
-        assertTrue(r.out().startsWith("usage: nccl4j-run"), r.out());
+        assertTrue(r.out().startsWith("Usage: nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS]"),
+                r.out());
+        r = inProcess("--version");
+        assertEquals(0, r.status());
+        assertTrue(r.out().startsWith("nccl4j-run (nccl4j "), r.out());
+        r = inProcess("-np", "x", "AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().startsWith("nccl4j-run: Invalid value for option '--np': 'x' is not an int\n"), r.err());
+        r = inProcess("-np", "2", "--port");
+        assertEquals(2, r.status());
+        assertTrue(r.err().startsWith("nccl4j-run: Missing required parameter for option '--port' (P)\n"), r.err());
+        r = inProcess("-np", "2", "--grace", "9999", "AllReduce");
+        assertEquals(2, r.status());
+        assertTrue(r.err().startsWith("nccl4j-run: --grace 9999.0 is out of range 0..3600 seconds\n"), r.err());
     }
 
     @Test
