@@ -71,6 +71,10 @@ public final class Perf {
                 out.println(PerfArgs.USAGE);
                 return 0;
             }
+            if (args.version) {
+                out.println(PerfArgs.versionText());
+                return 0;
+            }
             return Examples.exitStatus(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
             err.println(TOOL + ": " + e.getMessage());

@@ -1,5 +1,10 @@
 package org.nccl4j.examples.perf;
 
+import java.util.Map;
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -71,36 +76,13 @@ public final class PerfArgs {
     public List<Operation> operations = List.of(Operation.ALL_REDUCE);
     /** -h: print the usage and exit. */
     public boolean help;
+    /** --version: print the versions and exit. */
+    public boolean version;
     /** The arguments as given, for the JSON metadata. */
     public List<String> commandLine = List.of();
 
-    /** The usage text. */
-    public static final String USAGE = String.join("\n",
-            "USAGE: nccl4j-perf [options]        (the flags of nccl-tests' *_perf binaries; -t picks the operation)",
-            "  -t,--operation <name[,name..]|all>  all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv,",
-            "                                      alltoall, gather, scatter (default all_reduce)",
-            "  -b,--minbytes <size>                smallest size (default 32M); sizes take K, M, G suffixes (binary)",
-            "  -e,--maxbytes <size>                largest size (default 32M)",
-            "  -i,--stepbytes <size>               increment between sizes (default 1M)",
-            "  -f,--stepfactor <factor>            factor between sizes (default: disabled, -i applies)",
-            "  -n,--iters <n>                      timed iterations (default 20)",
-            "  -w,--warmup_iters <n>               warm-up iterations (default 1)",
-            "  -c,--check <n>                      check results n times (default 1; 0 prints N/A)",
-            "  -o,--op <sum|prod|min|max|avg|all>  reduction operator (default sum)",
-            "  -d,--datatype <type|all>            float, half, bfloat16, double, int8, uint8, int32, uint32, int64,",
-            "                                      uint64, fp8_e4m3 (f8e4m3), fp8_e5m2 (f8e5m2) (default float)",
-            "  -r,--root <rank|all>                root of broadcast, reduce, gather, scatter (default 0)",
-            "  -g,--ngpus <n>                      GPUs driven by this process (default 1; not with one process per GPU)",
-            "  -G,--cudagraph <n>                  capture the n iterations as a CUDA graph, replay it n times (default 0)",
-            "  -z,--blocking <0|1|2>               1: wait and barrier after each iteration, 2: wait only (default 0)",
-            "  -a,--average <0|1|2|3>              across processes: 0 rank 0, 1 average, 2 min, 3 max (default 1)",
-            "  -J,--output_file <file.json>        write the results as JSON",
-            "  --plot <file.png>                   draw bus bandwidth against size (one line per operation)",
-            "  --init_repeats <n>                  after the first, create and time n more communicators (default 0)",
-            "  --op_times <0|1>                    1: an event after every eager operation; per-operation p10/p50/p90/max",
-            "  --jit_quiet_ms <ms>                 before each measurement, wait until the JIT compiled nothing for <ms>",
-            "                                      (at most 1 s; default 20; 0: no wait)",
-            "  -h,--help                           this text");
+    /** The usage text ({@code -h}), from the options' declarations ({@link Line}). */
+    public static final String USAGE = new CommandLine(new Line()).getUsageMessage().stripTrailing();
 
     /**
      * Parses the command line.
@@ -112,42 +94,118 @@ public final class PerfArgs {
     public static PerfArgs parse(String... argv) {
         PerfArgs a = new PerfArgs();
         a.commandLine = Collections.unmodifiableList(Arrays.asList(argv.clone()));
-        for (int i = 0; i < argv.length; i++) {
-            String arg = argv[i];
-            String flag;
-            String value = null;
-            if (arg.startsWith("--")) {
-                int eq = arg.indexOf('=');
-                flag = eq < 0 ? arg : arg.substring(0, eq);
-                if (eq >= 0) {
-                    value = arg.substring(eq + 1);
-                }
-            } else if (arg.startsWith("-") && arg.length() >= 2) {
-                flag = arg.substring(0, 2);
-                if (arg.length() > 2) {
-                    value = arg.substring(2);
-                }
-            } else {
-                throw new IllegalArgumentException("unexpected argument '" + arg + "' (options start with '-'; -h lists them)");
-            }
-            String name = canonical(flag);
-            if (name == null) {
-                throw new IllegalArgumentException("unknown option " + flag + " (-h lists the options)");
-            }
-            if (name.equals("-h")) {
-                a.help = true;
-                continue;
-            }
-            if (value == null) {
-                if (i + 1 >= argv.length) {
-                    throw new IllegalArgumentException(describe(name) + " needs a value");
-                }
-                value = argv[++i];
-            }
-            a.set(name, value);
+        Line line = new Line();
+        CommandLine cl = new CommandLine(line);
+        cl.setOverwrittenOptionsAllowed(true);   // as nccl-tests: the last of a repeated flag wins
+        try {
+            cl.parseArgs(argv);
+        } catch (CommandLine.ParameterException e) {
+            throw new IllegalArgumentException(e.getMessage() + " (-h lists the options)");
+        }
+        if (cl.isUsageHelpRequested()) {
+            a.help = true;
+            return a;
+        }
+        if (cl.isVersionHelpRequested()) {
+            a.version = true;
+            return a;
+        }
+        for (Map.Entry<String, String> e : line.given().entrySet()) {
+            a.set(e.getKey(), e.getValue());
         }
         a.validate();
         return a;
+    }
+
+    /** The version text ({@code --version}). */
+    public static String versionText() {
+        java.io.StringWriter w = new java.io.StringWriter();
+        new CommandLine(new Line()).printVersionHelp(new java.io.PrintWriter(w, true));
+        return w.toString().stripTrailing();
+    }
+
+    /**
+     * nccl-tests' flags as picocli reads them: short ({@code -b 8}, {@code -b8}) and long ({@code --minbytes 8},
+     * {@code --minbytes=8}); each value is checked by {@link #set} with nccl-tests' meaning.
+     */
+    @Command(name = "nccl4j-perf", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            sortOptions = false, usageHelpWidth = 110,
+            description = "nccl-tests' *_perf benchmarks in one Java program, with the same flags and the same table; "
+                    + "-t picks the operation. Sizes take binary suffixes K, M, G, T (1.5K = 1536).",
+            footer = {"", "Exit status: 0; 1 when an element was wrong; 2 for a usage error, or no NCCL, CUDA or GPU."})
+    static final class Line {
+        @Option(names = {"-t", "--operation"}, paramLabel = "<name[,name..]|all>", description = "all_reduce, "
+                + "all_gather, reduce_scatter, broadcast, reduce, sendrecv, alltoall, gather, scatter (default "
+                + "all_reduce).")
+        String t;
+        @Option(names = {"-b", "--minbytes"}, paramLabel = "<size>", description = "Smallest size (default 32M).")
+        String b;
+        @Option(names = {"-e", "--maxbytes"}, paramLabel = "<size>", description = "Largest size (default 32M).")
+        String e;
+        @Option(names = {"-i", "--stepbytes"}, paramLabel = "<size>", description = "Increment between sizes "
+                + "(default 1M).")
+        String i;
+        @Option(names = {"-f", "--stepfactor"}, paramLabel = "<factor>", description = "Factor between sizes "
+                + "(default: disabled, -i applies).")
+        String f;
+        @Option(names = {"-n", "--iters"}, paramLabel = "<n>", description = "Timed iterations (default 20).")
+        String n;
+        @Option(names = {"-w", "--warmup_iters"}, paramLabel = "<n>", description = "Warm-up iterations (default 1).")
+        String w;
+        @Option(names = {"-c", "--check"}, paramLabel = "<n>", description = "Check results n times (default 1; 0 "
+                + "prints N/A).")
+        String c;
+        @Option(names = {"-o", "--op"}, paramLabel = "<sum|prod|min|max|avg|all>", description = "Reduction operator "
+                + "(default sum).")
+        String o;
+        @Option(names = {"-d", "--datatype"}, paramLabel = "<type|all>", description = "float, half, bfloat16, double, "
+                + "int8, uint8, int32, uint32, int64, uint64, fp8_e4m3 (f8e4m3), fp8_e5m2 (f8e5m2) (default float).")
+        String d;
+        @Option(names = {"-r", "--root"}, paramLabel = "<rank|all>", description = "Root of broadcast, reduce, "
+                + "gather, scatter (default 0).")
+        String r;
+        @Option(names = {"-g", "--ngpus"}, paramLabel = "<n>", description = "GPUs driven by this process (default "
+                + "1; not with one process per GPU).")
+        String g;
+        @Option(names = {"-G", "--cudagraph"}, paramLabel = "<n>", description = "Capture the n iterations as a CUDA "
+                + "graph, replay it n times (default 0).")
+        String graph;
+        @Option(names = {"-z", "--blocking"}, paramLabel = "<0|1|2>", description = "1: wait and barrier after each "
+                + "iteration, 2: wait only (default 0).")
+        String z;
+        @Option(names = {"-a", "--average"}, paramLabel = "<0|1|2|3>", description = "Across processes: 0 rank 0, 1 "
+                + "average, 2 min, 3 max (default 1).")
+        String avg;
+        @Option(names = {"-J", "--output_file"}, paramLabel = "<file.json>", description = "Write the results as "
+                + "JSON (docs/formats.md).")
+        String json;
+        @Option(names = "--plot", paramLabel = "<file.png>", description = "Draw bus bandwidth against size (one line "
+                + "per operation).")
+        String plot;
+        @Option(names = "--init_repeats", paramLabel = "<n>", description = "After the first, create and time n more "
+                + "communicators (default 0).")
+        String initRepeats;
+        @Option(names = "--op_times", paramLabel = "<0|1>", description = "1: an event after every eager operation; "
+                + "per-operation p10/p50/p90/max.")
+        String opTimes;
+        @Option(names = "--jit_quiet_ms", paramLabel = "<ms>", description = "Before each measurement, wait until the "
+                + "JIT compiled nothing for <ms> (at most 1 s; default 20; 0: no wait).")
+        String jitQuiet;
+
+        /** The options given, by their short (or only) name, in a fixed order. */
+        Map<String, String> given() {
+            Map<String, String> m = new java.util.LinkedHashMap<>();
+            String[] names = {"-t", "-b", "-e", "-i", "-f", "-n", "-w", "-c", "-o", "-d", "-r", "-g", "-G", "-z", "-a",
+                "-J", "--plot", "--init_repeats", "--op_times", "--jit_quiet_ms"};
+            String[] values = {t, b, e, i, f, n, w, c, o, d, r, g, graph, z, avg, json, plot, initRepeats, opTimes,
+                jitQuiet};
+            for (int k = 0; k < names.length; k++) {
+                if (values[k] != null) {
+                    m.put(names[k], values[k]);
+                }
+            }
+            return m;
+        }
     }
 
     private static final String[][] NAMES = {
@@ -158,14 +216,6 @@ public final class PerfArgs {
         {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"},
         {"--jit_quiet_ms", "--jit_quiet_ms"}, {"-h", "--help"}};
 
-    private static String canonical(String flag) {
-        for (String[] n : NAMES) {
-            if (n[0].equals(flag) || n[1].equals(flag)) {
-                return n[0];
-            }
-        }
-        return null;
-    }
 
     private static String describe(String shortName) {
         for (String[] n : NAMES) {
