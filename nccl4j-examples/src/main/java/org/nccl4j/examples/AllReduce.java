@@ -1,5 +1,8 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -36,25 +39,22 @@ public final class AllReduce {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        long bytes = 64L << 20;
-        int iters = 20;
-        int warmup = 5;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--bytes" -> bytes = Examples.parseSize(args[++i]);
-                case "--iters" -> iters = Integer.parseInt(args[++i]);
-                case "--warmup" -> warmup = Integer.parseInt(args[++i]);
-                default -> {
-                    System.err.println("unknown argument " + args[i] + "; usage: AllReduce [--bytes N] [--iters N] [--warmup N]");
-                    System.exit(2);
-                }
-            }
+        Options o = Tools.parseOrExit(new Options(), args);
+        long bytes;
+        try {
+            bytes = Examples.parseSize(o.bytes);
+        } catch (IllegalArgumentException e) {
+            System.err.println("AllReduce: Invalid value for option '--bytes': " + o.bytes + " (e.g. 64M, 4096)");
+            System.exit(Tools.USAGE);
+            return;
+        }
+        if (o.iters < 1 || o.warmup < 0) {
+            System.err.println("AllReduce: --iters must be >= 1 and --warmup >= 0; got " + o.iters + " and "
+                    + o.warmup);
+            System.exit(Tools.USAGE);
         }
         long count = bytes / 4;
-        int it = iters;
-        int wu = warmup;
-        int status = Examples.exitStatus("AllReduce", () -> run(count, it, wu));
-        System.exit(status);
+        System.exit(Examples.exitStatus("AllReduce", () -> run(count, o.iters, o.warmup)));
     }
 
     static float value(int rank, long i) {
@@ -160,5 +160,17 @@ public final class AllReduce {
                 comms.get(k).allReduce(bufs.get(k), DataType.FLOAT32, ReduceOp.SUM, streams.get(k));
             }
         }
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "AllReduce", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "A float32 sum all-reduce across GPUs, checked element by element, then timed.")
+    static final class Options {
+        @Option(names = "--bytes", paramLabel = "N", description = "Size, with K, M or G (default: ${DEFAULT-VALUE}).")
+        String bytes = "64M";
+        @Option(names = "--iters", paramLabel = "N", description = "Timed iterations (default: ${DEFAULT-VALUE}).")
+        int iters = 20;
+        @Option(names = "--warmup", paramLabel = "N", description = "Warm-up iterations (default: ${DEFAULT-VALUE}).")
+        int warmup = 5;
     }
 }

@@ -1,5 +1,8 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -52,22 +55,8 @@ public final class DdpSimple {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        boolean avg = false;
-        float lr = DEFAULT_LR;
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (a.equals("--average") && i + 1 < args.length && args[i + 1].matches("sum|avg")) {
-                avg = args[++i].equals("avg");
-            } else if (a.equals("--lr") && i + 1 < args.length && args[i + 1].matches("[0-9]*\\.?[0-9]+")) {
-                lr = Float.parseFloat(args[++i]);
-            } else {
-                System.err.println("bad argument " + a + "; usage: DdpSimple [--average sum|avg] [--lr 0.1]");
-                System.exit(2);
-            }
-        }
-        boolean useAvg = avg;
-        float rate = lr;
-        System.exit(Examples.exitStatus("DdpSimple", () -> run(useAvg, rate)));
+        Options o = Tools.parseOrExit(new Options(), args);
+        System.exit(Examples.exitStatus("DdpSimple", () -> run(o.average == Average.avg, o.lr)));
     }
 
     // ---- the model and its expected values (pure; tested on the CPU in DdpSimpleTest)
@@ -187,5 +176,24 @@ public final class DdpSimple {
             System.out.println(Examples.who(c) + (bad == 0 ? "DdpSimple: PASSED" : "DdpSimple: FAILED"));
         }
         return bad == 0 ? 0 : 1;
+    }
+
+    /** How the gradients are averaged. */
+    enum Average {
+        /** a sum, divided on the host */
+        sum,
+        /** NCCL's AVG */
+        avg
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "DdpSimple", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "The seed's two-layer DDP example, launched per rank; checks the averaged gradients.")
+    static final class Options {
+        @Option(names = "--average", paramLabel = "sum|avg", description = "Average with a sum divided on the host, "
+                + "or NCCL's AVG (default: ${DEFAULT-VALUE}).")
+        Average average = Average.sum;
+        @Option(names = "--lr", paramLabel = "X", description = "Learning rate (default: ${DEFAULT-VALUE}).")
+        float lr = DEFAULT_LR;
     }
 }

@@ -1,5 +1,8 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -48,33 +51,13 @@ public final class ElasticDdp {
      * @param args {@code [--steps N] [--kill-rank R] [--kill-step K] [--lr X]}
      */
     public static void main(String[] args) {
-        int steps = 200;
-        int killRank = -1;
-        int killStep = -1;
-        float lr = 0.05f;
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            String v = i + 1 < args.length ? args[i + 1] : null;
-            if (v != null && a.equals("--steps") && v.matches("[0-9]{1,6}")) {
-                steps = Integer.parseInt(v);
-            } else if (v != null && a.equals("--kill-rank") && v.matches("[0-9]{1,4}")) {
-                killRank = Integer.parseInt(v);
-            } else if (v != null && a.equals("--kill-step") && v.matches("[0-9]{1,6}")) {
-                killStep = Integer.parseInt(v);
-            } else if (v != null && a.equals("--lr") && v.matches("[0-9]*\\.?[0-9]+")) {
-                lr = Float.parseFloat(v);
-            } else {
-                System.err.println("bad argument " + a + "; usage: ElasticDdp [--steps N] [--kill-rank R] "
-                        + "[--kill-step K] [--lr X]");
-                System.exit(2);
-            }
-            i++;
+        Options o = Tools.parseOrExit(new Options(), args);
+        if (o.steps < 1 || o.killStep >= o.steps || !(o.lr > 0)) {
+            System.err.println("ElasticDdp: --steps must be >= 1, --kill-step below --steps, --lr > 0; got steps "
+                    + o.steps + ", kill-step " + o.killStep + ", lr " + o.lr);
+            System.exit(Tools.USAGE);
         }
-        int s = steps;
-        int kr = killRank;
-        int ks = killStep;
-        float rate = lr;
-        System.exit(Examples.exitStatus("ElasticDdp", () -> run(s, kr, ks, rate)));
+        System.exit(Examples.exitStatus("ElasticDdp", () -> run(o.steps, o.killRank, o.killStep, o.lr)));
     }
 
     /** The weights every rank tries to learn. */
@@ -202,5 +185,19 @@ public final class ElasticDdp {
 
     private static String ms(long nanos) {
         return String.format(Locale.ROOT, "%.0f ms", nanos / 1e6);
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "ElasticDdp", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "Data-parallel training that survives a lost rank: detect, agree, recover, go on.")
+    static final class Options {
+        @Option(names = "--steps", paramLabel = "N", description = "Training steps (default: ${DEFAULT-VALUE}).")
+        int steps = 200;
+        @Option(names = "--kill-rank", paramLabel = "R", description = "The rank that halts abruptly (default: none).")
+        int killRank = -1;
+        @Option(names = "--kill-step", paramLabel = "K", description = "The step at which it halts.")
+        int killStep = -1;
+        @Option(names = "--lr", paramLabel = "X", description = "Learning rate (default: ${DEFAULT-VALUE}).")
+        float lr = 0.05f;
     }
 }

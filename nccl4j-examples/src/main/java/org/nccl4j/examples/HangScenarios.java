@@ -1,5 +1,7 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -68,13 +70,10 @@ public final class HangScenarios {
      * @param args the scenario's name: skip, kill, stop, sendrecv, init, halfcount or cost
      */
     public static void main(String[] args) {
-        if (args.length != 1 || !args[0].matches("skip|kill|stop|sendrecv|init|halfcount|cost")) {
-            System.err.println("usage: HangScenarios skip|kill|stop|sendrecv|init|halfcount|cost");
-            System.exit(2);
-        }
+        Options o = Tools.parseOrExit(new Options(), args);
         System.exit(Examples.exitStatus("HangScenarios", () -> {
             try {
-                switch (args[0]) {
+                switch (o.scenario.name()) {
                     case "skip":
                         return skip();
                     case "kill":
@@ -416,5 +415,32 @@ public final class HangScenarios {
             out[i] = String.format(Locale.ROOT, "%+.3f", a[i] - b[i]);
         }
         return out;
+    }
+
+    /** The scenarios. */
+    enum Scenario {
+        /** a skipped all-reduce */
+        skip,
+        /** a peer SIGKILLed */
+        kill,
+        /** a peer SIGSTOPped */
+        stop,
+        /** a peer SIGKILLed during a group of send/recv */
+        sendrecv,
+        /** a rank never started */
+        init,
+        /** a count that differs */
+        halfcount,
+        /** the watchdog's cost */
+        cost
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "HangScenarios", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "The failures the watchdog is for, made on purpose, one per run (see the class documentation).")
+    static final class Options {
+        @picocli.CommandLine.Parameters(index = "0", paramLabel = "SCENARIO",
+                description = "One of: ${COMPLETION-CANDIDATES}.")
+        Scenario scenario;
     }
 }

@@ -1,5 +1,7 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.lang.management.ManagementFactory;
@@ -34,6 +36,7 @@ public final class MetricsCost {
      * @param args none
      */
     public static void main(String[] args) {
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("MetricsCost", MetricsCost::run));
     }
 
@@ -97,5 +100,11 @@ public final class MetricsCost {
         double[] s = v.clone();
         Arrays.sort(s);
         return (s[s.length / 2] + s[(s.length - 1) / 2]) / 2;
+    }
+
+    /** The command line: no option but {@code --help} and {@code --version}. */
+    @Command(name = "MetricsCost", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "The cost of NcclMetrics per operation, bound vs not bound.")
+    static final class Options {
     }
 }

@@ -1,5 +1,7 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.stream.Collectors;
@@ -28,6 +30,7 @@ public final class MetricsExample {
      * @param args none
      */
     public static void main(String[] args) {
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("MetricsExample", MetricsExample::run));
     }
 
@@ -63,5 +66,11 @@ public final class MetricsExample {
                     + "all-reduces and 10 broadcasts, and has the latency timer");
             return ok ? 0 : 1;
         }
+    }
+
+    /** The command line: no option but {@code --help} and {@code --version}. */
+    @Command(name = "MetricsExample", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "nccl4j's metrics scraped as Prometheus text.")
+    static final class Options {
     }
 }

@@ -1,5 +1,7 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import java.util.List;
@@ -29,6 +31,7 @@ public final class NcclLogCheck {
      * @param args none
      */
     public static void main(String[] args) {
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("NcclLogCheck", NcclLogCheck::run));
     }
 
@@ -70,5 +73,11 @@ public final class NcclLogCheck {
                 + " NCCL lines through SLF4J (" + info + " at INFO), " + named + " naming this rank's communicator, "
                 + wrong + " with another rank in the MDC; capturing " + NcclLog.capturing() + "; e.g. " + first);
         return ok ? 0 : 1;
+    }
+
+    /** The command line: no option but {@code --help} and {@code --version}. */
+    @Command(name = "NcclLogCheck", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "Checks that NCCL's own log arrives through SLF4J with the rank in the MDC (run with NCCL_DEBUG=INFO).")
+    static final class Options {
     }
 }

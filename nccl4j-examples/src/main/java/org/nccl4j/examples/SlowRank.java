@@ -1,5 +1,8 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -33,36 +36,15 @@ public final class SlowRank {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        int sleepRank = -1;
-        long sleepMs = 50;
-        int steps = 40;
-        int every = 5;
-        for (int i = 0; i < args.length; i++) {
-            String v = i + 1 < args.length ? args[i + 1] : null;
-            if (v == null || !v.matches("-?[0-9]{1,6}")) {
-                System.err.println("SlowRank: " + args[i] + " needs a whole number; usage: SlowRank [--sleep-rank R] "
-                        + "[--sleep-ms MS] [--steps N] [--every N]");
-                System.exit(2);
-            }
-            switch (args[i++]) {
-                case "--sleep-rank" -> sleepRank = Integer.parseInt(v);
-                case "--sleep-ms" -> sleepMs = Long.parseLong(v);
-                case "--steps" -> steps = Integer.parseInt(v);
-                case "--every" -> every = Integer.parseInt(v);
-                default -> {
-                    System.err.println("SlowRank: unknown option " + args[i - 1] + "; usage: SlowRank [--sleep-rank R] "
-                            + "[--sleep-ms MS] [--steps N] [--every N]");
-                    System.exit(2);
-                }
-            }
+        Options o = Tools.parseOrExit(new Options(), args);
+        if (o.steps < 1 || o.every < 1 || o.sleepMs < 0) {
+            System.err.println("SlowRank: --steps and --every must be >= 1 and --sleep-ms >= 0; got steps " + o.steps
+                    + ", every " + o.every + ", sleep-ms " + o.sleepMs);
+            System.exit(Tools.USAGE);
         }
-        int r = sleepRank;
-        long ms = sleepMs;
-        int n = steps;
-        int w = every;
         System.exit(Examples.exitStatus("SlowRank", () -> {
             try {
-                return run(r, ms, n, w);
+                return run(o.sleepRank, o.sleepMs, o.steps, o.every);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted", e);
@@ -99,5 +81,19 @@ public final class SlowRank {
                     comm.size()));
             return ok ? 0 : 1;
         }
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "SlowRank", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "The slow-rank monitor at work: one rank sleeps before each all-reduce and is named.")
+    static final class Options {
+        @Option(names = "--sleep-rank", paramLabel = "R", description = "The rank that sleeps (default: none).")
+        int sleepRank = -1;
+        @Option(names = "--sleep-ms", paramLabel = "MS", description = "Its sleep per step (default: ${DEFAULT-VALUE}).")
+        long sleepMs = 50;
+        @Option(names = "--steps", paramLabel = "N", description = "Steps (default: ${DEFAULT-VALUE}).")
+        int steps = 40;
+        @Option(names = "--every", paramLabel = "N", description = "Steps per exchange (default: ${DEFAULT-VALUE}).")
+        int every = 5;
     }
 }

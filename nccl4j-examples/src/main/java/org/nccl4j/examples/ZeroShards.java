@@ -1,5 +1,8 @@
 package org.nccl4j.examples;
 
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -60,23 +63,16 @@ public final class ZeroShards {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        long count = 1L << 20;
-        Average average = Average.HOST;
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (a.equals("--count") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,9}[kKmMgG]?")) {
-                count = Examples.parseCount(args[++i]);
-            } else if (a.equals("--average") && i + 1 < args.length && args[i + 1].matches("host|premul|avg")) {
-                average = Average.valueOf(args[++i].toUpperCase(java.util.Locale.ROOT));
-            } else {
-                System.err.println("bad argument " + a
-                        + "; usage: ZeroShards [--count 1M] [--average host|premul|avg]");
-                System.exit(2);
-            }
+        Options o = Tools.parseOrExit(new Options(), args);
+        long c;
+        try {
+            c = Examples.parseCount(o.count);
+        } catch (IllegalArgumentException e) {
+            System.err.println("ZeroShards: Invalid value for option '--count': " + o.count + " (e.g. 1M, 4096)");
+            System.exit(Tools.USAGE);
+            return;
         }
-        long c = count;
-        Average avg = average;
-        System.exit(Examples.exitStatus("ZeroShards", () -> run(c, avg)));
+        System.exit(Examples.exitStatus("ZeroShards", () -> run(c, o.average)));
     }
 
     // ---- expected values (pure; tested on the CPU in ZeroShardsTest)
@@ -229,5 +225,29 @@ public final class ZeroShards {
 
     private static ByteBuffer floats(long count) {
         return ByteBuffer.allocateDirect((int) (4 * count)).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "ZeroShards", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "ZeRO-style sharded optimizer step (reduce-scatter, update, all-gather), launched per rank.")
+    static final class Options {
+        @Option(names = "--count", paramLabel = "N", description = "Parameters, with an optional k, M or G suffix "
+                + "(default: ${DEFAULT-VALUE}).")
+        String count = "1M";
+        @Option(names = "--average", paramLabel = "host|premul|avg", converter = AverageConverter.class,
+                description = "How the sharded gradients are averaged (default: host).")
+        Average average = Average.HOST;
+    }
+
+    /** host, premul or avg, in any case. */
+    static final class AverageConverter implements picocli.CommandLine.ITypeConverter<Average> {
+        @Override
+        public Average convert(String value) {
+            try {
+                return Average.valueOf(value.toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not one of host, premul, avg");
+            }
+        }
     }
 }

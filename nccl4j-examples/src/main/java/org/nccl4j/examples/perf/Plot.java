@@ -1,5 +1,9 @@
 package org.nccl4j.examples.perf;
 
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.examples.cli.Tools;
 import org.nccl4j.examples.cli.JsonDocs;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -172,30 +176,33 @@ public final class Plot {
      * @throws IOException when a file cannot be read or written
      */
     public static void main(String[] args) throws IOException {
-        if (args.length < 2) {
-            System.err.println("usage: Plot out.png [--title TEXT] [--placement out-of-place|in-place|both] "
-                    + "[LABEL=]results.json ...");
-            System.exit(2);
-        }
-        Path png = Path.of(args[0]);
-        String title = "Bus bandwidth";
-        List<String> placements = List.of("out-of-place");
+        Options o = Tools.parseOrExit(new Options(), args);
+        List<String> placements = o.placement.equals("both") ? List.of("out-of-place", "in-place")
+                : List.of(o.placement);
         List<Series> all = new ArrayList<>();
-        for (int i = 1; i < args.length; i++) {
-            if (args[i].equals("--title")) {
-                title = args[++i];
-            } else if (args[i].equals("--placement")) {
-                String p = args[++i];
-                placements = p.equals("both") ? List.of("out-of-place", "in-place") : List.of(p);
-            } else {
-                String spec = args[i];
-                int eq = spec.indexOf('=');
-                String label = eq > 0 ? spec.substring(0, eq) + ": " : "";
-                Path f = Path.of(eq > 0 ? spec.substring(eq + 1) : spec);
-                all.addAll(seriesOf(readResults(f), label, placements));
-            }
+        for (String spec : o.files) {
+            int eq = spec.indexOf('=');
+            String label = eq > 0 ? spec.substring(0, eq) + ": " : "";
+            Path f = Path.of(eq > 0 ? spec.substring(eq + 1) : spec);
+            all.addAll(seriesOf(readResults(f), label, placements));
         }
-        write(png, title, all);
-        System.out.println("wrote " + png);
+        write(o.png, o.title, all);
+        System.out.println("wrote " + o.png);
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "Plot", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "Draws bus bandwidth against size from result files of nccl4j-perf -J or the C baseline.")
+    static final class Options {
+        @Parameters(index = "0", paramLabel = "OUT.png", description = "The PNG to write.")
+        Path png;
+        @Parameters(index = "1..*", arity = "1..*", paramLabel = "[LABEL=]RESULTS.json", description = "Result files, "
+                + "each with an optional label.")
+        List<String> files = new ArrayList<>();
+        @Option(names = "--title", paramLabel = "TEXT", description = "The title (default: ${DEFAULT-VALUE}).")
+        String title = "Bus bandwidth";
+        @Option(names = "--placement", paramLabel = "out-of-place|in-place|both", description = "Which runs to draw "
+                + "(default: ${DEFAULT-VALUE}).")
+        String placement = "out-of-place";
     }
 }
