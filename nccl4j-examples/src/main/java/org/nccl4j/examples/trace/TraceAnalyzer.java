@@ -73,9 +73,9 @@ public final class TraceAnalyzer implements Callable<Integer> {
     /** Exit status: a problem was found. */
     public static final int PROBLEM = 1;
     /** Exit status: an input cannot be read, or the command line is wrong. */
-    public static final int BAD_INPUT = 2;
+    public static final int BAD_INPUT = Tools.USAGE;
     /** Exit status: the analyzer itself failed (a bug: the stack trace is printed). */
-    public static final int FAILED = 3;
+    public static final int FAILED = Tools.SOFTWARE;
     /** The version of the {@code --json} report's format (docs/formats.md). */
     public static final int REPORT_VERSION = 1;
     /** The prefix of every line the analyzer prints first. */
@@ -133,23 +133,7 @@ public final class TraceAnalyzer implements Callable<Integer> {
      * @return the exit status: {@link #CONSISTENT}, {@link #PROBLEM}, {@link #BAD_INPUT} or {@link #FAILED}
      */
     public static int execute(String[] args, PrintWriter out, PrintWriter err) {
-        CommandLine cl = new CommandLine(new TraceAnalyzer());
-        cl.setOut(out);
-        cl.setErr(err);
-        cl.setParameterExceptionHandler((e, a) -> {
-            err.println(PREFIX + e.getMessage());
-            e.getCommandLine().usage(err);
-            return BAD_INPUT;
-        });
-        cl.setExecutionExceptionHandler((e, c, p) -> {
-            err.println(PREFIX + "the analyzer failed (a bug): " + e);
-            e.printStackTrace(err);
-            return FAILED;
-        });
-        int status = cl.execute(args);
-        out.flush();
-        err.flush();
-        return status;
+        return Tools.execute(new TraceAnalyzer(), args, out, err);   // BAD_INPUT = Tools.USAGE, FAILED = Tools.SOFTWARE
     }
 
     /**
