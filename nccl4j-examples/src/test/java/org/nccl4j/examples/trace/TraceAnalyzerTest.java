@@ -4,9 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -552,47 +549,12 @@ class TraceAnalyzerTest {
 
     // ---------------------------------------------------------------- reading JSON back (jackson-core)
 
+    /** The report as plain maps, lists, longs and strings (Jackson; whole numbers as Long). */
     private static Object parse(String json) throws IOException {
-        try (JsonParser p = new JsonFactory().createParser(json)) {
-            p.nextToken();
-            Object v = value(p);
-            assertEquals(null, p.nextToken(), "more after the top-level value");
-            return v;
-        }
-    }
-
-    private static Object value(JsonParser p) throws IOException {
-        JsonToken t = p.currentToken();
-        switch (t) {
-            case START_OBJECT: {
-                Map<String, Object> m = new LinkedHashMap<>();
-                while (p.nextToken() == JsonToken.FIELD_NAME) {
-                    String name = p.currentName();
-                    p.nextToken();
-                    m.put(name, value(p));
-                }
-                return m;
-            }
-            case START_ARRAY: {
-                List<Object> l = new ArrayList<>();
-                while (p.nextToken() != JsonToken.END_ARRAY) {
-                    l.add(value(p));
-                }
-                return l;
-            }
-            case VALUE_STRING:
-                return p.getText();
-            case VALUE_NUMBER_INT:
-                return p.getLongValue();
-            case VALUE_TRUE:
-                return true;
-            case VALUE_FALSE:
-                return false;
-            case VALUE_NULL:
-                return null;
-            default:
-                throw new AssertionError("unexpected " + t);
-        }
+        return new com.fasterxml.jackson.databind.ObjectMapper()
+                .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_LONG_FOR_INTS)
+                .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+                .readValue(json, Object.class);
     }
 
     @SuppressWarnings("unchecked")
