@@ -452,21 +452,34 @@ public final class Communicator implements AutoCloseable {
      * {@code NCCL_COMM_ID}'s host at its port + 50 (mpirun); {@code NCCL4J_LIVENESS_PORT} chooses the port. Null
      * when neither is set.
      */
-    private static String[] livenessAddress() {
+    /**
+     * Where rank 0 is: {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing), or, without
+     * {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun); null when neither is set or NCCL_COMM_ID does
+     * not parse (the rendezvous refuses it, naming the fix).
+     */
+    private static String[] masterAddress() {
         String host = NcclNative.getenv("MASTER_ADDR");
-        String base = NcclNative.getenv("MASTER_PORT");
-        if (host == null || host.isBlank()) {
-            String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
-            if (commId == null || commId.isBlank()) {
-                return null;
-            }
-            int colon = commId.trim().lastIndexOf(':');
-            if (colon <= 0) {
-                return null;
-            }
-            host = commId.trim().substring(0, colon).replace("[", "").replace("]", "");
-            base = commId.trim().substring(colon + 1);
+        if (host != null && !host.isBlank()) {
+            return new String[] {host.trim(), NcclNative.getenv("MASTER_PORT")};
         }
+        String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
+        if (commId == null || commId.isBlank()) {
+            return null;
+        }
+        try {
+            return NcclEnvironment.parseHostPort(NcclEnvironment.COMM_ID, commId.trim());
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private static String[] livenessAddress() {
+        String[] master = masterAddress();
+        if (master == null) {
+            return null;
+        }
+        String host = master[0];
+        String base = master[1];
         String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
         if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
             return new String[] {host.trim(), explicit.trim()};
@@ -773,16 +786,9 @@ public final class Communicator implements AutoCloseable {
         if (file != null && !file.isBlank()) {
             return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
         }
-        String host = NcclNative.getenv("MASTER_ADDR");
-        String port = NcclNative.getenv("MASTER_PORT");
-        if (host == null || host.isBlank()) {
-            String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
-            int colon = commId == null ? -1 : commId.trim().lastIndexOf(':');
-            if (colon > 0) {
-                host = commId.trim().substring(0, colon).replace("[", "").replace("]", "");
-                port = commId.trim().substring(colon + 1);
-            }
-        }
+        String[] master = masterAddress();
+        String host = master == null ? null : master[0];
+        String port = master == null ? null : master[1];
         if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
             throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
                     + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "

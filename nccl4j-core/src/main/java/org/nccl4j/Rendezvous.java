@@ -198,13 +198,10 @@ public final class Rendezvous {
      */
     public static Rendezvous forLaunch(LaunchInfo launch, Duration timeout) {
         Builder rb = builder().launch(launch).timeout(timeout);
-        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
-        if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
-            rb.commId();
-        } else if (file != null && !file.isBlank()) {
-            rb.file(Path.of(file));
-        } else {
-            rb.tcp();
+        switch (forLaunchRoute()) {
+            case COMM_ID -> rb.commId();
+            case FILE -> rb.file(Path.of(NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE)));
+            default -> rb.tcp();
         }
         return rb.build();
     }

@@ -373,10 +373,10 @@ public final class HangScenarios {
                     "vs off", "heap B/op", "graph replay us/op");
             for (int i = 0; i < configs.length; i++) {
                 int ops = i == 3 ? OPS / 20 : OPS;
-                double m = median(eager[i]);
-                String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", median(replay[i])) : "-";
-                System.out.printf(Locale.ROOT, "%-18s %12.3f %+12.3f %16.4f %18s%n", names[i], m, m - median(eager[1]),
-                        bytes[i] / (double) ((long) ops * ROUNDS), g);
+                double m = StepStats.median(eager[i]);
+                String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", StepStats.median(replay[i])) : "-";
+                System.out.printf(Locale.ROOT, "%-18s %12.3f %+12.3f %16.4f %18s%n", names[i], m,
+                        m - StepStats.median(eager[1]), bytes[i] / (double) ((long) ops * ROUNDS), g);
             }
             System.out.printf(Locale.ROOT, "eager: median of %d rounds of %d operations (the check: %d), each round "
                     + "alternating the communicators in a turning order; replay: %d launches of a graph of %d%n",
@@ -401,12 +401,6 @@ public final class HangScenarios {
                 }
             }
         }
-    }
-
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
     private static String[] diffs(double[] a, double[] b) {

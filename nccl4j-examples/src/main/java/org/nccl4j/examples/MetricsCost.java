@@ -5,7 +5,6 @@ import org.nccl4j.examples.cli.Tools;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.lang.management.ManagementFactory;
-import java.util.Arrays;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
@@ -72,8 +71,8 @@ public final class MetricsCost {
                     }
                 }
             }
-            double notBound = median(us[0]);
-            double withMetrics = median(us[1]);
+            double notBound = StepStats.median(us[0]);
+            double withMetrics = StepStats.median(us[1]);
             double counted = registry.find("nccl4j.operations").tag("op", "ncclAllReduce").counter().count();
             long expected = (long) (ROUNDS + 3) * OPS;
             System.out.printf(Locale.ROOT, "%-12s %14s %12s %12s%n", "8 B all-reduce", "host us/op", "vs not bound",
@@ -94,12 +93,6 @@ public final class MetricsCost {
                     : "FAILED: counted " + counted + " of " + expected + ", allocated " + bytes[1] + " bytes");
             return ok ? 0 : 1;
         }
-    }
-
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return (s[s.length / 2] + s[(s.length - 1) / 2]) / 2;
     }
 
     /** The command line: no option but {@code --help} and {@code --version}. */
