@@ -2,6 +2,7 @@ package org.nccl4j;
 
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.trace.FlightRecorder;
 
 /**
  * A communicator's configuration ({@code ncclConfig_t}): every field left unset keeps NCCL's default.

@@ -9,9 +9,14 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import org.nccl4j.diagnostics.NcclMetrics;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.NcclEnvironment;
+import org.nccl4j.launch.Rendezvous;
+import org.nccl4j.launch.RendezvousException;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
 import org.nccl4j.trace.TraceOperation;
@@ -1026,19 +1031,40 @@ public final class Communicator implements AutoCloseable {
         return closed;
     }
 
-    void observe(OperationObserver o) {
+    /**
+     * Sets the one observer of this communicator's operations, replacing any other; null removes it. The observer
+     * hears of the operations enqueued after this call and of their completion as the watchdog sees it (see
+     * {@link OperationObserver}); {@link org.nccl4j.diagnostics.NcclMetrics} is one. Not an NCCL function.
+     *
+     * @param o the observer, or null
+     */
+    public void observe(OperationObserver o) {
         FlightRecorder r = recorder;
         notifiedThrough = r == null ? 0 : r.lastEnqueued();   // what came before the observer is not its business
         observer = o;
     }
 
-    OperationObserver observer() {
+    /** @return the observer set by {@link #observe}, or null */
+    public OperationObserver observer() {
         return observer;
     }
 
-    /** The name its config gave it ({@code CommConfig.Builder.commName}), or null. */
-    String commName() {
+    /** @return the name its config gave it ({@link CommConfig.Builder#commName}), or null */
+    public String name() {
         return settings.commName();
+    }
+
+    /**
+     * When operation number {@code sequence} (counted from 1, as {@link OperationObserver} numbers them) was
+     * enqueued, as {@link System#nanoTime()}. Read from the flight recorder, which keeps the latest
+     * {@code NCCL4J_TRACE_BUFFER} operations. Not an NCCL function.
+     *
+     * @param sequence the operation's number
+     * @return when it was enqueued, or 0 when the recorder is off or no longer holds it
+     */
+    public long enqueuedAt(long sequence) {
+        FlightRecorder r = recorder;
+        return r == null ? 0 : r.enqueuedNanos(sequence);
     }
 
 

@@ -16,6 +16,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.nccl4j.launch.ProcessEnvironment;
+import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.launch.NcclEnvironment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -11,6 +11,7 @@ import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
 import org.nccl4j.trace.TraceEntry;
+import org.nccl4j.trace.TraceOperation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.Rendezvous;
 
 /**
  * The core API with one rank per process under mpirun, on any number of GPUs (ranks beyond the GPU count share

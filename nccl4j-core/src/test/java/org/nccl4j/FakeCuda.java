@@ -19,7 +19,7 @@ import org.bytedeco.javacpp.BytePointer;
  * <p>The names of the calls are those of {@link CudaBackend}'s methods: {@code malloc}, {@code free},
  * {@code memcpy}, {@code memset}, {@code setDevice}, {@code getDevice}, {@code streamCreate}, ...
  */
-final class FakeCuda implements CudaBackend {
+public final class FakeCuda implements CudaBackend {
     /** Device d's memory starts at BASE + d * STRIDE. */
     static final long BASE = 0x7e00_0000_0000L;
     static final long STRIDE = 0x10_0000_0000L;
@@ -492,12 +492,12 @@ final class FakeCuda implements CudaBackend {
     }
 
     /** From now on the work on {@code stream} does not complete: as a collective whose peer never comes. */
-    synchronized void stall(long stream) {
+    public synchronized void stall(long stream) {
         stalled.add(stream);
     }
 
     /** The work on {@code stream} completes: as when the communicator is aborted. */
-    synchronized void release(long stream) {
+    public synchronized void release(long stream) {
         stalled.remove(stream);
         pending.values().removeIf(s -> s == stream);
         notifyAll();

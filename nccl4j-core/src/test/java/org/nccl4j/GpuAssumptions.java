@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.launch.LaunchInfo;
 
 /** Skips GPU tests, with the reason, where there is no NCCL or not enough GPUs. */
 final class GpuAssumptions {

@@ -8,9 +8,10 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import org.nccl4j.jni.NcclFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.trace.TraceDump;
 
 /**
  * The deadline of initialization: a communicator that NCCL does not finish making (a rank never came) is aborted at

@@ -7,6 +7,7 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.trace.TraceDump;
 
 /** The liveness channel over loopback, and the watchdog failing a communicator whose peer is gone. */
 class LivenessTest extends StubFixture {

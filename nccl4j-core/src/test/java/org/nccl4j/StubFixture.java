@@ -20,8 +20,8 @@ import org.nccl4j.jni.StubNccl;
  * <p>Communicators made here get their rank and size from the stub (it remembers what ncclCommInitRank was
  * given) and device 0 (the stub reports device 0 for every ncclCommInitRank communicator).
  */
-abstract class StubFixture {
-    static final int DEVICES = 4;
+public abstract class StubFixture {
+    public static final int DEVICES = 4;
 
     protected StubNccl stub;
     protected FakeCuda cuda;
@@ -35,14 +35,14 @@ abstract class StubFixture {
     }
 
     @BeforeEach
-    final void setUpStubAndFakeCuda() {
+    protected final void setUpStubAndFakeCuda() {
         stub = StubNccl.use(stubLibrary());
         cuda = FakeCuda.install(DEVICES);
         openBefore = Nccl.openResources();
     }
 
     @AfterEach
-    final void tearDownStubAndFakeCuda() throws Exception {
+    protected final void tearDownStubAndFakeCuda() throws Exception {
         try {
             stub = StubNccl.fresh(); // no programmed failure while closing
             Exception first = null;
@@ -76,7 +76,7 @@ abstract class StubFixture {
      *
      * @throws AssertionError naming {@code what} when {@code millis} pass first
      */
-    static <T> T within(long millis, java.util.function.Supplier<T> probe, String what) {
+    public static <T> T within(long millis, java.util.function.Supplier<T> probe, String what) {
         long end = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(millis);
         while (System.nanoTime() < end) {
             T v = probe.get();
@@ -99,7 +99,7 @@ abstract class StubFixture {
     }
 
     /** An id whose bytes are 0, 1, 2, ... (no NCCL call). */
-    static UniqueId testId() {
+    public static UniqueId testId() {
         byte[] b = new byte[UniqueId.BYTES];
         for (int i = 0; i < b.length; i++) {
             b[i] = (byte) (i * 3 + 11);
@@ -158,7 +158,7 @@ abstract class StubFixture {
         return StubNccl.parse(c.get(0));
     }
 
-    static String hex(long v) {
+    public static String hex(long v) {
         return StubNccl.hex(v);
     }
 }

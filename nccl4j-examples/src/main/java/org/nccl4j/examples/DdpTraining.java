@@ -22,10 +22,10 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
 import org.nccl4j.GradientBuckets;
-import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
 import org.nccl4j.Stream;
 import org.nccl4j.jni.NcclUnavailableException;
+import org.nccl4j.launch.LaunchInfo;
 
 /**
  * The training loop of GPU MODE lecture 17's {@code ddp_example.py} in Java: data-parallel SGD of

@@ -12,12 +12,11 @@ import java.util.stream.IntStream;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
 import org.nccl4j.CudaException;
-import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Group;
-import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
 import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
+import org.nccl4j.launch.LaunchInfo;
 
 /** Small helpers shared by the examples. */
 public final class Examples {

@@ -66,6 +66,7 @@ import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
+import org.nccl4j.Stream;
 
 /**
  * {@link Ops} on one GPU through the JavaCPP Presets for CUDA: cuBLAS for the BLAS calls (float32, default

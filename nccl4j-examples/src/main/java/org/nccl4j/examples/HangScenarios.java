@@ -1,7 +1,5 @@
 package org.nccl4j.examples;
 
-import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -14,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicReference;
 import org.nccl4j.CollectiveMismatchException;
+import org.nccl4j.CollectiveTimeoutException;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.CommunicatorFailedException;
@@ -21,12 +20,16 @@ import org.nccl4j.CudaGraph;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
+import org.nccl4j.InitTimeoutException;
+import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.RemoteErrorException;
-import org.nccl4j.CollectiveTimeoutException;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
 import org.nccl4j.WatchdogConfig;
+import org.nccl4j.examples.cli.Tools;
+import org.nccl4j.launch.RendezvousException;
+import picocli.CommandLine.Command;
 
 /**
  * The failures the watchdog is for, made on purpose, one per run; launched per rank (mpirun,
@@ -248,7 +251,7 @@ public final class HangScenarios {
             System.out.println("rank " + rank + ": NOT as promised: the communicator was made without rank "
                     + (size - 1));
             return 1;
-        } catch (org.nccl4j.RendezvousException | org.nccl4j.InitTimeoutException e) {
+        } catch (RendezvousException | InitTimeoutException e) {
             long ns = System.nanoTime() - t0;
             System.out.println("rank " + rank + ": " + e.getClass().getSimpleName() + " after " + seconds(ns)
                     + " (deadline " + text(deadline) + "): " + e.getMessage());

@@ -1,7 +1,5 @@
 package org.nccl4j.examples;
 
-import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.lang.management.ManagementFactory;
@@ -10,10 +8,12 @@ import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
-import org.nccl4j.NcclMetrics;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
+import org.nccl4j.diagnostics.NcclMetrics;
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine.Command;
 
 /**
  * The cost of {@link NcclMetrics} per operation: two one-rank communicators on GPU 0, one bound to a Prometheus

@@ -1,7 +1,5 @@
 package org.nccl4j.examples;
 
-import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.stream.Collectors;
@@ -9,9 +7,11 @@ import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
-import org.nccl4j.NcclMetrics;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.NcclMetrics;
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine.Command;
 
 /**
  * nccl4j's metrics scraped as Prometheus text, launched per rank ({@code scripts/nccl4j-run --share-gpu -np 2

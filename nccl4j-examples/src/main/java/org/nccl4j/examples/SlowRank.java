@@ -1,8 +1,5 @@
 package org.nccl4j.examples;
 
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -10,8 +7,11 @@ import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
-import org.nccl4j.SlowRankMonitor;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.SlowRankMonitor;
+import org.nccl4j.examples.cli.Tools;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * The slow-rank monitor at work, launched per rank: a training-like loop of a little compute and a 1 MiB all-reduce,

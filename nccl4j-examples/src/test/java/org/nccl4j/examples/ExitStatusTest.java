@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.function.IntSupplier;
 import org.junit.jupiter.api.Test;
 import org.nccl4j.CudaException;
+import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /**

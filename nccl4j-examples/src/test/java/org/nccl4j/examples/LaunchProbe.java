@@ -1,6 +1,6 @@
 package org.nccl4j.examples;
 
-import org.nccl4j.LaunchInfo;
+import org.nccl4j.launch.LaunchInfo;
 
 /**
  * A rank for LauncherTest: prints what {@link LaunchInfo#detect()} (the detection of

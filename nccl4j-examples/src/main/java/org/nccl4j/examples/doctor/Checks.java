@@ -8,11 +8,11 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import org.nccl4j.NcclEnvironment;
 import org.nccl4j.NcclLog;
 import org.nccl4j.WatchdogConfig;
 import org.nccl4j.examples.doctor.Finding.Status;
 import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.launch.NcclEnvironment;
 
 /**
  * The doctor's rules: what it concludes from a {@link Machine} and an environment, without touching either, so that

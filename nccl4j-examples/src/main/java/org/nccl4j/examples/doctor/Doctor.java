@@ -17,10 +17,11 @@ import org.nccl4j.examples.cli.Tools;
 import org.nccl4j.examples.doctor.Finding.Status;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.trace.TraceDump;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code scripts/nccl4j-doctor}: looks at this machine the way one would before a training run and says, line by

@@ -14,12 +14,12 @@ import org.nccl4j.CudaGraph;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
-import org.nccl4j.LaunchInfo;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
-import org.nccl4j.Rendezvous;
 import org.nccl4j.Stream;
 import org.nccl4j.examples.Examples;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.Rendezvous;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -35,8 +35,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
-
+import org.nccl4j.Communicator;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -179,8 +180,12 @@ public final class Rendezvous {
         return forLaunch(launch, DEFAULT_TIMEOUT);
     }
 
-    /** The route {@link #forLaunch} takes in this process's environment. */
-    static Route forLaunchRoute() {
+    /**
+     * The route {@link #forLaunch} takes in this process's environment.
+     *
+     * @return the route
+     */
+    public static Route forLaunchRoute() {
         String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
         if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
             return Route.COMM_ID;
@@ -695,7 +700,7 @@ public final class Rendezvous {
      * @param deadlineNanos the deadline, as {@link System#nanoTime()}
      * @throws RendezvousException naming the ranks that never arrived and those that did (host, pid)
      */
-    void awaitArrivals(long deadlineNanos) {
+    public void awaitArrivals(long deadlineNanos) {
         if (route != Route.FILE || arrivedGeneration == 0) {
             return;
         }

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.Communicator;
+import org.nccl4j.StubFixture;
+import org.nccl4j.trace.TraceDump;
 
 /** The slow-rank verdict on synthetic timings, the bandwidth arithmetic, the cadence and the argument checks. */
 class SlowRankMonitorTest extends StubFixture {

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.diagnostics;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -7,8 +7,10 @@ import io.micrometer.core.instrument.Timer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.nccl4j.Communicator;
+import org.nccl4j.CommunicatorFailedException;
+import org.nccl4j.OperationObserver;
 import org.nccl4j.jni.NcclFunction;
-import org.nccl4j.trace.FlightRecorder;
 
 /**
  * A communicator's metrics in a Micrometer {@link MeterRegistry}, for the monitoring a job already has (Prometheus,
@@ -87,10 +89,10 @@ public final class NcclMetrics implements AutoCloseable {
      */
     public static NcclMetrics bind(Communicator comm, MeterRegistry registry) {
         if (comm == null) {
-            throw Errors.nullArgument("comm");
+            throw new NullPointerException("comm must not be null");
         }
         if (registry == null) {
-            throw Errors.nullArgument("registry");
+            throw new NullPointerException("registry must not be null");
         }
         if (comm.isClosed()) {
             throw new IllegalStateException("NcclMetrics.bind: the communicator is closed");
@@ -99,7 +101,7 @@ public final class NcclMetrics implements AutoCloseable {
             throw new IllegalStateException("NcclMetrics.bind: rank " + comm.rank() + "'s communicator is already bound;"
                     + " close the other binding first");
         }
-        String name = comm.commName() != null ? comm.commName() : comm.rank() + "-of-" + comm.size();
+        String name = comm.name() != null ? comm.name() : comm.rank() + "-of-" + comm.size();
         NcclMetrics m = new NcclMetrics(comm, registry, name);
         comm.observe(m.observer);
         return m;
@@ -142,12 +144,8 @@ public final class NcclMetrics implements AutoCloseable {
 
         @Override
         public void completed(Communicator c, long from, long to, long nowNanos) {
-            FlightRecorder r = c.recorder();
-            if (r == null) {
-                return;
-            }
             for (long seq = Math.max(from, to - 4096); seq <= to; seq++) {   // a long backlog: its latest only
-                long enqueued = r.enqueuedNanos(seq);
+                long enqueued = c.enqueuedAt(seq);
                 if (enqueued > 0 && nowNanos > enqueued) {
                     latency.record(nowNanos - enqueued, TimeUnit.NANOSECONDS);
                 }

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -15,6 +15,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.StubFixture;
 
 /** The Micrometer binding: exact counts and tags after a known sequence, latencies, failures, unbinding. */
 class NcclMetricsTest extends StubFixture {
@@ -137,7 +143,7 @@ class NcclMetricsTest extends StubFixture {
             }
         }
         referring.sort(null);
-        assertTrue(!referring.isEmpty() && referring.stream().allMatch(n -> n.startsWith("org/nccl4j/NcclMetrics")),
+        assertTrue(!referring.isEmpty() && referring.stream().allMatch(n -> n.startsWith("org/nccl4j/diagnostics/NcclMetrics")),
                 referring.toString());
     }
 }

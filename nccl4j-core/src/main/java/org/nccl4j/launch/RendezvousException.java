@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 /**
  * The exchange of NCCL's unique id between ranks failed: a peer did not come in time, a peer was configured

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,7 +16,7 @@ import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-
+import org.nccl4j.Nccl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -1048,9 +1048,14 @@ public final class NcclEnvironment {
 
     /**
      * Parses {@code host:port} as NCCL_COMM_ID accepts it: IPv4, {@code [IPv6]} or a host name, then a port from 1
-     * to 65535. Returns {host, port}; the host without brackets.
+     * to 65535.
+     *
+     * @param name the variable it came from, for the error message
+     * @param value the text
+     * @return {host, port}; the host without brackets
+     * @throws IllegalArgumentException naming {@code name} when the text is not {@code host:port}
      */
-    static String[] parseHostPort(String name, String value) {
+    public static String[] parseHostPort(String name, String value) {
         String help = "; expected host:port with an IPv4 address, an IPv6 address in brackets or a host name, and a"
                 + " port from 1 to 65535 (e.g. 10.0.0.1:29500, [fd00::1]:29500, node01:29500)";
         int colon = value.lastIndexOf(':');

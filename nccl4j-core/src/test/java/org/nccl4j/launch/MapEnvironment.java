@@ -1,16 +1,17 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.nccl4j.launch.ProcessEnvironment;
 
 /** A process environment held in a map, recording every write. */
-final class MapEnvironment implements ProcessEnvironment {
+public final class MapEnvironment implements ProcessEnvironment {
     final Map<String, String> values = new HashMap<>();
     final List<String> writes = new ArrayList<>();
 
-    MapEnvironment with(String name, String value) {
+    public MapEnvironment with(String name, String value) {
         values.put(name, value);
         return this;
     }

@@ -1,9 +1,15 @@
-package org.nccl4j;
+package org.nccl4j.diagnostics;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.nccl4j.Communicator;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -182,7 +188,7 @@ public final class SlowRankMonitor implements AutoCloseable {
      */
     public static Builder builder(Communicator comm) {
         if (comm == null) {
-            throw Errors.nullArgument("comm");
+            throw new NullPointerException("comm must not be null");
         }
         return new Builder(comm);
     }
@@ -285,7 +291,7 @@ public final class SlowRankMonitor implements AutoCloseable {
      */
     public Bandwidth probeBandwidth(long bytes) {
         if (bytes <= 0 || bytes % 4 != 0) {
-            throw Errors.argument("bytes must be a positive multiple of 4 (float32 elements), got " + bytes);
+            throw new IllegalArgumentException("bytes must be a positive multiple of 4 (float32 elements), got " + bytes);
         }
         if (closed) {
             throw new IllegalStateException("SlowRankMonitor is closed");
@@ -351,7 +357,7 @@ public final class SlowRankMonitor implements AutoCloseable {
          */
         public Builder every(int n) {
             if (n < 1) {
-                throw Errors.argument("every must be at least 1 step, got " + n);
+                throw new IllegalArgumentException("every must be at least 1 step, got " + n);
             }
             this.every = n;
             return this;
@@ -365,7 +371,7 @@ public final class SlowRankMonitor implements AutoCloseable {
          */
         public Builder factor(double k) {
             if (!(k > 1.0) || Double.isInfinite(k)) {
-                throw Errors.argument("factor must be a finite number greater than 1 (a rank k times slower than the "
+                throw new IllegalArgumentException("factor must be a finite number greater than 1 (a rank k times slower than the "
                         + "median), got " + k);
             }
             this.factor = k;
@@ -381,7 +387,7 @@ public final class SlowRankMonitor implements AutoCloseable {
          */
         public Builder minExcessMillis(double millis) {
             if (!(millis >= 0) || Double.isInfinite(millis)) {
-                throw Errors.argument("minExcessMillis must be a finite number >= 0, got " + millis);
+                throw new IllegalArgumentException("minExcessMillis must be a finite number >= 0, got " + millis);
             }
             this.minExcessMillis = millis;
             return this;
@@ -395,7 +401,7 @@ public final class SlowRankMonitor implements AutoCloseable {
          */
         public Builder minBusGBps(double gbps) {
             if (!(gbps >= 0) || Double.isInfinite(gbps)) {
-                throw Errors.argument("minBusGBps must be a finite number >= 0, got " + gbps);
+                throw new IllegalArgumentException("minBusGBps must be a finite number >= 0, got " + gbps);
             }
             this.minBusGBps = gbps;
             return this;

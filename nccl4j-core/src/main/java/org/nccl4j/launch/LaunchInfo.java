@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import java.util.Map;
 import java.util.Objects;
@@ -7,6 +7,7 @@ import java.util.OptionalInt;
 import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.nccl4j.Cuda;
 
 /**
  * Where this process stands in a multi-process job: its rank, the world size, its rank and the process count on

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import org.nccl4j.jni.NcclNative;
 
@@ -7,18 +7,29 @@ import org.nccl4j.jni.NcclNative;
  * ({@code setenv}). Java's {@link System#getenv()} is a copy taken when the JVM started and cannot be written,
  * so settings for NCCL go through the C library. Tests substitute a map-backed implementation.
  */
-interface ProcessEnvironment {
-    /** The current value of {@code name}, or null when it is not set. */
+public interface ProcessEnvironment {
+    /**
+     * The current value of {@code name}.
+     *
+     * @param name the variable
+     * @return its value, or null when it is not set
+     */
     String get(String name);
 
     /**
      * Sets {@code name} to {@code value}, replacing any current value.
      *
+     * @param name the variable
+     * @param value its new value
      * @throws IllegalStateException when the variable cannot be written
      */
     void set(String name, String value);
 
-    /** The process environment, read and written through nccl4j's native layer. */
+    /**
+     * The process environment, read and written through nccl4j's native layer.
+     *
+     * @return the live environment
+     */
     static ProcessEnvironment live() {
         return Native.INSTANCE;
     }
@@ -26,6 +37,8 @@ interface ProcessEnvironment {
     /**
      * The process environment for reading only: the live one when nccl4j's native layer loads, else the JVM's
      * copy from {@link System#getenv(String)} (which misses changes made after the JVM started).
+     *
+     * @return the environment to read
      */
     static ProcessEnvironment liveOrJvmCopy() {
         try {

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import java.io.DataInputStream;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,9 +9,8 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
-
 import org.junit.jupiter.api.Test;
-import org.nccl4j.LaunchInfo.Source;
+import org.nccl4j.launch.LaunchInfo.Source;
 
 class LaunchInfoTest {
     private static Map<String, String> env(String... kv) {

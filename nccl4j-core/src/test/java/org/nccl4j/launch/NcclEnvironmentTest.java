@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -6,28 +6,27 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
-
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.nccl4j.NcclEnvironment.Algorithm;
-import org.nccl4j.NcclEnvironment.DebugLevel;
-import org.nccl4j.NcclEnvironment.DebugSubsystem;
-import org.nccl4j.NcclEnvironment.Protocol;
-import org.nccl4j.NcclEnvironment.TopologyLevel;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.launch.NcclEnvironment.Algorithm;
+import org.nccl4j.launch.NcclEnvironment.DebugLevel;
+import org.nccl4j.launch.NcclEnvironment.DebugSubsystem;
+import org.nccl4j.launch.NcclEnvironment.Protocol;
+import org.nccl4j.launch.NcclEnvironment.TopologyLevel;
 import org.slf4j.LoggerFactory;
 
 class NcclEnvironmentTest {
