@@ -48,7 +48,7 @@
 #                             last 5 lines, adds 1 to the caller's failures and NAME to its array failed
 #   nccl4j_baseline TOOL ROOT [--quiet]
 #                             when $baseline (the caller's variable) is not an executable file: builds the checkout
-#                             ROOT's C baseline (perf/native/build.sh; its output shown after a "== building" line,
+#                             ROOT's C baseline (scripts/bench/native/build.sh; its output shown after a "== building" line,
 #                             or hidden with --quiet) and sets baseline to ROOT/perf/native/build/nccl_perf_baseline;
 #                             when the build fails, says "TOOL: the C baseline did not build" on stderr and returns 2
 #   nccl4j_mpi_forward_args NAME...
@@ -214,12 +214,12 @@ nccl4j_baseline() { # TOOL ROOT [--quiet]
   local tool=$1 root=$2 quiet=${3:-}
   [ -x "${baseline:-}" ] && return 0
   if [ "$quiet" = --quiet ]; then
-    "$root/perf/native/build.sh" > /dev/null
+    "$root/scripts/bench/native/build.sh" > /dev/null
   else
-    echo "== building the C baseline (perf/native/build.sh)"
-    "$root/perf/native/build.sh"
+    echo "== building the C baseline (scripts/bench/native/build.sh)"
+    "$root/scripts/bench/native/build.sh"
   fi || { echo "$tool: the C baseline did not build" >&2; return 2; }
-  baseline=$root/perf/native/build/nccl_perf_baseline
+  baseline=$root/scripts/bench/native/build/nccl_perf_baseline
 }
 
 # shellcheck disable=SC2034  # nccl4j_share_forced and nccl4j_bundle_arg are for the caller

@@ -21,7 +21,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>The calls go to the stub NCCL of the native tests (each returns at once, so the figure is nccl4j's own
  * cost: argument checks and one JNI call) and the CUDA runtime is the core tests' fake; neither needs a GPU.
- * Run it with scripts/jmh-alloc.sh, which passes {@code -Dnccl4j.library=.../libnccl-stub.so}. The JUnit test
+ * Run it with scripts/bench/jmh-alloc.sh, which passes {@code -Dnccl4j.library=.../libnccl-stub.so}. The JUnit test
  * CollectiveAllocationTest (nccl4j-core) asserts the same bound in CI.
  *
  * <p>In package org.nccl4j for the test hook {@code Cuda.useBackend}.
@@ -49,7 +49,7 @@ public class CollectiveAllocationBenchmark {
     public void setUp() {
         if (System.getProperty("nccl4j.library") == null) {
             throw new IllegalStateException("run with -Dnccl4j.library=<nccl4j-native/target/nccl-stub/libnccl-stub.so>"
-                    + " (scripts/jmh-alloc.sh does)");
+                    + " (scripts/bench/jmh-alloc.sh does)");
         }
         FakeCuda.install(1);
         Nccl.library();

@@ -27,19 +27,19 @@ import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.examples.launch.Tools.Run;
 
 /**
- * The CUPTI kernel tracer of {@code scripts/perf-timeline.sh}, on the CPU: {@code perf/native/kernel_trace.c} checked
+ * The CUPTI kernel tracer of {@code scripts/bench/perf-timeline.sh}, on the CPU: {@code scripts/bench/native/kernel_trace.c} checked
  * with gcc against a mock {@code cupti.h} (test resources, {@code mock-cupti/}: the names and signatures of CUPTI's
- * activity API, no NVIDIA header), {@code perf/native/build.sh} building it against that header and a stub libcupti
+ * activity API, no NVIDIA header), {@code scripts/bench/native/build.sh} building it against that header and a stub libcupti
  * ({@code mock-cupti/cupti_stub.c}, which hands the tracer a few kernel and API records and says which kinds were
  * enabled and which names were asked for) with a fake nvcc, the tracer run by a stand-in for the CUDA driver's injection
- * ({@code mock-cupti/injector.c}), with and without {@code KERNEL_TRACE_API=1}, and {@code perf/timeline_report.py
+ * ({@code mock-cupti/injector.c}), with and without {@code KERNEL_TRACE_API=1}, and {@code scripts/bench/timeline_report.py
  * --cupti [--api]} on synthetic traces with known kernel durations and gaps and known API calls per operation.
  * Skipped where gcc or python3 is missing.
  */
 @Timeout(120)
 class KernelTraceTest {
-    private static final Path TRACER = ROOT.resolve("perf/native/kernel_trace.c");
-    private static final Path REPORT = ROOT.resolve("perf/timeline_report.py");
+    private static final Path TRACER = ROOT.resolve("scripts/bench/native/kernel_trace.c");
+    private static final Path REPORT = ROOT.resolve("scripts/bench/timeline_report.py");
     private static final String NCCL = "_Z40ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
 
     @TempDir
@@ -87,10 +87,10 @@ class KernelTraceTest {
         assertTrue(r.out().contains("CUpti_ActivityKernel11"), r.out());
     }
 
-    /** A copy of perf/native (build.sh, kernel_trace.c) and a CUDA_HOME with a fake nvcc; cupti: the mock CUPTI too. */
+    /** A copy of scripts/bench/native (build.sh, kernel_trace.c) and a CUDA_HOME with a fake nvcc; cupti: the mock CUPTI too. */
     private Path nativeTree(boolean cupti) throws Exception {
         Path nat = Files.createDirectories(tmp.resolve("checkout/perf/native"));
-        Files.copy(ROOT.resolve("perf/native/build.sh"), nat.resolve("build.sh"), StandardCopyOption.COPY_ATTRIBUTES);
+        Files.copy(ROOT.resolve("scripts/bench/native/build.sh"), nat.resolve("build.sh"), StandardCopyOption.COPY_ATTRIBUTES);
         Files.copy(TRACER, nat.resolve("kernel_trace.c"));
         Path cuda = tmp.resolve("cuda");
         // the fake nvcc creates what -o names

@@ -27,8 +27,8 @@ import org.nccl4j.examples.launch.ScriptSandbox.Result;
 import org.nccl4j.examples.launch.Tools.Run;
 
 /**
- * {@code scripts/perf-ab.sh}, the C baseline against nccl4j-perf in alternating rounds under environment variants,
- * and its report {@code perf/ab_report.py}.
+ * {@code scripts/bench/perf-ab.sh}, the C baseline against nccl4j-perf in alternating rounds under environment variants,
+ * and its report {@code scripts/bench/ab_report.py}.
  *
  * <p>The script runs in {@link ScriptSandbox} (fake mpirun, java, python3, nvidia-smi and C baseline, as in
  * {@link ScriptsTest}): the order of the runs, what each variant's {@code -x VAR=VALUE} gives the ranks, where
@@ -41,7 +41,7 @@ import org.nccl4j.examples.launch.Tools.Run;
  */
 @Timeout(120)
 class PerfAbTest {
-    private static final Path REPORT = ROOT.resolve("perf/ab_report.py");
+    private static final Path REPORT = ROOT.resolve("scripts/bench/ab_report.py");
     private static final List<String> PROG = List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "200", "-w", "20",
             "-c", "0");
     private static final long MIB = 1 << 20;
@@ -49,7 +49,7 @@ class PerfAbTest {
     @TempDir
     Path tmp;
 
-    // ================================================================ scripts/perf-ab.sh
+    // ================================================================ scripts/bench/perf-ab.sh
 
     private ScriptSandbox box() throws Exception {
         return new ScriptSandbox(Files.createDirectories(tmp.resolve("sandbox")));
@@ -68,13 +68,13 @@ class PerfAbTest {
     @Test
     void helpPrintsTheHeaderComment() throws Exception {
         ScriptSandbox b = box();
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), "--help");
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("# A/B rounds on a GPU machine: the C baseline and nccl4j-perf one after the other, round after round, "
                 + "under one or", lines.get(0));
         assertTrue(lines.stream().allMatch(l -> l.startsWith("#")), r.out());
-        assertTrue(lines.contains("#   scripts/perf-ab.sh [--bundle DIR] [--baseline BIN] [--np N] [--rounds R] [--out DIR] "
+        assertTrue(lines.contains("#   scripts/bench/perf-ab.sh [--bundle DIR] [--baseline BIN] [--np N] [--rounds R] [--out DIR] "
                 + "[--java-args \"ARGS\"]"), r.out());
         assertEquals("# BIND: Open MPI's binding of the ranks (default none), as in perf-compare.sh.",
                 lines.get(lines.size() - 1));
@@ -89,11 +89,11 @@ class PerfAbTest {
     void runsEachRoundsVariantsCThenJavaWithTheVariantsEnvironmentAndJavaArgsForJavaOnly() throws Exception {
         ScriptSandbox b = box();
         Path out = b.base.resolve("ab");
-        Path baseline = b.root.resolve("perf/native/build/nccl_perf_baseline");
+        Path baseline = b.root.resolve("scripts/bench/native/build/nccl_perf_baseline");
         Path perf = b.root.resolve("scripts/nccl4j-perf");
         Map<String, String> env = job("CUDA_DEVICE_MAX_CONNECTIONS", "8", "NCCL_COMM_ID", "10.0.0.1:1", "FAKE_PYTHON_OUT",
                 "the report");
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), env, argv("--bundle", b.bundle, "--baseline", baseline,
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), env, argv("--bundle", b.bundle, "--baseline", baseline,
                 "--out", out, "--rounds", "2", "--java-args", "--jit_quiet_ms 0  --op_times 0", "--variant", "default",
                 "--variant", "q:JAVA_OPTS=-XX:+UseSerialGC -Dk=v,CUDA_DEVICE_MAX_CONNECTIONS=1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
@@ -153,7 +153,7 @@ class PerfAbTest {
         // the report, over the JSON directory, the variants in order and the rounds; written to ab.md and printed
         List<Call> py = r.of("python3");
         assertEquals(1, py.size(), r.toString());
-        assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default,q",
+        assertEquals(args(b.root.resolve("scripts/bench/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default,q",
                 "--rounds", "2", "--order", "cj"), py.get(0).args());
         assertEquals("the report\n", Files.readString(out.resolve("ab.md")));
         List<String> lines = r.outLines();
@@ -169,7 +169,7 @@ class PerfAbTest {
     @Test
     void defaultsAreFourRoundsOfOneVariantTwoRanksAndTheCheckoutsBundleBaselineAndOut() throws Exception {
         ScriptSandbox b = box();
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job("FAKE_GPUS", "8", "FAKE_UID", "1000", "RUN_TIMEOUT", "7",
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_GPUS", "8", "FAKE_UID", "1000", "RUN_TIMEOUT", "7",
                 "BIND", "numa"), argv("--", "-t", "all_reduce"));
         assertEquals(0, r.status(), r.toString());
         Path out = b.root.resolve("perf-results/ab");
@@ -187,7 +187,7 @@ class PerfAbTest {
         assertEquals(List.of("-t", "all_reduce", "-J", out.resolve("json/c-default-1.json").toString()),
                 r.first("nccl_perf_baseline").args());
         assertEquals(b.bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
-        assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default",
+        assertEquals(args(b.root.resolve("scripts/bench/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default",
                 "--rounds", "4", "--order", "cj"), r.first("python3").args());
     }
 
@@ -196,7 +196,7 @@ class PerfAbTest {
     void aVariantValueMayHoldAnEscapedComma() throws Exception {
         ScriptSandbox b = box();
         Path out = b.base.resolve("ab");
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "1", "--variant",
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "1", "--variant",
                 "dbg:NCCL_DEBUG=INFO,NCCL_DEBUG_SUBSYS=INIT\\,TUNING\\,ENV,X=a b", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         List<Call> mpiruns = r.of("mpirun");
@@ -223,16 +223,16 @@ class PerfAbTest {
     void orderChoosesWhoRunsFirstAndPerfReplacesTheJavaProgram() throws Exception {
         ScriptSandbox b = box();
         Path out = b.base.resolve("ab");
-        Path baseline = b.root.resolve("perf/native/build/nccl_perf_baseline");
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "3", "--order",
+        Path baseline = b.root.resolve("scripts/bench/native/build/nccl_perf_baseline");
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "3", "--order",
                 "alternate", "--variant", "a", "--variant", "b:X=1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("c-a-1", "java-a-1", "c-b-1", "java-b-1", "java-a-2", "c-a-2", "java-b-2", "c-b-2", "c-a-3",
                 "java-a-3", "c-b-3", "java-b-3"), r.of("mpirun").stream().map(PerfAbTest::runName).collect(Collectors.toList()));
-        assertEquals(args(b.root.resolve("perf/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "a,b",
+        assertEquals(args(b.root.resolve("scripts/bench/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "a,b",
                 "--rounds", "3", "--order", "alternate"), r.first("python3").args());
 
-        r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--out", out, "--rounds", "2", "--order", "jc",
+        r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "2", "--order", "jc",
                 "--perf", baseline, "--java-args", "--op_times 1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java-default-1", "c-default-1", "java-default-2", "c-default-2"),
@@ -247,18 +247,18 @@ class PerfAbTest {
     @Test
     void buildsTheBaselineWhenMissing() throws Exception {
         ScriptSandbox b = box();
-        Path baseline = b.root.resolve("perf/native/build/nccl_perf_baseline");
+        Path baseline = b.root.resolve("scripts/bench/native/build/nccl_perf_baseline");
         Files.delete(baseline);
-        Path build = b.root.resolve("perf/native/build.sh");
+        Path build = b.root.resolve("scripts/bench/native/build.sh");
         executable(build, "#!/usr/bin/env bash\necho building\ncp " + b.bin.resolve("java") + " " + baseline + "\n");
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
-        assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "building"), r.outLines().subList(0, 2));
+        assertEquals(List.of("== building the C baseline (scripts/bench/native/build.sh)", "building"), r.outLines().subList(0, 2));
         assertEquals(2, r.of("nccl_perf_baseline").size(), r.toString());
 
         Files.delete(baseline);
         Files.writeString(build, "#!/usr/bin/env bash\nexit 1\n");
-        r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
+        r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-ab: the C baseline did not build"), r.err());
         assertEquals(List.of(), r.tools());
@@ -273,7 +273,7 @@ class PerfAbTest {
         Files.writeString(stale, "{}");
         Path other = out.resolve("json/c-other-9.json");   // not a file of this run: left alone
         Files.writeString(other, "{}");
-        Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job("FAKE_JAVA_STATUS", "3", "FAKE_PYTHON_OUT", "the report"),
+        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_JAVA_STATUS", "3", "FAKE_PYTHON_OUT", "the report"),
                 argv("--out", out, "--rounds", "2", "--", PROG));
         assertEquals(1, r.status(), r.toString());
         assertFalse(Files.exists(stale));
@@ -345,7 +345,7 @@ class PerfAbTest {
                 List.of("perf-ab: no bundle at " + b.base.resolve("nothing") + " (scripts/gpu-bundle.sh)", "--bundle",
                         b.base.resolve("nothing").toString(), "--", "-t", "all_reduce"));
         for (List<String> c : cases) {
-            Result r = b.run(b.root.resolve("scripts/perf-ab.sh"), job(), c.subList(1, c.size()).toArray(new String[0]));
+            Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), c.subList(1, c.size()).toArray(new String[0]));
             String what = c.subList(1, c.size()) + "\n" + r;
             assertEquals(2, r.status(), what);
             assertEquals(c.get(0), r.err().strip(), what);
@@ -354,7 +354,7 @@ class PerfAbTest {
         }
     }
 
-    // ================================================================ perf/ab_report.py
+    // ================================================================ scripts/bench/ab_report.py
 
     private Run report(Path json, String variants, int rounds) throws Exception {
         assumeOnPath("python3");

@@ -22,14 +22,14 @@ import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.examples.launch.Tools.Run;
 
 /**
- * {@code perf/perf_report.py}, the report of {@code scripts/perf-compare.sh}, on synthetic JSON in nccl4j-perf's -J
+ * {@code scripts/bench/perf_report.py}, the report of {@code scripts/bench/perf-compare.sh}, on synthetic JSON in nccl4j-perf's -J
  * shape with known numbers: every key of latest.json and the key lines of the markdown, worked out by hand in the
  * comments. Times are multiples of 0.5 us (medians of two: of 0.25 us) so that every figure is exact in binary and
  * no printed value sits on a rounding tie. Skipped where python3 is missing.
  */
 @Timeout(120)
 class PerfReportTest {
-    private static final Path REPORT = ROOT.resolve("perf/perf_report.py");
+    private static final Path REPORT = ROOT.resolve("scripts/bench/perf_report.py");
     /** The small sizes of every fixture: times are given as {at 8 B, at 1 KiB}. */
     private static final long[] SIZES = {8, 1024};
     private static final long MIB = 1 << 20;
@@ -355,9 +355,9 @@ class PerfReportTest {
         String md = report(json, tmp.resolve("failed"), "--png", "x.png", "--failures", "2");
         String notice = "**2 run(s) failed**: the tables below miss their figures (see the raw logs).";
         assertLines(md, "# nccl4j performance against C, 2026-01-02", "",
-                "Machine: 2 x Test GPU. NCCL 2.99.1, 2 ranks. Made by `scripts/perf-compare.sh` (raw logs and JSON in its "
+                "Machine: 2 x Test GPU. NCCL 2.99.1, 2 ranks. Made by `scripts/bench/perf-compare.sh` (raw logs and JSON in its "
                         + "output directory); every figure is a CUDA-event time over the timed loop, as nccl4j-perf and "
-                        + "nccl_perf_baseline take it (see `perf/native/nccl_perf_baseline.cu`).", "", notice, "");
+                        + "nccl_perf_baseline take it (see `scripts/bench/native/nccl_perf_baseline.cu`).", "", notice, "");
         assertEquals(ok, md.replace(notice + "\n\n", ""));
         assertEquals(Files.readString(tmp.resolve("ok/latest.json")), Files.readString(tmp.resolve("failed/latest.json")));
     }

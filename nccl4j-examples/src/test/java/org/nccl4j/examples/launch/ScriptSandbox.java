@@ -30,7 +30,8 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * The sandbox in which {@link ScriptsTest} and {@link PerfAbTest} run the bash scripts of {@code scripts/} on the
+ * The sandbox in which {@link ScriptsTest} and {@link PerfAbTest} run the bash scripts of {@code scripts/} (and
+ * {@code scripts/bench/}) on the
  * CPU: a temporary checkout with a copy of the scripts and a fake bundle ({@code bundle/jre/bin/java}, empty
  * {@code lib/*.jar}, the scripts that {@code gpu-bundle.sh} copies there), a fake C baseline, and fake
  * {@code mpirun}, {@code nvidia-smi}, {@code timeout}, {@code id}, {@code mvn}, {@code java}, {@code python3} and, for
@@ -104,10 +105,12 @@ final class ScriptSandbox {
     ScriptSandbox(Path tmp) throws IOException {
         base = tmp.toRealPath();
         root = base.resolve("checkout");
-        Files.createDirectories(root.resolve("scripts"));
-        try (Stream<Path> s = Files.list(SCRIPTS)) {
-            for (Path p : s.filter(Files::isRegularFile).collect(Collectors.toList())) {
-                Files.copy(p, root.resolve("scripts").resolve(p.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
+        try (Stream<Path> s = Files.walk(SCRIPTS)) {   // scripts/ and scripts/bench/, without build outputs
+            for (Path p : s.filter(Files::isRegularFile).filter(p -> !p.toString().contains("/build/"))
+                    .collect(Collectors.toList())) {
+                Path to = root.resolve("scripts").resolve(SCRIPTS.relativize(p).toString());
+                Files.createDirectories(to.getParent());
+                Files.copy(p, to, StandardCopyOption.COPY_ATTRIBUTES);
             }
         }
         bundle = makeBundle(root.resolve("bundle"));
@@ -117,7 +120,7 @@ final class ScriptSandbox {
         }
         jdk = base.resolve("jdk");
         fake(jdk.resolve("bin/java"));
-        fake(root.resolve("perf/native/build/nccl_perf_baseline"));
+        fake(root.resolve("scripts/bench/native/build/nccl_perf_baseline"));
         rec = Files.createDirectories(base.resolve("rec"));
         work = Files.createDirectories(base.resolve("work"));
         logs = base.resolve("logs");

@@ -199,15 +199,15 @@ class ScriptsTest {
 
     /**
      * nccl4j_baseline, which perf-ab, perf-compare and perf-timeline call: nothing when $baseline is executable; else
-     * perf/native/build.sh of ROOT (output shown after a "== building" line, or hidden with --quiet) and baseline set
+     * scripts/bench/native/build.sh of ROOT (output shown after a "== building" line, or hidden with --quiet) and baseline set
      * to what it builds; status 2 and the tool's message when the build fails.
      */
     @Test
     void envShBuildsTheBaselineOnlyWhenMissing() throws Exception {
         Path r = base.resolve("r");
-        Path build = r.resolve("perf/native/build.sh");
+        Path build = r.resolve("scripts/bench/native/build.sh");
         Files.createDirectories(build.getParent());
-        Path built = r.resolve("perf/native/build/nccl_perf_baseline");
+        Path built = r.resolve("scripts/bench/native/build/nccl_perf_baseline");
         executable(build, "#!/usr/bin/env bash\necho compiling\nmkdir -p " + built.getParent() + "\nprintf '#!/bin/sh\\n' > "
                 + built + "\nchmod +x " + built + "\n");
         String show = "; echo \"status $? baseline=$baseline\"";
@@ -218,7 +218,7 @@ class ScriptsTest {
         assertFalse(Files.exists(built));
 
         res = envSh("baseline=" + base.resolve("none") + "; nccl4j_baseline perf-ab " + r + show);
-        assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "compiling", "status 0 baseline=" + built),
+        assertEquals(List.of("== building the C baseline (scripts/bench/native/build.sh)", "compiling", "status 0 baseline=" + built),
                 res.outLines(), res.toString());
         assertTrue(Files.isExecutable(built));
 
@@ -230,7 +230,7 @@ class ScriptsTest {
         Files.delete(built);
         res = envSh("baseline=" + base.resolve("none") + "; nccl4j_baseline perf-compare " + r + " || echo \"status $? baseline=$baseline\"");
         assertEquals(0, res.status(), res.toString());
-        assertEquals(List.of("== building the C baseline (perf/native/build.sh)", "nvcc: not found",
+        assertEquals(List.of("== building the C baseline (scripts/bench/native/build.sh)", "nvcc: not found",
                 "status 2 baseline=" + base.resolve("none")), res.outLines(), res.toString());
         assertEquals("perf-compare: the C baseline did not build", res.err().strip());
     }
@@ -467,18 +467,18 @@ class ScriptsTest {
         e = new LinkedHashMap<>(cuda);
         e.put("OUT_DIR", base.resolve("scale").toString());
         e.put("PHASES", "4");
-        r = box.run(root.resolve("scripts/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
+        r = box.run(root.resolve("scripts/bench/scale-run.sh"), e);   // both, targets first; then nccl4j-perf's, lib64 first
         assertEquals(0, r.status(), r.toString());
         assertEquals(t + ":" + l + ":/opt/ld", r.first("mpirun").env("LD_LIBRARY_PATH"));
         assertEquals(l + ":" + t + ":" + t + ":" + l + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
         e.put("NCCL4J_CUDA_LIB_DIRS", base.resolve("no-t") + ":" + base.resolve("no-l"));
-        r = box.run(root.resolve("scripts/scale-run.sh"), e);   // whether or not they exist
+        r = box.run(root.resolve("scripts/bench/scale-run.sh"), e);   // whether or not they exist
         assertEquals(base.resolve("no-t") + ":" + base.resolve("no-l") + ":/opt/ld", r.first("java").env("LD_LIBRARY_PATH"));
 
         e = new LinkedHashMap<>(cuda);
         e.put("RESULTS_DIR", base.resolve("ddp").toString());
         e.put("LD_LIBRARY_PATH", "/opt/ld:" + t);
-        r = box.run(root.resolve("scripts/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
+        r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), e);   // the Java runs only, lib64 first, no duplicate
         assertEquals(l + ":/opt/ld:" + t, r.first("mpirun").env("LD_LIBRARY_PATH"));
         for (Call c : r.of("java")) {
             assertEquals(l + ":/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
@@ -487,8 +487,8 @@ class ScriptsTest {
             assertEquals("/opt/ld:" + t, c.env("LD_LIBRARY_PATH"));
         }
 
-        r = box.run(root.resolve("scripts/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
-                root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", base.resolve("pc").toString(),
+        r = box.run(root.resolve("scripts/bench/perf-compare.sh"), cuda, "--bundle", bundle.toString(), "--baseline",
+                root.resolve("scripts/bench/native/build/nccl_perf_baseline").toString(), "--out", base.resolve("pc").toString(),
                 "--repeats", "1", "--docs", base.resolve("docs").toString());   // the targets directory only
         assertEquals(0, r.status(), r.toString());
         assertEquals(t + ":/opt/ld", r.first("nccl_perf_baseline").env("LD_LIBRARY_PATH"));
@@ -1163,7 +1163,8 @@ class ScriptsTest {
         Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "scripts");
         assertEquals(2, r.status(), r.toString());
         assertEquals("gpu-bundle.sh: will not use " + root.resolve("scripts") + " as the bundle directory: it holds files "
-                + "git tracks (scripts/ddp-compare.sh, ...), and gpu-bundle.sh deletes it first (rm -rf)", r.err().strip());
+                + "git tracks (scripts/bench/ab_report.py, ...), and gpu-bundle.sh deletes it first (rm -rf)",
+                r.err().strip());
         assertEquals(List.of(), r.tools());
         assertBundleIn(root.resolve("bundle"), box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1")));
     }
@@ -1510,7 +1511,7 @@ class ScriptsTest {
     @Test
     void scaleRunQuickRunsCAndJavaUnderMpirunTheAlgorithmsTheTwoHostSimulationAndTheExamples() throws Exception {
         Path out = base.resolve("scale");
-        Result r = box.run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID",
+        Result r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID",
                 "1000"));
         assertEquals(0, r.status(), r.toString());
         List<String> mpiRun = List.of("timeout", "mpirun");
@@ -1518,7 +1519,7 @@ class ScriptsTest {
                 "java", mpiRun, "java", "java", mpiRun, "java", "java", mpiRun, "java", "java", "timeout", "java", "timeout",
                 "java", "timeout", "java", "timeout", "java");
         assertEquals(expectedTools, r.tools(), r.toString());
-        Path baseline = root.resolve("perf/native/build/nccl_perf_baseline");
+        Path baseline = root.resolve("scripts/bench/native/build/nccl_perf_baseline");
         Path java = bundle.resolve("jre/bin/java");
         String ld = CUDA_TARGETS + ":" + CUDA_LIB64 + ":/opt/ld";
         // --allow-run-as-root whoever runs it
@@ -1583,7 +1584,7 @@ class ScriptsTest {
     @Test
     void scaleRunSmallSizesAndAFailure() throws Exception {
         Path out = base.resolve("scale");
-        Result r = box.run(root.resolve("scripts/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
+        Result r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
                 "NP", "3", "FAKE_JAVA_STATUS", "4", "RUN_TIMEOUT", "9"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
@@ -1601,7 +1602,7 @@ class ScriptsTest {
     @Test
     void ddpCompareRunsNccl4jUnderMpirunAndAloneThenPyTorchAndPrintsTheTable() throws Exception {
         Path results = base.resolve("ddp");
-        Result r = box.run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
                 "MASTER_PORT", "29555", "FAKE_JAVA_OUT",
                 "RESULT impl=nccl4j mode=ddp median_ms=6.4 hidden_fraction=0.8 loss_first=1.5 loss_last=0.9",
                 "FAKE_PYTHON_OUT", "RESULT impl=torch mode=ddp median_ms=6.7 hidden_fraction=na loss_first=1.5 loss_last=0.9"
@@ -1633,7 +1634,7 @@ class ScriptsTest {
         assertEquals(args(JAVA_OPTS, "-cp", cp, "org.nccl4j.examples.DdpTraining", common, "--no-comm", "--trace",
                 results.resolve("trace_nccl4j_single.json")), single.args());
         assertLd("/opt/ld", single);
-        Path py = root.resolve("examples/torch/ddp_compare.py");
+        Path py = root.resolve("scripts/bench/ddp_compare.py");
         Call torchDdp = r.of("python3").get(1);
         assertEquals(bin.resolve("python3").toString(), torchDdp.exe());
         assertEquals(args("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", py, common,
@@ -1651,13 +1652,13 @@ class ScriptsTest {
 
     @Test
     void ddpCompareNeedsTheBundleAndEnoughGpus() throws Exception {
-        Result r = box.run(root.resolve("scripts/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
+        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
                 "FAKE_GPUS", "1", "PYTHON", bin.resolve("python3").toString()));
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("ddp-compare: 2 GPUs needed, nvidia-smi lists 1"), r.err());
         assertFalse(r.tools().contains("mpirun"));
 
-        r = box.run(root.resolve("scripts/ddp-compare.sh"), job(), base.resolve("nothing").toString());
+        r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job(), base.resolve("nothing").toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("ddp-compare: no " + base.resolve("nothing") + "/jre/bin/java (run scripts/gpu-bundle.sh)"),
                 r.err());
@@ -1668,12 +1669,12 @@ class ScriptsTest {
     @Test
     void perfTimelineWithoutNsysFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
-        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
-                + "/opt/nvidia/nsight-systems), no CUPTI kernel tracer (perf/native/build/libkernel_trace.so, which "
-                + "perf/native/build.sh builds where CUPTI is): per-operation events instead"), r.out());
+                + "/opt/nvidia/nsight-systems), no CUPTI kernel tracer (scripts/bench/native/build/libkernel_trace.so, which "
+                + "scripts/bench/native/build.sh builds where CUPTI is): per-operation events instead"), r.out());
         List<Call> mpiruns = r.of("mpirun");
         assertEquals(4, mpiruns.size(), r.toString());
         String[] sides = {"c", "java", "c", "java"};
@@ -1682,12 +1683,12 @@ class ScriptsTest {
             String json = out.resolve(sides[i] + "-op-times-" + (i / 2 + 1) + ".json").toString();
             assertTrue(a.containsAll(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "--op_times", "1",
                     "-J", json)), a.toString());
-            assertTrue(String.join(" ", a).contains(sides[i].equals("c") ? "perf/native/build/nccl_perf_baseline"
+            assertTrue(String.join(" ", a).contains(sides[i].equals("c") ? "scripts/bench/native/build/nccl_perf_baseline"
                     : "scripts/nccl4j-perf"), a.toString());
         }
         List<Call> reports = r.of("python3");
         assertEquals(2, reports.size(), r.toString());
-        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--op-times",
+        assertEquals(List.of(root.resolve("scripts/bench/timeline_report.py").toString(), "--op-times",
                 out.resolve("c-op-times-1.json").toString(), out.resolve("java-op-times-1.json").toString()),
                 reports.get(0).args());
     }
@@ -1712,7 +1713,7 @@ class ScriptsTest {
         Path tracer = Files.createFile(Files.createDirectories(base.resolve("cupti")).resolve("libkernel_trace.so"));
         // a trace of an earlier run, which must not reach the report
         Path stale = Files.createFile(Files.createDirectories(out.resolve("c-trace")).resolve("trace-1.csv"));
-        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", tracer.toString(), "FAKE_PYTHON_OUT", "the report"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -1727,7 +1728,7 @@ class ScriptsTest {
             List<String> inject = x("CUDA_INJECTION64_PATH=" + tracer, "KERNEL_TRACE_DIR=" + out.resolve(sides[i] + "-trace"),
                     "KERNEL_TRACE_API=1");
             // after the common -x options, right before the program
-            String program = sides[i].equals("c") ? root.resolve("perf/native/build/nccl_perf_baseline").toString()
+            String program = sides[i].equals("c") ? root.resolve("scripts/bench/native/build/nccl_perf_baseline").toString()
                     : root.resolve("scripts/nccl4j-perf").toString();
             int p = a.indexOf(program);
             assertEquals(inject, a.subList(p - 6, p), a.toString());
@@ -1745,7 +1746,7 @@ class ScriptsTest {
         }
         List<Call> reports = r.of("python3");
         assertEquals(1, reports.size(), r.toString());
-        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), "--cupti", out.resolve("c-trace").toString(),
+        assertEquals(List.of(root.resolve("scripts/bench/timeline_report.py").toString(), "--cupti", out.resolve("c-trace").toString(),
                 out.resolve("java-trace").toString(), "--api"), reports.get(0).args());
         assertEquals("the report\n", Files.readString(out.resolve("timeline.md")));
         assertFalse(r.tools().contains("nsys"), r.toString());
@@ -1754,8 +1755,8 @@ class ScriptsTest {
     @Test
     void perfTimelineFindsTheTracerThatBuildShBuiltAndNsysComesFirst() throws Exception {
         Path out = base.resolve("timeline");
-        Path built = Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
-        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Path built = Files.createFile(root.resolve("scripts/bench/native/build/libkernel_trace.so"));
+        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "NSYS", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: NSYS=none: the CUPTI kernel tracer " + built + " instead"), r.out());
@@ -1765,7 +1766,7 @@ class ScriptsTest {
 
         // with nsys, the tracer is not used
         fake(bin.resolve("nsys"));
-        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+        r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(2, r.of("mpirun").size(), r.toString());
@@ -1773,21 +1774,21 @@ class ScriptsTest {
             assertFalse(String.join(" ", m.args()).contains("CUDA_INJECTION64_PATH"), m.args().toString());
             assertTrue(m.args().contains(bin.resolve("nsys").toString()), m.args().toString());
         }
-        assertEquals(List.of(root.resolve("perf/timeline_report.py").toString(), out.toString()), r.first("python3").args());
+        assertEquals(List.of(root.resolve("scripts/bench/timeline_report.py").toString(), out.toString()), r.first("python3").args());
     }
 
     @Test
     void perfTimelineWithTracerNoneFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
-        Files.createFile(root.resolve("perf/native/build/libkernel_trace.so"));
-        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        Files.createFile(root.resolve("scripts/bench/native/build/libkernel_trace.so"));
+        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
                 + "/opt/nvidia/nsight-systems), TRACER=none: per-operation events instead"), r.out());
         assertOpTimes(r, out);
 
-        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "NSYS", "none", "TRACER", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: NSYS=none, TRACER=none: per-operation events instead"), r.out());
@@ -1797,7 +1798,7 @@ class ScriptsTest {
     @Test
     void perfTimelineRefusesNsysOrTracerPathsThatAreNotThere() throws Exception {
         Path notExecutable = Files.createFile(base.resolve("nsys"));
-        Result r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
                 base.resolve("timeline").toString(), "NSYS", notExecutable.toString()), bundle.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-timeline: NSYS=" + notExecutable + " is not an executable (a path to nsys, or none)"),
@@ -1805,7 +1806,7 @@ class ScriptsTest {
         assertEquals(List.of(), r.of("mpirun"));
 
         Path missing = base.resolve("no/libkernel_trace.so");
-        r = box.run(root.resolve("scripts/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+        r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
                 base.resolve("timeline").toString(), "TRACER", missing.toString()), bundle.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-timeline: TRACER=" + missing + " is not a file (a path to libkernel_trace.so, or none)"),
@@ -1815,7 +1816,7 @@ class ScriptsTest {
 
     @Test
     void perfCompareHelpPrintsTheHeader() throws Exception {
-        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--help");
+        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("# One command on a GPU machine: nccl4j against C, side by side, and a report.", lines.get(0));
@@ -1826,18 +1827,18 @@ class ScriptsTest {
         assertTrue(lines.get(lines.size() - 1).endsWith("bounded by RUN_TIMEOUT seconds (default 240)."), r.out());
         assertEquals(List.of(), r.tools());
 
-        r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--bogus");
+        r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), "--bogus");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-compare: unknown argument --bogus (--help)"), r.err());
         for (String[] bad : new String[][] {{"--repeats", "0"}, {"--small-repeats", "x"}, {"--large-repeats", "-3"}}) {
-            r = box.run(root.resolve("scripts/perf-compare.sh"), job(), bad);
+            r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), bad);
             assertEquals(2, r.status(), r.toString());
             assertTrue(r.err().contains("perf-compare: " + bad[0] + " '" + bad[1] + "' must be a whole number >= 1"),
                     r.err());
             assertEquals(List.of(), r.of("mpirun"), "nothing ran");
         }
         Path nothing = base.resolve("no-bundle");
-        r = box.run(root.resolve("scripts/perf-compare.sh"), job(), "--bundle", nothing.toString());
+        r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), "--bundle", nothing.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-compare: no bundle at " + nothing + " (scripts/gpu-bundle.sh)"), r.err());
         assertEquals(List.of(), r.of("mpirun"), "nothing ran");
@@ -1847,8 +1848,8 @@ class ScriptsTest {
     void perfCompareRunsCAndJavaUnderMpirunJavaInOneProcessTorchThePlotAndTheReport() throws Exception {
         Path out = base.resolve("perf-out");
         Path docs = base.resolve("docs");
-        Path baseline = root.resolve("perf/native/build/nccl_perf_baseline");
-        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
+        Path baseline = root.resolve("scripts/bench/native/build/nccl_perf_baseline");
+        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
                 "--out", out.toString(), "--repeats", "1", "--docs", docs.toString());
         assertEquals(0, r.status(), r.toString());
         List<Call> mpiruns = r.of("mpirun");
@@ -1926,12 +1927,12 @@ class ScriptsTest {
         List<Call> py = r.of("python3");
         assertEquals(List.of("-c", "import torch"), py.get(0).args());
         assertEquals(args("-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29662",
-                root.resolve("perf/torch_allreduce.py"), "--sizes",
+                root.resolve("scripts/bench/torch_allreduce.py"), "--sizes",
                 "8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,67108864,268435456,1073741824", "--iters", "1000",
                 "--warmup", "100", "--large-iters", "20", "--repeats", "1", "-J", out.resolve("json/torch-eager.json")),
                 py.get(1).args());
         String host = new String(new ProcessBuilder("hostname").start().getInputStream().readAllBytes(), UTF_8).strip();
-        assertEquals(args(root.resolve("perf/perf_report.py"), "--json-dir", out.resolve("json"), "--docs", docs, "--date", date,
+        assertEquals(args(root.resolve("scripts/bench/perf_report.py"), "--json-dir", out.resolve("json"), "--docs", docs, "--date", date,
                 "--machine", "2 x Fake GPU (" + host + ")", "--png", date + "-all_reduce-busbw.png", "--failures", "0"),
                 py.get(2).args());
         assertTrue(r.out().contains("== report: " + docs + "/" + date + ".md"), r.out());
@@ -1940,8 +1941,8 @@ class ScriptsTest {
     @Test
     void perfCompareLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
         Path out = base.resolve("perf-out");
-        Result r = box.run(root.resolve("scripts/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
-                root.resolve("perf/native/build/nccl_perf_baseline").toString(), "--out", out.toString(), "--repeats", "1",
+        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
+                root.resolve("scripts/bench/native/build/nccl_perf_baseline").toString(), "--out", out.toString(), "--repeats", "1",
                 "--docs", base.resolve("docs").toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals("-L", r.first("nvidia-smi").args().get(0));

@@ -1,5 +1,5 @@
 /*
- * A stand-in for CUPTI's cupti.h, for KernelTraceTest only: it declares just what perf/native/kernel_trace.c
+ * A stand-in for CUPTI's cupti.h, for KernelTraceTest only: it declares just what scripts/bench/native/kernel_trace.c
  * uses, with the names and signatures of CUPTI's activity API and cuptiGetCallbackName, so that gcc -fsyntax-only
  * can check the tracer on a machine without CUDA. The kernel record types hold only the fields the tracer reads (in
  * the real ones they sit among many others); nothing here is NVIDIA's header, and nothing built against it can run.

@@ -1,6 +1,6 @@
 /*
  * A stand-in for libcupti, for KernelTraceTest only, built against the mock cupti.h beside it: enough of the
- * activity API for perf/native/kernel_trace.c to run on a machine without a GPU. cuptiActivityFlushAll asks the
+ * activity API for scripts/bench/native/kernel_trace.c to run on a machine without a GPU. cuptiActivityFlushAll asks the
  * tracer for a buffer, fills it with records and hands it back: three kernels (one without a name), a memcpy that
  * the tracer must skip and, of the kinds CUPTI_ACTIVITY_KIND_DRIVER and CUPTI_ACTIVITY_KIND_RUNTIME that were
  * enabled, seven API calls (one cbid twice, one cbid in both domains, one cbid without a name);

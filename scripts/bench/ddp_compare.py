@@ -6,9 +6,9 @@ MSE loss against random labels, SGD lr 0.001, fresh inputs and labels drawn with
 step, batch 1000 per rank, DistributedDataParallel(bucket_cap_mb=25). Each step is timed with CUDA events
 and a synchronize; the median is taken over steps 3..N (1-based), as org.nccl4j.examples.DdpTraining does.
 
-    torchrun --standalone --nproc_per_node=2 examples/torch/ddp_compare.py      # DDP on 2 GPUs
-    python3 -m torch.distributed.run --standalone --nproc_per_node=2 examples/torch/ddp_compare.py
-    python3 examples/torch/ddp_compare.py --no-ddp                             # one GPU, no communication
+    torchrun --standalone --nproc_per_node=2 scripts/bench/ddp_compare.py      # DDP on 2 GPUs
+    python3 -m torch.distributed.run --standalone --nproc_per_node=2 scripts/bench/ddp_compare.py
+    python3 scripts/bench/ddp_compare.py --no-ddp                             # one GPU, no communication
 
 Rank 0 prints one line per step and, at the end, one machine-readable line:
     RESULT impl=torch mode=ddp|single ranks=N steps=N median_ms=X loss_first=X loss_last=X ...

@@ -1,13 +1,13 @@
 /*
  * A CUPTI kernel tracer for any CUDA process, C or JVM, for GPU machines without Nsight Systems
- * (scripts/perf-timeline.sh uses it when no nsys is found). It records every kernel's GPU start and end and, with
+ * (scripts/bench/perf-timeline.sh uses it when no nsys is found). It records every kernel's GPU start and end and, with
  * KERNEL_TRACE_API=1, every CUDA driver and runtime API call of the process, and writes them to CSV files when the
  * process exits.
  *
  * Loading: the CUDA driver loads the library named by CUDA_INJECTION64_PATH when the process initializes CUDA
  * and calls its InitializeInjection(); nothing in the traced program changes:
  *
- *   mpirun ... -x CUDA_INJECTION64_PATH=perf/native/build/libkernel_trace.so -x KERNEL_TRACE_DIR=<dir> \
+ *   mpirun ... -x CUDA_INJECTION64_PATH=scripts/bench/native/build/libkernel_trace.so -x KERNEL_TRACE_DIR=<dir> \
  *       [-x KERNEL_TRACE_API=1] <program>
  *
  * Output: KERNEL_TRACE_DIR/trace-<pid>.csv (KERNEL_TRACE_DIR must exist; default: the working directory), one
@@ -38,7 +38,7 @@
  * for CUPTI's own small overhead per launch; API tracing adds some per call).
  *
  * KREC is the kernel activity record type of the CUPTI at hand (CUpti_ActivityKernel10 in CUDA 13.0; the start,
- * end, deviceId, streamId, correlationId and name fields used here are in all of them): perf/native/build.sh tries
+ * end, deviceId, streamId, correlationId and name fields used here are in all of them): scripts/bench/native/build.sh tries
  * the newest first, -DKREC=CUpti_ActivityKernel11, then 10, then 9.
  */
 #include <cupti.h>

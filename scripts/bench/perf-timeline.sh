@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # One operation at one size, C baseline and nccl4j-perf (one process per GPU) each under a kernel tracer, then
-# the NCCL kernels' durations and the gaps between them side by side (perf/timeline_report.py). Made to find
+# the NCCL kernels' durations and the gaps between them side by side (scripts/bench/timeline_report.py). Made to find
 # where the 0.6 % that nccl4j-perf loses against C on all_reduce at 64 MiB goes (docs/perf/2026-11-23.md):
 # longer kernels, or later ones.
 #
-#   scripts/perf-timeline.sh [bundle-dir]     OUT=<dir> (default perf-results/timeline)  NP=2  OP=all_reduce
-#                                             SIZE=64M  ITERS=100  BASELINE=perf/native/build/nccl_perf_baseline
+#   scripts/bench/perf-timeline.sh [bundle-dir]     OUT=<dir> (default perf-results/timeline)  NP=2  OP=all_reduce
+#                                             SIZE=64M  ITERS=100  BASELINE=scripts/bench/native/build/nccl_perf_baseline
 #                                             NSYS=<path>|none  TRACER=<path>|none
 #
 # The first of these that is there does the tracing:
 #  1. Nsight Systems: NSYS=<path>, else the first nsys of PATH, /usr/local/cuda/bin,
 #     /usr/local/cuda/nsight-systems-*/bin and /opt/nvidia/nsight-systems/*/bin (NSYS=none: not nsys). One run
 #     of each side; the report reads the CSV files of `nsys stats -r cuda_gpu_trace` in OUT.
-#  2. The CUPTI kernel tracer perf/native/kernel_trace.c: TRACER=<path>, else
-#     perf/native/build/libkernel_trace.so (perf/native/build.sh builds it where CUPTI is; TRACER=none: not the
+#  2. The CUPTI kernel tracer scripts/bench/native/kernel_trace.c: TRACER=<path>, else
+#     scripts/bench/native/build/libkernel_trace.so (scripts/bench/native/build.sh builds it where CUPTI is; TRACER=none: not the
 #     tracer). mpirun gives it to every rank (-x CUDA_INJECTION64_PATH, -x KERNEL_TRACE_DIR, -x KERNEL_TRACE_API=1),
 #     which writes OUT/c-trace/trace-<pid>.csv and OUT/java-trace/trace-<pid>.csv, and the CUDA driver and runtime
 #     calls to trace-<pid>-api.csv beside them; 2 runs of each side, alternating (C, Java, C, Java); the report
@@ -26,18 +26,18 @@
 #     occasional stalls but cannot split kernel time from gaps.
 # The report is also written to OUT/timeline.md.
 set -uo pipefail
-# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
-[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
-# shellcheck source=env.sh
-. "$(dirname "$0")/env.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
+[ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
+# shellcheck source=../env.sh
+. "$(dirname "$0")/../env.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=$(cd "${1:-$root/bundle}" 2>/dev/null && pwd) || { echo "perf-timeline: no bundle (scripts/gpu-bundle.sh)" >&2; exit 2; }
 out=${OUT:-$root/perf-results/timeline}
 np=${NP:-2}
 op=${OP:-all_reduce}
 size=${SIZE:-64M}
 iters=${ITERS:-100}
-baseline=${BASELINE:-$root/perf/native/build/nccl_perf_baseline}
+baseline=${BASELINE:-$root/scripts/bench/native/build/nccl_perf_baseline}
 if [ "${NSYS:-}" = none ]; then
   nsys=
 elif [ -n "${NSYS:-}" ]; then
@@ -54,8 +54,8 @@ if [ "${TRACER:-}" = none ]; then
 elif [ -n "${TRACER:-}" ]; then
   [ -f "$TRACER" ] || { echo "perf-timeline: TRACER=$TRACER is not a file (a path to libkernel_trace.so, or none)" >&2; exit 2; }
   tracer=$(cd "$(dirname "$TRACER")" && pwd)/$(basename "$TRACER")
-elif [ -f "$root/perf/native/build/libkernel_trace.so" ]; then
-  tracer=$root/perf/native/build/libkernel_trace.so
+elif [ -f "$root/scripts/bench/native/build/libkernel_trace.so" ]; then
+  tracer=$root/scripts/bench/native/build/libkernel_trace.so
 else
   tracer=
 fi
@@ -85,7 +85,7 @@ if [ -z "$nsys" ]; then
   elif [ "${TRACER:-}" = none ]; then
     echo "perf-timeline: $why, TRACER=none: per-operation events instead"
   else
-    echo "perf-timeline: $why, no CUPTI kernel tracer (perf/native/build/libkernel_trace.so, which perf/native/build.sh" \
+    echo "perf-timeline: $why, no CUPTI kernel tracer (scripts/bench/native/build/libkernel_trace.so, which scripts/bench/native/build.sh" \
         "builds where CUPTI is): per-operation events instead"
   fi
 fi
@@ -101,7 +101,7 @@ if [ -z "$nsys" ] && [ -n "$tracer" ]; then
           -x KERNEL_TRACE_API=1 "${prog[$side]}" "${args[@]}"
     done
   done
-  python3 "$root/perf/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" --api | tee "$out/timeline.md"
+  python3 "$root/scripts/bench/timeline_report.py" --cupti "$out/c-trace" "$out/java-trace" --api | tee "$out/timeline.md"
   exit "${PIPESTATUS[0]}"
 fi
 if [ -z "$nsys" ]; then
@@ -111,7 +111,7 @@ if [ -z "$nsys" ]; then
     done
   done
   for r in 1 2; do
-    python3 "$root/perf/timeline_report.py" --op-times "$out/c-op-times-$r.json" "$out/java-op-times-$r.json"
+    python3 "$root/scripts/bench/timeline_report.py" --op-times "$out/c-op-times-$r.json" "$out/java-op-times-$r.json"
   done | tee "$out/timeline.md"
   exit "${PIPESTATUS[0]}"
 fi
@@ -125,4 +125,4 @@ for side in c java; do
         >> "$out/$side-stats.log" 2>&1
   done
 done
-python3 "$root/perf/timeline_report.py" "$out" | tee "$out/timeline.md"
+python3 "$root/scripts/bench/timeline_report.py" "$out" | tee "$out/timeline.md"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The report of scripts/perf-ab.sh: the C baseline against nccl4j-perf in alternating rounds, per variant.
+"""The report of scripts/bench/perf-ab.sh: the C baseline against nccl4j-perf in alternating rounds, per variant.
 
-  perf/ab_report.py --json-dir DIR --variants V1[,V2...] --rounds R [--order cj|jc|alternate]   (markdown on stdout)
+  scripts/bench/ab_report.py --json-dir DIR --variants V1[,V2...] --rounds R [--order cj|jc|alternate]   (markdown on stdout)
 
 Files read (in --json-dir), each in nccl4j-perf's -J shape: c-<variant>-<round>.json (the C baseline) and
 java-<variant>-<round>.json (nccl4j-perf), for every variant of --variants and every round 1..R. A case is one

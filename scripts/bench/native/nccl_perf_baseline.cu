@@ -8,8 +8,8 @@
  * nccl4j-perf (which are nccl-tests' flags and columns); see nccl4j-examples/.../perf/Operation.java for the
  * size rules and PerfArgs.java for the flags. -g other than 1 is not supported here (use one process per GPU).
  *
- * Build: perf/native/build.sh (nvcc, NCCL, Open MPI). Run:
- *   mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE perf/native/build/nccl_perf_baseline -t all_reduce -b 8 -e 128M -f 2
+ * Build: scripts/bench/native/build.sh (nvcc, NCCL, Open MPI). Run:
+ *   mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE scripts/bench/native/build/nccl_perf_baseline -t all_reduce -b 8 -e 128M -f 2
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,8 +1,8 @@
-/* The native baseline of scripts/jmh-alloc.sh: the cost of one ncclAllReduce call from C into the same stub NCCL
+/* The native baseline of scripts/bench/jmh-alloc.sh: the cost of one ncclAllReduce call from C into the same stub NCCL
  * that the JMH benchmark calls through nccl4j, so that JMH's ns/op minus this is what the Java binding adds per
  * call (the JNI transition and nccl4j's argument checks). CPU only: the stub does no GPU work.
  *
- *   gcc -O2 -o stub_call_cost perf/native/stub_call_cost.c -ldl
+ *   gcc -O2 -o stub_call_cost scripts/bench/native/stub_call_cost.c -ldl
  *   ./stub_call_cost nccl4j-native/target/nccl-stub/libnccl-stub.so [calls per round, default 20000000]
  */
 #include <dlfcn.h>

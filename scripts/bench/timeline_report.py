@@ -2,7 +2,7 @@
 """Kernel durations and the gaps between kernels, C against Java, from Nsight Systems or CUPTI traces.
 
 Reads the CSV files that `nsys stats -r cuda_gpu_trace -f csv` wrote for each rank of each side (made by
-scripts/perf-timeline.sh: <dir>/<side>-rank<r>_cuda_gpu_trace.csv, side = c or java) and prints, per side and
+scripts/bench/perf-timeline.sh: <dir>/<side>-rank<r>_cuda_gpu_trace.csv, side = c or java) and prints, per side and
 rank, the median duration of the NCCL kernels of the measured size and the median idle gap between one such
 kernel and the next on the same stream. A per-operation difference between C and Java then shows as longer
 kernels (the GPU does more or slower work) or as longer gaps (the next kernel reaches the GPU later).
@@ -11,8 +11,8 @@ Only kernels whose name contains "nccl" and that last at least --min-us are kept
 all-reduces nccl4j-perf uses as a barrier between measurements. Gaps longer than --max-gap-us are the ends of
 timed loops (a barrier, a host synchronization) and are left out of the gap statistics.
 
-With --cupti it reads instead the trace-<pid>.csv files of perf/native/kernel_trace.c (the CUPTI kernel tracer
-that scripts/perf-timeline.sh uses without nsys), all of C_DIR for C and all of JAVA_DIR for Java: lines
+With --cupti it reads instead the trace-<pid>.csv files of scripts/bench/native/kernel_trace.c (the CUPTI kernel tracer
+that scripts/bench/perf-timeline.sh uses without nsys), all of C_DIR for C and all of JAVA_DIR for Java: lines
 start_ns,end_ns,device,stream,correlation_id,name, and '#' notes ("# dropped N": CUPTI lost N records). Traces of
 an older kernel_trace.c, lines start_ns,end_ns,device,stream,name, are read too: the two are told apart by the 5th
 field, which is a correlation id when it is all digits (a kernel name, which may contain commas, never is; counting
@@ -34,10 +34,10 @@ then the names whose calls per operation differ between C and Java by 0.05 or mo
 of each side. A loop whose launches are not found (no -api.csv, a trace without correlation ids, dropped records)
 is left out of it, with a note.
 
-  perf/timeline_report.py DIR [--min-us 50] [--max-gap-us 100]
-  perf/timeline_report.py --cupti C_DIR JAVA_DIR [--max-gap-us 20] [--min-run 100] [--api]
+  scripts/bench/timeline_report.py DIR [--min-us 50] [--max-gap-us 100]
+  scripts/bench/timeline_report.py --cupti C_DIR JAVA_DIR [--max-gap-us 20] [--min-run 100] [--api]
                                                           (the fallback without nsys where the tracer was built)
-  perf/timeline_report.py --op-times C.json JAVA.json     (the fallback without nsys or tracer: the "op_time_us"
+  scripts/bench/timeline_report.py --op-times C.json JAVA.json     (the fallback without nsys or tracer: the "op_time_us"
                                                            records that --op_times 1 adds to -J files, side by side)
 """
 import argparse

@@ -9,15 +9,15 @@
 #   4. a simulated two-host run: NCCL_HOSTID differs between the two halves of the ranks, every operation
 #      checked (-c 1), NCCL_DEBUG=INFO with INIT,NET kept for the transport lines (grep "via NET" / "via P2P");
 #   5. the examples under scripts/nccl4j-run and mpirun (scripts/examples-gpu.sh), and the DDP comparison with
-#      PyTorch (scripts/ddp-compare.sh) at N.
+#      PyTorch (scripts/bench/ddp-compare.sh) at N.
 # PHASES="1 2 3 4 5" chooses phases; QUICK=1 is the compact form (one repeat, -n 20, no DDP comparison).
 set -uo pipefail
-# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
-[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
-# shellcheck source=env.sh
-. "$(dirname "$0")/env.sh"
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
+[ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
+# shellcheck source=../env.sh
+. "$(dirname "$0")/../env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+root=$(cd "$here/../.." && pwd)
 bundle=$(cd "${1:-$root/bundle}" && pwd)
 out=${OUT_DIR:-scale-results}
 mkdir -p "$out"
@@ -30,8 +30,8 @@ repeats=${REPEATS:-3}
 nccl4j_cuda_libs --always
 export NCCL4J_BUNDLE=$bundle
 perf=$root/scripts/nccl4j-perf
-base=$root/perf/native/build/nccl_perf_baseline
-[ -x "$base" ] || timeout 120 bash "$root/perf/native/build.sh" > "$out/build.log" 2>&1
+base=$root/scripts/bench/native/build/nccl_perf_baseline
+[ -x "$base" ] || timeout 120 bash "$root/scripts/bench/native/build.sh" > "$out/build.log" 2>&1
 # mpirun gets --allow-run-as-root whoever runs it, and these variables only (not nccl4j_mpi_forward_args).
 mpi() { timeout "${RUN_TIMEOUT:-240}" mpirun --allow-run-as-root --bind-to none -np "$np" -x NCCL_NVLS_ENABLE \
           -x LD_LIBRARY_PATH -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29800 + RANDOM % 100)) "$@"; }
@@ -82,7 +82,7 @@ if has 5; then
       run "ex-${ex%% *}" timeout 120 "$bundle/nccl4j-run" -np "$np" $ex
     done
   else
-    run examples env NP="$np" LOG_DIR="$out/examples" bash "$here/examples-gpu.sh" "$bundle"
+    run examples env NP="$np" LOG_DIR="$out/examples" bash "$root/scripts/examples-gpu.sh" "$bundle"
     run ddp-compare env NP="$np" RESULTS_DIR="$out/ddp" bash "$here/ddp-compare.sh" "$bundle"
   fi
 fi

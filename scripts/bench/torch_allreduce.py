@@ -8,7 +8,7 @@ events' elapsed time over iters, averaged over ranks (nccl4j-perf's -a 1). Repea
 `--repeats` times. Rank 0 prints nccl-tests-style lines and writes JSON in nccl4j-perf's -J shape (one record
 per size and repeat, placement in-place, since torch's all_reduce is in place).
 
-  torchrun --nproc_per_node 2 perf/torch_allreduce.py --sizes 8,16,...,65536 --iters 1000 --repeats 5 -J out.json
+  torchrun --nproc_per_node 2 scripts/bench/torch_allreduce.py --sizes 8,16,...,65536 --iters 1000 --repeats 5 -J out.json
 """
 import argparse
 import datetime

@@ -6,7 +6,7 @@
 #   3. PyTorch DDP on NP GPUs                       (torchrun --standalone --nproc_per_node=NP)
 #   4. PyTorch --no-ddp on one GPU
 #
-#   scripts/ddp-compare.sh [bundle-dir]        (default: bundle, made by scripts/gpu-bundle.sh)
+#   scripts/bench/ddp-compare.sh [bundle-dir]        (default: bundle, made by scripts/gpu-bundle.sh)
 #
 # Variables (all optional):
 #   PYTHON=python3           the Python that has torch (falls back to /opt/torch/.venv/bin/python3 when
@@ -23,12 +23,12 @@
 # loading its own CUDA libraries. Exit status: 0 when the four runs all gave a RESULT line, 1 otherwise,
 # 2 when the bundle, the GPUs or mpirun are missing.
 set -uo pipefail
-# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
-[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
-# shellcheck source=env.sh
-. "$(dirname "$0")/env.sh"
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
+[ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
+# shellcheck source=../env.sh
+. "$(dirname "$0")/../env.sh"
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
+root=$(cd "$here/../.." && pwd)
 bundle=${1:-$root/bundle}
 [ -x "$bundle/jre/bin/java" ] || { echo "ddp-compare: no $bundle/jre/bin/java (run scripts/gpu-bundle.sh)" >&2; exit 2; }
 bundle=$(cd "$bundle" && pwd)
@@ -39,7 +39,7 @@ cap=${BUCKET_CAP_MB:-25}
 seed=${SEED:-1234}
 phase_timeout=${PHASE_TIMEOUT:-300}
 port=${MASTER_PORT:-$((29500 + RANDOM % 1000))}
-py_script="$root/examples/torch/ddp_compare.py"
+py_script="$root/scripts/bench/ddp_compare.py"
 results=${RESULTS_DIR:-ddp-compare-results}
 mkdir -p "$results"
 results=$(cd "$results" && pwd)

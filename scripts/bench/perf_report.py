@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the perf report from the JSON of scripts/perf-compare.sh: <docs>/<date>.md and <docs>/latest.json.
+"""Writes the perf report from the JSON of scripts/bench/perf-compare.sh: <docs>/<date>.md and <docs>/latest.json.
 
 Files read (in --json-dir), each in nccl4j-perf's -J shape:
   c-eager-small-<r>, java-np-eager-small-<r>, java-g-eager-small-<r>         all_reduce 8 B..64 KiB, eager
@@ -179,7 +179,7 @@ def main():
     p.add_argument("--machine", default="unknown")
     p.add_argument("--png", default=None)
     p.add_argument("--failures", type=int, default=0)
-    p.add_argument("--jmh", default=None, help="output of scripts/jmh-alloc.sh: alloc_bytes_per_call from JMH")
+    p.add_argument("--jmh", default=None, help="output of scripts/bench/jmh-alloc.sh: alloc_bytes_per_call from JMH")
     a = p.parse_args()
     jd = a.json_dir
 
@@ -275,9 +275,9 @@ def main():
     L = []
     L.append(f"# nccl4j performance against C, {a.date}")
     L.append("")
-    L.append(f"Machine: {a.machine}. NCCL {latest['nccl_version']}, {n} ranks. Made by `scripts/perf-compare.sh` "
+    L.append(f"Machine: {a.machine}. NCCL {latest['nccl_version']}, {n} ranks. Made by `scripts/bench/perf-compare.sh` "
              "(raw logs and JSON in its output directory); every figure is a CUDA-event time over the timed loop, "
-             "as nccl4j-perf and nccl_perf_baseline take it (see `perf/native/nccl_perf_baseline.cu`).")
+             "as nccl4j-perf and nccl_perf_baseline take it (see `scripts/bench/native/nccl_perf_baseline.cu`).")
     if a.failures:
         L.append("")
         L.append(f"**{a.failures} run(s) failed**: the tables below miss their figures (see the raw logs).")
@@ -436,7 +436,7 @@ def main():
              "shows there as a fraction of a byte per call.")
     if jmh_rows:
         L.append("")
-        L.append(f"JMH with `-prof gc` against the stub NCCL (`scripts/jmh-alloc.sh`, CPU): "
+        L.append(f"JMH with `-prof gc` against the stub NCCL (`scripts/bench/jmh-alloc.sh`, CPU): "
                  f"alloc_bytes_per_call = {fmt(jmh_max, 3)} (max over the benchmarks below except `groupOfTwo`, "
                  f"whose 16 B are the `Group` object of `Nccl.group()`; `Nccl.groupStart()`/`groupEnd()` make none).")
         L.append("")

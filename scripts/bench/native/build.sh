@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Builds perf/native/build/nccl_perf_baseline on a GPU machine: nvcc (CUDA 13 at /usr/local/cuda), nccl.h and
+# Builds scripts/bench/native/build/nccl_perf_baseline on a GPU machine: nvcc (CUDA 13 at /usr/local/cuda), nccl.h and
 # libnccl (NCCL_HOME, default /usr: include/ and lib/x86_64-linux-gnu/), Open MPI (headers and libraries found
 # through mpicc --showme, else /usr/lib/x86_64-linux-gnu/openmpi).
 # Then, where CUPTI is (cupti.h in $CUDA_HOME/targets/x86_64-linux/include or $CUDA_HOME/extras/CUPTI/include),
-# the CUPTI kernel tracer kernel_trace.c that scripts/perf-timeline.sh uses without nsys, with gcc (CC), trying
+# the CUPTI kernel tracer kernel_trace.c that scripts/bench/perf-timeline.sh uses without nsys, with gcc (CC), trying
 # the kernel record types newest first (CUpti_ActivityKernel11, 10, 9; the compilers' output goes to
 # build/kernel_trace.log). Without cupti.h, or when no type compiles, it says so on stderr and exits 0: the
 # baseline alone.
 #
-#   perf/native/build.sh            ->  perf/native/build/nccl_perf_baseline
-#                                       perf/native/build/libkernel_trace.so  (where CUPTI is)
+#   scripts/bench/native/build.sh            ->  scripts/bench/native/build/nccl_perf_baseline
+#                                       scripts/bench/native/build/libkernel_trace.so  (where CUPTI is)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/build"

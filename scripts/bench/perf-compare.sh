@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One command on a GPU machine: nccl4j against C, side by side, and a report.
 #
-#   scripts/perf-compare.sh [--bundle DIR] [--baseline BIN] [--np N] [--out DIR] [--repeats R] [--docs DIR]
+#   scripts/bench/perf-compare.sh [--bundle DIR] [--baseline BIN] [--np N] [--out DIR] [--repeats R] [--docs DIR]
 #
 #   --bundle    a bundle made by scripts/gpu-bundle.sh (default: bundle/ of this checkout)
-#   --baseline  perf/native/build/nccl_perf_baseline (built with perf/native/build.sh when missing)
+#   --baseline  scripts/bench/native/build/nccl_perf_baseline (built with scripts/bench/native/build.sh when missing)
 #   --np        ranks = GPUs (default: nvidia-smi's GPU count)
 #   --out       raw logs and JSON (default: perf-results/<date>)
 #   --repeats   repeats of the small-size, large-size and init runs (default 5)
@@ -19,7 +19,7 @@
 #   (a) nccl_perf_baseline under mpirun -np N          (C: one process per GPU, MPI_Bcast of the id)
 #   (b) nccl4j-perf under mpirun -np N                 (Java: one process per GPU, Communicator.fromEnvironment)
 #   (c) nccl4j-perf -g N in one process                (Java: Communicator.initAll, a group per iteration)
-#   (d) perf/torch_allreduce.py under torchrun          (torch.distributed all_reduce, eager)
+#   (d) scripts/bench/torch_allreduce.py under torchrun          (torch.distributed all_reduce, eager)
 # 1. small all_reduce, 8 B..64 KiB doubling, out of place and in place: R repeats x 1000 iterations
 #    (-n 1000 -w 1000: nccl-tests' warm-up runs -w iterations at every size, so about 14000 calls precede
 #    the first timed loop, enough for HotSpot's C2 to compile nccl4j's issuing path; C gets the same) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
@@ -27,7 +27,7 @@
 # 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
 # 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 100 -w 5, R repeats (a, b, c;
 #    torch: all_reduce); the report takes the median bus bandwidth of the repeats.
-# JMH_ALLOC=<file>: the output of scripts/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
+# JMH_ALLOC=<file>: the output of scripts/bench/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
 # then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
 # 4. the data check: every operation, 1 KiB..1 MiB, -c 1 (a, b, c); run right after step 0, so that a run cut
 #    short by a time limit has its correctness check.
@@ -36,16 +36,16 @@
 # nccl4j-perf waits for an idle JIT before each measurement (--jit_quiet_ms, 20 ms) in the small runs of step 1,
 # where the first timed loops are host-bound; steps 0, 2, 3 and 4 pass --jit_quiet_ms 0, as they time nothing
 # that a compilation in flight would move (the init clock, the curve, GPU-bound sizes, or nothing).
-# Then perf/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
+# Then scripts/bench/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
 # On 2 H200s the whole takes about 6 minutes (7 with --small-repeats 20 --large-repeats 7: 429 s); each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
-# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
-[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
-# shellcheck source=env.sh
-. "$(dirname "$0")/env.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
+[ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
+# shellcheck source=../env.sh
+. "$(dirname "$0")/../env.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=$root/bundle
-baseline=$root/perf/native/build/nccl_perf_baseline
+baseline=$root/scripts/bench/native/build/nccl_perf_baseline
 np=
 out=
 repeats=5
@@ -144,9 +144,9 @@ for r in $(seq 1 "${large_repeats:-$repeats}"); do
 done
 sizes=$(for k in $(seq 0 13); do printf '%s,' $((8 << k)); done)67108864,268435456,1073741824
 if [ "$np" -ge 2 ]; then
-  echo "== torch: torchrun --nproc_per_node $np perf/torch_allreduce.py"
+  echo "== torch: torchrun --nproc_per_node $np scripts/bench/torch_allreduce.py"
   timeout "${RUN_TIMEOUT:-240}" "$torch_py" -m torch.distributed.run --nproc_per_node "$np" --master_port $((port + 50)) \
-      "$root/perf/torch_allreduce.py" --sizes "$sizes" --iters 1000 --warmup 100 --large-iters 20 \
+      "$root/scripts/bench/torch_allreduce.py" --sizes "$sizes" --iters 1000 --warmup 100 --large-iters 20 \
       --repeats "$repeats" -J "$(j torch-eager)" > "$out/raw/torch-eager.log" 2>&1 \
       || { echo "   torch failed (see $out/raw/torch-eager.log)"; failures=$((failures + 1)); tail -5 "$out/raw/torch-eager.log"; }
 fi
@@ -161,7 +161,7 @@ png_name="$date_tag-all_reduce-busbw.png"
     > "$out/raw/plot.log" 2>&1 || { echo "   plot failed (see $out/raw/plot.log)"; failures=$((failures + 1)); }
 cp -f "$out/$png_name" "$docs/" 2>/dev/null
 machine="$np x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) ($(hostname))"
-python3 "$root/perf/perf_report.py" --json-dir "$out/json" --docs "$docs" --date "$date_tag" --machine "$machine" \
+python3 "$root/scripts/bench/perf_report.py" --json-dir "$out/json" --docs "$docs" --date "$date_tag" --machine "$machine" \
     --png "$png_name" --failures "$failures" ${JMH_ALLOC:+--jmh "$JMH_ALLOC"} || failures=$((failures + 1))
 echo "== report: $docs/$date_tag.md, $docs/latest.json; raw: $out"
 [ "$failures" = 0 ]

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # A/B rounds on a GPU machine: the C baseline and nccl4j-perf one after the other, round after round, under one or
-# more environment variants, then the medians over the rounds (perf/ab_report.py). On the 2 x H200 VM timings move
+# more environment variants, then the medians over the rounds (scripts/bench/ab_report.py). On the 2 x H200 VM timings move
 # by about +/-0.5 % from run to run, so a smaller difference between C and Java needs them run alternately, often.
 #
-#   scripts/perf-ab.sh [--bundle DIR] [--baseline BIN] [--np N] [--rounds R] [--out DIR] [--java-args "ARGS"]
+#   scripts/bench/perf-ab.sh [--bundle DIR] [--baseline BIN] [--np N] [--rounds R] [--out DIR] [--java-args "ARGS"]
 #                      [--order cj|jc|alternate] [--perf PROGRAM]
 #                      [--variant NAME[:VAR=VALUE[,VAR=VALUE...]]]... -- <arguments for both programs>
-#   e.g. scripts/perf-ab.sh --variant default --variant cdmc1:CUDA_DEVICE_MAX_CONNECTIONS=1 \
+#   e.g. scripts/bench/perf-ab.sh --variant default --variant cdmc1:CUDA_DEVICE_MAX_CONNECTIONS=1 \
 #            -- -t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0
 #
 #   --bundle     a bundle made by scripts/gpu-bundle.sh (default: bundle/ of this checkout)
-#   --baseline   perf/native/build/nccl_perf_baseline (built with perf/native/build.sh when missing)
+#   --baseline   scripts/bench/native/build/nccl_perf_baseline (built with scripts/bench/native/build.sh when missing)
 #   --np         ranks = GPUs, one process each (default 2)
 #   --rounds     rounds (default 4)
 #   --out        raw logs, JSON and the report (default: perf-results/ab of this checkout)
@@ -33,20 +33,20 @@
 # Each round runs, for each variant in turn: the C baseline under mpirun -np N, then nccl4j-perf under mpirun -np N
 # (or the other way round, --order), each with -J <out>/json/<c|java>-<variant>-<round>.json, its log in
 # <out>/raw/<c|java>-<variant>-<round>.log. The job's variables that perf-compare.sh forwards (NCCL_*, NCCL4J_*, CUDA_*, NVSHMEM_*, LD_LIBRARY_PATH, JAVA_OPTS)
-# reach every rank too, but for those the variant sets. Then perf/ab_report.py writes <out>/ab.md, which is printed:
+# reach every rank too, but for those the variant sets. Then scripts/bench/ab_report.py writes <out>/ab.md, which is printed:
 # per variant and case (operation, size, placement, type, redop, root), each round's C and Java time_us, their
 # medians over the rounds, Java - C and Java / C of the medians, and each round's Java - C; with several variants,
 # Java - C of each variant side by side. Exit status 1 when a run failed (the report says which results are
 # missing), 2 on a bad argument (then nothing runs). Each mpirun is bounded by RUN_TIMEOUT seconds (default 240);
 # BIND: Open MPI's binding of the ranks (default none), as in perf-compare.sh.
 set -uo pipefail
-# The setup the scripts share (java, class path, CUDA libraries, mpirun options): env.sh, beside this script.
-[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
-# shellcheck source=env.sh
-. "$(dirname "$0")/env.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
+# The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
+[ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
+# shellcheck source=../env.sh
+. "$(dirname "$0")/../env.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=$root/bundle
-baseline=$root/perf/native/build/nccl_perf_baseline
+baseline=$root/scripts/bench/native/build/nccl_perf_baseline
 np=2
 rounds=4
 out=
@@ -196,8 +196,8 @@ for r in $(seq 1 "$rounds"); do
 done
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed${failed[*]:+: ${failed[*]}}"
 
-python3 "$root/perf/ab_report.py" --json-dir "$out/json" --variants "$(IFS=,; echo "${names[*]}")" --rounds "$rounds" \
-    --order "$order" > "$out/ab.md" || { echo "   the report failed (perf/ab_report.py)"; failures=$((failures + 1)); }
+python3 "$root/scripts/bench/ab_report.py" --json-dir "$out/json" --variants "$(IFS=,; echo "${names[*]}")" --rounds "$rounds" \
+    --order "$order" > "$out/ab.md" || { echo "   the report failed (scripts/bench/ab_report.py)"; failures=$((failures + 1)); }
 cat "$out/ab.md"
 echo "== report: $out/ab.md; raw: $out"
 [ "$failures" = 0 ]
