@@ -13,7 +13,7 @@
 #               slower throughout) needs about 20 to resolve the 0.3 us target
 #   --large-repeats  repeats of the runs at 64 MiB..1 GiB (default: --repeats); some operations take one of two
 #               bandwidth levels per run at 64 MiB, in C too, so a median of 5 can swing by several percent
-#   --docs      where the report goes (default: docs/perf of this checkout)
+#   --docs      where the report goes (default: docs/gpu-runs of this checkout)
 #
 # Runs, every one with -c 0 (timing only) unless said:
 #   (a) nccl_perf_baseline under mpirun -np N          (C: one process per GPU, MPI_Bcast of the id)
@@ -36,7 +36,8 @@
 # nccl4j-perf waits for an idle JIT before each measurement (--jit_quiet_ms, 20 ms) in the small runs of step 1,
 # where the first timed loops are host-bound; steps 0, 2, 3 and 4 pass --jit_quiet_ms 0, as they time nothing
 # that a compilation in flight would move (the init clock, the curve, GPU-bound sizes, or nothing).
-# Then scripts/bench/perf_report.py writes <docs>/<yyyy-mm-dd>.md, <docs>/latest.json and the PNG (drawn by nccl4j's Plot).
+# Then scripts/bench/perf_report.py writes <docs>/<yyyy-mm-dd>-benchmark.md, <docs>/benchmark-latest.json and
+# the PNG (drawn by nccl4j's Plot).
 # On 2 H200s the whole takes about 6 minutes (7 with --small-repeats 20 --large-repeats 7: 429 s); each mpirun is bounded by RUN_TIMEOUT seconds (default 240).
 set -uo pipefail
 # The setup the scripts share (java, class path, CUDA libraries, mpirun options): scripts/env.sh, one level up.
@@ -51,7 +52,7 @@ out=
 repeats=5
 small_repeats=
 large_repeats=
-docs=$root/docs/perf
+docs=$root/docs/gpu-runs
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=$2; shift 2 ;;
@@ -153,7 +154,7 @@ fi
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed"
 
 # the plot (nccl4j's Plot, XChart) and the report
-png_name="$date_tag-all_reduce-busbw.png"
+png_name="$date_tag-benchmark-all_reduce-busbw.png"
 "$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath --wildcard "$bundle")" \
     org.nccl4j.examples.perf.Plot "$out/$png_name" \
     --title "all_reduce bus bandwidth, $np ranks: C vs nccl4j (eager)" \
@@ -163,5 +164,5 @@ cp -f "$out/$png_name" "$docs/" 2>/dev/null
 machine="$np x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) ($(hostname))"
 python3 "$root/scripts/bench/perf_report.py" --json-dir "$out/json" --docs "$docs" --date "$date_tag" --machine "$machine" \
     --png "$png_name" --failures "$failures" ${JMH_ALLOC:+--jmh "$JMH_ALLOC"} || failures=$((failures + 1))
-echo "== report: $docs/$date_tag.md, $docs/latest.json; raw: $out"
+echo "== report: $docs/$date_tag-benchmark.md, $docs/benchmark-latest.json; raw: $out"
 [ "$failures" = 0 ]

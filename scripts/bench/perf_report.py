@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the perf report from the JSON of scripts/bench/perf-compare.sh: <docs>/<date>.md and <docs>/latest.json.
+"""Writes the perf report from the JSON of scripts/bench/perf-compare.sh: <docs>/<date>-benchmark.md and
+<docs>/benchmark-latest.json.
 
 Files read (in --json-dir), each in nccl4j-perf's -J shape:
   c-eager-small-<r>, java-np-eager-small-<r>, java-g-eager-small-<r>         all_reduce 8 B..64 KiB, eager
@@ -9,7 +10,7 @@ Files read (in --json-dir), each in nccl4j-perf's -J shape:
   torch-eager                                                                torch.distributed all_reduce
   c-check, java-np-check, java-g-check                                       every operation, checked
   c-init-<r>, java-np-init-<r>, java-g-init-<r>                              short runs with --init_repeats
-Small-size figures are medians over the repeats. latest.json holds exactly: date, machine, nccl_version,
+Small-size figures are medians over the repeats. benchmark-latest.json holds exactly: date, machine, nccl_version,
 ranks, native_small_us, java_small_us, torch_small_us (8 B, out of place; torch is in place), small_overhead_us
 (max over 8 B..64 KiB of Java - C, one process per GPU, eager), graph_overhead_us (the same for CUDA graphs),
 min_busbw_ratio_64MiB_up (min over operations, placements and sizes >= 64 MiB of Java/C bus bandwidth),
@@ -267,7 +268,7 @@ def main():
         if isinstance(v, float):
             latest[k] = round(v, 4)
     os.makedirs(a.docs, exist_ok=True)
-    with open(os.path.join(a.docs, "latest.json"), "w") as f:
+    with open(os.path.join(a.docs, "benchmark-latest.json"), "w") as f:
         json.dump(latest, f, indent=2)
         f.write("\n")
 
@@ -287,7 +288,7 @@ def main():
              "**Java -g** = `nccl4j-perf -g N` (one process, `Communicator.initAll`, one "
              "`Nccl.groupStart()`/`groupEnd()` per iteration); **torch** = `torch.distributed.all_reduce` under torchrun.")
     L.append("")
-    L.append("## Summary (latest.json)")
+    L.append("## Summary (benchmark-latest.json)")
     L.append("")
     L.append("| key | value |")
     L.append("|---|---|")
@@ -456,7 +457,7 @@ def main():
         w = sum(r["wrong"] or 0 for r in d.get("results", []))
         L.append(f"| {name} | {w} |")
     L.append("")
-    with open(os.path.join(a.docs, a.date + ".md"), "w") as f:
+    with open(os.path.join(a.docs, a.date + "-benchmark.md"), "w") as f:
         f.write("\n".join(L))
     print(json.dumps(latest, indent=2))
 

@@ -113,16 +113,8 @@ public final class Communicator implements AutoCloseable {
     /** Failed, closed for calls, but not aborted: kept for shrink ({@link FailurePolicy#RECOVER}). */
     private volatile boolean kept;
 
-    // ---- the collective check (NCCL4J_CHECK_COLLECTIVES) ----
-    /** Fields of a collective's fingerprint: sequence, operation, count, type, operator, root. */
-    private static final int FINGERPRINT = 6;
-    private static final String[] FINGERPRINT_FIELDS = {"sequence", "operation", "count", "type", "op", "root"};
-    private final boolean checkCollectives;
-    /** This rank's fingerprint, then every rank's (all-gathered); allocated on the first check. */
-    private DeviceBuffer checkBuffer;
-    private final long[] fingerprint = new long[FINGERPRINT];
-    /** When the check in progress began waiting for its peers ({@link System#nanoTime()}), or 0: watched. */
-    private volatile long checkSince;
+    /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
+    private final CollectiveCheck check;
 
     private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         this.library = NcclLibrary.load();
@@ -144,7 +136,7 @@ public final class Communicator implements AutoCloseable {
         this.leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
         this.settings = settings;
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
-        this.checkCollectives = settings.checkCollectives();
+        this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
         NcclLog.register(handle, rank, size, settings.commName());
         Nccl.markInitialized();
         if (recorder != null) {
@@ -1346,6 +1338,16 @@ public final class Communicator implements AutoCloseable {
         stream.addUser(this);
     }
 
+    /** The collective check, or null when it is off: the watchdog watches its waits. */
+    CollectiveCheck check() {
+        return check;
+    }
+
+    /** The number of operations enqueued so far. */
+    long sequence() {
+        return sequence;
+    }
+
     /** A CUDA graph holding this communicator's operations was launched on {@code stream}: one entry for it. */
     void graphLaunched(Stream stream, long operations) {
         FlightRecorder r = recorder;
@@ -1514,104 +1516,6 @@ public final class Communicator implements AutoCloseable {
         return file;
     }
 
-    /**
-     * The collective check: all-gathers this collective's fingerprint (sequence, operation, count, type, operator,
-     * root) on {@code stream}, waits, and throws on the first field in which a rank differs from rank 0, naming
-     * every rank's value. Not during graph capture (it waits). The watchdog watches the wait.
-     */
-    private void agree(TraceOperation op, long count, DataType type, int redOp, int root, Stream stream) {
-        if (Capture.active() != 0 && stream.captureThread() != null) {
-            return;
-        }
-        long seq = recorder != null ? recorder.lastEnqueued() + 1 : sequence + 1;
-        if (checkBuffer == null) {
-            checkBuffer = DeviceBuffer.allocate(device, (long) (size + 1) * FINGERPRINT, DataType.INT64);
-        }
-        long[] fp = fingerprint;
-        fp[0] = seq;
-        fp[1] = op.code();
-        fp[2] = count;
-        fp[3] = type.code();
-        fp[4] = redOp < ReduceOp.AVG.code() + 1 ? redOp : ReduceOp.AVG.code() + 1;  // every PreMulSum alike
-        fp[5] = root;
-        checkBuffer.copyFrom(fp);
-        long at = checkBuffer.address();
-        Errors.checkEnqueued(NcclNative.ncclAllGather(at, at + 8L * FINGERPRINT, FINGERPRINT, DataType.INT64.code(),
-                handle, stream.handle()), NcclFunction.ncclAllGather, this);
-        checkSince = System.nanoTime();
-        try {
-            stream.synchronize();
-        } finally {
-            checkSince = 0;
-        }
-        long[] all = checkBuffer.copyTo(new long[(size + 1) * FINGERPRINT]);
-        int field = firstDifference(all, size);
-        if (field >= 0) {
-            long[] values = new long[size];
-            for (int r = 0; r < size; r++) {
-                values[r] = all[(r + 1) * FINGERPRINT + field];
-            }
-            throw mismatch(op, seq, field, values);
-        }
-    }
-
-    /**
-     * The first fingerprint field in which a rank differs from rank 0, or -1; {@code all} holds this rank's
-     * fingerprint, then every rank's.
-     */
-    static int firstDifference(long[] all, int size) {
-        for (int f = 0; f < FINGERPRINT; f++) {
-            for (int r = 1; r < size; r++) {
-                if (all[(r + 1) * FINGERPRINT + f] != all[FINGERPRINT + f]) {
-                    return f;
-                }
-            }
-        }
-        return -1;
-    }
-
-    CollectiveMismatchException mismatch(TraceOperation op, long seq, int field, long[] values) {
-        StringBuilder sb = new StringBuilder("rank ").append(rank).append(" of ").append(size);
-        if (settings.commName() != null) {
-            sb.append(" (communicator \"").append(settings.commName()).append("\")");
-        }
-        sb.append(": the ranks called different collectives at ").append(op.name()).append(" #").append(seq)
-                .append(": ").append(FINGERPRINT_FIELDS[field]).append(" differs: ");
-        for (int r = 0; r < values.length; r++) {
-            sb.append(r == 0 ? "" : ", ").append("rank ").append(r).append(' ')
-                    .append(fingerprintValue(field, values[r]));
-        }
-        sb.append(". NCCL4J_CHECK_COLLECTIVES compared sequence, operation, count, type, operator and root before "
-                + "enqueuing it; no rank enqueued it. Make every rank call the same collectives in the same order "
-                + "with the same arguments");
-        return new CollectiveMismatchException(sb.toString(), rank, seq, op.name(), FINGERPRINT_FIELDS[field], values);
-    }
-
-    private static String fingerprintValue(int field, long v) {
-        switch (field) {
-            case 1:
-                return v >= 0 && v < TraceOperation.values().length ? TraceOperation.fromCode((int) v).name()
-                        : Long.toString(v);
-            case 3:
-                return v >= 0 && v < DataType.values().length ? DataType.fromCode((int) v).ncclName()
-                        : Long.toString(v);
-            case 4:
-                return v < 0 ? "none" : v <= ReduceOp.AVG.code() ? ReduceOp.builtIn()[(int) v].toString() : "PreMulSum";
-            default:
-                return Long.toString(v);
-        }
-    }
-
-    /** When the collective check began waiting, or 0. */
-    long checkSince() {
-        return checkSince;
-    }
-
-    /** This rank's fingerprint of the check in progress: sequence, operation code, count, type, op, root. */
-    long[] checkFingerprint() {
-        return fingerprint;
-    }
-
     // ------------------------------------------------------------------ all-reduce
 
     /**
@@ -1630,11 +1534,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        long count = elements(send, type, "send");
-        checkBuffer(recv, "recv");
-        checkFits(recv, count, type, "recv");
-        allReduce0(send.address(), recv.address(), count, type, op, stream);
+        collective(Collective.ALL_REDUCE, send, recv, type, op, -1, stream);
     }
 
     /**
@@ -1651,9 +1551,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void allReduce(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        long count = elements(buffer, type, "buffer");
-        allReduce0(buffer.address(), buffer.address(), count, type, op, stream);
+        inPlace(Collective.ALL_REDUCE, buffer, type, op, -1, stream);
     }
 
     /**
@@ -1667,20 +1565,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        checkRaw(send, "send", count);
-        checkRaw(recv, "recv", count);
-        allReduce0(send, recv, count, type, op, stream);
-    }
-
-    private void allReduce0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
-        checkOp(op, type);
-        if (checkCollectives) {
-            agree(TraceOperation.allReduce, count, type, op.code(), -1, stream);
-        }
-        enqueued(NcclNative.ncclAllReduce(send, recv, count, type.code(), op.code(), handle, stream.handle()),
-                NcclFunction.ncclAllReduce, TraceOperation.allReduce, count, type, op.code(), -1,
-                        count * type.size(), stream);
+        raw(Collective.ALL_REDUCE, send, recv, count, type, op, -1, stream);
     }
 
     // ------------------------------------------------------------------ broadcast
@@ -1701,16 +1586,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(recv, type, "recv");
-        long sendAddr = 0;
-        if (rank == root || send != null) {
-            checkBuffer(send, "send");
-            checkFits(send, count, type, "send");
-            sendAddr = send.address();
-        }
-        broadcast0(sendAddr, recv.address(), count, type, root, stream);
+        collective(Collective.BROADCAST, send, recv, type, null, root, stream);
     }
 
     /**
@@ -1727,10 +1603,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void broadcast(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(buffer, type, "buffer");
-        broadcast0(buffer.address(), buffer.address(), count, type, root, stream);
+        inPlace(Collective.BROADCAST, buffer, type, null, root, stream);
     }
 
     /**
@@ -1744,22 +1617,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void broadcast(long send, long recv, long count, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        if (rank == root) {
-            checkRaw(send, "send", count);
-        }
-        checkRaw(recv, "recv", count);
-        broadcast0(send, recv, count, type, root, stream);
-    }
-
-    private void broadcast0(long send, long recv, long count, DataType type, int root, Stream stream) {
-        if (checkCollectives) {
-            agree(TraceOperation.broadcast, count, type, -1, root, stream);
-        }
-        enqueued(NcclNative.ncclBroadcast(send, recv, count, type.code(), root, handle, stream.handle()),
-                NcclFunction.ncclBroadcast, TraceOperation.broadcast, count, type, -1, root,
-                        count * type.size(), stream);
+        raw(Collective.BROADCAST, send, recv, count, type, null, root, stream);
     }
 
     // ------------------------------------------------------------------ reduce
@@ -1781,16 +1639,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void reduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(send, type, "send");
-        long recvAddr = 0;
-        if (rank == root || recv != null) {
-            checkBuffer(recv, "recv");
-            checkFits(recv, count, type, "recv");
-            recvAddr = recv.address();
-        }
-        reduce0(send.address(), recvAddr, count, type, op, root, stream);
+        collective(Collective.REDUCE, send, recv, type, op, root, stream);
     }
 
     /**
@@ -1808,10 +1657,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void reduce(DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(buffer, type, "buffer");
-        reduce0(buffer.address(), buffer.address(), count, type, op, root, stream);
+        inPlace(Collective.REDUCE, buffer, type, op, root, stream);
     }
 
     /**
@@ -1826,23 +1672,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void reduce(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        checkRaw(send, "send", count);
-        if (rank == root) {
-            checkRaw(recv, "recv", count);
-        }
-        reduce0(send, recv, count, type, op, root, stream);
-    }
-
-    private void reduce0(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
-        checkOp(op, type);
-        if (checkCollectives) {
-            agree(TraceOperation.reduce, count, type, op.code(), root, stream);
-        }
-        enqueued(NcclNative.ncclReduce(send, recv, count, type.code(), op.code(), root, handle, stream.handle()),
-                NcclFunction.ncclReduce, TraceOperation.reduce, count, type, op.code(), root,
-                        count * type.size(), stream);
+        raw(Collective.REDUCE, send, recv, count, type, op, root, stream);
     }
 
     // ------------------------------------------------------------------ all-gather
@@ -1862,11 +1692,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void allGather(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
-        checkCommon(type, stream);
-        long count = elements(send, type, "send");
-        checkBuffer(recv, "recv");
-        checkFits(recv, count * size, type, "recv");
-        allGather0(send.address(), recv.address(), count, type, stream);
+        collective(Collective.ALL_GATHER, send, recv, type, null, -1, stream);
     }
 
     /**
@@ -1883,9 +1709,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void allGather(DeviceBuffer buffer, DataType type, Stream stream) {
-        checkCommon(type, stream);
-        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
-        allGather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, stream);
+        inPlace(Collective.ALL_GATHER, buffer, type, null, -1, stream);
     }
 
     /**
@@ -1898,19 +1722,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void allGather(long send, long recv, long sendCount, DataType type, Stream stream) {
-        checkCommon(type, stream);
-        checkRaw(send, "send", sendCount);
-        checkRaw(recv, "recv", sendCount);
-        allGather0(send, recv, sendCount, type, stream);
-    }
-
-    private void allGather0(long send, long recv, long count, DataType type, Stream stream) {
-        if (checkCollectives) {
-            agree(TraceOperation.allGather, count, type, -1, -1, stream);
-        }
-        enqueued(NcclNative.ncclAllGather(send, recv, count, type.code(), handle, stream.handle()),
-                NcclFunction.ncclAllGather, TraceOperation.allGather, count, type, -1, -1,
-                        count * type.size(), stream);
+        raw(Collective.ALL_GATHER, send, recv, sendCount, type, null, -1, stream);
     }
 
     // ------------------------------------------------------------------ reduce-scatter
@@ -1931,11 +1743,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        long count = elements(recv, type, "recv");
-        checkBuffer(send, "send");
-        checkFits(send, count * size, type, "send");
-        reduceScatter0(send.address(), recv.address(), count, type, op, stream);
+        collective(Collective.REDUCE_SCATTER, send, recv, type, op, -1, stream);
     }
 
     /**
@@ -1952,9 +1760,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void reduceScatter(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
-        reduceScatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, op, stream);
+        inPlace(Collective.REDUCE_SCATTER, buffer, type, op, -1, stream);
     }
 
     /**
@@ -1968,20 +1774,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op, Stream stream) {
-        checkCommon(type, stream);
-        checkRaw(send, "send", recvCount);
-        checkRaw(recv, "recv", recvCount);
-        reduceScatter0(send, recv, recvCount, type, op, stream);
-    }
-
-    private void reduceScatter0(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
-        checkOp(op, type);
-        if (checkCollectives) {
-            agree(TraceOperation.reduceScatter, count, type, op.code(), -1, stream);
-        }
-        enqueued(NcclNative.ncclReduceScatter(send, recv, count, type.code(), op.code(), handle, stream.handle()),
-                NcclFunction.ncclReduceScatter, TraceOperation.reduceScatter, count, type, op.code(), -1,
-                        count * size * type.size(), stream);
+        raw(Collective.REDUCE_SCATTER, send, recv, recvCount, type, op, -1, stream);
     }
 
     // ------------------------------------------------------------------ all-to-all
@@ -2001,11 +1794,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void alltoAll(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
-        checkCommon(type, stream);
-        long count = perRank(elements(send, type, "send"), "send", type);
-        checkBuffer(recv, "recv");
-        checkFits(recv, count * size, type, "recv");
-        alltoAll0(send.address(), recv.address(), count, type, stream);
+        collective(Collective.ALL_TO_ALL, send, recv, type, null, -1, stream);
     }
 
     /**
@@ -2018,37 +1807,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void alltoAll(long send, long recv, long count, DataType type, Stream stream) {
-        checkCommon(type, stream);
-        checkRaw(send, "send", count);
-        checkRaw(recv, "recv", count);
-        alltoAll0(send, recv, count, type, stream);
-    }
-
-    private void alltoAll0(long send, long recv, long count, DataType type, Stream stream) {
-        if (checkCollectives) {
-            agree(TraceOperation.alltoAll, count, type, -1, -1, stream);
-        }
-        if (nativeAlltoAll) {
-            enqueued(NcclNative.ncclAlltoAll(send, recv, count, type.code(), handle, stream.handle()),
-                    NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1,
-                            count * size * type.size(), stream);
-            return;
-        }
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        for (int peer = 0; peer < size && rc == 0; peer++) {
-            last = NcclFunction.ncclSend;
-            rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
-            if (rc == 0) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
-            }
-        }
-        groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclAlltoAll, TraceOperation.alltoAll, count, type, -1, -1,
-                count * size * type.size(), stream);
+        raw(Collective.ALL_TO_ALL, send, recv, count, type, null, -1, stream);
     }
 
     // ------------------------------------------------------------------ gather
@@ -2069,16 +1828,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void gather(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(send, type, "send");
-        long recvAddr = 0;
-        if (rank == root || recv != null) {
-            checkBuffer(recv, "recv");
-            checkFits(recv, count * size, type, "recv");
-            recvAddr = recv.address();
-        }
-        gather0(send.address(), recvAddr, count, type, root, stream);
+        collective(Collective.GATHER, send, recv, type, null, root, stream);
     }
 
     /**
@@ -2096,10 +1846,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void gather(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
-        gather0(buffer.address() + rank * count * type.size(), buffer.address(), count, type, root, stream);
+        inPlace(Collective.GATHER, buffer, type, null, root, stream);
     }
 
     /**
@@ -2113,38 +1860,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void gather(long send, long recv, long count, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        checkRaw(send, "send", count);
-        if (rank == root) {
-            checkRaw(recv, "recv", count);
-        }
-        gather0(send, recv, count, type, root, stream);
-    }
-
-    private void gather0(long send, long recv, long count, DataType type, int root, Stream stream) {
-        if (checkCollectives) {
-            agree(TraceOperation.gather, count, type, -1, root, stream);
-        }
-        if (nativeGather) {
-            enqueued(NcclNative.ncclGather(send, recv, count, type.code(), root, handle, stream.handle()),
-                    NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root,
-                            count * type.size(), stream);
-            return;
-        }
-        long block = count * type.size();
-        Nccl.groupStart();
-        NcclFunction last = NcclFunction.ncclSend;
-        int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream.handle());
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream.handle());
-            }
-        }
-        groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclGather, TraceOperation.gather, count, type, -1, root, count * type.size(),
-                stream);
+        raw(Collective.GATHER, send, recv, count, type, null, root, stream);
     }
 
     // ------------------------------------------------------------------ scatter
@@ -2165,16 +1881,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void scatter(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = elements(recv, type, "recv");
-        long sendAddr = 0;
-        if (rank == root || send != null) {
-            checkBuffer(send, "send");
-            checkFits(send, count * size, type, "send");
-            sendAddr = send.address();
-        }
-        scatter0(sendAddr, recv.address(), count, type, root, stream);
+        collective(Collective.SCATTER, send, recv, type, null, root, stream);
     }
 
     /**
@@ -2192,10 +1899,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void scatter(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        long count = perRank(elements(buffer, type, "buffer"), "buffer", type);
-        scatter0(buffer.address(), buffer.address() + rank * count * type.size(), count, type, root, stream);
+        inPlace(Collective.SCATTER, buffer, type, null, root, stream);
     }
 
     /**
@@ -2209,59 +1913,9 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void scatter(long send, long recv, long count, DataType type, int root, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(root, "root");
-        if (rank == root) {
-            checkRaw(send, "send", count);
-        }
-        checkRaw(recv, "recv", count);
-        scatter0(send, recv, count, type, root, stream);
+        raw(Collective.SCATTER, send, recv, count, type, null, root, stream);
     }
 
-    private void scatter0(long send, long recv, long count, DataType type, int root, Stream stream) {
-        if (checkCollectives) {
-            agree(TraceOperation.scatter, count, type, -1, root, stream);
-        }
-        if (nativeScatter) {
-            enqueued(NcclNative.ncclScatter(send, recv, count, type.code(), root, handle, stream.handle()),
-                    NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root,
-                            count * type.size(), stream);
-            return;
-        }
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream.handle());
-            }
-        }
-        if (rc == 0) {
-            last = NcclFunction.ncclRecv;
-            rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream.handle());
-        }
-        groupEnd(rc, last);
-        enqueued(0, NcclFunction.ncclScatter, TraceOperation.scatter, count, type, -1, root, count * type.size(),
-                stream);
-    }
-
-    /**
-     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
-     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
-     * before ncclGroupEnd can replace it, and the group is ended all the same.
-     */
-    private void groupEnd(int rc, NcclFunction last) {
-        RuntimeException failure = null;
-        if (rc != 0 && !(rc == 7 && !blocking)) {
-            failure = Errors.failure(rc, last, this);
-        }
-        int end = Nccl.groupEndStatus();
-        if (failure != null) {
-            throw failure;
-        }
-        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
-    }
 
     // ------------------------------------------------------------------ point-to-point
 
@@ -2279,10 +1933,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void send(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(peer, "peer");
-        long count = elements(buffer, type, "buffer");
-        send0(buffer.address(), count, type, peer, stream);
+        inPlace(Collective.SEND, buffer, type, null, peer, stream);
     }
 
     /**
@@ -2295,16 +1946,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void send(long buffer, long count, DataType type, int peer, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(peer, "peer");
-        checkRaw(buffer, "buffer", count);
-        send0(buffer, count, type, peer, stream);
-    }
-
-    private void send0(long buffer, long count, DataType type, int peer, Stream stream) {
-        enqueued(NcclNative.ncclSend(buffer, count, type.code(), peer, handle, stream.handle()),
-                NcclFunction.ncclSend, TraceOperation.send, count, type, -1, peer,
-                        count * type.size(), stream);
+        raw(Collective.SEND, buffer, buffer, count, type, null, peer, stream);
     }
 
     /**
@@ -2321,10 +1963,7 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public void recv(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(peer, "peer");
-        long count = elements(buffer, type, "buffer");
-        recv0(buffer.address(), count, type, peer, stream);
+        inPlace(Collective.RECV, buffer, type, null, peer, stream);
     }
 
     /**
@@ -2337,16 +1976,188 @@ public final class Communicator implements AutoCloseable {
      * @param stream the stream to enqueue on, of this communicator's device
      */
     public void recv(long buffer, long count, DataType type, int peer, Stream stream) {
-        checkCommon(type, stream);
-        checkRank(peer, "peer");
-        checkRaw(buffer, "buffer", count);
-        recv0(buffer, count, type, peer, stream);
+        raw(Collective.RECV, buffer, buffer, count, type, null, peer, stream);
     }
 
-    private void recv0(long buffer, long count, DataType type, int peer, Stream stream) {
-        enqueued(NcclNative.ncclRecv(buffer, count, type.code(), peer, handle, stream.handle()),
-                NcclFunction.ncclRecv, TraceOperation.recv, count, type, -1, peer,
-                        count * type.size(), stream);
+    // ------------------------------------------------------------------ the one path: check, record, dispatch
+
+    /**
+     * The form on two buffers: the count from the one {@link Collective} names, the other buffer checked to hold what
+     * the operation reads or writes there (skipped on a non-root rank where only the root uses it and it is null).
+     */
+    private void collective(Collective c, DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root,
+            Stream stream) {
+        checkCommon(type, stream);
+        if (c.rooted) {
+            checkRank(root, c.rootName);
+        }
+        boolean fromRecv = c.countFromRecv;
+        String countedName = fromRecv ? "recv" : "send";
+        String otherName = fromRecv ? "send" : "recv";
+        DeviceBuffer counted = fromRecv ? recv : send;
+        DeviceBuffer other = fromRecv ? send : recv;
+        long count = elements(counted, type, countedName);
+        if (fromRecv ? c.recvPerRank : c.sendPerRank) {
+            count = perRank(count, countedName, type);
+        }
+        long otherAddress = 0;
+        if (!(fromRecv ? c.sendAtRoot : c.recvAtRoot) || rank == root || other != null) {
+            checkBuffer(other, otherName);
+            checkFits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
+            otherAddress = other.address();
+        }
+        long send0 = fromRecv ? otherAddress : counted.address();
+        long recv0 = fromRecv ? counted.address() : otherAddress;
+        enqueue(c, send0, recv0, count, type, op, root, stream);
+    }
+
+    /**
+     * The form on one buffer: in place, or this rank's block of it when the operation moves a block per rank; for
+     * send and recv, the buffer itself.
+     */
+    private void inPlace(Collective c, DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
+        checkCommon(type, stream);
+        if (c.rooted) {
+            checkRank(root, c.rootName);
+        }
+        long count = elements(buffer, type, "buffer");
+        long send = buffer.address();
+        long recv = send;
+        if (c.sendPerRank || c.recvPerRank) {
+            count = perRank(count, "buffer", type);
+            long mine = buffer.address() + rank * count * type.size();
+            if (c.recvPerRank) {
+                send = mine;      // all-gather, gather: this rank's block is the data it contributes
+            } else {
+                recv = mine;      // reduce-scatter, scatter: this rank's block is where its result lands
+            }
+        }
+        enqueue(c, send, recv, count, type, op, root, stream);
+    }
+
+    /** The form on device addresses and an explicit count: addresses must not be 0 where they are used. */
+    private void raw(Collective c, long send, long recv, long count, DataType type, ReduceOp op, int root,
+            Stream stream) {
+        checkCommon(type, stream);
+        if (c.rooted) {
+            checkRank(root, c.rootName);
+        }
+        if (c.pointToPoint) {
+            checkRaw(send, "buffer", count);
+        } else {
+            if (!c.sendAtRoot || rank == root) {
+                checkRaw(send, "send", count);
+            }
+            if (!c.recvAtRoot || rank == root) {
+                checkRaw(recv, "recv", count);
+            }
+        }
+        enqueue(c, send, recv, count, type, op, root, stream);
+    }
+
+    /**
+     * Every operation ends here with checked arguments: the operator's check, the collective check when it is on,
+     * one NCCL call (or, before NCCL 2.28, the group of sends and receives that composes all-to-all, gather or
+     * scatter), then {@link #enqueued} records it. Allocates nothing.
+     */
+    private void enqueue(Collective c, long send, long recv, long count, DataType type, ReduceOp op, int root,
+            Stream stream) {
+        int redOp = -1;
+        if (c.reduces) {
+            checkOp(op, type);
+            redOp = op.code();
+        }
+        if (check != null && !c.pointToPoint) {
+            check.agree(c.operation, count, type, redOp, root, stream);
+        }
+        int t = type.code();
+        long s = stream.handle();
+        int status = switch (c) {
+            case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
+            case BROADCAST -> NcclNative.ncclBroadcast(send, recv, count, t, root, handle, s);
+            case REDUCE -> NcclNative.ncclReduce(send, recv, count, t, redOp, root, handle, s);
+            case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
+            case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
+            case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
+                    : composedAlltoAll(send, recv, count, type, s);
+            case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
+                    : composedGather(send, recv, count, type, root, s);
+            case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
+                    : composedScatter(send, recv, count, type, root, s);
+            case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
+            case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
+        };
+        enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size), stream);
+    }
+
+    /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
+    private int composedAlltoAll(long send, long recv, long count, DataType type, long stream) {
+        long block = count * type.size();
+        Nccl.groupStart();
+        int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
+        for (int peer = 0; peer < size && rc == 0; peer++) {
+            last = NcclFunction.ncclSend;
+            rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
+            if (rc == 0) {
+                last = NcclFunction.ncclRecv;
+                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
+            }
+        }
+        groupEnd(rc, last);
+        return 0;
+    }
+
+    /** ncclGather before NCCL 2.28: every rank sends to the root, which receives a block from each, in one group. */
+    private int composedGather(long send, long recv, long count, DataType type, int root, long stream) {
+        long block = count * type.size();
+        Nccl.groupStart();
+        NcclFunction last = NcclFunction.ncclSend;
+        int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream);
+        if (rank == root) {
+            for (int peer = 0; peer < size && rc == 0; peer++) {
+                last = NcclFunction.ncclRecv;
+                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
+            }
+        }
+        groupEnd(rc, last);
+        return 0;
+    }
+
+    /** ncclScatter before NCCL 2.28: the root sends a block to every rank, each receives its own, in one group. */
+    private int composedScatter(long send, long recv, long count, DataType type, int root, long stream) {
+        long block = count * type.size();
+        Nccl.groupStart();
+        int rc = 0;
+        NcclFunction last = NcclFunction.ncclSend;
+        if (rank == root) {
+            for (int peer = 0; peer < size && rc == 0; peer++) {
+                rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
+            }
+        }
+        if (rc == 0) {
+            last = NcclFunction.ncclRecv;
+            rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream);
+        }
+        groupEnd(rc, last);
+        return 0;
+    }
+
+    /**
+     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
+     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
+     * before ncclGroupEnd can replace it, and the group is ended all the same.
+     */
+    private void groupEnd(int rc, NcclFunction last) {
+        RuntimeException failure = null;
+        if (rc != 0 && !(rc == 7 && !blocking)) {
+            failure = Errors.failure(rc, last, this);
+        }
+        int end = Nccl.groupEndStatus();
+        if (failure != null) {
+            throw failure;
+        }
+        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
     }
 
     // ------------------------------------------------------------------ teardown
@@ -2370,7 +2181,9 @@ public final class Communicator implements AutoCloseable {
      * failed or hung. Idempotent with {@link #close()}.
      */
     public void abort() {
-        releaseCheckBuffer();
+        if (check != null) {
+            check.release();
+        }
         closeLiveness();
         lifecycle.lock();
         try {
@@ -2393,7 +2206,9 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        releaseCheckBuffer();
+        if (check != null) {
+            check.release();
+        }
         closeLiveness();
         lifecycle.lock();
         try {
@@ -2408,14 +2223,6 @@ public final class Communicator implements AutoCloseable {
         if (l != null) {
             liveness = null;
             l.close();
-        }
-    }
-
-    private void releaseCheckBuffer() {
-        DeviceBuffer b = checkBuffer;
-        if (b != null) {
-            checkBuffer = null;
-            b.close();
         }
     }
 

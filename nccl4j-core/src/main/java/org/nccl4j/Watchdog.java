@@ -298,7 +298,8 @@ final class Watchdog implements Runnable {
             if (oldest != 0 && now - recorder.enqueuedNanos(oldest) > timeoutNanos) {
                 return failure(Kind.TIMEOUT, oldest, 0, null, now);
             }
-            long since = comm.checkSince();
+            CollectiveCheck check = comm.check();
+            long since = check == null ? 0 : check.since();
             if (since != 0 && now - since > timeoutNanos) {
                 return checkTimedOut(now - since);
             }
@@ -453,7 +454,7 @@ final class Watchdog implements Runnable {
 
         /** The collective check's all-gather did not complete: a peer never reached the same collective. */
         private CommunicatorFailedException checkTimedOut(long waited) {
-            long[] fp = comm.checkFingerprint();
+            long[] fp = comm.check().fingerprint();
             String op = fp[1] >= 0 && fp[1] < org.nccl4j.trace.TraceOperation.values().length
                     ? org.nccl4j.trace.TraceOperation.fromCode((int) fp[1]).name() : "operation";
             String verdict = "the collective check before " + op + " #" + fp[0] + " did not complete within "

@@ -328,12 +328,13 @@ class WatchdogTest extends StubFixture {
 
         // the comparison: this rank, then ranks 0, 1, 2; rank 2 passes half the count at #2
         long[] all = {2, 0, 10, 7, 0, -1,   2, 0, 10, 7, 0, -1,   2, 0, 10, 7, 0, -1,   2, 0, 5, 7, 0, -1};
-        assertEquals(2, Communicator.firstDifference(all, 3));
+        assertEquals(2, CollectiveCheck.firstDifference(all, 3));
         all[20] = 10;
-        assertEquals(-1, Communicator.firstDifference(all, 3));
+        assertEquals(-1, CollectiveCheck.firstDifference(all, 3));
         all[19] = 1;
-        assertEquals(1, Communicator.firstDifference(all, 3));
-        CollectiveMismatchException e = c.mismatch(TraceOperation.allReduce, 2, 2, new long[] {10, 10, 5});
+        assertEquals(1, CollectiveCheck.firstDifference(all, 3));
+        CollectiveCheck check = new CollectiveCheck(c);
+        CollectiveMismatchException e = check.mismatch(TraceOperation.allReduce, 2, 2, new long[] {10, 10, 5});
         assertEquals("rank 1 of 3 (communicator \"ck\"): the ranks called different collectives at allReduce #2: "
                 + "count differs: rank 0 10, rank 1 10, rank 2 5. NCCL4J_CHECK_COLLECTIVES compared sequence, "
                 + "operation, count, type, operator and root before enqueuing it; no rank enqueued it. Make every "
@@ -341,9 +342,9 @@ class WatchdogTest extends StubFixture {
         assertEquals("count", e.field());
         assertEquals(5, e.values()[2]);
         assertEquals(NcclResult.INVALID_USAGE, e.result());
-        assertTrue(c.mismatch(TraceOperation.reduce, 4, 3, new long[] {7, 8, 7}).getMessage()
+        assertTrue(check.mismatch(TraceOperation.reduce, 4, 3, new long[] {7, 8, 7}).getMessage()
                 .contains("type differs: rank 0 ncclFloat32, rank 1 ncclFloat64, rank 2 ncclFloat32"));
-        assertTrue(c.mismatch(TraceOperation.reduce, 4, 1, new long[] {2, 0, 2}).getMessage()
+        assertTrue(check.mismatch(TraceOperation.reduce, 4, 1, new long[] {2, 0, 2}).getMessage()
                 .contains("operation differs: rank 0 reduce, rank 1 allReduce, rank 2 reduce"));
     }
 

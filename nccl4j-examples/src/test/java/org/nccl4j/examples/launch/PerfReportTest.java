@@ -23,7 +23,7 @@ import org.nccl4j.examples.launch.Tools.Run;
 
 /**
  * {@code scripts/bench/perf_report.py}, the report of {@code scripts/bench/perf-compare.sh}, on synthetic JSON in nccl4j-perf's -J
- * shape with known numbers: every key of latest.json and the key lines of the markdown, worked out by hand in the
+ * shape with known numbers: every key of benchmark-latest.json and the key lines of the markdown, worked out by hand in the
  * comments. Times are multiples of 0.5 us (medians of two: of 0.25 us) so that every figure is exact in binary and
  * no printed value sits on a rounding tie. Skipped where python3 is missing.
  */
@@ -42,7 +42,7 @@ class PerfReportTest {
         assumeOnPath("python3");
     }
 
-    /** perf_report.py on json, writing to docs; returns the markdown (latest.json is left in docs). */
+    /** perf_report.py on json, writing to docs; returns the markdown (benchmark-latest.json is left in docs). */
     private String report(Path json, Path docs, String... extra) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--docs",
                 docs.toString(), "--date", "2026-01-02", "--machine", "2 x Test GPU"));
@@ -50,8 +50,8 @@ class PerfReportTest {
         Run r = exec(tmp, PYTHON_ENV, cmd);
         assertEquals(0, r.status(), String.join(" ", cmd) + " failed:\n" + r.out());
         // it prints latest.json as it writes it
-        assertEquals(Files.readString(docs.resolve("latest.json")), r.out());
-        return Files.readString(docs.resolve("2026-01-02.md"));
+        assertEquals(Files.readString(docs.resolve("benchmark-latest.json")), r.out());
+        return Files.readString(docs.resolve("2026-01-02-benchmark.md"));
     }
 
     // ---------------------------------------------------------------- fixture writing (the -J schema)
@@ -218,7 +218,7 @@ class PerfReportTest {
                   "alloc_bytes_per_call": 0.25,
                   "small_overhead_fast_us": 0.5
                 }
-                """, Files.readString(docs.resolve("latest.json")));
+                """, Files.readString(docs.resolve("benchmark-latest.json")));
     }
 
     @Test
@@ -359,7 +359,7 @@ class PerfReportTest {
                         + "output directory); every figure is a CUDA-event time over the timed loop, as nccl4j-perf and "
                         + "nccl_perf_baseline take it (see `scripts/bench/native/nccl_perf_baseline.cu`).", "", notice, "");
         assertEquals(ok, md.replace(notice + "\n\n", ""));
-        assertEquals(Files.readString(tmp.resolve("ok/latest.json")), Files.readString(tmp.resolve("failed/latest.json")));
+        assertEquals(Files.readString(tmp.resolve("ok/benchmark-latest.json")), Files.readString(tmp.resolve("failed/benchmark-latest.json")));
     }
 
     // ---------------------------------------------------------------- edge cases
@@ -397,7 +397,7 @@ class PerfReportTest {
                   "alloc_bytes_per_call": null,
                   "small_overhead_fast_us": 0.5
                 }
-                """, Files.readString(docs.resolve("latest.json")));
+                """, Files.readString(docs.resolve("benchmark-latest.json")));
         // 7.0 / 6.0 = 1.1667, 6.5 / 6.0 = 1.0833
         assertLines(md, "| 8 B | 6.00 | 7.00 | 1.00 | 1.167 | — | — |", "| 1 KiB | 6.00 | 6.50 | 0.50 | 1.083 | — | — |");
         // run medians C 6.0 6.25 6.25, Java 6.75 6.75 6.75: the best split (between C and Java) leaves means
@@ -430,7 +430,7 @@ class PerfReportTest {
         small(d, "java-np-eager-small-2", 300, t(7.5, 6.0), t(6.5, 6.5), 0.0);
         Path docs = tmp.resolve("docs");
         String md = report(d, docs);
-        String latest = Files.readString(docs.resolve("latest.json"));
+        String latest = Files.readString(docs.resolve("benchmark-latest.json"));
         // 8 B: fastest 6.0, below 7.0: C 6.0 6.0, Java none (7.5); 1 KiB: fastest 6.0: Java 6.0 6.0, C none (8.0)
         assertTrue(latest.contains("\n  \"small_overhead_fast_us\": null\n}"), latest);
         // the medians over all runs are still there: max(7.5 - 6.0, 6.0 - 8.0) = 1.5

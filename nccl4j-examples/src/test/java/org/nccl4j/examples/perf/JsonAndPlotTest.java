@@ -93,7 +93,7 @@ class JsonAndPlotTest {
             assertEquals(67108864, results.get(0).size());
             assertEquals(250.04, results.get(0).timeUs(), name.startsWith("results") ? 1e-9 : 0.1);
         }
-        Path summary = Path.of("..", "docs", "perf", "latest.json");   // the performance summary in the tree
+        Path summary = Path.of("..", "docs", "gpu-runs", "benchmark-latest.json");   // the performance summary in the tree
         assertEquals("2.28.3", ((Map<String, Object>) JsonDocs.read(Files.readString(summary))).get("nccl_version"));
 
     }
