@@ -148,7 +148,7 @@ run_case() { # NAME EXPECTED_STATUSES COMMAND...
 
 skip_plain() { plain_java "$1" skip; }
 skip_run() { launched "$1" skip; }
-skip_run3() { launched "$1" skip 3; }
+skip_3_ranks() { launched "$1" skip 3; }
 skip_exit() { NCCL4J_ON_FAILURE='exit' plain_java "$1" skip; }
 kill_plain() { plain_java "$1" kill; }
 kill_run() { launched "$1" kill; }
@@ -213,7 +213,7 @@ cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" c
 # skip: both ranks exit 0 (each saw the promised timeout in both threads)
 run_case skip-no-launcher '0 0' skip_plain
 run_case skip-nccl4j-run '0' skip_run
-run_case skip-3-ranks-nccl4j-run '0' skip_run3
+run_case skip-3-ranks-nccl4j-run '0' skip_3_ranks
 # the exit policy: both ranks halt with status 70 after the log line and the trace
 run_case skip-exit-policy '70 70' skip_exit
 # kill: rank 0 exits 0 (a RemoteErrorException within 5 s); rank 1 dies of SIGKILL (137)

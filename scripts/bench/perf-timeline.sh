@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One operation at one size, C baseline and nccl4j-perf (one process per GPU) each under a kernel tracer, then
 # the NCCL kernels' durations and the gaps between them side by side (scripts/bench/timeline_report.py). Made to find
-# where the 0.6 % that nccl4j-perf loses against C on all_reduce at 64 MiB goes (docs/perf/2026-11-23.md):
+# where the 0.6 % that nccl4j-perf loses against C on all_reduce at 64 MiB goes (docs/gpu-runs/2026-11-23-benchmark.md):
 # longer kernels, or later ones.
 #
 #   scripts/bench/perf-timeline.sh [bundle-dir]     OUT=<dir> (default perf-results/timeline)  NP=2  OP=all_reduce
@@ -19,8 +19,8 @@
 #     calls to trace-<pid>-api.csv beside them; 2 runs of each side, alternating (C, Java, C, Java); the report
 #     (timeline_report.py --cupti --api) takes the timed loops out of each trace, and counts the API calls per
 #     operation. Tracing the API calls costs host time per call; the kernels' durations are the GPU's own, but
-#     the gaps between kernels are those of the traced processes (session 3 traced kernels alone: the tracer
-#     evened out a 1.5 us per operation difference between C and Java).
+#     the gaps between kernels are those of the traced processes (tracing kernels alone evened out a 1.5 us
+#     per operation difference between C and Java: docs/gpu-runs/2026-11-23-all-reduce-gap-kernel-trace.md).
 #  3. Neither: --op_times 1 of both programs (a CUDA event after every operation), 2 runs of each side,
 #     alternating, and the per-operation times compared, which tells a uniformly slower operation from
 #     occasional stalls but cannot split kernel time from gaps.

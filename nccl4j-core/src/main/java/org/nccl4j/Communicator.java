@@ -190,18 +190,18 @@ public final class Communicator implements AutoCloseable {
      */
     public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
         java.time.Duration timeout = CommConfig.initTimeout(config);
-        return create(rank, size, id, device, config, new Deadline(timeout, rank, size, null));
+        return create(rank, size, id, device, config, new InitDeadline(timeout, rank, size, null));
     }
 
     /** For tests: {@link #create} with a deadline and the liveness channel whose roster names who never came. */
     static Communicator createForTest(int rank, int size, UniqueId id, int device, java.time.Duration timeout,
             Liveness liveness) {
         return create(rank, size, id, device, CommConfig.builder().blocking(false).build(),
-                new Deadline(timeout, rank, size, liveness));
+                new InitDeadline(timeout, rank, size, liveness));
     }
 
     private static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
-            Deadline deadline) {
+            InitDeadline deadline) {
         if (size < 1) {
             throw Errors.argument("size must be >= 1, got " + size);
         }
@@ -233,7 +233,7 @@ public final class Communicator implements AutoCloseable {
             rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
                     config.netName(), config.commName());
         }
-        Communicator c = adopt(finished(rc, out, fn, null, deadline), device, blocking, settings);
+        Communicator c = adopt(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings);
         c.config = config;
         return c;
     }
@@ -248,120 +248,6 @@ public final class Communicator implements AutoCloseable {
         } catch (RuntimeException | Error e) {
             NcclNative.ncclCommAbort(handle);
             throw e;
-        }
-    }
-
-    /**
-     * The handle NCCL wrote to {@code out} once the call that made it ({@code fn}, status {@code rc}) is over: waits
-     * while a nonblocking one is in progress; on failure aborts what NCCL half made and throws (naming
-     * {@code parent}'s rank when there is one). 0 when NCCL made none ({@link #NO_COLOR}).
-     */
-    private static long finished(int rc, long[] out, NcclFunction fn, Communicator parent, Deadline deadline) {
-        int status = rc;
-        if (status == 7 && out[0] != 0) {
-            status = waitWhileInProgress(out[0], deadline.nanos);
-            if (status == 7) {
-                NcclNative.ncclCommAbort(out[0]);
-                throw deadline.expired(fn, parent);
-            }
-        }
-        if (status != 0) {
-            if (out[0] != 0) {
-                NcclNative.ncclCommAbort(out[0]);
-            }
-            throw Errors.failure(status, fn, parent);
-        }
-        return out[0];
-    }
-
-    /**
-     * How long making a communicator may take, and what to say when it took longer: the rank and size being made,
-     * and the liveness channel whose roster names the ranks that never arrived (null: not known).
-     */
-    private static final class Deadline {
-        final long nanos;
-        final java.time.Duration timeout;
-        final int rank;
-        final int size;
-        final Liveness liveness;
-
-        Deadline(java.time.Duration timeout, int rank, int size, Liveness liveness) {
-            this(System.nanoTime() + timeout.toNanos(), timeout, rank, size, liveness);
-        }
-
-        Deadline(long nanos, java.time.Duration timeout, int rank, int size, Liveness liveness) {
-            this.nanos = nanos;
-            this.timeout = timeout;
-            this.rank = rank;
-            this.size = size;
-            this.liveness = liveness;
-        }
-
-        InitTimeoutException expired(NcclFunction fn, Communicator parent) {
-            return expired(fn.name(), parent);
-        }
-
-        InitTimeoutException expired(String what, Communicator parent) {
-            return expired(what, parent, true);
-        }
-
-        InitTimeoutException expired(String what, Communicator parent, boolean fromNccl) {
-            List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
-            StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
-                    .append(what).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
-                            + " (the parent)")
-                    .append(" did not finish within ").append(Durations.format(timeout));
-            if (!missing.isEmpty()) {
-                m.append(": ranks ").append(missing).append(" never arrived (joined: ");
-                String sep = "";
-                for (Liveness.Lost j : liveness.roster().values()) {
-                    m.append(sep).append(j.rank()).append(" (").append(j.host()).append(", pid ").append(j.pid())
-                            .append(')');
-                    sep = ", ";
-                }
-                m.append("); start them, or check that they reach rank 0's host");
-            } else if (liveness != null && liveness.failedToConnect() != null) {
-                m.append(": ").append(liveness.failedToConnect()).append(": rank 0 may not have started, or may not "
-                        + "be reachable from here");
-            } else if (parent != null) {
-                m.append(": a rank of the parent did not make the same call (every remaining rank must call it), or "
-                        + "a rank is lost");
-            } else {
-                m.append(": a rank never arrived, or the ranks cannot reach each other (NCCL_SOCKET_IFNAME, firewall)");
-            }
-            m.append(fromNccl ? "; nccl4j aborted the half-made communicator. " : "; NCCL was not called. ")
-                    .append("Raise NCCL4J_INIT_TIMEOUT (or CommConfig.Builder.initTimeout) if initialization is only "
-                    + "slow");
-            return new InitTimeoutException(m.toString(), what, parent != null ? parent.rank : rank, missing,
-                    timeout);
-        }
-    }
-
-    private static int waitWhileInProgress(long comm) {
-        return waitWhileInProgress(comm, Long.MAX_VALUE);
-    }
-
-    /** Polls {@code ncclCommGetAsyncError} until it leaves ncclInProgress (7), or the deadline passes (returns 7). */
-    private static int waitWhileInProgress(long comm, long deadlineNanos) {
-        int[] state = new int[1];
-        while (true) {
-            if (deadlineNanos != Long.MAX_VALUE && System.nanoTime() - deadlineNanos >= 0) {
-                return 7;
-            }
-            int rc = NcclNative.ncclCommGetAsyncError(comm, state);
-            if (rc != 0) {
-                return rc;
-            }
-            if (state[0] != 7) {
-                return state[0];
-            }
-            Thread.onSpinWait();
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return 7;
-            }
         }
     }
 
@@ -423,7 +309,7 @@ public final class Communicator implements AutoCloseable {
         // joined in the background while NCCL makes the communicator: its roster names who never arrived
         Liveness live = where == null ? null
                 : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
-        Deadline until = new Deadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
+        InitDeadline until = new InitDeadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
         if (live != null) {
             // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
             boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
@@ -628,7 +514,7 @@ public final class Communicator implements AutoCloseable {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
-        long made = finished(status, out, fn, this, new Deadline(timeout, rank, size, null));
+        long made = InitDeadline.finished(status, out, fn, this, new InitDeadline(timeout, rank, size, null));
         if (made == 0) {
             return null;
         }
@@ -880,7 +766,7 @@ public final class Communicator implements AutoCloseable {
         requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
         int rc = NcclNative.ncclCommRevoke(handle, 0);
         if (rc == 7) {
-            rc = waitWhileInProgress(handle);
+            rc = InitDeadline.waitWhileInProgress(handle);
         }
         Errors.check(rc, NcclFunction.ncclCommRevoke, this);
     }
@@ -961,8 +847,8 @@ public final class Communicator implements AutoCloseable {
                 : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
                         config.commName());
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return adopt(finished(rc, out, NcclFunction.ncclCommGrow, null,
-                new Deadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
+        return adopt(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
+                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
     }
 
     private void requireFunction(NcclFunction fn, String api) {
@@ -2243,7 +2129,7 @@ public final class Communicator implements AutoCloseable {
         if (library.has(NcclFunction.ncclCommFinalize)) {
             int rc = NcclNative.ncclCommFinalize(handle);
             if (rc == 7) {
-                rc = waitWhileInProgress(handle);
+                rc = InitDeadline.waitWhileInProgress(handle);
             }
             if (rc != 0) {
                 error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);

@@ -1920,7 +1920,7 @@ class ScriptsTest {
         Call plot = javas.get(javas.size() - 1);
         assertEquals(java.toString(), plot.exe());
         assertEquals(args("-Djava.awt.headless=true", "-cp", bundle + "/lib/*", "org.nccl4j.examples.perf.Plot",
-                out.resolve(date + "-all_reduce-busbw.png"), "--title", "all_reduce bus bandwidth, 2 ranks: C vs nccl4j (eager)",
+                out.resolve(date + "-benchmark-all_reduce-busbw.png"), "--title", "all_reduce bus bandwidth, 2 ranks: C vs nccl4j (eager)",
                 "C mpirun=" + out.resolve("json/c-eager-curve.json"), "nccl4j mpirun=" + out.resolve("json/java-np-eager-curve.json"),
                 "nccl4j -g 2=" + out.resolve("json/java-g-eager-curve.json")), plot.args());
 
@@ -1933,9 +1933,9 @@ class ScriptsTest {
                 py.get(1).args());
         String host = new String(new ProcessBuilder("hostname").start().getInputStream().readAllBytes(), UTF_8).strip();
         assertEquals(args(root.resolve("scripts/bench/perf_report.py"), "--json-dir", out.resolve("json"), "--docs", docs, "--date", date,
-                "--machine", "2 x Fake GPU (" + host + ")", "--png", date + "-all_reduce-busbw.png", "--failures", "0"),
+                "--machine", "2 x Fake GPU (" + host + ")", "--png", date + "-benchmark-all_reduce-busbw.png", "--failures", "0"),
                 py.get(2).args());
-        assertTrue(r.out().contains("== report: " + docs + "/" + date + ".md"), r.out());
+        assertTrue(r.out().contains("== report: " + docs + "/" + date + "-benchmark.md"), r.out());
     }
 
     @Test

@@ -1,0 +1,12 @@
+/**
+ * Watching a running job from outside the collectives: optional tools a program attaches to a communicator.
+ *
+ * <ul>
+ *   <li>{@link org.nccl4j.diagnostics.SlowRankMonitor}: each rank's compute and wait time per step, exchanged every
+ *       N steps, naming the rank that holds the others back; and a bus-bandwidth probe.</li>
+ *   <li>{@link org.nccl4j.diagnostics.NcclMetrics}: Micrometer counters and timers of a communicator's operations
+ *       (an optional dependency: an unbound communicator loads no Micrometer class).</li>
+ * </ul>
+ * Both use only the public API of {@link org.nccl4j}; see {@code docs/diagnostics.md}.
+ */
+package org.nccl4j.diagnostics;

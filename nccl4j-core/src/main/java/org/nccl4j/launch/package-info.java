@@ -1,0 +1,18 @@
+/**
+ * Before a communicator exists: where this process sits in the job, how NCCL's unique id reaches every rank, and
+ * NCCL's environment.
+ *
+ * <ul>
+ *   <li>{@link org.nccl4j.launch.LaunchInfo}: rank, world size, local rank and device, from Open MPI, PMIx, PMI,
+ *       Slurm or torchrun-style variables.</li>
+ *   <li>{@link org.nccl4j.launch.Rendezvous}: brings rank 0's unique id to every rank over TCP ({@code MASTER_ADDR},
+ *       {@code MASTER_PORT}), through a shared file, or leaves it to NCCL ({@code NCCL_COMM_ID}); it names the ranks
+ *       that never arrived. {@code RendezvousWire} is its message format; {@link org.nccl4j.launch.RendezvousException}
+ *       its failure.</li>
+ *   <li>{@link org.nccl4j.launch.NcclEnvironment}: validates {@code NCCL_*} settings and writes them into the process
+ *       environment before NCCL reads it, through {@link org.nccl4j.launch.ProcessEnvironment}.</li>
+ * </ul>
+ * {@link org.nccl4j.Communicator#fromEnvironment()} uses all of them; a program calls them directly only for its own
+ * rendezvous or environment.
+ */
+package org.nccl4j.launch;

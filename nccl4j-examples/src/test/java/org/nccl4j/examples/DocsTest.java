@@ -1,0 +1,155 @@
+package org.nccl4j.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The README and docs/ as a reader meets them: the README stays short and its dependency snippet and commands are
+ * real (each command's script or class exists and a test runs it, the test command is CI's), every relative link
+ * of the documentation resolves, and docs/README.md indexes every document.
+ */
+class DocsTest {
+    private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+    private static final Pattern LINK = Pattern.compile("\\]\\(([^)#\\s]+)(#[^)\\s]*)?\\)");
+    private static final Pattern FENCE = Pattern.compile("```(\\w*)\\n(.*?)```", Pattern.DOTALL);
+
+    private static String read(String path) throws IOException {
+        return Files.readString(ROOT.resolve(path));
+    }
+
+    @Test
+    void theReadmeIsShortAndItsDependencySnippetNamesThisBuild() throws IOException {
+        String readme = read("README.md");
+        assertTrue(readme.length() <= 8 * 1024, "README.md has " + readme.length() + " bytes: keep it at most 8 KiB "
+                + "and move details into docs/");
+        String pom = read("pom.xml");
+        String version = first(Pattern.compile("<artifactId>nccl4j-parent</artifactId>\\s*<version>([^<]+)</version>"),
+                pom);
+        String snippet = blocks(readme, "xml").get(0);
+        assertEquals("org.nccl4j", first(Pattern.compile("<groupId>([^<]+)</groupId>"), snippet));
+        assertEquals("nccl4j-core", first(Pattern.compile("<artifactId>([^<]+)</artifactId>"), snippet));
+        assertEquals(version, first(Pattern.compile("<version>([^<]+)</version>"), snippet));
+        assertTrue(read("nccl4j-core/pom.xml").contains("<artifactId>nccl4j-core</artifactId>"));
+    }
+
+    @Test
+    void everyReadmeCommandIsOneThatCiRunsOrATestCovers() throws Exception {
+        List<String> commands = new ArrayList<>();
+        for (String block : blocks(read("README.md"), "bash")) {
+            for (String line : block.replace("\\\n", " ").split("\n")) {
+                String command = line.replaceAll("\\s+#.*$", "").trim();
+                if (!command.isEmpty()) {
+                    commands.add(command);
+                }
+            }
+        }
+        assertTrue(commands.size() >= 5, commands.toString());
+        String ci = read(".ci/run");
+        String tests = testSources();
+        for (String command : commands) {
+            String[] words = command.split("\\s+");
+            switch (words[0]) {
+                case "mvn" -> assertTrue(ci.contains(command.replace("mvn -B", "mvn -B -ntp")),
+                        command + ": the README's test command must be the one .ci/run runs");
+                case "mpirun" -> mainClassExists(words[words.length - 1], command);
+                default -> {
+                    assertTrue(words[0].startsWith("scripts/"), command + ": not a command this test knows");
+                    Path script = ROOT.resolve(words[0]);
+                    assertTrue(Files.isExecutable(script), command + ": " + script + " is missing or not executable");
+                    String name = script.getFileName().toString();
+                    assertTrue(tests.contains(name), command + ": no test runs " + name);
+                    if (name.equals("nccl4j-run")) {
+                        mainClassExists(words[words.length - 1], command);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void everyRelativeLinkOfTheDocumentationResolves() throws IOException {
+        List<String> broken = new ArrayList<>();
+        for (Path doc : documents()) {
+            Matcher m = LINK.matcher(Files.readString(doc));
+            while (m.find()) {
+                String target = m.group(1);
+                if (target.contains("://") || target.startsWith("mailto:")) {
+                    continue;
+                }
+                if (!Files.exists(doc.getParent().resolve(target).normalize())) {
+                    broken.add(ROOT.relativize(doc) + " -> " + target);
+                }
+            }
+        }
+        assertEquals(List.of(), broken);
+    }
+
+    @Test
+    void theDocsIndexLinksEveryDocumentAndTheReports() throws IOException {
+        String index = read("docs/README.md");
+        try (Stream<Path> s = Files.list(ROOT.resolve("docs"))) {
+            for (Path doc : s.filter(p -> p.toString().endsWith(".md")).collect(Collectors.toList())) {
+                String name = doc.getFileName().toString();
+                if (!name.equals("README.md")) {
+                    assertTrue(index.contains("](" + name + ")"), "docs/README.md does not link " + name);
+                }
+            }
+        }
+        assertTrue(index.contains("](gpu-runs/)"), "docs/README.md does not link the GPU reports");
+    }
+
+    private static void mainClassExists(String name, String command) throws ClassNotFoundException {
+        String fqn = name.contains(".") ? name : "org.nccl4j.examples." + name;
+        assertTrue(Class.forName(fqn).getMethods().length > 0, command);
+    }
+
+    private static List<Path> documents() throws IOException {
+        List<Path> docs = new ArrayList<>(List.of(ROOT.resolve("README.md")));
+        try (Stream<Path> s = Files.walk(ROOT.resolve("docs"))) {
+            docs.addAll(s.filter(p -> p.toString().endsWith(".md")).sorted().collect(Collectors.toList()));
+        }
+        return docs;
+    }
+
+    private static String testSources() throws IOException {
+        StringBuilder all = new StringBuilder();
+        for (String module : List.of("nccl4j-core", "nccl4j-examples")) {
+            try (Stream<Path> s = Files.walk(ROOT.resolve(module).resolve("src/test/java"))) {
+                for (Path p : s.filter(p -> p.toString().endsWith(".java")).collect(Collectors.toList())) {
+                    if (!p.getFileName().toString().equals("DocsTest.java")) {
+                        all.append(Files.readString(p));
+                    }
+                }
+            }
+        }
+        return all.toString();
+    }
+
+    private static List<String> blocks(String markdown, String language) {
+        List<String> found = new ArrayList<>();
+        Matcher m = FENCE.matcher(markdown);
+        while (m.find()) {
+            if (m.group(1).equals(language)) {
+                found.add(m.group(2));
+            }
+        }
+        return found;
+    }
+
+    private static String first(Pattern p, String text) {
+        Matcher m = p.matcher(text);
+        assertTrue(m.find(), p + " not found");
+        return m.group(1);
+    }
+}
