@@ -19,11 +19,8 @@ class LivenessTest extends StubFixture {
 
     @Test
     void aRankThatDiesIsNamedToEveryOtherAndOneThatLeavesIsNot() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
-        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
-        Liveness r3 = Liveness.join(null, 3, "127.0.0.1", port);
+        Liveness[] ranks = channel(4, null);
+        Liveness r0 = ranks[0], r1 = ranks[1], r2 = ranks[2], r3 = ranks[3];
         try {
             Thread.sleep(100);   // the hellos arrive
             r3.close();          // leaves on purpose
@@ -34,7 +31,7 @@ class LivenessTest extends StubFixture {
             assertEquals(1, seen.size(), seen.toString());
             assertEquals(2, seen.get(0).rank());
             assertEquals(ProcessHandle.current().pid(), seen.get(0).pid());
-            assertEquals(org.nccl4j.trace.TraceDump.localHost(), seen.get(0).host());
+            assertEquals(TraceDump.localHost(), seen.get(0).host());
             assertEquals(List.of(2), r0.lost().stream().map(Liveness.Lost::rank).toList(), "rank 3 said goodbye");
         } finally {
             r1.close();
@@ -44,19 +41,17 @@ class LivenessTest extends StubFixture {
 
     @Test
     void whenRankZeroDiesEveryRankSeesItAndWhenItLeavesNoneDoes() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness[] ranks = channel(2, null);
+        Liveness r0 = ranks[0], r1 = ranks[1];
         Thread.sleep(100);
         r0.dropWithoutGoodbye();
         within(5000, () -> r1.anyLost() ? true : null, "rank 0's loss reaching rank 1");
-        assertEquals("rank 0 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
+        assertEquals("rank 0 (" + TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
                 + ")", r1.lost().get(0).toString(), "named with its host and pid from the roster");
         r1.close();
 
-        int port2 = freePort();
-        Liveness s0 = Liveness.join(Liveness.serve(port2), 0, "127.0.0.1", port2);
-        Liveness s1 = Liveness.join(null, 1, "127.0.0.1", port2);
+        Liveness[] second = channel(2, null);
+        Liveness s0 = second[0], s1 = second[1];
         Thread.sleep(100);
         s0.close();
         Thread.sleep(300);
@@ -66,9 +61,8 @@ class LivenessTest extends StubFixture {
 
     @Test
     void theWatchdogFailsACommunicatorWhosePeerIsGoneAndNamesIt() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness[] ranks = channel(2, null);
+        Liveness r0 = ranks[0], r1 = ranks[1];
         Communicator c = later(Communicator.create(0, 2, testId(), 0,
                 CommConfig.builder().watchdog(true).timeout(Duration.ofMinutes(1)).build()));
         c.useLiveness(r0);
@@ -77,7 +71,7 @@ class LivenessTest extends StubFixture {
         within(5000, c::failure, "the watchdog failing the communicator");
         CommunicatorFailedException f = c.failure();
         assertTrue(f instanceof RemoteErrorException, f.toString());
-        assertTrue(f.verdict().startsWith("peer lost: rank 1 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "
+        assertTrue(f.verdict().startsWith("peer lost: rank 1 (" + TraceDump.localHost() + ", pid "
                 + ProcessHandle.current().pid() + ") is gone (its connection to the liveness channel ended without a "
                 + "goodbye, or went silent)"), f.verdict());
         assertEquals(1, f.lostRanks().length);
@@ -86,11 +80,8 @@ class LivenessTest extends StubFixture {
 
     @Test
     void lostRanksWaitsForTheNewsToSettle() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
-        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
-        Liveness r3 = Liveness.join(null, 3, "127.0.0.1", port);
+        Liveness[] ranks = channel(4, null);
+        Liveness r0 = ranks[0], r1 = ranks[1], r2 = ranks[2], r3 = ranks[3];
         Communicator c = later(Communicator.create(1, 4, testId(), 0, CommConfig.builder().watchdog(false).build()));
         c.useLiveness(r1);
         try {
@@ -132,14 +123,13 @@ class LivenessTest extends StubFixture {
 
     @Test
     void whenRankZeroGoesSilentEveryRankNamesItFromTheRoster() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port, Duration.ofSeconds(2)), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness[] ranks = channel(2, Duration.ofSeconds(2));
+        Liveness r0 = ranks[0], r1 = ranks[1];
         try {
             within(3000, () -> r1.roster().containsKey(0) ? true : null, "rank 0 in the roster");
             r0.freeze();
             within(8000, () -> r1.anyLost() ? true : null, "rank 0's silence reaching rank 1");
-            assertEquals("rank 0 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
+            assertEquals("rank 0 (" + TraceDump.localHost() + ", pid " + ProcessHandle.current().pid()
                     + ")", r1.lost().get(0).toString());
         } finally {
             r1.close();
@@ -149,11 +139,8 @@ class LivenessTest extends StubFixture {
 
     @Test
     void afterARecoveryRanksAreRenumberedAndTheRanksLeftOutAreNoLongerReported() throws Exception {
-        int port = freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
-        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
-        Liveness r3 = Liveness.join(null, 3, "127.0.0.1", port);
+        Liveness[] ranks = channel(4, null);
+        Liveness r0 = ranks[0], r1 = ranks[1], r2 = ranks[2], r3 = ranks[3];
         try {
             within(3000, () -> r2.roster().size() == 4 ? true : null, "the roster");
             r1.dropWithoutGoodbye();
@@ -193,5 +180,20 @@ class LivenessTest extends StubFixture {
                 org.nccl4j.jni.NcclNative.setenv(Liveness.TIMEOUT_VARIABLE, before, 1);
             }
         }
+    }
+
+    /**
+     * A liveness channel of {@code ranks} ranks on a free local port, rank 0 serving; silence taken for a loss after
+     * {@code timeout} (null: the default).
+     */
+    private static Liveness[] channel(int ranks, Duration timeout) throws Exception {
+        int port = freePort();
+        Liveness[] joined = new Liveness[ranks];
+        joined[0] = Liveness.join(timeout == null ? Liveness.serve(port) : Liveness.serve(port, timeout), 0,
+                "127.0.0.1", port);
+        for (int r = 1; r < ranks; r++) {
+            joined[r] = Liveness.join(null, r, "127.0.0.1", port);
+        }
+        return joined;
     }
 }

@@ -1,5 +1,7 @@
 package org.nccl4j.trace;
 
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
 import java.time.Instant;
 import java.util.Objects;
 
@@ -87,5 +89,27 @@ public record TraceEntry(long sequence, TraceOperation operation, long count, St
      */
     public String streamHex() {
         return "0x" + Long.toHexString(stream);
+    }
+
+    /**
+     * Writes the fields that identify the operation across ranks, as a trace dump and the trace analyzer's report
+     * name them: {@code seq}, {@code operation}, {@code count}, {@code dataType}, {@code reduceOp} and {@code peer}
+     * (null where absent), into the JSON object {@code g} has open.
+     *
+     * @param g a generator inside an object
+     * @throws IOException when the generator cannot write
+     */
+    public void writeIdentity(JsonGenerator g) throws IOException {
+        g.writeNumberField("seq", sequence);
+        g.writeStringField("operation", operation.name());
+        g.writeNumberField("count", count);
+        g.writeStringField("dataType", dataType);
+        g.writeStringField("reduceOp", reduceOp);
+        g.writeFieldName("peer");
+        if (peer == null) {
+            g.writeNull();
+        } else {
+            g.writeNumber(peer);
+        }
     }
 }

@@ -65,17 +65,7 @@ final class TraceJson {
             g.writeArrayFieldStart("entries");
             for (TraceEntry e : d.entries()) {
                 g.writeStartObject();
-                g.writeNumberField("seq", e.sequence());
-                g.writeStringField("operation", e.operation().name());
-                g.writeNumberField("count", e.count());
-                g.writeStringField("dataType", e.dataType());
-                g.writeStringField("reduceOp", e.reduceOp());
-                g.writeFieldName("peer");
-                if (e.peer() == null) {
-                    g.writeNull();
-                } else {
-                    g.writeNumber(e.peer());
-                }
+                e.writeIdentity(g);
                 g.writeNumberField("bytes", e.bytes());
                 g.writeStringField("stream", e.streamHex());
                 g.writeStringField("enqueuedAt", e.enqueuedAt().toString());

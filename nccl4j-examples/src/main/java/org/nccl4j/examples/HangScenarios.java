@@ -2,7 +2,6 @@ package org.nccl4j.examples;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -310,8 +309,6 @@ public final class HangScenarios {
     private static final int LAUNCHES = 100;
 
     static int cost() {
-        com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        bean.setThreadAllocatedMemoryEnabled(true);
         String[] names = {"watchdog on", "watchdog off", "off, no recorder", "collective check"};
         CommConfig[] configs = {
             CommConfig.builder().watchdog(true).build(),
@@ -339,47 +336,30 @@ public final class HangScenarios {
                 graphs[i] = stream.endCapture().instantiate();
                 open.add(graphs[i]);
             }
-            double[][] eager = new double[configs.length][ROUNDS];
             double[][] replay = new double[graphs.length][ROUNDS];
-            long[] bytes = new long[configs.length];
-            for (int round = -3; round < ROUNDS; round++) {   // 3 rounds of warm-up
-                for (int j = 0; j < configs.length; j++) {
-                    int i = (j + Math.floorMod(round, configs.length)) % configs.length;   // the order turns
-                    int ops = i == 3 ? OPS / 20 : OPS;
-                    stream.synchronize();
-                    long a0 = bean.getCurrentThreadAllocatedBytes();
-                    long t0 = System.nanoTime();
-                    for (int k = 0; k < ops; k++) {
-                        comms[i].allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
+            int[] ops = {OPS, OPS, OPS, OPS / 20};   // the check waits at every operation: fewer of them
+            EagerRounds.Result r = EagerRounds.time(comms, ops, buf, stream, ROUNDS, 3, (i, round) -> {
+                if (i < graphs.length) {
+                    long g0 = System.nanoTime();
+                    for (int k = 0; k < LAUNCHES; k++) {
+                        graphs[i].launch(stream);
                     }
-                    long t1 = System.nanoTime();
-                    long a1 = bean.getCurrentThreadAllocatedBytes();
                     stream.synchronize();
+                    long g1 = System.nanoTime();
                     if (round >= 0) {
-                        eager[i][round] = (t1 - t0) / 1e3 / ops;
-                        bytes[i] += a1 - a0;
-                    }
-                    if (i < graphs.length) {
-                        long g0 = System.nanoTime();
-                        for (int k = 0; k < LAUNCHES; k++) {
-                            graphs[i].launch(stream);
-                        }
-                        stream.synchronize();
-                        long g1 = System.nanoTime();
-                        if (round >= 0) {
-                            replay[i][round] = (g1 - g0) / 1e3 / (LAUNCHES * GRAPH_OPS);
-                        }
+                        replay[i][round] = (g1 - g0) / 1e3 / (LAUNCHES * GRAPH_OPS);
                     }
                 }
-            }
+            });
+            double[][] eager = r.microsPerOp();
+            long[] bytes = r.heapBytes();
             System.out.printf(Locale.ROOT, "%-18s %12s %12s %16s %18s%n", "8 B all-reduce", "eager us/op",
                     "vs off", "heap B/op", "graph replay us/op");
             for (int i = 0; i < configs.length; i++) {
-                int ops = i == 3 ? OPS / 20 : OPS;
                 double m = StepStats.median(eager[i]);
                 String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", StepStats.median(replay[i])) : "-";
                 System.out.printf(Locale.ROOT, "%-18s %12.3f %+12.3f %16.4f %18s%n", names[i], m,
-                        m - StepStats.median(eager[1]), bytes[i] / (double) ((long) ops * ROUNDS), g);
+                        m - StepStats.median(eager[1]), bytes[i] / (double) ((long) ops[i] * ROUNDS), g);
             }
             System.out.printf(Locale.ROOT, "eager: median of %d rounds of %d operations (the check: %d), each round "
                     + "alternating the communicators in a turning order; replay: %d launches of a graph of %d%n",

@@ -2,13 +2,11 @@ package org.nccl4j.examples;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.lang.management.ManagementFactory;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
-import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
 import org.nccl4j.diagnostics.NcclMetrics;
@@ -40,8 +38,6 @@ public final class MetricsCost {
     }
 
     static int run() {
-        com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        bean.setThreadAllocatedMemoryEnabled(true);
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         try (Communicator bound = Communicator.create(0, 1, UniqueId.generate(), 0,
                     CommConfig.builder().commName("bound").build());
@@ -50,27 +46,10 @@ public final class MetricsCost {
              NcclMetrics metrics = NcclMetrics.bind(bound, registry);
              Stream stream = Stream.create(0);
              DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32)) {
-            Communicator[] comms = {plain, bound};
-            double[][] us = new double[2][ROUNDS];
-            long[] bytes = new long[2];
-            for (int round = -3; round < ROUNDS; round++) {
-                for (int j = 0; j < 2; j++) {
-                    int i = (j + Math.floorMod(round, 2)) % 2;
-                    stream.synchronize();
-                    long a0 = bean.getCurrentThreadAllocatedBytes();
-                    long t0 = System.nanoTime();
-                    for (int k = 0; k < OPS; k++) {
-                        comms[i].allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, stream);
-                    }
-                    long t1 = System.nanoTime();
-                    long a1 = bean.getCurrentThreadAllocatedBytes();
-                    stream.synchronize();
-                    if (round >= 0) {
-                        us[i][round] = (t1 - t0) / 1e3 / OPS;
-                        bytes[i] += a1 - a0;
-                    }
-                }
-            }
+            EagerRounds.Result timed = EagerRounds.time(new Communicator[] {plain, bound}, new int[] {OPS, OPS}, buf, stream,
+                    ROUNDS, 3, null);
+            double[][] us = timed.microsPerOp();
+            long[] bytes = timed.heapBytes();
             double notBound = StepStats.median(us[0]);
             double withMetrics = StepStats.median(us[1]);
             double counted = registry.find("nccl4j.operations").tag("op", "ncclAllReduce").counter().count();

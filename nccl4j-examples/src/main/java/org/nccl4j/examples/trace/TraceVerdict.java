@@ -168,17 +168,7 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
                 g.writeNull();
             } else {
                 g.writeStartObject();
-                g.writeNumberField("seq", e.sequence());
-                g.writeStringField("operation", e.operation().name());
-                g.writeNumberField("count", e.count());
-                g.writeStringField("dataType", e.dataType());
-                g.writeStringField("reduceOp", e.reduceOp());
-                g.writeFieldName("peer");
-                if (e.peer() == null) {
-                    g.writeNull();
-                } else {
-                    g.writeNumber(e.peer());
-                }
+                e.writeIdentity(g);
                 g.writeEndObject();
             }
             g.writeEndObject();
