@@ -9,7 +9,6 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
-import org.nccl4j.diagnostics.NcclMetrics;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -193,14 +192,8 @@ public final class Communicator implements AutoCloseable {
         return create(rank, size, id, device, config, new InitDeadline(timeout, rank, size, null));
     }
 
-    /** For tests: {@link #create} with a deadline and the liveness channel whose roster names who never came. */
-    static Communicator createForTest(int rank, int size, UniqueId id, int device, java.time.Duration timeout,
-            Liveness liveness) {
-        return create(rank, size, id, device, CommConfig.builder().blocking(false).build(),
-                new InitDeadline(timeout, rank, size, liveness));
-    }
-
-    private static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
+    /** {@link #create} against {@code deadline}, which {@link #fromEnvironment} gives the liveness channel's roster. */
+    static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
             InitDeadline deadline) {
         if (size < 1) {
             throw Errors.argument("size must be >= 1, got " + size);
@@ -416,7 +409,7 @@ public final class Communicator implements AutoCloseable {
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
-    public static final String RENDEZVOUS_FILE_VARIABLE = "NCCL4J_RENDEZVOUS_FILE";
+    public static final String RENDEZVOUS_FILE_VARIABLE = Rendezvous.FILE_VARIABLE;
 
     /**
      * {@code ncclCommInitAll}: one communicator per device, all in this process, rank i on {@code devices[i]}.

@@ -1,6 +1,5 @@
 package org.nccl4j;
 
-import org.nccl4j.diagnostics.NcclMetrics;
 import org.nccl4j.jni.NcclFunction;
 
 /**

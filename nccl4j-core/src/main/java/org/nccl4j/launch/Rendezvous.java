@@ -35,7 +35,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
-import org.nccl4j.Communicator;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
@@ -95,6 +94,8 @@ public final class Rendezvous {
     public static final int UNIQUE_ID_BYTES = 128;
     /** The variable holding the shared token of the TCP route. */
     public static final String TOKEN_VARIABLE = "NCCL4J_RENDEZVOUS_TOKEN";
+    /** The variable naming a shared file for the id exchange of {@link #forLaunch}: the file route. */
+    public static final String FILE_VARIABLE = "NCCL4J_RENDEZVOUS_FILE";
     /** The variable holding the run id of the file route. */
     public static final String RUN_ID_VARIABLE = "NCCL4J_RUN_ID";
     private static final long CONNECT_BACKOFF_START_MS = 2;
@@ -167,8 +168,8 @@ public final class Rendezvous {
     }
 
     /**
-     * The rendezvous {@link Communicator#fromEnvironment()} uses for {@code launch}, by the first route that
-     * applies: {@code NCCL_COMM_ID} set: {@link Route#COMM_ID}; else {@value Communicator#RENDEZVOUS_FILE_VARIABLE}
+     * The rendezvous {@link org.nccl4j.Communicator#fromEnvironment()} uses for {@code launch}, by the first route that
+     * applies: {@code NCCL_COMM_ID} set: {@link Route#COMM_ID}; else {@value #FILE_VARIABLE}
      * set: {@link Route#FILE} on that file; else {@link Route#TCP} to {@code MASTER_ADDR}/{@code MASTER_PORT}.
      * Variables are read from the live process environment.
      *
@@ -186,7 +187,7 @@ public final class Rendezvous {
      * @return the route
      */
     public static Route forLaunchRoute() {
-        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+        String file = NcclNative.getenv(FILE_VARIABLE);
         if (NcclNative.getenv(NcclEnvironment.COMM_ID) != null) {
             return Route.COMM_ID;
         }
@@ -205,7 +206,7 @@ public final class Rendezvous {
         Builder rb = builder().launch(launch).timeout(timeout);
         switch (forLaunchRoute()) {
             case COMM_ID -> rb.commId();
-            case FILE -> rb.file(Path.of(NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE)));
+            case FILE -> rb.file(Path.of(NcclNative.getenv(FILE_VARIABLE)));
             default -> rb.tcp();
         }
         return rb.build();
@@ -695,7 +696,7 @@ public final class Rendezvous {
     /**
      * After a file exchange: waits until every rank has left its arrival marker, or the deadline, so that a rank that
      * never came is named on every rank, as the TCP route names it (rank 0 there knows who connected). Returns at
-     * once for the other routes. {@link Communicator#fromEnvironment} calls it before NCCL, which would wait for ever.
+     * once for the other routes. {@link org.nccl4j.Communicator#fromEnvironment} calls it before NCCL, which would wait for ever.
      *
      * @param deadlineNanos the deadline, as {@link System#nanoTime()}
      * @throws RendezvousException naming the ranks that never arrived and those that did (host, pid)

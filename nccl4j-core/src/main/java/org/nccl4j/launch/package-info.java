@@ -13,6 +13,9 @@
  *       environment before NCCL reads it, through {@link org.nccl4j.launch.ProcessEnvironment}.</li>
  * </ul>
  * {@link org.nccl4j.Communicator#fromEnvironment()} uses all of them; a program calls them directly only for its own
- * rendezvous or environment.
+ * rendezvous or environment. This package reads two facts from the core and nothing else: the number of visible
+ * devices ({@link org.nccl4j.Cuda#deviceCount()}, for the local rank's device) and whether NCCL has started
+ * ({@link org.nccl4j.Nccl#isInitialized()}, to warn of settings applied too late); both are suppliers a test can
+ * replace.
  */
 package org.nccl4j.launch;
