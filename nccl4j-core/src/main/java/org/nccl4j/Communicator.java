@@ -1322,25 +1322,32 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * The watchdog found this communicator broken (its lifecycle lock is held): the failure becomes this
-     * communicator's and its streams', then the communicator is aborted, which releases threads waiting on the GPU.
+     * communicator's and its streams', which releases the threads waiting on them; then the communicator is aborted,
+     * or under {@link FailurePolicy#RECOVER} kept for shrink (marked kept before the waiters are released).
      */
     void failedByWatchdog(CommunicatorFailedException f) {
         failure = f;
-        for (Stream s : streams) {
-            s.failed(f);
-        }
         if (settings.policy() == FailurePolicy.RECOVER) {
             if (markClosed()) {
                 kept = true;   // no abort: shrink(NCCL_SHRINK_ABORT) or abort() ends its operations
             }
+            releaseWaiters(f);   // after kept: a released waiter's next call (shrink, recover) finds it kept
             return;
         }
+        releaseWaiters(f);
         if (markClosed()) {
             int rc = NcclNative.ncclCommAbort(handle);
             if (rc != 0) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
                         "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
             }
+        }
+    }
+
+    /** Every thread waiting on a stream this communicator used throws {@code f}. */
+    private void releaseWaiters(CommunicatorFailedException f) {
+        for (Stream s : streams) {
+            s.failed(f);
         }
     }
 
