@@ -109,9 +109,13 @@ class DocsTest {
         assertTrue(index.contains("](gpu-runs/)"), "docs/README.md does not link the GPU reports");
     }
 
-    private static void mainClassExists(String name, String command) throws ClassNotFoundException {
+    private static void mainClassExists(String name, String command) {
         String fqn = name.contains(".") ? name : "org.nccl4j.examples." + name;
-        assertTrue(Class.forName(fqn).getMethods().length > 0, command);
+        try {
+            Class.forName(fqn).getMethod("main", String[].class);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(command + ": " + fqn + " is not a class with a main method", e);
+        }
     }
 
     private static List<Path> documents() throws IOException {
