@@ -180,6 +180,9 @@ static char n4j_path[PATH_MAX + 1];
 static char n4j_open_error[2048];
 /* errno of this thread's last failed setenv/unsetenv: per thread, so that two threads' failures never mix */
 static __thread int n4j_last_errno = 0;
+/* 1 once a call that initializes NCCL (ncclGetUniqueId, an ncclCommInit*) has reached the loaded library: NCCL has
+ * then read its environment variables, and setting them changes nothing. Reset when the library is closed. */
+static volatile int n4j_initialized = 0;
 
 static inline int n4j_absent(void) { return n4j_handle ? N4J_MISSING_SYMBOL : N4J_NOT_LOADED; }
 
@@ -192,8 +195,12 @@ static int n4j_close(void) {
   n4j_handle = NULL;
   memset(n4j_fn, 0, sizeof(n4j_fn));
   n4j_path[0] = '\0';
+  n4j_initialized = 0;
   return 0;
 }
+
+/* Whether a call that initializes NCCL has reached the loaded library (1) or not (0). */
+static int n4j_nccl_initialized(void) { return n4j_initialized; }
 
 /* Opens the NCCL library 'name' (a path, or a file name for the system's default search) and resolves every
  * entry point it has. Returns 0, or -1 with the reason in n4j_open_message(). The library must export
@@ -345,6 +352,13 @@ static inline n4j_unique_id n4j_id_from(const signed char* bytes) {
     return ((int(*) params)f_)(__VA_ARGS__);                        \
   } while (0)
 
+/* N4J_CALL for an entry point that initializes NCCL, which reads its environment variables when it does. */
+#define N4J_CALL_INIT(name, params, ...)                            \
+  do {                                                              \
+    if (n4j_fn[N4J_FN_##name] != NULL) n4j_initialized = 1;         \
+    N4J_CALL(name, params, __VA_ARGS__);                            \
+  } while (0)
+
 /* ---- wrappers: version, ids, communicators ---- */
 
 static int n4j_ncclGetVersion(int* version) {
@@ -352,11 +366,11 @@ static int n4j_ncclGetVersion(int* version) {
 }
 
 static int n4j_ncclGetUniqueId(signed char* id) {
-  N4J_CALL(ncclGetUniqueId, (void*), id);
+  N4J_CALL_INIT(ncclGetUniqueId, (void*), id);
 }
 
 static int n4j_ncclCommInitRank(int64_t* comm, int nranks, const signed char* id, int rank) {
-  N4J_CALL(ncclCommInitRank, (void**, int, n4j_unique_id, int), (void**)comm, nranks, n4j_id_from(id), rank);
+  N4J_CALL_INIT(ncclCommInitRank, (void**, int, n4j_unique_id, int), (void**)comm, nranks, n4j_id_from(id), rank);
 }
 
 static int n4j_ncclCommInitRankConfig(int64_t* comm, int nranks, const signed char* id, int rank,
@@ -364,12 +378,12 @@ static int n4j_ncclCommInitRankConfig(int64_t* comm, int nranks, const signed ch
   n4j_config c;
   n4j_config* cp;
   if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
-  N4J_CALL(ncclCommInitRankConfig, (void**, int, n4j_unique_id, int, n4j_config*),
+  N4J_CALL_INIT(ncclCommInitRankConfig, (void**, int, n4j_unique_id, int, n4j_config*),
            (void**)comm, nranks, n4j_id_from(id), rank, cp);
 }
 
 static int n4j_ncclCommInitAll(int64_t* comms, int ndev, const int* devlist) {
-  N4J_CALL(ncclCommInitAll, (void**, int, const int*), (void**)comms, ndev, devlist);
+  N4J_CALL_INIT(ncclCommInitAll, (void**, int, const int*), (void**)comms, ndev, devlist);
 }
 
 static int n4j_ncclCommInitRankScalable(int64_t* comm, int nranks, int rank, int nIds, const signed char* ids,
@@ -377,7 +391,7 @@ static int n4j_ncclCommInitRankScalable(int64_t* comm, int nranks, int rank, int
   n4j_config c;
   n4j_config* cp;
   if (n4j_make_config(&c, cfg, netName, commName, &cp) != 0) return N4J_SYSTEM_ERROR;
-  N4J_CALL(ncclCommInitRankScalable, (void**, int, int, int, void*, n4j_config*),
+  N4J_CALL_INIT(ncclCommInitRankScalable, (void**, int, int, int, void*, n4j_config*),
            (void**)comm, nranks, rank, nIds, (void*)ids, cp);
 }
 

@@ -137,7 +137,6 @@ public final class Communicator implements AutoCloseable {
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
         this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
         NcclLog.register(handle, rank, size, settings.commName());
-        Nccl.markInitialized();
         if (recorder != null) {
             Watchdog.instance().recorded(this);
             if (settings.enabled()) {
@@ -212,7 +211,6 @@ public final class Communicator implements AutoCloseable {
             config.requireSupportedBy(lib);
         }
         Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        Nccl.markInitialized();
         Cuda.setDevice(device);
         long[] out = new long[1];
         int rc;
@@ -276,7 +274,7 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the id cannot be exchanged
      */
     public static Communicator fromEnvironment(CommConfig config) {
-        LaunchInfo launch = LaunchInfo.detect();
+        LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
         Nccl.library();
         java.time.Duration timeout = CommConfig.initTimeout(config);
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -433,7 +431,6 @@ public final class Communicator implements AutoCloseable {
         }
         Nccl.library();
         Watchdog.Settings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
-        Nccl.markInitialized();
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
         if (rc != 0) {
@@ -697,7 +694,7 @@ public final class Communicator implements AutoCloseable {
     /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
     private boolean reportedBroken() {
         int[] state = new int[1];
-        return NcclNative.ncclCommGetAsyncError(handle, state) == 0 && state[0] != 0 && state[0] != 7;
+        return NcclNative.ncclCommGetAsyncError(handle, state) == Errors.SUCCESS && Errors.isFailure(state[0]);
     }
 
     private void checkExcluded(int[] excluded) {
@@ -758,7 +755,7 @@ public final class Communicator implements AutoCloseable {
         ensureOpen();
         requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
         int rc = NcclNative.ncclCommRevoke(handle, 0);
-        if (rc == 7) {
+        if (rc == Errors.IN_PROGRESS) {
             rc = InitDeadline.waitWhileInProgress(handle);
         }
         Errors.check(rc, NcclFunction.ncclCommRevoke, this);
@@ -960,7 +957,7 @@ public final class Communicator implements AutoCloseable {
         ensureOpen();
         int[] state = new int[1];
         Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
-        if (state[0] != 0 && state[0] != 7) {
+        if (Errors.isFailure(state[0])) {
             throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, this);
         }
     }
@@ -2036,7 +2033,7 @@ public final class Communicator implements AutoCloseable {
      */
     private void groupEnd(int rc, NcclFunction last) {
         RuntimeException failure = null;
-        if (rc != 0 && !(rc == 7 && !blocking)) {
+        if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !blocking)) {
             failure = Errors.failure(rc, last, this);
         }
         int end = Nccl.groupEndStatus();
@@ -2128,7 +2125,7 @@ public final class Communicator implements AutoCloseable {
         RuntimeException error = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
             int rc = NcclNative.ncclCommFinalize(handle);
-            if (rc == 7) {
+            if (rc == Errors.IN_PROGRESS) {
                 rc = InitDeadline.waitWhileInProgress(handle);
             }
             if (rc != 0) {

@@ -6,12 +6,24 @@ import org.nccl4j.jni.NcclNative;
 
 /** The one place where statuses become exceptions (as Netty's Errors). */
 final class Errors {
+    /** {@code ncclSuccess}. */
+    static final int SUCCESS = 0;
+    /** {@code ncclRemoteError}: a peer or the network failed. */
+    static final int REMOTE_ERROR = 6;
+    /** {@code ncclInProgress}: a nonblocking call goes on in the background. */
+    static final int IN_PROGRESS = 7;
+
     private Errors() {
+    }
+
+    /** Whether an asynchronous state ({@code ncclCommGetAsyncError}) is an error: neither success nor in progress. */
+    static boolean isFailure(int state) {
+        return state != SUCCESS && state != IN_PROGRESS;
     }
 
     /** Throws unless {@code status} is ncclSuccess. */
     static void check(int status, NcclFunction function, Communicator comm) {
-        if (status != 0) {
+        if (status != SUCCESS) {
             throw failure(status, function, comm);
         }
     }
@@ -21,7 +33,7 @@ final class Errors {
      * means "enqueued, completing in the background").
      */
     static void checkEnqueued(int status, NcclFunction function, Communicator comm) {
-        if (status != 0 && !(status == 7 && !comm.isBlocking())) {
+        if (status != SUCCESS && !(status == IN_PROGRESS && !comm.isBlocking())) {
             throw failure(status, function, comm);
         }
     }

@@ -74,9 +74,9 @@ final class InitDeadline {
      */
     static long finished(int rc, long[] out, NcclFunction fn, Communicator parent, InitDeadline deadline) {
         int status = rc;
-        if (status == 7 && out[0] != 0) {
+        if (status == Errors.IN_PROGRESS && out[0] != 0) {
             status = waitWhileInProgress(out[0], deadline.nanos);
-            if (status == 7) {
+            if (status == Errors.IN_PROGRESS) {
                 NcclNative.ncclCommAbort(out[0]);
                 throw deadline.expired(fn, parent);
             }
@@ -94,18 +94,21 @@ final class InitDeadline {
         return waitWhileInProgress(comm, Long.MAX_VALUE);
     }
 
-    /** Polls {@code ncclCommGetAsyncError} until it leaves ncclInProgress (7), or the deadline passes (returns 7). */
+    /**
+     * Polls {@code ncclCommGetAsyncError} until it leaves ncclInProgress, or until the deadline passes (then returns
+     * ncclInProgress).
+     */
     static int waitWhileInProgress(long comm, long deadlineNanos) {
         int[] state = new int[1];
         while (true) {
             if (deadlineNanos != Long.MAX_VALUE && System.nanoTime() - deadlineNanos >= 0) {
-                return 7;
+                return Errors.IN_PROGRESS;
             }
             int rc = NcclNative.ncclCommGetAsyncError(comm, state);
             if (rc != 0) {
                 return rc;
             }
-            if (state[0] != 7) {
+            if (state[0] != Errors.IN_PROGRESS) {
                 return state[0];
             }
             Thread.onSpinWait();
@@ -113,7 +116,7 @@ final class InitDeadline {
                 Thread.sleep(1);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return 7;
+                return Errors.IN_PROGRESS;
             }
         }
     }

@@ -2,6 +2,7 @@ package org.nccl4j;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -18,7 +19,8 @@ import org.slf4j.LoggerFactory;
 public final class Nccl {
     private static final Logger LOG = LoggerFactory.getLogger(Nccl.class);
     private static final AtomicBoolean LOGGED = new AtomicBoolean();
-    private static volatile boolean initialized;
+    /** Groups open in this process: operations recorded meanwhile are published to the watchdog at their end. */
+    private static final AtomicInteger OPEN_GROUPS = new AtomicInteger();
 
     private Nccl() {
     }
@@ -57,14 +59,14 @@ public final class Nccl {
         return library().version();
     }
 
-    /** Marks that NCCL has been initialized (a communicator exists): environment changes no longer apply. */
-    static void markInitialized() {
-        initialized = true;
-    }
-
-    /** @return whether a communicator has been created in this process (NCCL has read its environment) */
+    /**
+     * Whether NCCL has initialized in this process: a unique id or a communicator has been made, so NCCL has read
+     * its environment and changing it no longer has an effect ({@link NcclEnvironment#isNcclInitialized()}).
+     *
+     * @return true once NCCL has initialized
+     */
     public static boolean isInitialized() {
-        return initialized;
+        return NcclEnvironment.isNcclInitialized();
     }
 
     /**
@@ -92,10 +94,6 @@ public final class Nccl {
         OPEN_GROUPS.incrementAndGet();
     }
 
-    /** Groups open in this process: operations recorded meanwhile are published to the watchdog at their end. */
-    private static final java.util.concurrent.atomic.AtomicInteger OPEN_GROUPS =
-            new java.util.concurrent.atomic.AtomicInteger();
-
     /** {@code ncclGroupEnd} of a group opened by {@link #groupStart()}: its status, unchecked. */
     static int groupEndStatus() {
         int rc = NcclNative.ncclGroupEnd();
@@ -121,7 +119,7 @@ public final class Nccl {
      */
     public static void groupEnd() {
         int rc = groupEndStatus();
-        if (rc != 0 && rc != 7) {
+        if (rc != Errors.SUCCESS && rc != Errors.IN_PROGRESS) {
             throw Errors.failure(rc, NcclFunction.ncclGroupEnd, null);
         }
     }

@@ -328,7 +328,7 @@ public final class NcclLog {
     /** The rank the launcher gave this process, or -1. */
     private static int processRank() {
         try {
-            LaunchInfo l = LaunchInfo.detect();
+            LaunchInfo l = LaunchInfo.detect(System.getenv(), null);   // the rank only: no need to ask CUDA
             return l.worldSize() > 1 ? l.rank() : -1;
         } catch (RuntimeException e) {
             return -1;

@@ -26,7 +26,6 @@ public final class UniqueId {
      */
     public static UniqueId generate() {
         Nccl.library();
-        Nccl.markInitialized(); // ncclGetUniqueId initializes NCCL, which reads its environment
         byte[] b = new byte[BYTES];
         Errors.check(NcclNative.ncclGetUniqueId(b), NcclFunction.ncclGetUniqueId, null);
         return new UniqueId(b);

@@ -283,8 +283,9 @@ final class Watchdog implements Runnable {
             }
             int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
             int async = rc != 0 ? rc : state[0];
-            if (async != 0 && async != 7) {
-                return failure(async == 6 ? Kind.REMOTE : Kind.ASYNC, recorder.oldestPending(), async, null, now);
+            if (Errors.isFailure(async)) {
+                Kind kind = async == Errors.REMOTE_ERROR ? Kind.REMOTE : Kind.ASYNC;
+                return failure(kind, recorder.oldestPending(), async, null, now);
             }
             Liveness liveness = comm.liveness();
             if (liveness != null && liveness.anyLost()) {

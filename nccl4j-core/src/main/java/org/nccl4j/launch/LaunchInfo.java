@@ -7,7 +7,7 @@ import java.util.OptionalInt;
 import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.nccl4j.Cuda;
+import org.bytedeco.cuda.global.cudart;
 
 /**
  * Where this process stands in a multi-process job: its rank, the world size, its rank and the process count on
@@ -111,7 +111,7 @@ public final class LaunchInfo {
 
     /**
      * Detects the launch from this process's environment as the JVM saw it at start ({@link System#getenv()}).
-     * When the device comes from a local rank above 0, the local rank is taken modulo {@link Cuda#deviceCount()}
+     * When the device comes from a local rank above 0, the local rank is taken modulo the number of visible devices
      * ({@code cudaGetDeviceCount}); when CUDA cannot tell (no runtime, no device), the local rank is used as it is
      * and the error comes when the device is used.
      *
@@ -119,7 +119,17 @@ public final class LaunchInfo {
      * @throws IllegalArgumentException when a launcher variable is malformed
      */
     public static LaunchInfo detect() {
-        return detect(System.getenv(), Cuda::deviceCount);
+        return detect(System.getenv(), LaunchInfo::visibleDevices);
+    }
+
+    /** {@code cudaGetDeviceCount} through the JavaCPP Presets for CUDA; 0 when the CUDA runtime cannot tell. */
+    private static int visibleDevices() {
+        try {
+            int[] n = new int[1];
+            return cudart.cudaGetDeviceCount(n) == 0 ? n[0] : 0;
+        } catch (LinkageError e) {
+            return 0;
+        }
     }
 
     /**
@@ -141,8 +151,8 @@ public final class LaunchInfo {
      * used as it is.
      *
      * @param env variable name to value, as from {@link System#getenv()}; empty values count as unset
-     * @param deviceCount the number of visible CUDA devices (e.g. {@code Cuda::deviceCount}), or null to use the
-     *        local rank as it is
+     * @param deviceCount the number of visible CUDA devices (e.g. {@code org.nccl4j.Cuda::deviceCount}), or null to
+     *        use the local rank as it is
      * @return what the launcher told, or a single process (rank 0 of 1) when no launcher's variables are set
      * @throws IllegalArgumentException when a launcher variable is malformed
      */

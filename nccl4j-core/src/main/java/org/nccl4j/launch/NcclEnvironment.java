@@ -16,7 +16,7 @@ import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import org.nccl4j.Nccl;
+import org.nccl4j.jni.NcclNative;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -99,8 +99,8 @@ public final class NcclEnvironment {
     /** The system-property prefix that maps to {@code NCCL_} variables. */
     public static final String PROPERTY_PREFIX = "nccl.";
 
-    /** Reports whether NCCL has initialized in this process; the core wires it to the real state. */
-    private static volatile BooleanSupplier ncclInitialized = Nccl::isInitialized;
+    /** Reports whether NCCL has initialized in this process (tests substitute their own). */
+    private static volatile BooleanSupplier ncclInitialized = NcclEnvironment::isNcclInitialized;
 
     /** Algorithms named in {@code NCCL_ALGO}. */
     public enum Algorithm {
@@ -459,6 +459,22 @@ public final class NcclEnvironment {
     @Override
     public int hashCode() {
         return settings.hashCode();
+    }
+
+    /**
+     * Whether NCCL has initialized in this process, and so has read its environment: a call of
+     * {@code ncclGetUniqueId} or of an {@code ncclCommInit*} function has reached the loaded library (as
+     * {@link NcclNative#ncclInitialized()} tells). Settings applied afterwards have no effect on that NCCL.
+     *
+     * @return true once NCCL has initialized; false before, and when nccl4j's native library did not load (nothing
+     *         can have initialized NCCL through it then)
+     */
+    public static boolean isNcclInitialized() {
+        try {
+            return NcclNative.ncclInitialized() == 1;
+        } catch (LinkageError e) {
+            return false;
+        }
     }
 
     /** Package-private hook: how {@link #apply()} learns whether NCCL has initialized in this process. */

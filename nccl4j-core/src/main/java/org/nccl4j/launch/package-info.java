@@ -13,9 +13,9 @@
  *       environment before NCCL reads it, through {@link org.nccl4j.launch.ProcessEnvironment}.</li>
  * </ul>
  * {@link org.nccl4j.Communicator#fromEnvironment()} uses all of them; a program calls them directly only for its own
- * rendezvous or environment. This package reads two facts from the core and nothing else: the number of visible
- * devices ({@link org.nccl4j.Cuda#deviceCount()}, for the local rank's device) and whether NCCL has started
- * ({@link org.nccl4j.Nccl#isInitialized()}, to warn of settings applied too late); both are suppliers a test can
- * replace.
+ * rendezvous or environment. The package sits below the rest of the core and uses none of it: it asks the CUDA
+ * runtime for the number of visible devices (for the local rank's device) and nccl4j's native layer whether NCCL has
+ * initialized (to warn of settings applied too late) itself, and the core passes its own device count
+ * ({@link org.nccl4j.Cuda#deviceCount()}) where it detects the launch.
  */
 package org.nccl4j.launch;

@@ -96,6 +96,16 @@ public final class NcclNative {
     @Name("n4j_is_loaded") public static native int isLoaded();
 
     /**
+     * Whether NCCL has initialized in this process: a call of {@code ncclGetUniqueId}, {@code ncclCommInitRank},
+     * {@code ncclCommInitRankConfig}, {@code ncclCommInitAll} or {@code ncclCommInitRankScalable} has reached the
+     * loaded library. NCCL reads its environment variables then, so setting one afterwards changes nothing.
+     * Closing the library resets it.
+     *
+     * @return 1 once such a call has been made to the loaded library, 0 otherwise
+     */
+    @Name("n4j_nccl_initialized") public static native int ncclInitialized();
+
+    /**
      * Number of entry points the shim knows (the size of {@link NcclFunction}).
      *
      * @return the number of entry points in the shim's table

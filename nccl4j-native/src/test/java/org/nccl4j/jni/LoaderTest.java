@@ -274,6 +274,49 @@ class LoaderTest {
         assertTrue(linked.getMessage().contains(missing), linked.getMessage());
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"ncclGetUniqueId", "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll",
+        "ncclCommInitRankScalable"})
+    void aCallThatInitializesNcclMarksItInitializedUntilTheLibraryCloses(String function) {
+        StubNccl.reloadFull();
+        assertEquals(0, NcclNative.ncclInitialized(), "a library just opened");
+        assertEquals(0, NcclNative.ncclGetVersion(new int[1]));
+        assertEquals(0, NcclNative.ncclCommGetAsyncError(NcclCalls.FAKE_COMM, new int[1]));
+        assertEquals(0, NcclNative.ncclInitialized(), "ncclGetVersion and ncclCommGetAsyncError initialize nothing");
+
+        byte[] id = new byte[NcclNative.UNIQUE_ID_BYTES];
+        int[] config = new int[NcclNative.CFG_INTS];
+        java.util.Arrays.fill(config, NcclNative.CONFIG_UNDEF_INT);
+        long[] comm = new long[1];
+        int status = switch (function) {
+            case "ncclGetUniqueId" -> NcclNative.ncclGetUniqueId(id);
+            case "ncclCommInitRank" -> NcclNative.ncclCommInitRank(comm, 2, id, 0);
+            case "ncclCommInitRankConfig" -> NcclNative.ncclCommInitRankConfig(comm, 2, id, 0, config, null, null);
+            case "ncclCommInitAll" -> NcclNative.ncclCommInitAll(new long[1], 1, new int[] {0});
+            case "ncclCommInitRankScalable" ->
+                    NcclNative.ncclCommInitRankScalable(comm, 2, 0, 1, id, config, null, null);
+            default -> throw new IllegalArgumentException(function);
+        };
+        assertEquals(0, status, function);
+        assertEquals(1, NcclNative.ncclInitialized(), function + " initializes NCCL");
+
+        NcclNative.close();
+        assertEquals(0, NcclNative.ncclInitialized(), "closing the library forgets it");
+    }
+
+    @Test
+    void anInitEntryPointTheLibraryLacksInitializesNothing() {
+        StubNccl.use(StubNccl.old());
+        assertFalse(NcclLibrary.load().has(NcclFunction.ncclCommInitRankScalable), "the 2.19 look-alike lacks it");
+        int[] config = new int[NcclNative.CFG_INTS];
+        assertEquals(NcclNative.MISSING_SYMBOL, NcclNative.ncclCommInitRankScalable(new long[1], 2, 0, 1,
+                new byte[NcclNative.UNIQUE_ID_BYTES], config, null, null));
+        assertEquals(0, NcclNative.ncclInitialized());
+        NcclNative.close();
+        assertEquals(NcclNative.NOT_LOADED, NcclNative.ncclGetUniqueId(new byte[NcclNative.UNIQUE_ID_BYTES]));
+        assertEquals(0, NcclNative.ncclInitialized(), "no library: nothing reached NCCL");
+    }
+
     @Test
     void closeThenReloadRestoresEveryEntryPoint() {
         StubNccl.useFull();
