@@ -123,6 +123,20 @@ leftovers() {
   pkill -9 -f "$main"
 }
 
+# excerpt DIR: under a failed case's verdict, each of its logs' error lines and last lines, so that the evidence
+# comes back with the verdict where LOG_DIR does not (a lent machine's /tmp)
+excerpt() {
+  local f
+  for f in "$1"/*.log; do
+    [ -f "$f" ] || continue
+    echo "        == ${f##*/}: its last ERROR, WARN and exception lines, then its last lines"
+    grep -E 'ERROR|WARN|Exception' "$f" | grep -Ev '^(\[[0-9,]+\]<std(out|err)>:)?[[:space:]]+at ' | tail -n 12 \
+      | sed 's/^/        | /'
+    echo "        -- last lines"
+    tail -n 5 "$f" | sed 's/^/        | /'
+  done
+}
+
 passed=0
 failed=0
 run_case() { # NAME EXPECTED_STATUSES COMMAND...
@@ -139,6 +153,7 @@ run_case() { # NAME EXPECTED_STATUSES COMMAND...
     passed=$((passed + 1)); echo "PASSED  $name: exit $got, $secs s, no rank left running"
   else
     failed=$((failed + 1)); echo "FAILED  $name: exit $got (expected $expected), $secs s, left running: $left"
+    excerpt "$dir"
   fi
   if [ -d "$dir/traces" ] && ls "$dir/traces"/nccl4j-trace-rank*.json > /dev/null 2>&1; then
     NCCL4J_BUNDLE=$bundle "$here/nccl4j-trace" "$dir/traces" > "$dir/analyzer.txt" 2>&1

@@ -32,6 +32,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
@@ -1071,6 +1072,46 @@ class ScriptsTest {
         assertEquals(2, r.status(), r.toString());
         assertEquals("examples-gpu.sh: no bundle at " + base.resolve("none") + " (scripts/gpu-bundle.sh)", r.err().strip());
         assertEquals(List.of(), r.tools());
+    }
+
+    // ---------------------------------------------------------------- hang-scenarios.sh
+
+    /**
+     * A failed case comes back with its evidence: under the verdict, each rank's log gives its error lines (stack
+     * frames left out) and its last lines, so that a run whose LOG_DIR is lost can still be read.
+     */
+    @Test
+    void hangScenariosPrintsAFailedCasesErrorsAndLastLines() throws Exception {
+        String out = "starting\\n12:00:01.000 WARN  Liveness - slow\\n12:00:02.000 ERROR Watchdog - allReduce #1 did not"
+                + " complete\\n\\tat org.nccl4j.Watchdog.poll(Watchdog.java:1)\\nlast words";
+        Result r = box.run(root.resolve("scripts/hang-scenarios.sh"), onGpus(1, "LOG_DIR", logs.toString(),
+                "SCENARIOS", "skip-no-launcher", "FAKE_JAVA_STATUS", "3", "FAKE_JAVA_OUT", out), bundle.toString());
+        assertEquals(1, r.status(), r.toString());
+        List<String> lines = r.outLines();
+        assertTrue(lines.get(0).matches("FAILED  skip-no-launcher: exit 3 3 \\(expected 0 0\\), [0-9.]+ s, left running: "
+                + "none"), lines.get(0));
+        List<String> rank = List.of(
+                "        | 12:00:01.000 WARN  Liveness - slow",
+                "        | 12:00:02.000 ERROR Watchdog - allReduce #1 did not complete",
+                "        -- last lines",
+                "        | starting",
+                "        | 12:00:01.000 WARN  Liveness - slow",
+                "        | 12:00:02.000 ERROR Watchdog - allReduce #1 did not complete",
+                "        | \tat org.nccl4j.Watchdog.poll(Watchdog.java:1)",
+                "        | last words");
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            expected.add("        == rank" + i + ".log: its last ERROR, WARN and exception lines, then its last lines");
+            expected.addAll(rank);
+        }
+        expected.add("0 passed, 1 failed (logs: " + logs + ")");
+        assertEquals(expected, lines.subList(1, lines.size()));
+        // the two ranks run at once, so their calls come in either order
+        assertEquals(List.of("java", "java", "nvidia-smi", "timeout", "timeout"), r.tools().stream().sorted().toList());
+        assertEquals(Set.of("0", "1"), r.of("java").stream().map(c -> c.env("RANK")).collect(Collectors.toSet()));
+        for (Call java : r.of("java")) {
+            assertEquals(List.of("-cp", classpath(bundle), "org.nccl4j.examples.HangScenarios", "skip"), java.args());
+        }
     }
 
     // ---------------------------------------------------------------- gpu-bundle.sh

@@ -8,7 +8,7 @@
 #               with --output-filename DIR rank r's output is also in DIR/1/rank.r/{stdout,stderr} (Open MPI 4.1;
 #               r zero-filled to the width of the last rank); takes --oversubscribe; fails (99) on an option it does
 #               not know; exits with the last failing rank's status
-#   timeout     runs the command (no limit)
+#   timeout     runs the command (no limit, no signal; takes -s SIGNAL)
 #   nvidia-smi  -L: FAKE_GPUS lines "GPU i: ..."; --query-gpu=name: "Fake GPU" per GPU
 #   id          -u: FAKE_UID (default 0)
 #   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-examples/target/{nccl4j-examples-0.1.0-SNAPSHOT.jar,lib/}
@@ -87,6 +87,7 @@ case "$tool" in
     rm -rf "$tmp"
     exit $status ;;
   timeout)
+    while [ "${1:-}" = -s ]; do shift 2; done   # the signal: none is sent
     case "$1" in [0-9]*) ;; *) echo "fake timeout: no limit given: $1" >&2; exit 125 ;; esac
     shift
     exec "$@" ;;
