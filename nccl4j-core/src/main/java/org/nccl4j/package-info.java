@@ -2,7 +2,9 @@
  * nccl4j's checked API over NVIDIA NCCL: communicators and their collectives, the CUDA resources they run on, and
  * the watchdog that keeps a job from hanging. This package is what a program imports; the sub-packages hold what
  * is needed before a communicator exists ({@link org.nccl4j.launch}), what watches a running job from outside
- * ({@link org.nccl4j.diagnostics}) and the flight recorder's data ({@link org.nccl4j.trace}).
+ * ({@link org.nccl4j.diagnostics}) and the flight recorder's data ({@link org.nccl4j.trace}). The imports go one way:
+ * this package uses {@code launch} and {@code trace}, which use nothing of it; {@code diagnostics} uses only its
+ * public API.
  *
  * <h2>Which file holds what</h2>
  * <h3>The collective API</h3>

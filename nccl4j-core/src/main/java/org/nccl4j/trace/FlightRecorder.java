@@ -7,8 +7,6 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import org.nccl4j.DataType;
-import org.nccl4j.ReduceOp;
 
 /**
  * The last operations of one communicator, in a ring of fixed capacity held in preallocated primitive arrays:

@@ -1,8 +1,6 @@
 package org.nccl4j.trace;
 
 import java.util.List;
-import org.nccl4j.DataType;
-import org.nccl4j.ReduceOp;
 
 /**
  * The names a dump gives data types and reduction operators: NCCL's own ({@code ncclFloat32}, {@code ncclSum}).
