@@ -545,7 +545,8 @@ static int n4j_ncclPutSignal(const void* local, size_t n, int dt, int peer, void
            local, n, dt, peer, peerWin, offset, sigIdx, ctx, (unsigned int)flags, comm, stream);
 }
 static int n4j_ncclSignal(int peer, int sigIdx, int ctx, int flags, void* comm, void* stream) {
-  N4J_CALL(ncclSignal, (int, int, int, unsigned int, void*, void*), peer, sigIdx, ctx, (unsigned int)flags, comm, stream);
+  N4J_CALL(ncclSignal, (int, int, int, unsigned int, void*, void*),
+           peer, sigIdx, ctx, (unsigned int)flags, comm, stream);
 }
 /* 'descs' holds nDesc groups of 4 ints: opCnt, peer, sigIdx, ctx (ncclWaitSignalDesc_t's layout). */
 static int n4j_ncclWaitSignal(int nDesc, const int* descs, void* comm, void* stream) {

@@ -356,7 +356,8 @@ public final class CommConfig {
          */
         public Builder raw(int index, int value) {
             if (index < 0 || index >= NcclNative.CFG_INTS) {
-                throw Errors.argument("config field index must be in 0.." + (NcclNative.CFG_INTS - 1) + ", got " + index);
+                throw Errors.argument("config field index must be in 0.." + (NcclNative.CFG_INTS - 1) + ", got "
+                        + index);
             }
             return set(index, value);
         }

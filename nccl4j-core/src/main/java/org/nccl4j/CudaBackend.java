@@ -51,7 +51,9 @@ interface CudaBackend {
     /** {@code cudaStreamBeginCapture}; mode is a cudaStreamCaptureMode (1 = cudaStreamCaptureModeThreadLocal). */
     int streamBeginCapture(long stream, int mode);
 
-    /** {@code cudaStreamEndCapture}: graph[0] receives the captured cudaGraph_t (0 when the capture was invalidated). */
+    /**
+     * {@code cudaStreamEndCapture}: graph[0] receives the captured cudaGraph_t (0 when the capture was invalidated).
+     */
     int streamEndCapture(long stream, long[] graph);
 
     /** {@code cudaGraphInstantiate(exec, graph, 0)}: exec[0] receives the cudaGraphExec_t. */

@@ -104,7 +104,10 @@ public final class CudaGraph implements AutoCloseable {
         }
     }
 
-    /** Destroys the executable graph and the graph ({@code cudaGraphExecDestroy}, {@code cudaGraphDestroy}). Idempotent. */
+    /**
+     * Destroys the executable graph and the graph ({@code cudaGraphExecDestroy}, {@code cudaGraphDestroy}).
+     * Idempotent.
+     */
     @Override
     public void close() {
         if (closed) {

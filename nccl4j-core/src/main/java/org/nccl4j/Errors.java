@@ -49,7 +49,8 @@ final class Errors {
         }
         String errorString = NcclNative.ncclGetErrorString(status);
         String lastError = NcclNative.ncclGetLastError(comm == null ? 0L : comm.handleUnchecked());
-        return new NcclException(function.name(), status, errorString, lastError, comm == null ? -1 : comm.rankUnchecked());
+        int rank = comm == null ? -1 : comm.rankUnchecked();
+        return new NcclException(function.name(), status, errorString, lastError, rank);
     }
 
     // ---- argument checks, thrown from small out-of-line helpers so that callers inline ----

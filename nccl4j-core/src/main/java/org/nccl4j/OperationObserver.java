@@ -5,9 +5,9 @@ import org.nccl4j.jni.NcclFunction;
 /**
  * Sees what a {@link Communicator} does: every operation it enqueues, after NCCL accepted it (the communicator's
  * running sequence number, the NCCL function, the bytes this rank sends or reduces, and the stream); the operations
- * the watchdog finds completed; and a failure the watchdog declares. {@link org.nccl4j.diagnostics.NcclMetrics} is one; set one with
- * {@link Communicator#observe}. {@link #enqueued}
- * is called on the caller's thread, the others on the watchdog's; none may block or allocate.
+ * the watchdog finds completed; and a failure the watchdog declares. {@link org.nccl4j.diagnostics.NcclMetrics} is
+ * one; set one with {@link Communicator#observe}. {@link #enqueued} is called on the caller's thread, the others on
+ * the watchdog's; none may block or allocate.
  */
 public interface OperationObserver {
     /**

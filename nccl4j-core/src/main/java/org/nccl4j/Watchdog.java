@@ -440,7 +440,8 @@ final class Watchdog implements Runnable {
                 sb.append(sb.length() == 0 ? "" : ", ").append(l);
             }
             return sb.append(lost.size() == 1 ? " is gone" : " are gone")
-                    .append(" (its connection to the liveness channel ended without a goodbye, or went silent)").toString();
+                    .append(" (its connection to the liveness channel ended without a goodbye, or went silent)")
+                    .toString();
         }
 
         /** Writes the communicator's trace for a failure; null (and a warning) when it cannot be written. */

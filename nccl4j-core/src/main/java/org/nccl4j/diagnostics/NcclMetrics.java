@@ -19,7 +19,8 @@ import org.nccl4j.jni.NcclFunction;
  * unless {@link #bind} is called, and an unbound communicator pays nothing.
  *
  * <table>
- *   <caption>Meters (each tagged {@code rank} and {@code communicator}: the commName, or {@code rank-of-size})</caption>
+ *   <caption>Meters (each tagged {@code rank} and {@code communicator}: the commName, or
+ *   {@code rank-of-size})</caption>
  *   <tr><th>name</th><th>type</th><th>tags</th><th>what</th></tr>
  *   <tr><td>{@code nccl4j.operations}</td><td>counter</td><td>{@code op}</td><td>operations enqueued, by NCCL function
  *       ({@code ncclAllReduce}, {@code ncclSend}, ...)</td></tr>
@@ -98,8 +99,8 @@ public final class NcclMetrics implements AutoCloseable {
             throw new IllegalStateException("NcclMetrics.bind: the communicator is closed");
         }
         if (comm.observer() != null) {
-            throw new IllegalStateException("NcclMetrics.bind: rank " + comm.rank() + "'s communicator is already bound;"
-                    + " close the other binding first");
+            throw new IllegalStateException("NcclMetrics.bind: rank " + comm.rank()
+                    + "'s communicator is already bound; close the other binding first");
         }
         String name = comm.name() != null ? comm.name() : comm.rank() + "-of-" + comm.size();
         NcclMetrics m = new NcclMetrics(comm, registry, name);

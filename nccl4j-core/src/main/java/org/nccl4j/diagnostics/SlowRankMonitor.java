@@ -291,7 +291,8 @@ public final class SlowRankMonitor implements AutoCloseable {
      */
     public Bandwidth probeBandwidth(long bytes) {
         if (bytes <= 0 || bytes % 4 != 0) {
-            throw new IllegalArgumentException("bytes must be a positive multiple of 4 (float32 elements), got " + bytes);
+            throw new IllegalArgumentException("bytes must be a positive multiple of 4 (float32 elements), got "
+                    + bytes);
         }
         if (closed) {
             throw new IllegalStateException("SlowRankMonitor is closed");
@@ -371,8 +372,8 @@ public final class SlowRankMonitor implements AutoCloseable {
          */
         public Builder factor(double k) {
             if (!(k > 1.0) || Double.isInfinite(k)) {
-                throw new IllegalArgumentException("factor must be a finite number greater than 1 (a rank k times slower than the "
-                        + "median), got " + k);
+                throw new IllegalArgumentException("factor must be a finite number greater than 1 (a rank k times"
+                        + " slower than the median), got " + k);
             }
             this.factor = k;
             return this;

@@ -168,7 +168,8 @@ public final class LaunchInfo {
                     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", null);
         }
         if (info == null && e.has("PMIX_RANK")) {
-            String size = e.has("PMI_SIZE") ? "PMI_SIZE" : e.has("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : null;
+            String size = e.has("PMI_SIZE") ? "PMI_SIZE"
+                    : e.has("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : null;
             if (size != null) {
                 String local = e.has("OMPI_COMM_WORLD_LOCAL_RANK") ? "OMPI_COMM_WORLD_LOCAL_RANK"
                         : e.has("MPI_LOCALRANKID") ? "MPI_LOCALRANKID" : null;

@@ -789,7 +789,8 @@ public final class NcclEnvironment {
          */
         public Builder commId(String host, int port) {
             Objects.requireNonNull(host, "host");
-            return set(COMM_ID, (host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host) + ":" + port);
+            String bracketed = host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+            return set(COMM_ID, bracketed + ":" + port);
         }
 
         /**
@@ -930,8 +931,11 @@ public final class NcclEnvironment {
         return s;
     }
 
-    /** A list of names from {@code allowed} (case-insensitive), '^' negation, and for ALGO/PROTO collective prefixes. */
-    private static String nameList(String name, String value, List<String> allowed, String what, boolean perCollective) {
+    /**
+     * A list of names from {@code allowed} (case-insensitive), '^' negation, and for ALGO/PROTO collective prefixes.
+     */
+    private static String nameList(String name, String value, List<String> allowed, String what,
+            boolean perCollective) {
         String[] entries = value.split(";", -1);
         if (!perCollective && entries.length > 1) {
             throw new IllegalArgumentException(name + "=\"" + value + "\": ';' is not allowed here"

@@ -595,7 +595,8 @@ public final class Rendezvous {
             LOG.debug("rank {} received the unique id from {}", rank, target);
             return answer.payload;
         } catch (IOException e) {
-            throw new RendezvousException("rank " + rank + ": rendezvous with rank 0 at " + target + " failed: " + e, e);
+            throw new RendezvousException("rank " + rank + ": rendezvous with rank 0 at " + target + " failed: " + e,
+                    e);
         } finally {
             closeQuietly(s);
         }
@@ -696,7 +697,8 @@ public final class Rendezvous {
     /**
      * After a file exchange: waits until every rank has left its arrival marker, or the deadline, so that a rank that
      * never came is named on every rank, as the TCP route names it (rank 0 there knows who connected). Returns at
-     * once for the other routes. {@link org.nccl4j.Communicator#fromEnvironment} calls it before NCCL, which would wait for ever.
+     * once for the other routes. {@link org.nccl4j.Communicator#fromEnvironment} calls it before NCCL, which would
+     * wait for ever.
      *
      * @param deadlineNanos the deadline, as {@link System#nanoTime()}
      * @throws RendezvousException naming the ranks that never arrived and those that did (host, pid)
@@ -1142,7 +1144,9 @@ public final class Rendezvous {
             }
             Map<String, String> env = environment != null ? environment : System.getenv();
             LaunchInfo l = launch;
-            if (l == null && (rank == null || worldSize == null || (route == Route.TCP && (host == null || port == null)))) {
+            boolean incomplete = rank == null || worldSize == null
+                    || route == Route.TCP && (host == null || port == null);
+            if (l == null && incomplete) {
                 l = LaunchInfo.detect(env);
             }
             int r = rank != null ? rank : l.rank();

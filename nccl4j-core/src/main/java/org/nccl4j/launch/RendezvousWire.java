@@ -129,7 +129,8 @@ final class RendezvousWire {
         int length = h.getInt();
         if (magic != MAGIC) {
             throw new ProtocolException(String.format("malformed frame: bad magic 0x%08X (expected 0x%08X); the peer"
-                    + " does not speak the nccl4j rendezvous protocol (wrong port, or another service?)", magic, MAGIC));
+                    + " does not speak the nccl4j rendezvous protocol (wrong port, or another service?)", magic,
+                    MAGIC));
         }
         if (version != VERSION) {
             throw new ProtocolException("malformed frame: protocol version " + version + ", but this side speaks "

@@ -181,7 +181,8 @@ public final class FlightRecorder {
      */
     public void completed(long seq) {
         mark(seq, COMPLETED);
-        if (seq == lastCompleted + 1 && (long) LONGS.getVolatile(states, (int) (seq % capacity)) != (seq << 2 | FAILED)) {
+        if (seq == lastCompleted + 1
+                && (long) LONGS.getVolatile(states, (int) (seq % capacity)) != (seq << 2 | FAILED)) {
             lastCompleted = extend(seq, false);
         }
         if (seq == lastMarked + 1) {

@@ -10,7 +10,8 @@ import java.util.List;
 final class TraceNames {
     /** {@code ncclDataType_t} names, indexed by code (as {@link org.nccl4j.DataType#code()}). */
     static final List<String> DATA_TYPES = List.of("ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64",
-            "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2");
+            "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
+            "ncclFloat8e5m2");
     /** The built-in {@code ncclRedOp_t} names, indexed by code (as {@link org.nccl4j.ReduceOp#code()}). */
     static final List<String> REDUCE_OPS = List.of("ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg");
     /** The prefix of a pre-multiplied sum's name: {@code ncclPreMulSum(5)} for the operator NCCL numbered 5. */

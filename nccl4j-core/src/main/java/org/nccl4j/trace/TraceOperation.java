@@ -91,7 +91,8 @@ public enum TraceOperation {
      */
     public static TraceOperation fromCode(int code) {
         if (code < 0 || code >= BY_CODE.length) {
-            throw new IllegalArgumentException("trace operation code " + code + " is not one of 0.." + (BY_CODE.length - 1));
+            throw new IllegalArgumentException("trace operation code " + code + " is not one of 0.."
+                    + (BY_CODE.length - 1));
         }
         return BY_CODE[code];
     }

@@ -133,8 +133,8 @@ public final class AllReduce {
             double algbw = 4.0 * count / (us * 1e-6) / 1e9;
             double busbw = algbw * 2.0 * (size - 1) / size;
             if (comms.get(0).rank() == 0) {
-                System.out.printf("%s%d bytes: %.1f us per all-reduce, algbw %.2f GB/s, busbw %.2f GB/s (%d iterations)%n",
-                        prefix, 4 * count, us, algbw, busbw, iters);
+                System.out.printf("%s%d bytes: %.1f us per all-reduce, algbw %.2f GB/s, busbw %.2f GB/s"
+                        + " (%d iterations)%n", prefix, 4 * count, us, algbw, busbw, iters);
             }
         } finally {
             events.forEach(e -> {
@@ -145,7 +145,8 @@ public final class AllReduce {
             streams.forEach(Stream::close);
             comms.forEach(Communicator::close);
         }
-        System.out.println(prefix + (wrong == 0 ? "AllReduce: PASSED" : "AllReduce: FAILED, " + wrong + " wrong elements"));
+        System.out.println(prefix + (wrong == 0 ? "AllReduce: PASSED"
+                : "AllReduce: FAILED, " + wrong + " wrong elements"));
         return wrong == 0 ? 0 : 1;
     }
 

@@ -151,7 +151,8 @@ public final class DdpSimple {
                         + (avg ? "" : " (sum " + reduced + " / " + n + ")") + (ok ? "" : "  WRONG"));
                 // the optimizer step, the same on every rank because the gradient is
                 newW[k] = sgdStep(W0, lr, got);
-                System.out.println(Examples.who(c) + "SGD step: w = " + W0 + " - " + lr + " * " + got + " = " + newW[k]);
+                System.out.println(Examples.who(c) + "SGD step: w = " + W0 + " - " + lr + " * " + got + " = "
+                        + newW[k]);
                 ws.get(k).copyFrom(new float[] {newW[k]});
             }
             // every replica must hold the same w: gather them all
@@ -168,8 +169,8 @@ public final class DdpSimple {
                     ok &= matches(expectedW, v, tolW) && v == all[0];
                 }
                 bad += ok ? 0 : 1;
-                System.out.println(Examples.who(c) + "w of every rank after the step: expected " + expectedW + " on all "
-                        + n + ", got " + Arrays.toString(all) + (ok ? "" : "  WRONG"));
+                System.out.println(Examples.who(c) + "w of every rank after the step: expected " + expectedW
+                        + " on all " + n + ", got " + Arrays.toString(all) + (ok ? "" : "  WRONG"));
             }
         }
         for (Communicator c : comms) {

@@ -436,7 +436,8 @@ public final class DdpTraining {
             }
             identical &= all[rank] == own;
             System.out.printf(Locale.ROOT, "[rank %d] weights checksum: expected %s (rank 0), got %s; all ranks [%s]:"
-                    + " %s%n", rank, Checksum.hex(all[0]), Checksum.hex(own), list, identical ? "identical" : "DIFFERENT");
+                    + " %s%n", rank, Checksum.hex(all[0]), Checksum.hex(own), list,
+                    identical ? "identical" : "DIFFERENT");
         } else {
             System.out.println("[rank " + rank + "] weights checksum: " + Checksum.hex(own) + " (one GPU, nothing to"
                     + " compare)");

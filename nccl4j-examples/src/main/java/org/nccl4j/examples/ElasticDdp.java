@@ -162,7 +162,8 @@ public final class ElasticDdp {
                     firstLoss = loss;
                 }
                 if (step % 50 == 0 || step == steps - 1) {
-                    System.out.println(String.format(Locale.ROOT, "%sstep %d: loss %.6f on %d ranks", who, step, loss, comm.size()));
+                    System.out.println(String.format(Locale.ROOT, "%sstep %d: loss %.6f on %d ranks", who, step,
+                            loss, comm.size()));
                 }
             }
             CRC32 crc = new CRC32();

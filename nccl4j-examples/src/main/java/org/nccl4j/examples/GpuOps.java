@@ -249,7 +249,8 @@ final class GpuOps implements Ops, AutoCloseable {
                 nvrtc(cubin ? nvrtcGetCUBINSize(prog, size) : nvrtcGetPTXSize(prog, size),
                         cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize");
                 BytePointer out = new BytePointer(size.get());
-                nvrtc(cubin ? nvrtcGetCUBIN(prog, out) : nvrtcGetPTX(prog, out), cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX");
+                nvrtc(cubin ? nvrtcGetCUBIN(prog, out) : nvrtcGetPTX(prog, out),
+                        cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX");
                 return out;
             }
         } finally {

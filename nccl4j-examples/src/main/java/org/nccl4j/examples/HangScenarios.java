@@ -169,7 +169,8 @@ public final class HangScenarios {
                     + " after that enqueue: " + (waiter.get() == null ? "returned normally" : waiter.get().getClass()
                     .getSimpleName() + " (same message)"));
             long limit = timeout.plusSeconds(2).toNanos();
-            boolean ok = main instanceof CollectiveTimeoutException && waiter.get() instanceof CollectiveTimeoutException
+            boolean ok = main instanceof CollectiveTimeoutException
+                    && waiter.get() instanceof CollectiveTimeoutException
                     && mainAt - enqueuedAt <= limit && waiterAt[0] - enqueuedAt <= limit
                     && ((CollectiveTimeoutException) main).sequence() == 3;
             say(comm, ok ? "as promised: both threads got a CollectiveTimeoutException naming allReduce #3 within "
@@ -414,7 +415,8 @@ public final class HangScenarios {
 
     /** The command line ({@code --help} lists it). */
     @Command(name = "HangScenarios", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
-            description = "The failures the watchdog is for, made on purpose, one per run (see the class documentation).")
+            description = "The failures the watchdog is for, made on purpose, one per run (see the class"
+                    + " documentation).")
     static final class Options {
         @picocli.CommandLine.Parameters(index = "0", paramLabel = "SCENARIO",
                 description = "One of: ${COMPLETION-CANDIDATES}.")

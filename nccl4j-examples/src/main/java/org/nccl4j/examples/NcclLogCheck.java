@@ -77,7 +77,8 @@ public final class NcclLogCheck {
 
     /** The command line: no option but {@code --help} and {@code --version}. */
     @Command(name = "NcclLogCheck", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
-            description = "Checks that NCCL's own log arrives through SLF4J with the rank in the MDC (run with NCCL_DEBUG=INFO).")
+            description = "Checks that NCCL's own log arrives through SLF4J with the rank in the MDC (run with"
+                    + " NCCL_DEBUG=INFO).")
     static final class Options {
     }
 }

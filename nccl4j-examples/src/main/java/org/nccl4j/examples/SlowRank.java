@@ -89,7 +89,8 @@ public final class SlowRank {
     static final class Options {
         @Option(names = "--sleep-rank", paramLabel = "R", description = "The rank that sleeps (default: none).")
         int sleepRank = -1;
-        @Option(names = "--sleep-ms", paramLabel = "MS", description = "Its sleep per step (default: ${DEFAULT-VALUE}).")
+        @Option(names = "--sleep-ms", paramLabel = "MS",
+                description = "Its sleep per step (default: ${DEFAULT-VALUE}).")
         long sleepMs = 50;
         @Option(names = "--steps", paramLabel = "N", description = "Steps (default: ${DEFAULT-VALUE}).")
         int steps = 40;

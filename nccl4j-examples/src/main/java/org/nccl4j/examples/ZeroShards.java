@@ -246,7 +246,8 @@ public final class ZeroShards {
             try {
                 return Average.valueOf(value.toUpperCase(java.util.Locale.ROOT));
             } catch (IllegalArgumentException e) {
-                throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not one of host, premul, avg");
+                throw new picocli.CommandLine.TypeConversionException("'" + value
+                        + "' is not one of host, premul, avg");
             }
         }
     }

@@ -11,7 +11,8 @@ import java.util.stream.Collectors;
  * <h2>Which library</h2>
  * The first of these that is set decides, and is the only one tried:
  * <ol>
- *   <li>the system property {@value #LIBRARY_PROPERTY} (a path, e.g. {@code -Dnccl4j.library=/opt/nccl/lib/libnccl.so.2});</li>
+ *   <li>the system property {@value #LIBRARY_PROPERTY} (a path, e.g.
+ *       {@code -Dnccl4j.library=/opt/nccl/lib/libnccl.so.2});</li>
  *   <li>the environment variable {@value #LIBRARY_ENV} (a path);</li>
  *   <li>otherwise {@value #DEFAULT_NAME}, found by the system's default search ({@code LD_LIBRARY_PATH},
  *       the {@code ld.so} cache, the default directories).</li>

@@ -587,8 +587,8 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): rank i's input lands at
-     * element {@code i * count} of the root's output. Enqueued on {@code stream}.
+     * {@code ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): rank i's input
+     * lands at element {@code i * count} of the root's output. Enqueued on {@code stream}.
      *
      * @param sendbuff device address of the {@code count}-element input
      * @param recvbuff device address of the output, {@code nranks * count} elements; used on the root only
@@ -605,8 +605,8 @@ public final class NcclNative {
             @Cast("void*") long comm, @Cast("void*") long stream);
 
     /**
-     * {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): block i of the root's
-     * input goes to rank i. Enqueued on {@code stream}.
+     * {@code ncclScatter(sendbuff, recvbuff, count, datatype, root, comm, stream)} (NCCL 2.28.3+): block i of the
+     * root's input goes to rank i. Enqueued on {@code stream}.
      *
      * @param sendbuff device address of the input, {@code nranks * count} elements; used on the root only
      * @param recvbuff device address of the {@code count}-element output

@@ -36,7 +36,8 @@ public final class Checks {
             "NCCL_IB_HCA", "NCCL_IB_MERGE_NICS", "NCCL_IB_MERGE_VFS", "NCCL_IB_PCI_RELAXED_ORDERING",
             "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_RETRY_CNT", "NCCL_IB_RETURN_ASYNC_EVENTS",
             "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_SL", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_TC", "NCCL_IB_TIMEOUT",
-            "NCCL_IB_USE_INLINE", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_IGNORE_DISABLED_P2P", "NCCL_L1_SHARED_MEMORY_CARVEOUT",
+            "NCCL_IB_USE_INLINE", "NCCL_IGNORE_CPU_AFFINITY", "NCCL_IGNORE_DISABLED_P2P",
+            "NCCL_L1_SHARED_MEMORY_CARVEOUT",
             "NCCL_LAUNCH_MODE", "NCCL_LEGACY_CUDA_REGISTER", "NCCL_LL128_BUFFSIZE", "NCCL_LL_BUFFSIZE",
             "NCCL_LOCAL_REGISTER", "NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MAX_NRINGS", "NCCL_MAX_P2P_NCHANNELS",
             "NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_NRINGS", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MNNVL_ENABLE",
@@ -91,7 +92,8 @@ public final class Checks {
             out.add(Finding.fail("cuda", "CUDA", versions, "the driver is older than the CUDA runtime: update the "
                     + "driver, or use a runtime no newer than " + cudaVersion(m.driverVersion())));
         } else {
-            out.add(Finding.ok("cuda", "CUDA", versions + (m.nvmlDriver() != null ? "; driver " + m.nvmlDriver() : "")));
+            String driver = m.nvmlDriver() != null ? "; driver " + m.nvmlDriver() : "";
+            out.add(Finding.ok("cuda", "CUDA", versions + driver));
         }
         if (m.gpus().isEmpty()) {
             out.add(Finding.fail("gpu", "GPUs", "CUDA sees no GPU", "check CUDA_VISIBLE_DEVICES and nvidia-smi"));

@@ -98,7 +98,8 @@ final class GpuSharing {
         String hostId = env.get("NCCL_HOSTID");
         if (hostId != null) {
             s.notices.add("warning: NCCL_HOSTID=" + hostId + " is set and kept for every rank: ranks that share a GPU"
-                    + " may collide (NCCL refuses two ranks of one host on one GPU); unset it to give each rank its own");
+                    + " may collide (NCCL refuses two ranks of one host on one GPU); unset it to give each rank its"
+                    + " own");
         }
         s.notices.add(ranks + " ranks share " + gpus(g) + " (rank r on device " + (env.containsKey("NCCL4J_DEVICE")
                 ? "NCCL4J_DEVICE=" + env.get("NCCL4J_DEVICE") : "r mod " + g) + ", NCCL_HOSTID="
@@ -205,7 +206,8 @@ final class GpuSharing {
                 return -1;
             }
             return p.exitValue() != 0 ? -1
-                    : (int) Files.readAllLines(out, StandardCharsets.UTF_8).stream().filter(l -> l.startsWith("GPU ")).count();
+                    : (int) Files.readAllLines(out, StandardCharsets.UTF_8).stream()
+                            .filter(l -> l.startsWith("GPU ")).count();
         } catch (IOException e) {
             return -1;
         } catch (InterruptedException e) {

@@ -291,7 +291,8 @@ public final class Launcher {
                 err.println("nccl4j-run: rank " + r.rank + " failed: " + describe(status) + "; --elastic: the other "
                         + alive + " rank" + (alive == 1 ? "" : "s") + " go on");
             } else if (failed.size() == 1) {
-                List<Rank> others = ranks.stream().filter(o -> o != r && o.process.isAlive()).collect(Collectors.toList());
+                List<Rank> others = ranks.stream().filter(o -> o != r && o.process.isAlive())
+                        .collect(Collectors.toList());
                 err.println("nccl4j-run: rank " + r.rank + " failed: " + describe(status)
                         + (others.isEmpty() ? "" : "; stopping rank" + (others.size() > 1 ? "s " : " ")
                         + others.stream().map(o -> Integer.toString(o.rank)).collect(Collectors.joining(", "))
@@ -435,7 +436,8 @@ public final class Launcher {
             return false;
         }
         try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"), StandardCharsets.ISO_8859_1);
+            String stat = Files.readString(Path.of("/proc", Long.toString(h.pid()), "stat"),
+                    StandardCharsets.ISO_8859_1);
             int close = stat.lastIndexOf(')'); // the command name, in parentheses, may itself hold any character
             char state = close >= 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
             return state != 'Z' && state != 'X';

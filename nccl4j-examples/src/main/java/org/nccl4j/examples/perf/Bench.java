@@ -31,8 +31,9 @@ import org.nccl4j.launch.Rendezvous;
  * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
  * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
  * processes as {@code -a} says. In eager runs the Java heap bytes this thread allocated while issuing the
- * iterations are counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU from the first call to the last
- * completion, so the host's cost of issuing each call is inside the measurement whenever it is the bottleneck.
+ * iterations are counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall
+ * time on the GPU from the first call to the last completion, so the host's cost of issuing each call is inside the
+ * measurement whenever it is the bottleneck.
  */
 final class Bench implements AutoCloseable {
     private static final int CHUNK_BYTES = 16 << 20;
@@ -104,7 +105,8 @@ final class Bench implements AutoCloseable {
         }
         threads = allocationCounter();
         jit = args.jitQuietMs > 0 ? compilationClock() : null;
-        host = args.check > 0 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
+        host = args.check > 0
+                ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
                 : null;
     }
 
@@ -356,7 +358,8 @@ final class Bench implements AutoCloseable {
         if (processes() == 1) {
             return v;
         }
-        double identity = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
+        double identity = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY
+                : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
         for (int k = 0; k < local; k++) {
             scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
         }

@@ -164,8 +164,8 @@ public final class Perf {
             }
             if (print) {
                 if (args.jitQuietMs > 0) {
-                    out.printf(Locale.ROOT, "# JIT quiet waits before the measurements (--jit_quiet_ms %d): %.1f ms in all%n",
-                            args.jitQuietMs, bench.jitWaitMs());
+                    out.printf(Locale.ROOT, "# JIT quiet waits before the measurements (--jit_quiet_ms %d): %.1f ms"
+                            + " in all%n", args.jitQuietMs, bench.jitWaitMs());
                 }
                 Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {
@@ -248,8 +248,8 @@ public final class Perf {
                         : "Communicator.initAll: ncclCommInitAll of " + bench.nranks() + " GPUs");
         double[] again = bench.initRepeatMs();
         if (again.length > 0) {
-            out.printf(Locale.ROOT, "# Communicator re-created %d times in this process: median %.1f ms (min %.1f, max %.1f)%n",
-                    again.length, StepStats.median(again), Arrays.stream(again).min().getAsDouble(),
+            out.printf(Locale.ROOT, "# Communicator re-created %d times in this process: median %.1f ms (min %.1f,"
+                    + " max %.1f)%n", again.length, StepStats.median(again), Arrays.stream(again).min().getAsDouble(),
                     Arrays.stream(again).max().getAsDouble());
         }
         out.println("#");
@@ -352,7 +352,8 @@ public final class Perf {
 
     /** The comment line under a row with --op_times: this process's first GPU's per-operation times. */
     static String opTimesLine(int rank, double[] outOfPlace, double[] inPlace) {
-        return String.format(Locale.ROOT, "#  per operation (us, rank %d): out-of-place p10 %.2f p50 %.2f p90 %.2f max %.2f;"
+        return String.format(Locale.ROOT, "#  per operation (us, rank %d): out-of-place p10 %.2f p50 %.2f p90 %.2f"
+                + " max %.2f;"
                 + " in-place p10 %.2f p50 %.2f p90 %.2f max %.2f", rank, outOfPlace[0], outOfPlace[1], outOfPlace[2],
                 outOfPlace[3], inPlace[0], inPlace[1], inPlace[2], inPlace[3]);
     }

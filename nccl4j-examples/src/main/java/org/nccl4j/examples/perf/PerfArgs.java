@@ -272,8 +272,8 @@ public final class PerfArgs {
 
     private void validate() {
         if (minBytes > maxBytes) {
-            throw new IllegalArgumentException("invalid sizes for -b (--minbytes) and -e (--maxbytes): " + minBytes + " > "
-                    + maxBytes);
+            throw new IllegalArgumentException("invalid sizes for -b (--minbytes) and -e (--maxbytes): " + minBytes
+                    + " > " + maxBytes);
         }
         if (stepFactor > 1 && minBytes == 0) {
             throw invalid("-b", Long.toString(minBytes), "cannot grow by a factor (-f " + stepFactor
@@ -437,7 +437,8 @@ public final class PerfArgs {
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "PerfArgs[t=%s b=%d e=%d f=%d i=%d n=%d w=%d c=%d o=%s d=%s r=%d g=%d G=%d z=%d a=%d]",
+        return String.format(Locale.ROOT, "PerfArgs[t=%s b=%d e=%d f=%d i=%d n=%d w=%d c=%d o=%s d=%s r=%d g=%d"
+                + " G=%d z=%d a=%d]",
                 operations, minBytes, maxBytes, stepFactor, stepBytes, iters, warmup, check, ops, types, root, gpus,
                 graphLaunches, blocking, average);
     }

@@ -14,13 +14,15 @@ public final class Table {
     /** @return the three header lines above the results */
     public static List<String> header() {
         return List.of(
-                String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          ",
+                String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s           out-of-place"
+                        + "                       in-place          ",
                         "", "", "", "", ""),
                 String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
                         "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
                         "busbw", "#wrong"),
                 String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
-                        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""));
+                        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+                        ""));
     }
 
     /**

@@ -226,7 +226,8 @@ public final class TraceAnalyzer implements Callable<Integer> {
     private static List<TraceVerdict> analyze(List<TraceInput> dumps, String only) throws BadInput {
         Map<String, List<TraceInput>> groups = new LinkedHashMap<>();
         dumps.stream()
-                .sorted(Comparator.comparing((TraceInput d) -> d.dump().communicator() == null ? "" : "=" + d.dump().communicator())
+                .sorted(Comparator.comparing(
+                                (TraceInput d) -> d.dump().communicator() == null ? "" : "=" + d.dump().communicator())
                         .thenComparingInt(d -> d.dump().size()))
                 .forEach(d -> groups.computeIfAbsent(d.dump().communicator() + "\0" + d.dump().size(),
                         k -> new ArrayList<>()).add(d));

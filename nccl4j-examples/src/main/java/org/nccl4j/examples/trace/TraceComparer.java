@@ -119,9 +119,9 @@ public final class TraceComparer {
         int size = inputs.get(0).dump().size();
         for (TraceInput in : inputs) {
             if (!Objects.equals(name, in.dump().communicator()) || size != in.dump().size()) {
-                throw new IllegalArgumentException(in.file() + " is of another communicator (" + in.dump().communicator()
-                        + ", size " + in.dump().size() + ") than " + inputs.get(0).file() + " (" + name + ", size " + size
-                        + ")");
+                throw new IllegalArgumentException(in.file() + " is of another communicator ("
+                        + in.dump().communicator() + ", size " + in.dump().size() + ") than " + inputs.get(0).file()
+                        + " (" + name + ", size " + size + ")");
             }
         }
         List<String> notes = new ArrayList<>();
@@ -378,7 +378,8 @@ public final class TraceComparer {
                 boolean skipped = shiftFits(x, r, k, d);
                 boolean added = shiftFits(r, x, k, d);
                 if (skipped || added) {
-                    return new Divergence(x, skipped && added ? Kind.SHIFTED : skipped ? Kind.SKIPPED : Kind.ADDED, k, d);
+                    Kind kind = skipped && added ? Kind.SHIFTED : skipped ? Kind.SKIPPED : Kind.ADDED;
+                    return new Divergence(x, kind, k, d);
                 }
             }
         }
@@ -431,7 +432,8 @@ public final class TraceComparer {
                 default -> "skipped " + operations(ref, d.seq(), d.shift()) + " or added "
                         + operations(d.rank(), d.seq(), d.shift());
             };
-            groups.computeIfAbsent(d.kind() + "|" + d.seq() + "|" + d.shift() + "|" + what, x -> new ArrayList<>()).add(d);
+            String key = d.kind() + "|" + d.seq() + "|" + d.shift() + "|" + what;
+            groups.computeIfAbsent(key, x -> new ArrayList<>()).add(d);
         }
         List<TraceFinding> out = new ArrayList<>();
         for (Map.Entry<String, List<Divergence>> g : groups.entrySet()) {
@@ -586,7 +588,8 @@ public final class TraceComparer {
             byOp.computeIfAbsent(r.pending.operation() + " #" + s, x -> new ArrayList<>()).add(r.rank);
         }
         List<String> parts = new ArrayList<>();
-        byOp.forEach((op, rs) -> parts.add(TraceText.ranks(rs) + (TraceText.one(rs) ? " waits" : " wait") + " in " + op));
+        byOp.forEach((op, rs) -> parts.add(TraceText.ranks(rs) + (TraceText.one(rs) ? " waits" : " wait") + " in "
+                + op));
         String text = String.join("; ", parts);
         if (allDumped && byOp.size() == 1 && waiters.size() == ranks.size() && ranks.size() > 1) {
             text += " (every rank enqueued it)";
@@ -624,8 +627,8 @@ public final class TraceComparer {
             long next = d.lastCompleted() + 1;
             if (next <= d.lastEnqueued() && (r.entries.isEmpty() || next < r.firstHeld())) {
                 notes.add("rank " + r.rank + ": #" + next + " is not marked completed, and its ring no longer holds it"
-                        + " (it holds " + (r.entries.isEmpty() ? "nothing" : "#" + r.firstHeld() + " to #" + r.lastHeld())
-                        + ")");
+                        + " (it holds "
+                        + (r.entries.isEmpty() ? "nothing" : "#" + r.firstHeld() + " to #" + r.lastHeld()) + ")");
             }
         }
         if (p2p) {

@@ -65,7 +65,10 @@ final class TraceText {
         return e.operation() + " #" + e.sequence() + " (" + fields(e) + ")";
     }
 
-    /** An operation's fields: {@code count 3000 float32 sum}, {@code count 8 int32 root 0}, {@code count 4 float32 to rank 1}. */
+    /**
+     * An operation's fields: {@code count 3000 float32 sum}, {@code count 8 int32 root 0},
+     * {@code count 4 float32 to rank 1}.
+     */
     static String fields(TraceEntry e) {
         StringBuilder b = new StringBuilder("count ").append(e.count());
         if (e.dataType() != null) {

@@ -100,7 +100,8 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
      */
     public String details() {
         StringBuilder b = new StringBuilder();
-        b.append(label()).append(": ").append(ranks.size()).append(" of ").append(size).append(size == 1 ? " dump" : " dumps");
+        b.append(label()).append(": ").append(ranks.size()).append(" of ").append(size)
+                .append(size == 1 ? " dump" : " dumps");
         if (reference != null) {
             b.append("; reference: rank ").append(reference).append(" (").append(referenceNote).append(')');
         }
