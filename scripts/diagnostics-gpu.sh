@@ -17,8 +17,8 @@ bundle=$(nccl4j_bundle_dir "$tool" "${1:-$here/../bundle}") || exit 2
 log_dir=${LOG_DIR:-$(mktemp -d)}
 mkdir -p "$log_dir"
 limit=${CASE_TIMEOUT:-120}
-passed=0
-failed=0
+npassed=0
+nfailed=0
 case_() { # NAME EXPECTED_STATUS COMMAND...: runs it, output to LOG_DIR/NAME.txt
   local name=$1 expected=$2 t0 st secs
   shift 2
@@ -27,9 +27,9 @@ case_() { # NAME EXPECTED_STATUS COMMAND...: runs it, output to LOG_DIR/NAME.txt
   st=$?
   secs=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
   if [[ "$st" =~ ^$expected$ ]]; then
-    passed=$((passed + 1)); echo "PASSED  $name: exit $st, $secs s"
+    npassed=$((npassed + 1)); echo "PASSED  $name: exit $st, $secs s"
   else
-    failed=$((failed + 1)); echo "FAILED  $name: exit $st (expected $expected), $secs s"
+    nfailed=$((nfailed + 1)); echo "FAILED  $name: exit $st (expected $expected), $secs s"
   fi
 }
 export NCCL4J_BUNDLE=$bundle
@@ -41,5 +41,5 @@ share=(--share-gpu)
 case_ slow-rank-1 0 "$bundle/nccl4j-run" "${share[@]}" -np 3 SlowRank --sleep-rank 1 --sleep-ms 50 --steps 40 --every 5
 case_ slow-rank-none 0 "$bundle/nccl4j-run" "${share[@]}" -np 3 SlowRank --steps 40 --every 5
 case_ nccl-log 0 env NCCL_DEBUG=INFO "$bundle/nccl4j-run" "${share[@]}" -np 3 NcclLogCheck
-echo "$passed passed, $failed failed (logs: $log_dir)"
-[ "$failed" = 0 ]
+echo "$npassed passed, $nfailed failed (logs: $log_dir)"
+[ "$nfailed" = 0 ]

@@ -71,16 +71,16 @@ init_missing() {
   for r in 0 1; do
     if [ "$route" = tcp ]; then
       env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}" \
         timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
     elif [ "$route" = file ]; then
       env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 NCCL4J_RENDEZVOUS_FILE="$dir/id" \
         NCCL4J_RUN_ID=init-$port NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r \
-        NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}" \
         timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
     else
       env RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 NCCL_COMM_ID=127.0.0.1:$((port + 300)) \
-        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} \
+        NCCL4J_INIT_TIMEOUT=10s NCCL_HOSTID=nccl4j-host$r NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}" \
         timeout -s KILL "$limit" "$java" -cp "$cp" "$main" init > "$dir/rank$r.log" 2>&1 &
     fi
     pids+=($!)
@@ -95,6 +95,7 @@ under_mpirun() {
   local dir=$1 np=$2 cls=$3
   shift 3
   port=$((port + 1))
+  # shellcheck disable=SC2016,SC2086  # MPIRUN_OPTS holds several options; each rank's shell expands its own rank
   timeout -s KILL "$limit" mpirun --allow-run-as-root --bind-to none --tag-output ${MPIRUN_OPTS:-} -np "$np" \
     -x NCCL_COMM_ID=127.0.0.1:$((port + 300)) -x NCCL_SOCKET_IFNAME=lo -x NCCL_NVLS_ENABLE -x NCCL4J_TIMEOUT \
     -x NCCL4J_TRACE_DIR -x LD_LIBRARY_PATH \
@@ -137,8 +138,8 @@ excerpt() {
   done
 }
 
-passed=0
-failed=0
+npassed=0
+nfailed=0
 run_case() { # NAME EXPECTED_STATUSES COMMAND...
   local name=$1 expected=$2 dir="$log_dir/$1" t0 got left secs
   shift 2
@@ -150,9 +151,9 @@ run_case() { # NAME EXPECTED_STATUSES COMMAND...
   secs=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
   left=$(leftovers)
   if [[ "$got" =~ ^$expected$ ]] && [ "$left" = none ]; then
-    passed=$((passed + 1)); echo "PASSED  $name: exit $got, $secs s, no rank left running"
+    npassed=$((npassed + 1)); echo "PASSED  $name: exit $got, $secs s, no rank left running"
   else
-    failed=$((failed + 1)); echo "FAILED  $name: exit $got (expected $expected), $secs s, left running: $left"
+    nfailed=$((nfailed + 1)); echo "FAILED  $name: exit $got (expected $expected), $secs s, left running: $left"
     excerpt "$dir"
   fi
   if [ -d "$dir/traces" ] && ls "$dir/traces"/nccl4j-trace-rank*.json > /dev/null 2>&1; then
@@ -256,5 +257,5 @@ run_case elastic-3-ranks-lose-rank-0 '0 same-crc' elastic3_rank0
 run_case elastic-no-launcher '0 137 0 same-crc' elastic_plain
 run_case elastic-mpirun '[0-9]+ same-crc' elastic_mpirun
 run_case cost '0' cost
-echo "$passed passed, $failed failed (logs: $log_dir)"
-[ "$failed" = 0 ]
+echo "$npassed passed, $nfailed failed (logs: $log_dir)"
+[ "$nfailed" = 0 ]

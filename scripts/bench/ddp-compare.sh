@@ -70,12 +70,13 @@ if [ "${SAME_NCCL:-0}" = 1 ] && [ -z "${NCCL4J_LIBRARY:-}" ]; then
 fi
 
 common=(--steps "$steps" --seed "$seed")
-failed=0
+failures=0
 
 # --- 1. nccl4j, DDP under mpirun: the rank command goes in a script so that mpirun parses none of its arguments
 rank_script="$results/nccl4j-rank.sh"
 {
   echo '#!/usr/bin/env bash'
+  # shellcheck disable=SC2016  # the written script expands JAVA_OPTS when it runs
   printf 'exec %q ${JAVA_OPTS:-} -cp %q org.nccl4j.examples.DdpTraining' "$java" "$cp"
   printf ' %q' "${common[@]}" --bucket-cap-mb "$cap" --trace "$results/trace_nccl4j_ddp_rank{rank}.json"
   echo
@@ -88,27 +89,28 @@ LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" mpirun "${nccl4j_mpi_root[@]
     -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x LD_LIBRARY_PATH "${nccl4j_mpi_fwd[@]}" "$rank_script" \
     2>&1 | tee "$results/nccl4j-ddp.log"
 status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || { echo "ddp-compare: nccl4j DDP run failed (status $status)"; failed=1; }
+[ "$status" = 0 ] || { echo "ddp-compare: nccl4j DDP run failed (status $status)"; failures=1; }
 
 # --- 2. nccl4j, one GPU, no communication
 echo "== 2/4 nccl4j single GPU (--no-comm)"
+# shellcheck disable=SC2086  # JAVA_OPTS holds several options, split on spaces
 LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" "$java" ${JAVA_OPTS:-} -cp "$cp" org.nccl4j.examples.DdpTraining \
     "${common[@]}" --no-comm --trace "$results/trace_nccl4j_single.json" 2>&1 | tee "$results/nccl4j-single.log"
 status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || { echo "ddp-compare: nccl4j single-GPU run failed (status $status)"; failed=1; }
+[ "$status" = 0 ] || { echo "ddp-compare: nccl4j single-GPU run failed (status $status)"; failures=1; }
 
 # --- 3. PyTorch DDP
 echo "== 3/4 PyTorch DDP: $python -m torch.distributed.run --standalone --nproc_per_node=$np"
 timeout "$phase_timeout" "$python" -m torch.distributed.run --standalone --nproc_per_node="$np" "$py_script" \
     "${common[@]}" --bucket-cap-mb "$cap" 2>&1 | tee "$results/torch-ddp.log"
 status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || { echo "ddp-compare: PyTorch DDP run failed (status $status)"; failed=1; }
+[ "$status" = 0 ] || { echo "ddp-compare: PyTorch DDP run failed (status $status)"; failures=1; }
 
 # --- 4. PyTorch, one GPU
 echo "== 4/4 PyTorch single GPU (--no-ddp)"
 timeout "$phase_timeout" "$python" "$py_script" "${common[@]}" --no-ddp 2>&1 | tee "$results/torch-single.log"
 status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || { echo "ddp-compare: PyTorch single-GPU run failed (status $status)"; failed=1; }
+[ "$status" = 0 ] || { echo "ddp-compare: PyTorch single-GPU run failed (status $status)"; failures=1; }
 
 # --- the table
 result() { grep -ao 'RESULT impl=.*' "$results/$1.log" 2>/dev/null | head -1; }
@@ -151,4 +153,4 @@ torch_version=$(field "$r_td" torch)
   echo "Logs and traces: $results (nccl4j traces: trace_nccl4j_*.json, open in ui.perfetto.dev)."
 } | tee "$table"
 echo "table: $table"
-exit "$failed"
+exit "$failures"

@@ -127,14 +127,14 @@ small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
 small_repeats=${small_repeats:-$repeats}
 for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
   if [ "$r" -le "$small_repeats" ]; then
-    mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 1000 -J "$(j c-eager-small-$r)"
-    mpi "java-np-eager-small-$r" "$perf" "${small[@]}" -n 1000 -w 1000 -J "$(j java-np-eager-small-$r)"
+    mpi "c-eager-small-$r" "$baseline" "${small[@]}" -n 1000 -w 1000 -J "$(j "c-eager-small-$r")"
+    mpi "java-np-eager-small-$r" "$perf" "${small[@]}" -n 1000 -w 1000 -J "$(j "java-np-eager-small-$r")"
   fi
   [ "$r" -le "$repeats" ] || continue
-  one "java-g-eager-small-$r" "$perf" "${small[@]}" -g "$np" -n 1000 -w 1000 -J "$(j java-g-eager-small-$r)"
-  mpi "c-graph-small-$r" "$baseline" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j c-graph-small-$r)"
-  mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j java-np-graph-small-$r)"
-  one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 1000 -J "$(j java-g-graph-small-$r)"
+  one "java-g-eager-small-$r" "$perf" "${small[@]}" -g "$np" -n 1000 -w 1000 -J "$(j "java-g-eager-small-$r")"
+  mpi "c-graph-small-$r" "$baseline" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j "c-graph-small-$r")"
+  mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j "java-np-graph-small-$r")"
+  one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 1000 -J "$(j "java-g-graph-small-$r")"
 done
 trio eager-curve -t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0
 large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)

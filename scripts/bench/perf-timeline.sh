@@ -44,6 +44,7 @@ elif [ -n "${NSYS:-}" ]; then
   [ -x "$NSYS" ] || { echo "perf-timeline: NSYS=$NSYS is not an executable (a path to nsys, or none)" >&2; exit 2; }
   nsys=$NSYS
 else
+  # shellcheck disable=SC2012  # the first of a few fixed installation paths that exists
   nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /usr/local/cuda/nsight-systems-*/bin/nsys \
       /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 fi

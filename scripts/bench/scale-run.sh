@@ -33,6 +33,7 @@ perf=$root/scripts/nccl4j-perf
 base=$root/scripts/bench/native/build/nccl_perf_baseline
 [ -x "$base" ] || timeout 120 bash "$root/scripts/bench/native/build.sh" > "$out/build.log" 2>&1
 # mpirun gets --allow-run-as-root whoever runs it, and these variables only (not nccl4j_mpi_forward_args).
+# shellcheck disable=SC2317  # called through run
 mpi() { timeout "${RUN_TIMEOUT:-240}" mpirun --allow-run-as-root --bind-to none -np "$np" -x NCCL_NVLS_ENABLE \
           -x LD_LIBRARY_PATH -x NCCL4J_BUNDLE -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$((29800 + RANDOM % 100)) "$@"; }
 status=0

@@ -42,7 +42,7 @@ to_nvcc() {
 nccl_link="-L$nccl_lib -lnccl"
 [ -e "$nccl_lib/libnccl.so" ] || nccl_link="$nccl_lib/libnccl.so.2"
 set -x
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086  # the MPI flags and the link line are several words each
 "$nvcc" -O2 -std=c++17 -o "$out/nccl_perf_baseline" "$here/nccl_perf_baseline.cu" \
     -I"$nccl_inc" $(to_nvcc $mpi_cflags) $nccl_link $(to_nvcc $mpi_libs) -lcudart -ldl \
     -Xlinker -rpath -Xlinker "$nccl_lib"

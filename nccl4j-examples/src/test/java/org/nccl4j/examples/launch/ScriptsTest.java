@@ -35,6 +35,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -107,6 +108,31 @@ class ScriptsTest {
             Run r = exec(null, Map.of(), 30, List.of("bash", "-n", p.toString()));
             assertEquals(0, r.status(), p + ": " + r.out());
         }
+    }
+
+    /**
+     * shellcheck finds nothing in the scripts, scripts/bench included (deliberate word splitting, such as of
+     * JAVA_OPTS, is marked where it happens). Skipped, saying so, where shellcheck is not installed.
+     */
+    @Test
+    void everyScriptPassesShellcheck() throws Exception {
+        Assumptions.assumeTrue(exec(null, Map.of(), 30, List.of("sh", "-c", "command -v shellcheck")).status() == 0,
+                "shellcheck is not installed here, so the scripts' lint is not checked");
+        List<String> command = new ArrayList<>(List.of("shellcheck", "-x", "-P", "SCRIPTDIR"));
+        try (Stream<Path> s = Files.walk(SCRIPTS)) {
+            for (Path p : s.filter(Files::isRegularFile).sorted().collect(Collectors.toList())) {
+                String head;   // the first line; files built here (the C baseline) are binary
+                try (var in = Files.newInputStream(p)) {
+                    head = new String(in.readNBytes(64), java.nio.charset.StandardCharsets.ISO_8859_1).split("\n")[0];
+                }
+                if (head.startsWith("#!") && head.endsWith("bash") || p.toString().endsWith(".sh")) {
+                    command.add(p.toString());
+                }
+            }
+        }
+        assertTrue(command.size() >= 4 + 15, command.toString());
+        Run r = exec(null, Map.of(), 120, command);
+        assertEquals(0, r.status(), r.out());
     }
 
     @Test
