@@ -55,6 +55,7 @@ static char last_function[64] = "none";
 
 static void logf_(const char* fn, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 #include <stdarg.h>
+#include <time.h>
 static void logf_(const char* fn, const char* fmt, ...) {
   snprintf(last_function, sizeof(last_function), "%s", fn);
   const char* path = getenv("NCCL_STUB_LOG");
@@ -75,6 +76,14 @@ static void logf_(const char* fn, const char* fmt, ...) {
 
 static int result_for(const char* fn) {
   char name[128];
+  /* NCCL_STUB_SLEEP_MS_<function>: the call blocks that long first (a destroy that waits for a peer, say) */
+  snprintf(name, sizeof(name), "NCCL_STUB_SLEEP_MS_%s", fn);
+  const char* sleep_ms = getenv(name);
+  if (sleep_ms != NULL) {
+    long ms = atol(sleep_ms);
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0) { }
+  }
   snprintf(name, sizeof(name), "NCCL_STUB_RESULT_%s", fn);
   const char* v = getenv(name);
   if (v == NULL) v = getenv("NCCL_STUB_RESULT");

@@ -114,6 +114,8 @@ public final class Communicator implements AutoCloseable {
 
     /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
     private final CollectiveCheck check;
+    /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
+    private final Ledger ledger = new Ledger();
 
     private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         this.library = NcclLibrary.load();
@@ -318,7 +320,9 @@ public final class Communicator implements AutoCloseable {
             }
             throw e;
         }
-        c.liveness = live;
+        if (live != null) {
+            c.attachChannel(live);
+        }
         return c;
     }
     /**
@@ -403,7 +407,57 @@ public final class Communicator implements AutoCloseable {
 
     /** For tests: a liveness channel made by hand. */
     void useLiveness(Liveness l) {
+        attachChannel(l);
+    }
+
+    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
+    private void attachChannel(Liveness l) {
         liveness = l;
+        l.attach(this, this::peerNews);
+    }
+
+    /**
+     * News from the channel that a peer failed, left uncleanly or diverged: every live rank writes its flight record
+     * (once), from the channel's thread, so that a rank stuck in its own code is recorded too.
+     */
+    private void peerNews(String news) {
+        if (recorder == null || traceDumped || failure != null) {
+            return;
+        }
+        try {
+            Path p = writeTrace(TraceDump.REASON_PEER_FAILED, "a peer failed: " + news, null);
+            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} of {} wrote its flight record "
+                    + "on news from the liveness channel ({}): {}", rank, size, news, p);
+        } catch (IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not write its flight "
+                    + "record on news of a peer's failure: {}", rank, e.toString());
+        }
+    }
+
+    /** @return its collectives as the liveness channel reports them */
+    Ledger ledger() {
+        return ledger;
+    }
+
+    /** @return its generation (recoveries that led to it), which the channel's messages carry */
+    int generationForChannel() {
+        return generation;
+    }
+
+    /** Whether every operation it recorded is known complete (true when nothing records or watches them). */
+    boolean ownOperationsComplete() {
+        FlightRecorder r = recorder;
+        return r == null || !settings.enabled() || r.oldestPending() == 0;
+    }
+
+    /** The watchdog failed it: the peers are told ({@code DEPART failure}), except under RECOVER (it stays). */
+    void announceFailure(CommunicatorFailedException f) {
+        Liveness l = liveness;
+        if (l != null && settings.policy() != FailurePolicy.RECOVER) {
+            long last = ledger.last();
+            l.depart(Departures.Kind.FAILURE, generation, last, ledger.describe(last),
+                    f.getClass().getSimpleName() + ": " + f.verdict());
+        }
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -624,7 +678,7 @@ public final class Communicator implements AutoCloseable {
         if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
             liveness = null;
             l.renumber(excludedRanks);
-            c.liveness = l;
+            c.attachChannel(l);
         }
         return c;
     }
@@ -1170,18 +1224,19 @@ public final class Communicator implements AutoCloseable {
      * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
      * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
      */
-    private void enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
+    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
             int reduceOp, int peer, long bytes, Stream stream) {
         if (status != 0) {
             Errors.checkEnqueued(status, fn, this);
         }
         long seq = ++sequence;
+        long traced = 0;
         FlightRecorder r = recorder;
         if (r != null) {
             if (Capture.active() != 0 && stream.captureThread() != null) {
                 stream.capturedCommunicator(this);   // runs at each launch of the graph, recorded then
             } else {
-                long traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
+                traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
                 if (stream != lastStream) {
                     useStream(stream);
                 }
@@ -1196,6 +1251,7 @@ public final class Communicator implements AutoCloseable {
         if (o != null) {
             o.enqueued(this, seq, fn, bytes, stream.handle());
         }
+        return traced;
     }
 
     /** A stream not used by the last operation: remembered for the watchdog's markers (copy on write, rare). */
@@ -1970,7 +2026,13 @@ public final class Communicator implements AutoCloseable {
             case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
             case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
         };
-        enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size), stream);
+        long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
+                stream);
+        if (c.pointToPoint) {
+            ledger.sawIssuer();
+        } else {
+            ledger.issued(c.operation.code(), count, t, redOp, root, traced);
+        }
     }
 
     /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
@@ -2061,51 +2123,116 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
-     * failed or hung. Idempotent with {@link #close()}.
+     * failed or hung. Idempotent with {@link #close()}. With a liveness channel ({@link #fromEnvironment}) every
+     * other rank is told that this rank aborted after its last collective: a peer waiting in a collective this rank
+     * never issued, or one it cancelled, fails within about a second ({@link PeerDepartedException}).
      */
     public void abort() {
         if (check != null) {
             check.release();
         }
-        closeLiveness();
+        Liveness l = liveness;
+        if (l != null && !closed) {
+            long last = ledger.last();
+            l.depart(Departures.Kind.ABORT, generation, last, ledger.describe(last), null);
+        }
+        leaveLiveness();
         lifecycle.lock();
         try {
-            if (!markClosed() && !kept) {
-                return;
-            }
-            kept = false;
-            if (recorder != null) {
-                Watchdog.instance().forget(this);
-            }
-            Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+            abort0();
         } finally {
             lifecycle.unlock();
         }
     }
 
+    /** The abort itself; the lifecycle lock is held. */
+    private void abort0() {
+        if (!markClosed() && !kept) {
+            return;
+        }
+        kept = false;
+        if (recorder != null) {
+            Watchdog.instance().forget(this);
+        }
+        Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+    }
+
     /**
      * {@code ncclCommFinalize} (waiting out ncclInProgress on a nonblocking communicator) then
      * {@code ncclCommDestroy}. Idempotent. Where the loaded NCCL has no {@code ncclCommFinalize}, destroys only.
+     *
+     * <p>It never hangs. With a liveness channel ({@link #fromEnvironment}) it first tells every rank that this rank
+     * closes after its last collective, and finalizes only when its own operations have completed and every other
+     * rank closes after the same collective; it aborts instead ({@code ncclCommAbort}) when a peer went past that
+     * collective, closed after another, aborted, failed, exited or was lost, and at the close deadline
+     * ({@code NCCL4J_CLOSE_TIMEOUT}, 30 s by default). A peer waiting in a collective this rank never issued fails at
+     * once with a {@link PeerDepartedException} naming this rank. The finalize itself is bounded by the same deadline.
+     *
+     * @throws CloseTimeoutException when {@code ncclCommFinalize} or {@code ncclCommDestroy} did not return within the
+     *         close deadline (without a liveness channel, a peer inside a collective this rank never issued)
      */
     @Override
     public void close() {
         if (check != null) {
             check.release();
         }
-        closeLiveness();
+        java.time.Duration deadline = Teardown.timeout();
+        Liveness l = liveness;
+        String abortBecause = null;
+        if (l != null && !closed) {
+            abortBecause = Teardown.awaitPeers(this, l, deadline);
+        }
+        leaveLiveness();
         lifecycle.lock();
         try {
-            close0();
+            if (abortBecause != null && !closed) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).info("nccl4j: rank {} of {} aborts its "
+                        + "communicator instead of finalizing it: {}", rank, size, abortBecause);
+                abort0();
+            } else if (kept || closed) {
+                close0();
+            } else {
+                Teardown.bounded(this::close0, deadline, this, library.has(NcclFunction.ncclCommFinalize)
+                        ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy");
+            }
         } finally {
             lifecycle.unlock();
         }
     }
 
-    private void closeLiveness() {
+    /** The channel lingers a moment for this rank's cause, then closes (see {@link Liveness#leave()}). */
+    private void leaveLiveness() {
         Liveness l = liveness;
         if (l != null) {
             liveness = null;
-            l.close();
+            l.leave();
+        }
+    }
+
+    /**
+     * The process is ending ({@link Farewell}): aborts this communicator unless a thread is closing or aborting it
+     * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
+     * its enqueueing call.
+     */
+    void abortAtExit() {
+        boolean locked = false;
+        try {
+            locked = lifecycle.tryLock(500, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!locked) {
+            return;
+        }
+        try {
+            if (markClosed() || kept) {
+                kept = false;
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+                Watchdog.instance().forget(this);
+                NcclNative.ncclCommAbort(handle);
+            }
+        } finally {
+            lifecycle.unlock();
         }
     }
 

@@ -42,6 +42,19 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Ranks are launch ranks (those of the communicator {@code fromEnvironment} made); after a recovery,
  * {@link #renumber(int[])} maps them to the new communicator's, and ranks left out are no longer reported.
+ *
+ * <h2>Departures and agreement</h2>
+ * The channel also carries what makes every departure known with its facts, and what lets rank 0 compare the ranks'
+ * collectives at no cost per operation. Once its communicator is attached ({@link #attach}), a rank's heartbeat is
+ * {@code PING <generation> <last collective>}; rank 0 asks {@code CHECK <g> <n>}, answered by
+ * {@code FP <g> <n> <fingerprint|?> <last>}, then, where fingerprints differ, {@code DESCRIBE <g> <from> <to>},
+ * answered by {@code OPS <g> <from> <to> <shape>...}, and tells every rank {@code MISMATCH <g> <text>}
+ * ({@link Agreement}). A rank that leaves says {@code DEPART <g> <kind> <last> <name> <cause>} (kind: close, abort,
+ * failure, exit; name: its last collective, as {@code allReduce#3}); rank 0 tells every rank
+ * {@code DEPARTED <rank> <host> <pid> <g> <kind> <last> <name> <cause>}; a cause that comes later (the exception
+ * leaving the departed rank's main) is {@code CAUSE <text>}, relayed as {@code CAUSED <rank> <text>}; a closing
+ * rank whose peers went on past its last collective is told {@code AHEAD <g> <n>} ({@link Departures}). A rank that
+ * departed keeps its connection a moment ({@value #LINGER_MILLIS} ms) for its cause, then says goodbye.
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
@@ -71,6 +84,8 @@ final class Liveness implements AutoCloseable {
     /** By launch rank: every rank that said hello. */
     private final Map<Integer, Lost> roster = new ConcurrentHashMap<>();
     private final List<Socket> peers = new CopyOnWriteArrayList<>();
+    /** Rank 0: the launch rank of each connection that said hello. */
+    private final Map<Socket, Integer> rankOfSocket = new ConcurrentHashMap<>();
     /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
     private volatile int[] current;
     private ServerSocket server;
@@ -79,6 +94,29 @@ final class Liveness implements AutoCloseable {
     /** Rank 0 closed its side on purpose ({@code LEFT 0}): the end of its connection is not a loss. */
     private volatile boolean serverLeft;
     private volatile String failedToConnect;
+    /** What this rank heard of departures and mismatches. */
+    private final Departures departures = new Departures();
+    /** The communicator the channel serves, once attached: its collectives are reported and compared. */
+    private volatile Communicator owner;
+    /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
+    private volatile boolean departed;
+    /** Rank 0: the comparison of the ranks' collectives. */
+    private Agreement agreement;
+    /** Rank 0: by launch rank, the connection of every rank that said hello and has not departed or been lost. */
+    private final Map<Integer, Socket> online = new ConcurrentHashMap<>();
+    /** Rank 0: by launch rank, the last collective of each rank that is closing, to tell it when others go past. */
+    private final Map<Integer, Long> closingAt = new ConcurrentHashMap<>();
+    /** Rank 0: the highest collective number reported, per generation (the newest only). */
+    private volatile long highest;
+    private volatile int highestGeneration;
+    /** Called (on the channel's reader thread) with a line of news: a peer failed, aborted, exited or diverged. */
+    private volatile java.util.function.Consumer<String> onNews;
+    /** How long a departed rank's connection stays open for the cause that may follow. */
+    static final long LINGER_MILLIS = 2000;
+    /** The longest line read from a peer (a cause is cut to {@value #CAUSE_CHARS} characters). */
+    static final int MAX_LINE = 16 * 1024;
+    /** The longest cause sent. */
+    static final int CAUSE_CHARS = 400;
 
     private Liveness(int rank, Duration timeout) {
         this.rank = rank;
@@ -106,6 +144,7 @@ final class Liveness implements AutoCloseable {
 
     static Liveness serve(int port, Duration timeout) throws IOException {
         Liveness l = new Liveness(0, timeout);
+        l.agreement = new Agreement(l::sendToRank, text -> l.broadcast("MISMATCH " + text + "\n"));
         l.server = new ServerSocket();
         l.server.setReuseAddress(true);
         l.server.bind(new InetSocketAddress(port));
@@ -282,6 +321,12 @@ final class Liveness implements AutoCloseable {
         current = next;
     }
 
+    /** The rank in the communicator now served of launch rank {@code launch}, or -1 when it was left out. */
+    int currentRank(int launch) {
+        int[] map = current;
+        return map == null ? launch : launch < map.length ? map[launch] : -1;
+    }
+
     /** The launch rank that has rank {@code r} in the communicator now served, or -1. */
     int launchRank(int r) {
         int[] map = current;
@@ -317,16 +362,19 @@ final class Liveness implements AutoCloseable {
     private void serveOne(Socket s) {
         boolean bye = false;
         String[] hello = null;
+        int who = -1;
         String why = "its connection ended without a goodbye";
         try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
                 StandardCharsets.UTF_8))) {
             String line;
-            while ((line = in.readLine()) != null) {
+            while ((line = readLine(in)) != null) {
                 if (line.startsWith("HELLO ")) {
                     hello = line.split(" ");
-                    welcome(s, hello);
+                    who = welcome(s, hello);
                 } else if (line.equals("BYE")) {
                     bye = true;
+                } else if (who >= 0) {
+                    bye |= served(who, hello, line);
                 }
             }
         } catch (SocketTimeoutException e) {
@@ -337,6 +385,11 @@ final class Liveness implements AutoCloseable {
         }
         peers.remove(s);
         closeQuietly(s);
+        if (who >= 0) {
+            online.remove(who, s);
+            closingAt.remove(who);
+            agreement.left(who);
+        }
         if (bye || closing || hello == null || hello.length < 4) {
             return;
         }
@@ -346,10 +399,135 @@ final class Liveness implements AutoCloseable {
         broadcast(message);
     }
 
-    /** Rank 0: a newcomer gets the roster so far; everyone gets the newcomer. */
-    private void welcome(Socket s, String[] hello) {
-        if (hello.length < 4) {
+    /**
+     * Rank 0: one line of rank {@code who} after its hello. Returns true for a departure (the end of the connection is
+     * then no loss).
+     */
+    private boolean served(int who, String[] hello, String line) {
+        String[] f = line.split(" ", 2);
+        String rest = f.length > 1 ? f[1] : "";
+        try {
+            switch (f[0]) {
+                case "PING": {
+                    if (!rest.isEmpty()) {
+                        String[] g = rest.split(" ");
+                        reportedBy(who, Integer.parseInt(g[0]), Long.parseLong(g[1]));
+                    }
+                    return false;
+                }
+                case "FP": {
+                    String[] g = rest.split(" ");
+                    int gen = Integer.parseInt(g[0]);
+                    reportedBy(who, gen, Long.parseLong(g[3]));
+                    agreement.fingerprint(who, gen, Long.parseLong(g[1]), g[2]);
+                    return false;
+                }
+                case "OPS": {
+                    String[] g = rest.split(" ");
+                    String[] list = java.util.Arrays.copyOfRange(g, 3, g.length);
+                    agreement.shapes(who, Integer.parseInt(g[0]), Long.parseLong(g[1]), Long.parseLong(g[2]), list);
+                    return false;
+                }
+                case "DEPART": {
+                    // DEPART <g> <kind> <last> <name> <cause...>
+                    String[] g = rest.split(" ", 5);
+                    long last = Long.parseLong(g[2]);
+                    online.remove(who);
+                    agreement.left(who);
+                    if (g[1].equals("close")) {
+                        closingAt.put(who, last);
+                        if (highest > last && highestGeneration == Integer.parseInt(g[0])) {
+                            sendToRank(who, "AHEAD " + g[0] + " " + highest + "\n");
+                        }
+                    }
+                    broadcast("DEPARTED " + who + " " + hello[2] + " " + hello[3] + " " + rest + "\n");
+                    return true;
+                }
+                case "CAUSE":
+                    broadcast("CAUSED " + who + " " + rest + "\n");
+                    return false;
+                default:
+                    return false;
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("nccl4j liveness: a line from rank {} it cannot read: {}", who, cut(line, 200));
+            return false;
+        }
+    }
+
+    /** Rank 0: rank {@code who} has issued up to collective #n of communicator {@code gen}. */
+    private void reportedBy(int who, int gen, long n) {
+        agreement.reported(who, gen, n);
+        if (gen > highestGeneration) {
+            highestGeneration = gen;
+            highest = 0;
+        }
+        if (gen == highestGeneration && n > highest) {
+            highest = n;
+            for (Map.Entry<Integer, Long> c : closingAt.entrySet()) {
+                if (n > c.getValue()) {
+                    sendToRank(c.getKey(), "AHEAD " + gen + " " + n + "\n");
+                }
+            }
+        }
+    }
+
+    /** Rank 0: a line to one rank's connection, or to every connection with rank -1. */
+    private void sendToRank(int r, String line) {
+        if (r < 0) {
+            for (Socket p : online.values()) {
+                try {
+                    write(p, line);
+                } catch (IOException e) {
+                    // its reader reports it
+                }
+            }
             return;
+        }
+        Socket p = online.get(r);
+        if (p == null) {
+            for (Socket q : peers) {   // a closing rank is no longer online: find it among the connections
+                Integer k = rankOfSocket.get(q);
+                if (k != null && k == r) {
+                    p = q;
+                }
+            }
+        }
+        if (p != null) {
+            try {
+                write(p, line);
+            } catch (IOException e) {
+                // its reader reports it
+            }
+        }
+    }
+
+    /** Reads a line of at most {@value #MAX_LINE} characters; a longer one ends the connection. */
+    private static String readLine(BufferedReader in) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        int c;
+        while ((c = in.read()) >= 0) {
+            if (c == '\n') {
+                return sb.toString();
+            }
+            if (sb.length() >= MAX_LINE) {
+                throw new IOException("a line longer than " + MAX_LINE + " characters");
+            }
+            sb.append((char) c);
+        }
+        return sb.length() == 0 ? null : sb.toString();
+    }
+
+    /** Rank 0: a newcomer gets the roster so far; everyone gets the newcomer. */
+    private int welcome(Socket s, String[] hello) {
+        if (hello.length < 4) {
+            return -1;
+        }
+        int who;
+        try {
+            who = Integer.parseInt(hello[1]);
+        } catch (NumberFormatException e) {
+            return -1;
         }
         StringBuilder earlier = new StringBuilder();
         synchronized (roster) {
@@ -374,6 +552,9 @@ final class Liveness implements AutoCloseable {
                 }
             }
         }
+        online.put(who, s);
+        rankOfSocket.put(s, who);
+        return who;
     }
 
     private void broadcast(String message) {
@@ -392,13 +573,16 @@ final class Liveness implements AutoCloseable {
         try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
                 StandardCharsets.UTF_8))) {
             String line;
-            while ((line = in.readLine()) != null) {
+            while ((line = readLine(in)) != null) {
                 if (line.startsWith("LOST ")) {
                     lost(line.split(" "));
+                    news("rank " + line.split(" ")[1] + " is lost");
                 } else if (line.startsWith("JOINED ")) {
                     joined(line.split(" "));
                 } else if (line.equals("LEFT 0")) {
                     serverLeft = true;
+                } else if (!line.equals("PING")) {
+                    heard(s, line);
                 }
             }
         } catch (SocketTimeoutException e) {
@@ -412,18 +596,121 @@ final class Liveness implements AutoCloseable {
             lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
             LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
                     known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
+            news("rank 0 is lost");
+        }
+    }
+
+    /** Every rank: a line of rank 0's about departures, comparisons and mismatches. */
+    private void heard(Socket s, String line) {
+        String[] f = line.split(" ", 2);
+        String rest = f.length > 1 ? f[1] : "";
+        try {
+            switch (f[0]) {
+                case "DEPARTED": {
+                    // DEPARTED <rank> <host> <pid> <g> <kind> <last> <name> <cause...>
+                    String[] g = rest.split(" ", 8);
+                    int who = Integer.parseInt(g[0]);
+                    Departures.Kind kind = Departures.Kind.valueOf(g[4].toUpperCase(java.util.Locale.ROOT));
+                    String cause = g.length > 7 && !g[7].isBlank() ? g[7] : null;
+                    departures.heard(new Departures.Departure(who, g[1], Long.parseLong(g[2]), kind,
+                            Integer.parseInt(g[3]), Long.parseLong(g[5]), g[6].replace("#", " #").replace('_', ' '),
+                            cause, System.nanoTime()));
+                    if (who == 0) {
+                        serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
+                    }
+                    if (kind != Departures.Kind.CLOSE && who != rank) {
+                        news("rank " + who + " " + kind.says + (cause == null ? "" : ": " + cause));
+                    } else if (who != rank && toServer != null) {
+                        write(toServer, heartbeat());   // at once: a closing rank learns now whether others went on
+                    }
+                    return;
+                }
+                case "CAUSED": {
+                    String[] g = rest.split(" ", 2);
+                    departures.cause(Integer.parseInt(g[0]), g.length > 1 ? g[1] : "");
+                    return;
+                }
+                case "AHEAD": {
+                    String[] g = rest.split(" ");
+                    departures.reported(Long.parseLong(g[1]));
+                    return;
+                }
+                case "MISMATCH": {
+                    String[] g = rest.split(" ", 2);
+                    departures.mismatch(Integer.parseInt(g[0]), g[1]);
+                    news(g[1]);
+                    return;
+                }
+                case "CHECK": {
+                    String[] g = rest.split(" ");
+                    Communicator c = owner;
+                    int gen = Integer.parseInt(g[0]);
+                    if (c != null && c.generationForChannel() == gen) {
+                        Ledger ledger = c.ledger();
+                        long t = Long.parseLong(g[1]);
+                        Long fp = ledger.fingerprintAt(t);
+                        write(s, "FP " + gen + " " + t + " " + (fp == null ? "?" : Long.toHexString(fp)) + " "
+                                + ledger.last() + "\n");
+                    }
+                    return;
+                }
+                case "DESCRIBE": {
+                    String[] g = rest.split(" ");
+                    Communicator c = owner;
+                    int gen = Integer.parseInt(g[0]);
+                    long from = Long.parseLong(g[1]);
+                    long to = Long.parseLong(g[2]);
+                    if (c != null && c.generationForChannel() == gen && to - from < Agreement.WINDOW && to >= from) {
+                        Ledger ledger = c.ledger();
+                        StringBuilder sb = new StringBuilder("OPS ").append(gen).append(' ').append(from).append(' ')
+                                .append(to);
+                        for (long n = from; n <= to; n++) {
+                            Ledger.Shape sh = ledger.shape(n);
+                            sb.append(' ').append(sh == null ? "?" : sh.wire());
+                        }
+                        write(s, sb.append('\n').toString());
+                    }
+                    return;
+                }
+                default:
+                    return;
+            }
+        } catch (IOException e) {
+            // the reader sees the end
+        } catch (RuntimeException e) {
+            LOG.warn("nccl4j liveness: a line from rank 0 it cannot read: {}", cut(line, 200));
+        }
+    }
+
+    private void news(String what) {
+        java.util.function.Consumer<String> n = onNews;
+        if (n != null && !closing) {
+            try {
+                n.accept(what);
+            } catch (RuntimeException e) {
+                LOG.warn("nccl4j liveness: acting on news failed: {}", e.toString());
+            }
         }
     }
 
     /** Both sides: a PING every second on every connection, so that silence means a loss. */
     private void pingLoop() {
         byte[] ping = "PING\n".getBytes(StandardCharsets.UTF_8);
+        long lastPing = 0;
         while (!closing) {
-            sleep(PING_MILLIS);
+            sleep(server != null ? Agreement.MIN_INTERVAL_MILLIS : PING_MILLIS);
+            long now = System.currentTimeMillis();
+            if (server != null) {
+                agreement.tick(online.keySet(), now);
+                if (now - lastPing < PING_MILLIS - Agreement.MIN_INTERVAL_MILLIS / 2) {
+                    continue;
+                }
+            }
+            lastPing = now;
             Socket s = toServer;
-            if (s != null && rank != 0) {
+            if (s != null) {   // rank 0's own connection to itself too
                 try {
-                    write(s, ping);
+                    write(s, heartbeat());
                 } catch (IOException e) {
                     // the reader sees the end
                 }
@@ -436,15 +723,116 @@ final class Liveness implements AutoCloseable {
                         // the reader sees the end
                     }
                 }
-                if (s != null) {   // rank 0's own connection to itself
-                    try {
-                        write(s, ping);
-                    } catch (IOException e) {
-                        // closing
-                    }
-                }
             }
         }
+    }
+
+    /** {@code PING}, with the communicator's generation and last collective once one is attached. */
+    private String heartbeat() {
+        Communicator c = owner;
+        return c == null || departed ? "PING\n" : "PING " + c.generationForChannel() + " " + c.ledger().last() + "\n";
+    }
+
+    /**
+     * The channel now serves {@code comm} (made, or recovered): its collectives are reported and compared, and news of
+     * a peer's failure makes it write its flight record ({@code onNews}). News of an earlier communicator is dropped.
+     */
+    void attach(Communicator comm, java.util.function.Consumer<String> onNews) {
+        if (owner != null && owner != comm) {
+            departures.clear();
+        }
+        owner = comm;
+        this.onNews = onNews;
+        departed = false;
+        Farewell.register(this);
+    }
+
+    /** @return the communicator the channel serves, or null */
+    Communicator owner() {
+        return owner;
+    }
+
+    /** @return what this rank heard of departures and mismatches */
+    Departures departures() {
+        return departures;
+    }
+
+    /** @return this rank's launch rank */
+    int launchRankOfSelf() {
+        return rank;
+    }
+
+    /** @return whether this rank said how it leaves */
+    boolean departed() {
+        return departed;
+    }
+
+    /**
+     * Says how this rank leaves ({@code DEPART}); once per attached communicator. Does not close the connection: see
+     * {@link #leave()}.
+     *
+     * @param kind how
+     * @param generation the communicator's generation
+     * @param last the number of its last collective
+     * @param lastName {@code allReduce #3}
+     * @param cause why, or null
+     */
+    synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause) {
+        Socket s = toServer;
+        if (departed || s == null) {
+            return;
+        }
+        departed = true;
+        try {
+            write(s, "DEPART " + generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last + " "
+                    + lastName.replace(" #", "#").replace(' ', '_') + (cause == null ? "" : " " + oneLine(cause))
+                    + "\n");
+        } catch (IOException e) {
+            // rank 0 is gone; nothing to tell
+        }
+    }
+
+    /** The cause of this rank's departure, when it comes after it (the exception leaving main). */
+    void cause(String cause) {
+        Socket s = toServer;
+        if (s != null && !closing) {
+            try {
+                write(s, "CAUSE " + oneLine(cause) + "\n");
+            } catch (IOException e) {
+                // gone
+            }
+        }
+    }
+
+    /** One line of at most {@value #CAUSE_CHARS} characters. */
+    static String oneLine(String text) {
+        return cut(text.replace('\r', ' ').replace('\n', ' ').trim(), CAUSE_CHARS);
+    }
+
+    private static String cut(String text, int max) {
+        return text.length() <= max ? text : text.substring(0, max - 3) + "...";
+    }
+
+    /**
+     * After {@link #depart}: keeps the connection open {@value #LINGER_MILLIS} ms for a cause that may follow (rank 0:
+     * until every other rank has left, at most ten times that), then says goodbye and closes; at once when the process
+     * ends ({@link Farewell}).
+     */
+    void leave() {
+        if (toServer == null && server == null) {
+            close();
+            return;
+        }
+        owner = null;
+        daemon(() -> {
+            long end = System.currentTimeMillis() + LINGER_MILLIS;
+            long longest = System.currentTimeMillis() + 10 * LINGER_MILLIS;
+            while (!closing && (System.currentTimeMillis() < end
+                    || server != null && !online.isEmpty() && System.currentTimeMillis() < longest)) {
+                sleep(50);
+            }
+            close();
+        }, "nccl4j-liveness-linger-" + rank);
     }
 
     private void joined(String[] f) {
@@ -528,6 +916,7 @@ final class Liveness implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        Farewell.unregister(this);
         Socket s = toServer;
         if (s != null) {
             try {

@@ -11,7 +11,7 @@ public class RemoteErrorException extends CommunicatorFailedException {
         super(message(d), d, null);
     }
 
-    private RemoteErrorException(String message, Details d, Throwable cause) {
+    RemoteErrorException(String message, Details d, Throwable cause) {
         super(message, d, cause);
     }
 

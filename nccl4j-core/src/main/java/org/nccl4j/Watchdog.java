@@ -291,6 +291,14 @@ final class Watchdog implements Runnable {
             if (liveness != null && liveness.anyLost()) {
                 return failure(Kind.LOST, recorder.oldestPending(), async, null, now);
             }
+            if (liveness != null) {
+                Departures.Verdict v = liveness.departures().verdict(liveness.launchRankOfSelf(), comm.ledger(),
+                        recorder, comm.generationForChannel(), liveness::currentRank, now);
+                if (v != null) {
+                    long pending = recorder.oldestPending();
+                    return failure(v.mismatch() ? Kind.MISMATCH : Kind.DEPARTED, pending, 0, v.text(), now);
+                }
+            }
             long published = comm.published();
             if (published > markedUpTo && markers.size() < MAX_MARKERS) {
                 mark(published);
@@ -383,6 +391,10 @@ final class Watchdog implements Runnable {
                 case CUDA:
                     verdict = "CUDA reported " + cudaError + " on the communicator's stream";
                     break;
+                case DEPARTED:
+                case MISMATCH:
+                    verdict = cudaError;
+                    break;
                 default:
                     verdict = "NCCL reported " + NcclResult.of(code).ncclName() + " (" + code + ") in the background";
                     break;
@@ -400,6 +412,10 @@ final class Watchdog implements Runnable {
                 case REMOTE:
                 case LOST:
                     return new RemoteErrorException(d);
+                case DEPARTED:
+                    return new PeerDepartedException(d);
+                case MISMATCH:
+                    return new RanksDivergedException(d);
                 default:
                     return new CommunicatorFailedException(d);
             }
@@ -474,6 +490,7 @@ final class Watchdog implements Runnable {
         /** The exit policy: the failure is logged and the trace written; the process halts at once. */
         private void exit(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
+            comm.announceFailure(failure);   // halt runs no shutdown hook: the peers hear of it now
             LOG.error("nccl4j watchdog: halting the process with status {} (the exit policy, NCCL4J_ON_FAILURE=exit)",
                     FailurePolicy.EXIT_STATUS);
             System.out.flush();
@@ -485,6 +502,7 @@ final class Watchdog implements Runnable {
         /** After the lock is released: log, exit hook, policy. */
         private void after(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
+            comm.announceFailure(failure);   // every other rank hears of it: they dump, and stop waiting on this one
             switch (settings.policy()) {
                 case CALLBACK:
                     try {
@@ -504,6 +522,8 @@ final class Watchdog implements Runnable {
         TIMEOUT(TraceDump.REASON_TIMEOUT),
         REMOTE(TraceDump.REASON_REMOTE_ERROR),
         LOST(TraceDump.REASON_REMOTE_ERROR),
+        DEPARTED(TraceDump.REASON_PEER_DEPARTED),
+        MISMATCH(TraceDump.REASON_MISMATCH),
         ASYNC(TraceDump.REASON_ERROR),
         CUDA(TraceDump.REASON_ERROR);
 

@@ -61,6 +61,12 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     public static final String REASON_ON_DEMAND = "on demand";
     /** Reason: the process exits after the watchdog fired. */
     public static final String REASON_EXIT = "exit";
+    /** Reason: a peer failed, left uncleanly or diverged, as the liveness channel told every live rank. */
+    public static final String REASON_PEER_FAILED = "peer failed";
+    /** Reason: a peer left and this rank's pending collective cannot complete. */
+    public static final String REASON_PEER_DEPARTED = "peer departed";
+    /** Reason: rank 0 found that the ranks issued different collectives. */
+    public static final String REASON_MISMATCH = "mismatch";
 
     private static volatile String localHost;
 

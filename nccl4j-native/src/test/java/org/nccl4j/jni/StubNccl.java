@@ -99,6 +99,7 @@ public final class StubNccl {
             }
             for (NcclFunction f : NcclFunction.values()) {
                 NcclNative.unsetenv("NCCL_STUB_RESULT_" + f.name());
+                NcclNative.unsetenv("NCCL_STUB_SLEEP_MS_" + f.name());
             }
             return new StubNccl(log);
         } catch (IOException e) {
@@ -115,6 +116,12 @@ public final class StubNccl {
     /** Makes {@code function} return {@code result} from now on. */
     public StubNccl result(NcclFunction function, int result) {
         setenv("NCCL_STUB_RESULT_" + function.name(), Integer.toString(result));
+        return this;
+    }
+
+    /** Makes {@code function} block {@code millis} before it returns, from now on (a call that waits for peers). */
+    public StubNccl sleep(NcclFunction function, long millis) {
+        setenv("NCCL_STUB_SLEEP_MS_" + function.name(), Long.toString(millis));
         return this;
     }
 

@@ -1,0 +1,222 @@
+package org.nccl4j;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.nccl4j.trace.FlightRecorder;
+
+/**
+ * What a rank has heard of its peers' departures over the liveness channel, and what that means for its own pending
+ * operations. Every rank that leaves says how ({@link Kind}: a clean close, an abort, a failure, the end of its
+ * process) and where it stood (the number of its last collective, see {@link Ledger}), with its cause when it has one;
+ * rank 0 relays it to every rank. A rank waiting in a collective that the departed rank never issued fails at once,
+ * naming both; one whose pending collectives the departed rank did issue is left alone after a clean close (the
+ * departed rank's finalize completes them) and failed after a short grace otherwise (an abort cancels them).
+ *
+ * <p>Also kept here: the verdict of a mismatch that rank 0 found by comparing fingerprints ({@link Agreement}), and
+ * the highest collective number any rank has reported, which tells a closing rank that a peer went on without it.
+ * Departures carry the communicator's generation (its number of recoveries): news of an earlier communicator is
+ * ignored.
+ */
+final class Departures {
+    /** How long a pending collective that the departed rank did issue may still take after an abort or failure. */
+    static final long GRACE_NANOS = 1_000_000_000L;
+    /** How long a failure waits for the cause that may follow a clean close (the exception leaving the rank). */
+    static final long CAUSE_WAIT_NANOS = 400_000_000L;
+
+    /** How a rank left. */
+    enum Kind {
+        /** {@link Communicator#close()}: it will issue nothing more, and finalizes what it issued. */
+        CLOSE("closed its communicator"),
+        /** {@link Communicator#abort()}: it issued nothing more, and cancelled what was in flight. */
+        ABORT("aborted its communicator"),
+        /** The watchdog failed its communicator (a timeout, an error, a peer's departure). */
+        FAILURE("failed"),
+        /** Its process is ending (System.exit, the end of main, an uncaught exception, SIGTERM or SIGINT). */
+        EXIT("is exiting");
+
+        final String says;
+
+        Kind(String says) {
+            this.says = says;
+        }
+    }
+
+    /**
+     * One rank's departure as heard.
+     *
+     * @param rank its launch rank
+     * @param host its host
+     * @param pid its process id
+     * @param kind how it left
+     * @param generation the generation of the communicator it left
+     * @param last the number of its last collective (0: none)
+     * @param lastName {@code allReduce #3}, or {@code none}
+     * @param cause why, one line, or null
+     * @param heardNanos when this rank heard of it ({@link System#nanoTime()})
+     */
+    record Departure(int rank, String host, long pid, Kind kind, int generation, long last, String lastName,
+            String cause, long heardNanos) {
+        Departure withCause(String c) {
+            return new Departure(rank, host, pid, kind, generation, last, lastName, c, heardNanos);
+        }
+
+        /** {@code rank 1 (host, pid 42) closed its communicator after allReduce #3, its last (cause)}. */
+        String describe(int asRank) {
+            StringBuilder sb = new StringBuilder("rank ").append(asRank);
+            if (host != null) {
+                sb.append(" (").append(host).append(", pid ").append(pid).append(')');
+            }
+            sb.append(' ').append(kind.says);
+            sb.append(last == 0 ? " before its first collective" : " after " + lastName + ", its last");
+            if (cause != null && !cause.isEmpty()) {
+                sb.append(" (").append(cause).append(')');
+            }
+            return sb.toString();
+        }
+    }
+
+    /** What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0. */
+    record Verdict(String text, boolean mismatch, int[] ranks) {
+    }
+
+    private final Map<Integer, Departure> byLaunchRank = new ConcurrentHashMap<>();
+    /** Causes heard before the departure they belong to (an exception may travel ahead of the exit). */
+    private final Map<Integer, String> causes = new ConcurrentHashMap<>();
+    private volatile String mismatch;
+    private volatile int mismatchGeneration = -1;
+    private volatile long highestReported;
+
+    /** A departure heard (or this rank's own). A second one of the same rank keeps the first kind, adds a cause. */
+    void heard(Departure d) {
+        String early = causes.remove(d.rank());
+        Departure with = d.cause() == null && early != null ? d.withCause(early) : d;
+        byLaunchRank.merge(d.rank(), with, (old, now) -> old.generation() != now.generation() ? now
+                : old.cause() == null && now.cause() != null ? old.withCause(now.cause()) : old);
+    }
+
+    /** A departing rank's cause, heard on its own (its uncaught exception). */
+    void cause(int launchRank, String cause) {
+        Departure d = byLaunchRank.get(launchRank);
+        if (d == null) {
+            causes.put(launchRank, cause);
+        } else if (d.cause() == null) {
+            byLaunchRank.put(launchRank, d.withCause(cause));
+        }
+    }
+
+    /** Rank 0 found that the ranks issued different collectives. */
+    void mismatch(int generation, String text) {
+        if (mismatch == null || mismatchGeneration != generation) {
+            mismatchGeneration = generation;
+            mismatch = text;
+        }
+    }
+
+    /** @return the mismatch rank 0 found on communicator {@code generation}, or null */
+    String mismatch(int generation) {
+        return mismatchGeneration == generation ? mismatch : null;
+    }
+
+    /** Rank 0 says: some rank has issued up to collective #n. */
+    void reported(long n) {
+        if (n > highestReported) {
+            highestReported = n;
+        }
+    }
+
+    /** @return the highest collective number a rank has reported */
+    long highestReported() {
+        return highestReported;
+    }
+
+    /** @return the departures of communicator {@code generation}, by launch rank */
+    Map<Integer, Departure> of(int generation) {
+        Map<Integer, Departure> out = new TreeMap<>();
+        for (Departure d : byLaunchRank.values()) {
+            if (d.generation() == generation) {
+                out.put(d.rank(), d);
+            }
+        }
+        return out;
+    }
+
+    /** @return whether any departure of {@code generation} is not a clean close */
+    boolean anyUnclean(int generation) {
+        for (Departure d : byLaunchRank.values()) {
+            if (d.generation() == generation && d.kind() != Kind.CLOSE) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Forgets everything (after a recovery the channel serves a new communicator). */
+    void clear() {
+        byLaunchRank.clear();
+        causes.clear();
+        highestReported = 0;
+    }
+
+    /**
+     * Whether this rank's pending operations can no longer complete because of a departure or a mismatch, and
+     * why. Called by the watchdog each poll; allocates only when it finds something.
+     *
+     * @param self this rank's launch rank
+     * @param ledger this rank's collectives on the communicator
+     * @param recorder its flight recorder (what has completed)
+     * @param generation the communicator's generation
+     * @param rankOf maps a launch rank to the communicator's rank (-1: not in it)
+     * @param now {@link System#nanoTime()}
+     * @return the verdict, or null
+     */
+    Verdict verdict(int self, Ledger ledger, FlightRecorder recorder, int generation,
+            java.util.function.IntUnaryOperator rankOf, long now) {
+        String m = mismatch(generation);
+        if (m != null) {
+            return new Verdict(m, true, new int[0]);
+        }
+        if (byLaunchRank.isEmpty()) {
+            return null;
+        }
+        long mine = ledger.last();
+        long completed = recorder.lastCompleted();
+        boolean anyPending = recorder.oldestPending() != 0;
+        List<Departure> blocking = new ArrayList<>();
+        long first = 0;
+        for (Departure d : byLaunchRank.values()) {
+            if (d.generation() != generation || d.rank() == self || rankOf.applyAsInt(d.rank()) < 0) {
+                continue;
+            }
+            boolean beyond = mine > d.last() && !completedThrough(ledger, d.last() + 1, completed);
+            boolean stale = d.kind() != Kind.CLOSE && anyPending && now - d.heardNanos() > GRACE_NANOS;
+            if (beyond && d.kind() == Kind.CLOSE && d.cause() == null && now - d.heardNanos() < CAUSE_WAIT_NANOS) {
+                return null;   // its exception may follow in a moment: look again next poll
+            }
+            if (beyond || stale) {
+                blocking.add(d);
+                long n = beyond ? d.last() + 1 : Math.max(1, Math.min(mine, d.last()));
+                first = first == 0 ? n : Math.min(first, n);
+            }
+        }
+        if (blocking.isEmpty()) {
+            return null;
+        }
+        StringBuilder sb = new StringBuilder(ledger.describe(first)).append(" cannot complete: ");
+        int[] ranks = new int[blocking.size()];
+        for (int i = 0; i < blocking.size(); i++) {
+            Departure d = blocking.get(i);
+            ranks[i] = rankOf.applyAsInt(d.rank());
+            sb.append(i == 0 ? "" : "; ").append(d.describe(ranks[i]));
+        }
+        return new Verdict(sb.toString(), false, ranks);
+    }
+
+    /** Whether collective #n has completed on this rank (unknown, e.g. out of the ring: taken as not). */
+    private static boolean completedThrough(Ledger ledger, long n, long completedTrace) {
+        long t = ledger.traceSeq(n);
+        return t != 0 && t <= completedTrace;
+    }
+}

@@ -1,0 +1,186 @@
+package org.nccl4j;
+
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The end of a process, told to its peers: every way a JVM ends that Java can see (the end of main, {@code System.exit},
+ * an uncaught exception, SIGTERM, SIGINT or SIGHUP) sends each open liveness channel's departure ({@code exit}) with its
+ * cause before the process goes, and aborts the channel's communicator when no thread is closing it, so that NCCL's
+ * threads are stopped before the C runtime's exit handlers run (an NCCL proxy thread that outlives them can crash
+ * the process). Installed once, with the first channel:
+ * <ul>
+ *   <li>a shutdown hook ({@code nccl4j-farewell});</li>
+ *   <li>a default uncaught-exception handler that records the exception's class and message, tells the channels at
+ *       once (the cause of a departure already announced by {@code close()}, as when the exception leaves a
+ *       try-with-resources), then does what was done before: the previous default handler, or the JVM's own
+ *       printing ({@code Exception in thread "main" ...});</li>
+ *   <li>handlers of SIGTERM, SIGINT and SIGHUP (through {@code sun.misc.Signal}, when present) that record the
+ *       signal's name and hand it on to the handler that was there (the JVM's, which starts the shutdown).</li>
+ * </ul>
+ * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, as before.
+ */
+final class Farewell {
+    private static final Logger LOG = LoggerFactory.getLogger(Farewell.class);
+    /** How long the hook waits for the aborts of the communicators. */
+    static final long ABORT_WAIT_MILLIS = 3000;
+    private static final Set<Liveness> OPEN = ConcurrentHashMap.newKeySet();
+    private static volatile boolean installed;
+    private static volatile String uncaught;
+    private static volatile String signal;
+
+    private Farewell() {
+    }
+
+    static void register(Liveness l) {
+        install();
+        OPEN.add(l);
+    }
+
+    static void unregister(Liveness l) {
+        OPEN.remove(l);
+    }
+
+    /** @return the uncaught exception of this process, one line, or null */
+    static String uncaught() {
+        return uncaught;
+    }
+
+    private static synchronized void install() {
+        if (installed) {
+            return;
+        }
+        installed = true;
+        Runtime.getRuntime().addShutdownHook(new Thread(Farewell::atExit, "nccl4j-farewell"));
+        Thread.UncaughtExceptionHandler previous = Thread.getDefaultUncaughtExceptionHandler();
+        Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
+            String cause = describe(e);
+            uncaught = cause;
+            for (Liveness l : OPEN) {
+                l.cause(cause);
+            }
+            if (previous != null) {
+                previous.uncaughtException(t, e);
+            } else {
+                System.err.print("Exception in thread \"" + t.getName() + "\" ");
+                e.printStackTrace(System.err);
+            }
+        });
+        for (String name : new String[] {"TERM", "INT", "HUP"}) {
+            watchSignal(name);
+        }
+    }
+
+    /** {@code IllegalStateException: data loader failed}: the class's simple name and the message. */
+    static String describe(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    }
+
+    /** Records the signal's name, then hands it to the handler that was there; nothing when sun.misc is absent. */
+    private static void watchSignal(String name) {
+        try {
+            Class<?> signalClass = Class.forName("sun.misc.Signal");
+            Class<?> handlerClass = Class.forName("sun.misc.SignalHandler");
+            Object sig = signalClass.getConstructor(String.class).newInstance(name);
+            Method handle = signalClass.getMethod("handle", signalClass, handlerClass);
+            Method handleOne = handlerClass.getMethod("handle", signalClass);
+            Object[] previous = new Object[1];
+            InvocationHandler ours = (proxy, m, args) -> {
+                if (m.getName().equals("handle")) {
+                    signal = "SIG" + name;
+                    Object p = previous[0];
+                    if (p != null && handlerClass.isInstance(p)) {
+                        handleOne.invoke(p, args[0]);
+                    }
+                    return null;
+                }
+                return m.getName().equals("hashCode") ? System.identityHashCode(proxy)
+                        : m.getName().equals("equals") ? proxy == args[0] : "nccl4j signal handler";
+            };
+            Object proxy = Proxy.newProxyInstance(Farewell.class.getClassLoader(), new Class<?>[] {handlerClass},
+                    ours);
+            previous[0] = handle.invoke(null, sig, proxy);
+            if (isIgnoreOrDefault(previous[0], handlerClass)) {
+                handle.invoke(null, sig, previous[0]);   // ignored or left to the OS (e.g. nohup): leave it so
+            }
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            LOG.debug("nccl4j: SIG{} is not watched ({})", name, e.toString());
+        }
+    }
+
+    private static boolean isIgnoreOrDefault(Object handler, Class<?> handlerClass) throws ReflectiveOperationException {
+        Object ign = handlerClass.getField("SIG_IGN").get(null);
+        Object dfl = handlerClass.getField("SIG_DFL").get(null);
+        return handler == ign || handler == dfl;
+    }
+
+    /** The shutdown hook: the departures first (news travels while the rest is done), then the aborts. */
+    private static void atExit() {
+        if (OPEN.isEmpty()) {
+            return;
+        }
+        String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
+        for (Liveness l : OPEN) {
+            Communicator c = l.owner();
+            if (c != null && !l.departed()) {
+                l.depart(Departures.Kind.EXIT, c.generationForChannel(), c.ledger().last(),
+                        c.ledger().describe(c.ledger().last()), cause);
+            } else if (uncaught == null) {
+                l.cause(cause);   // a departure announced by close(): how the process then ended
+            }
+        }
+        Thread aborts = new Thread(() -> {
+            for (Liveness l : OPEN) {
+                Communicator c = l.owner();
+                if (c != null) {
+                    c.abortAtExit();
+                }
+            }
+        }, "nccl4j-farewell-abort");
+        aborts.setDaemon(true);
+        aborts.start();
+        try {
+            aborts.join(ABORT_WAIT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (aborts.isAlive()) {
+            LOG.warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
+                    ABORT_WAIT_MILLIS);
+        }
+        for (Liveness l : OPEN) {
+            l.close();
+        }
+    }
+
+    /**
+     * {@code System.exit at Main.run(Main.java:42)} when a thread is in {@code System.exit} or {@code Runtime.exit},
+     * else {@code the program ended}.
+     */
+    static String exitCaller() {
+        for (java.util.Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+            StackTraceElement[] frames = e.getValue();
+            for (int i = 0; i < frames.length; i++) {
+                StackTraceElement f = frames[i];
+                if (f.getClassName().equals("java.lang.Runtime") && f.getMethodName().equals("exit")) {
+                    for (int j = i + 1; j < frames.length; j++) {
+                        if (!frames[j].getClassName().startsWith("java.lang.")) {
+                            return "System.exit at " + frames[j];
+                        }
+                    }
+                    return "System.exit";
+                }
+                if (f.getClassName().equals("java.lang.Runtime") && f.getMethodName().equals("halt")) {
+                    return "Runtime.halt";
+                }
+            }
+        }
+        return "the program ended";
+    }
+}

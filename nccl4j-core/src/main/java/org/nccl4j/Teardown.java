@@ -1,0 +1,169 @@
+package org.nccl4j;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.launch.ProcessEnvironment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How a communicator is closed without a hang: the decision between finalizing ({@code ncclCommFinalize} then
+ * {@code ncclCommDestroy}, which completes what the rank issued and waits on nothing of its peers only when they are
+ * closing too) and aborting ({@code ncclCommAbort}, which waits for nothing), and the deadline on both.
+ *
+ * <p>With a liveness channel ({@link Communicator#fromEnvironment}), a closing rank first tells every rank that it
+ * closes after its last collective ({@link Liveness#depart}); then it waits, at most the close deadline, until its own
+ * operations have completed and every other rank has said it closes after the same collective: then it finalizes.
+ * It aborts instead, at once, when a peer went past its last collective, closed after a different one, aborted,
+ * failed, exited or was lost, when rank 0 found the ranks' collectives to differ, or when its communicator failed;
+ * and at the deadline. An abort there loses nothing of the job: the rank's own operations have completed or can no
+ * longer complete.
+ *
+ * <p>The deadline is {@code NCCL4J_CLOSE_TIMEOUT} (property {@code nccl4j.closeTimeout}), 30 s by default: long
+ * enough for the ranks of a healthy job to reach {@code close()} together (they leave the training loop at the same
+ * step; the slowest's last step and a checkpoint written before closing usually fit), short against the 10-minute
+ * operation timeout, so a rank whose peers will never close is not held for minutes. It also bounds the finalize
+ * itself, which runs on a thread of its own ({@code nccl4j-close}): when the call has not returned by then, the
+ * communicator is left to it (an abort while it runs could free what it uses) and {@code close()} throws
+ * {@link CloseTimeoutException}.
+ */
+final class Teardown {
+    private static final Logger LOG = LoggerFactory.getLogger(Teardown.class);
+    /** The variable of the close deadline. */
+    static final String TIMEOUT_VARIABLE = "NCCL4J_CLOSE_TIMEOUT";
+    /** The property of the close deadline. */
+    static final String TIMEOUT_PROPERTY = "nccl4j.closeTimeout";
+    /** The deadline when neither is set. */
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+
+    private Teardown() {
+    }
+
+    /** The close deadline: the property, else the variable, else 30 s. */
+    static Duration timeout() {
+        String p = System.getProperty(TIMEOUT_PROPERTY);
+        if (p != null && !p.isBlank()) {
+            return positive(TIMEOUT_PROPERTY, Durations.parse(TIMEOUT_PROPERTY, p.trim()), p);
+        }
+        String v = ProcessEnvironment.liveOrJvmCopy().get(TIMEOUT_VARIABLE);
+        if (v != null && !v.isBlank()) {
+            return positive(TIMEOUT_VARIABLE, Durations.parse(TIMEOUT_VARIABLE, v.trim()), v);
+        }
+        return DEFAULT_TIMEOUT;
+    }
+
+    private static Duration positive(String name, Duration d, String value) {
+        if (d.isZero() || d.isNegative()) {
+            throw new IllegalArgumentException(name + "=" + value + " must be longer than zero, e.g. 30s (the default)");
+        }
+        return d;
+    }
+
+    /**
+     * Announces the close on the channel and waits for the peers.
+     *
+     * @return null to finalize, else why to abort instead (one phrase, for the log)
+     */
+    static String awaitPeers(Communicator c, Liveness l, Duration timeout) {
+        Ledger ledger = c.ledger();
+        long last = ledger.last();
+        int gen = c.generationForChannel();
+        if (l.departed()) {
+            return "it had already told its peers that it failed";
+        }
+        l.depart(Departures.Kind.CLOSE, gen, last, ledger.describe(last), null);
+        Departures d = l.departures();
+        int self = l.launchRankOfSelf();
+        long end = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            String why = reasonToAbort(c, l, d, gen, last, self);
+            if (why != null) {
+                return why;
+            }
+            if (c.ownOperationsComplete() && everyPeerClosing(c, l, d, gen, last, self)) {
+                return null;
+            }
+            if (System.nanoTime() - end >= 0) {
+                return "the close deadline (" + Durations.format(timeout) + ", " + TIMEOUT_VARIABLE + ") passed before "
+                        + (c.ownOperationsComplete() ? "every peer closed" : "its own operations completed");
+            }
+            LockSupport.parkNanos(2_000_000L);
+        }
+    }
+
+    private static String reasonToAbort(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
+        if (c.failure() != null) {
+            return "its communicator failed";
+        }
+        if (l.anyLost()) {
+            return "a peer is lost";
+        }
+        if (d.mismatch(gen) != null) {
+            return "the ranks' collectives differ";
+        }
+        if (d.highestReported() > last) {
+            return "a peer issued collective #" + d.highestReported() + ", past this rank's last (#" + last + ")";
+        }
+        for (Map.Entry<Integer, Departures.Departure> e : d.of(gen).entrySet()) {
+            Departures.Departure p = e.getValue();
+            if (p.rank() == self) {
+                continue;
+            }
+            if (p.kind() != Departures.Kind.CLOSE) {
+                return "rank " + p.rank() + " " + p.kind().says;
+            }
+            if (p.last() != last) {
+                return "rank " + p.rank() + " closed after collective #" + p.last() + ", this rank after #" + last;
+            }
+        }
+        return null;
+    }
+
+    private static boolean everyPeerClosing(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
+        Map<Integer, Departures.Departure> of = d.of(gen);
+        int closing = 0;
+        for (Departures.Departure p : of.values()) {
+            if (p.rank() != self && p.kind() == Departures.Kind.CLOSE && p.last() == last) {
+                closing++;
+            }
+        }
+        return closing >= c.size() - 1;
+    }
+
+    /**
+     * Runs {@code call} (an NCCL teardown) on a thread of its own and waits at most {@code timeout}.
+     *
+     * @throws CloseTimeoutException when it has not returned by then (it goes on in the background)
+     */
+    static void bounded(Runnable call, Duration timeout, Communicator c, String what) {
+        RuntimeException[] thrown = new RuntimeException[1];
+        Thread t = new Thread(() -> {
+            try {
+                call.run();
+            } catch (RuntimeException e) {
+                thrown[0] = e;
+            }
+        }, "nccl4j-close");
+        t.setDaemon(true);
+        t.start();
+        try {
+            t.join(timeout.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (t.isAlive()) {
+            StringBuilder stack = new StringBuilder();
+            for (StackTraceElement f : t.getStackTrace()) {
+                stack.append("\n\tat ").append(f);
+            }
+            LOG.error("nccl4j: {} of {} did not return within the close deadline ({}); it is left running and the "
+                    + "communicator to it (an abort now could free what it uses):{}", what, c,
+                    Durations.format(timeout), stack);
+            throw new CloseTimeoutException(c.rankUnchecked(), what, timeout);
+        }
+        if (thrown[0] != null) {
+            throw thrown[0];
+        }
+    }
+}

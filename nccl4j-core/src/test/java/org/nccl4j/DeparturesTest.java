@@ -1,0 +1,461 @@
+package org.nccl4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.trace.FlightRecorder;
+import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceOperation;
+
+/**
+ * Departures and agreement over the liveness channel (loopback), against the stub NCCL and FakeCuda: every way a
+ * rank leaves reaches its peers with its facts, a peer waiting in a collective the departed rank never issued fails at
+ * once naming it, one whose collectives it did issue is left alone, close() finalizes only with every peer closing and
+ * aborts otherwise, and rank 0 names the first collective whose shape differs between ranks.
+ */
+class DeparturesTest extends StubFixture {
+    private static final String HOST = TraceDump.localHost();
+    private static final long PID = ProcessHandle.current().pid();
+
+    @BeforeEach
+    void shortCloseDeadline() {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "3s");   // also for the fixture's closing after each test
+    }
+
+    @AfterAll
+    static void defaultCloseDeadline() {
+        System.clearProperty(Teardown.TIMEOUT_PROPERTY);
+    }
+
+    /** Waits for the watchdog's failure of {@code c}; returns it with the milliseconds since {@code t0}. */
+    private static CommunicatorFailedException failed(Communicator c, long t0, long[] ms) {
+        CommunicatorFailedException f = within(5000, c::failure, "the watchdog's failure of " + c);
+        ms[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        return f;
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static Liveness[] channel(int ranks) throws Exception {
+        int port = freePort();
+        Liveness[] joined = new Liveness[ranks];
+        joined[0] = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
+        for (int r = 1; r < ranks; r++) {
+            joined[r] = Liveness.join(null, r, "127.0.0.1", port);
+        }
+        within(3000, () -> joined[ranks - 1].roster().size() == ranks ? true : null, "every hello");
+        return joined;
+    }
+
+    private Communicator rank(int r, int size, Liveness l) {
+        Communicator c = later(Communicator.create(r, size, testId(), 0, CommConfig.builder().watchdog(true)
+                .timeout(Duration.ofMinutes(1)).commName("departures").build()));
+        c.useLiveness(l);
+        return c;
+    }
+
+    // ------------------------------------------------------------------ the verdict, unit by unit
+
+    private static Departures.Departure departure(int rank, Departures.Kind kind, long last, String cause,
+            long heardAgoMillis) {
+        return new Departures.Departure(rank, "h1", 7, kind, 0, last, last == 0 ? "none" : "allReduce #" + last,
+                cause, System.nanoTime() - heardAgoMillis * 1_000_000L);
+    }
+
+    /** A ledger and recorder with {@code issued} all-reduces, the first {@code completed} of them completed. */
+    private static Object[] issued(int issued, int completed) {
+        Ledger ledger = new Ledger();
+        FlightRecorder rec = new FlightRecorder(64);
+        for (int i = 1; i <= issued; i++) {
+            long t = rec.record(TraceOperation.allReduce.code(), 1024, DataType.FLOAT32.code(), 0, -1, 4096, 1);
+            ledger.issued(TraceOperation.allReduce.code(), 1024, DataType.FLOAT32.code(), 0, -1, t);
+        }
+        if (completed > 0) {
+            rec.completedThrough(completed);
+        }
+        return new Object[] {ledger, rec};
+    }
+
+    private static Departures.Verdict verdict(Departures d, Object[] state) {
+        return d.verdict(0, (Ledger) state[0], (FlightRecorder) state[1], 0, r -> r, System.nanoTime());
+    }
+
+    @Test
+    void aCollectiveTheClosedRankNeverIssuedCannotCompleteAndTheMessageSaysWhy() {
+        Departures d = new Departures();
+        d.heard(departure(1, Departures.Kind.CLOSE, 3, "IllegalStateException: data loader failed on rank 1", 0));
+        Departures.Verdict v = verdict(d, issued(4, 3));
+        assertNotNull(v);
+        assertEquals("allReduce #4 cannot complete: rank 1 (h1, pid 7) closed its communicator after allReduce #3, "
+                + "its last (IllegalStateException: data loader failed on rank 1)", v.text());
+        assertFalse(v.mismatch());
+        assertEquals(1, v.ranks()[0]);
+    }
+
+    @Test
+    void aCloseWithoutItsCauseWaitsAMomentForItThenFailsWithout() {
+        Departures d = new Departures();
+        d.heard(departure(1, Departures.Kind.CLOSE, 3, null, 0));
+        assertNull(verdict(d, issued(4, 3)), "the cause may follow the close within the wait");
+        d.cause(1, "IllegalStateException: late");
+        assertTrue(verdict(d, issued(4, 3)).text().endsWith("its last (IllegalStateException: late)"));
+        Departures e = new Departures();
+        e.heard(departure(1, Departures.Kind.CLOSE, 3, null, Departures.CAUSE_WAIT_NANOS / 1_000_000 + 50));
+        assertEquals("allReduce #4 cannot complete: rank 1 (h1, pid 7) closed its communicator after allReduce #3, "
+                + "its last", verdict(e, issued(4, 3)).text());
+    }
+
+    @Test
+    void aPeerWhoseCollectivesTheClosedRankIssuedIsNotDisturbed() {
+        Departures d = new Departures();
+        d.heard(departure(1, Departures.Kind.CLOSE, 4, null, 5000));
+        assertNull(verdict(d, issued(4, 3)), "#4 is pending, but rank 1 issued it and finalizes it");
+        assertNull(verdict(d, issued(4, 4)));
+    }
+
+    @Test
+    void afterAnAbortPendingCollectivesItIssuedFailOnlyAfterTheGrace() {
+        Departures d = new Departures();
+        d.heard(departure(1, Departures.Kind.ABORT, 4, null, 10));
+        assertNull(verdict(d, issued(4, 3)), "within the grace the pending #4 may still complete");
+        Departures late = new Departures();
+        late.heard(departure(1, Departures.Kind.ABORT, 4, null, Departures.GRACE_NANOS / 1_000_000 + 100));
+        assertEquals("allReduce #4 cannot complete: rank 1 (h1, pid 7) aborted its communicator after allReduce #4, "
+                + "its last", verdict(late, issued(4, 3)).text());
+        assertNull(verdict(late, issued(4, 4)), "nothing pending: nothing to fail");
+    }
+
+    @Test
+    void anExitOrFailurePastTheLastCollectiveFailsAtOnceWithItsCause() {
+        Departures d = new Departures();
+        d.heard(departure(2, Departures.Kind.EXIT, 2, "SIGTERM", 0));
+        assertEquals("allReduce #3 cannot complete: rank 2 (h1, pid 7) is exiting after allReduce #2, its last "
+                + "(SIGTERM)", verdict(d, issued(3, 2)).text());
+        Departures f = new Departures();
+        f.heard(departure(1, Departures.Kind.FAILURE, 0, "CollectiveTimeoutException: x", 0));
+        assertEquals("allReduce #1 cannot complete: rank 1 (h1, pid 7) failed before its first collective "
+                + "(CollectiveTimeoutException: x)", verdict(f, issued(1, 0)).text());
+    }
+
+    @Test
+    void newsOfAnotherGenerationOrOfRanksLeftOutIsIgnored() {
+        Departures d = new Departures();
+        d.heard(new Departures.Departure(1, "h1", 7, Departures.Kind.EXIT, 1, 0, "none", null, 0));
+        assertNull(verdict(d, issued(3, 0)), "a departure of generation 1 does not touch generation 0");
+        Departures left = new Departures();
+        left.heard(departure(1, Departures.Kind.EXIT, 0, null, 0));
+        Object[] s = issued(3, 0);
+        assertNull(left.verdict(0, (Ledger) s[0], (FlightRecorder) s[1], 0, r -> r == 1 ? -1 : r,
+                System.nanoTime()), "rank 1 was left out by a recovery");
+    }
+
+    @Test
+    void aCauseHeardBeforeItsDepartureIsKept() {
+        Departures d = new Departures();
+        d.cause(1, "IllegalStateException: early");
+        d.heard(departure(1, Departures.Kind.EXIT, 1, null, 0));
+        assertEquals("IllegalStateException: early", d.of(0).get(1).cause());
+    }
+
+    // ------------------------------------------------------------------ the comparison
+
+    @Test
+    void rankZeroNamesTheFirstCollectiveThatDiffersAndEveryDifferingField() {
+        List<String> sent = new ArrayList<>();
+        List<String> found = new ArrayList<>();
+        Agreement a = new Agreement((r, line) -> sent.add(r + " " + line.trim()), found::add);
+        java.util.Set<Integer> ranks = java.util.Set.of(0, 1);
+        a.reported(0, 0, 5);
+        a.tick(ranks, 10_000);
+        assertEquals(List.of(), sent, "rank 1 has not reported yet");
+        a.reported(1, 0, 6);
+        a.tick(ranks, 10_000);
+        assertEquals(List.of("-1 CHECK 0 5"), sent);
+        a.fingerprint(0, 0, 5, "aa");
+        a.fingerprint(1, 0, 5, "bb");
+        assertEquals("-1 DESCRIBE 0 1 5", sent.get(1));
+        String same = TraceOperation.allReduce.code() + ":1048576:" + DataType.FLOAT32.code() + ":0:-1";
+        String half = TraceOperation.allReduce.code() + ":2097152:" + DataType.FLOAT16.code() + ":0:-1";
+        a.shapes(0, 0, 1, 5, new String[] {same, same, same, same, same});
+        assertEquals(List.of(), found, "rank 1 has not answered");
+        a.shapes(1, 0, 1, 5, new String[] {same, same, same, half, "?"});
+        assertEquals(List.of("0 collective #4 differs between ranks: rank 0 allReduce count 1048576 ncclFloat32 ncclSum, "
+                + "rank 1 allReduce count 2097152 ncclFloat16 ncclSum (count and data type differ)"), found);
+    }
+
+    @Test
+    void agreeingFingerprintsMoveTheComparisonOnAndARankThatLeavesIsNotWaitedFor() {
+        List<String> sent = new ArrayList<>();
+        List<String> found = new ArrayList<>();
+        Agreement a = new Agreement((r, line) -> sent.add(line.trim()), found::add);
+        java.util.Set<Integer> ranks = java.util.Set.of(0, 1, 2);
+        for (int r = 0; r < 3; r++) {
+            a.reported(r, 0, 3);
+        }
+        a.tick(ranks, 1000);
+        for (int r = 0; r < 3; r++) {
+            a.fingerprint(r, 0, 3, "cafe");
+        }
+        for (int r = 0; r < 3; r++) {
+            a.reported(r, 0, 9);
+        }
+        a.tick(ranks, 1100);
+        assertEquals(List.of("CHECK 0 3"), sent, "at most one comparison every 200 ms");
+        a.tick(ranks, 1300);
+        assertEquals(List.of("CHECK 0 3", "CHECK 0 9"), sent);
+        a.fingerprint(0, 0, 9, "beef");
+        a.fingerprint(1, 0, 9, "beef");
+        a.left(2);
+        a.tick(java.util.Set.of(0, 1), 1600);
+        assertEquals(List.of(), found);
+        assertEquals(2, sent.size(), "agreed through 9 without rank 2: nothing new to compare");
+    }
+
+    @Test
+    void differencesNameOperationRootAndOperatorToo() {
+        Map<Integer, Ledger.Shape> at = new TreeMap<>();
+        at.put(0, new Ledger.Shape(7, TraceOperation.broadcast.code(), 10, DataType.INT32.code(), -1, 0));
+        at.put(1, new Ledger.Shape(7, TraceOperation.broadcast.code(), 10, DataType.INT32.code(), -1, 1));
+        at.put(2, new Ledger.Shape(7, TraceOperation.reduce.code(), 10, DataType.INT32.code(), 2, 0));
+        assertEquals("collective #7 differs between ranks: rank 0 broadcast count 10 ncclInt32 root 0, rank 1 "
+                + "broadcast count 10 ncclInt32 root 1, rank 2 reduce count 10 ncclInt32 ncclMax root 0 (operation "
+                + "and reduction operator and root differ)", Agreement.differences(7, at));
+        at.remove(2);
+        at.put(1, at.get(0));
+        assertNull(Agreement.differences(7, at));
+    }
+
+    @Test
+    void theLedgerKeepsShapesFingerprintsAndTheIssuingThreadWithoutSendAndRecv() {
+        Ledger a = new Ledger();
+        Ledger b = new Ledger();
+        a.issued(TraceOperation.allReduce.code(), 8, DataType.FLOAT32.code(), 0, -1, 1);
+        b.issued(TraceOperation.allReduce.code(), 8, DataType.FLOAT32.code(), 0, -1, 5);
+        assertEquals(a.fingerprintAt(1), b.fingerprintAt(1), "the same shapes, the same fingerprint");
+        a.issued(TraceOperation.allReduce.code(), 8, DataType.FLOAT32.code(), 0, -1, 2);
+        b.issued(TraceOperation.allReduce.code(), 4, DataType.FLOAT64.code(), 0, -1, 6);
+        assertFalse(a.fingerprintAt(2).equals(b.fingerprintAt(2)));
+        assertEquals(2, a.last());
+        assertEquals("allReduce #2", a.describe(2));
+        assertEquals("none", a.describe(0));
+        assertEquals(6, b.traceSeq(2));
+        assertEquals(Thread.currentThread(), a.issuer());
+        assertEquals("0:4:" + DataType.FLOAT64.code() + ":0:-1",
+                b.shape(2).wire().replaceFirst("^[0-9]+", "0"));
+        for (int i = 0; i < Ledger.CAPACITY; i++) {
+            a.issued(TraceOperation.allReduce.code(), 8, DataType.FLOAT32.code(), 0, -1, 3 + i);
+        }
+        assertNull(a.fingerprintAt(2), "out of the ring");
+        assertNull(a.shape(2));
+        assertEquals(0, a.traceSeq(2));
+    }
+
+    // ------------------------------------------------------------------ end to end over loopback
+
+    @Test
+    void aRankThatClosesAfterFewerCollectivesFailsItsPeerAtOnceAndAbortsItself() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
+        DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+        for (int i = 0; i < 2; i++) {
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+            c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        }
+        s0.synchronize();
+        s1.synchronize();
+        cuda.stall(s0.handle());
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #3: rank 1 never issues it
+        within(3000, () -> c0.ledger().last() == 3 ? true : null, "rank 0's #3");
+        long t0 = System.nanoTime();
+        c1.close();   // as when rank 1's own code throws inside try-with-resources
+        long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(closeMs < 2500, "close returned after " + closeMs + " ms");
+        assertTrue(stub.calls("ncclCommAbort").size() >= 1, "rank 1 aborted: " + stub.calls());
+        ch[1].cause("IllegalStateException: data loader failed on rank 1");   // what the uncaught handler sends
+        long[] ms = new long[1];
+        Throwable t = failed(c0, t0, ms);
+        cuda.release(s0.handle());
+        assertTrue(t instanceof PeerDepartedException, "got " + t);
+        assertTrue(ms[0] < 2000, "rank 0 failed " + ms[0] + " ms after rank 1's close");
+        PeerDepartedException e = (PeerDepartedException) t;
+        assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 cannot "
+                + "complete: rank 1 (" + HOST + ", pid " + PID + ") closed its communicator after allReduce #2, its last "
+                + "(IllegalStateException: data loader failed on rank 1). Operation: allReduce #3"), e.getMessage());
+        assertEquals("allReduce", e.pendingOperation());
+        assertEquals(3, e.sequence());
+        assertNotNull(e.trace());
+        assertTrue(Files.readString(e.trace()).contains(TraceDump.REASON_PEER_DEPARTED), "the dump's reason");
+    }
+
+    @Test
+    void ranksThatCloseAfterTheSameCollectiveFinalizeAndNobodyFails() throws Exception {
+        Liveness[] ch = channel(3);
+        Communicator[] c = new Communicator[3];
+        for (int r = 0; r < 3; r++) {
+            c[r] = rank(r, 3, ch[r]);
+            Stream s = stream(0);
+            c[r].allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s);
+            s.synchronize();
+        }
+        mark();
+        List<CompletableFuture<Void>> closing = new ArrayList<>();
+        for (int r = 0; r < 3; r++) {
+            Communicator x = c[r];
+            closing.add(CompletableFuture.runAsync(x::close));
+            Thread.sleep(150);   // they arrive at different moments
+        }
+        for (CompletableFuture<Void> f : closing) {
+            f.get(5, TimeUnit.SECONDS);
+        }
+        assertEquals(3, newCalls().stream().filter(l -> l.startsWith("ncclCommFinalize ")).count(), newCalls()
+                .toString());
+        assertEquals(3, newCalls().stream().filter(l -> l.startsWith("ncclCommDestroy ")).count());
+        assertEquals(0, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count());
+        for (Communicator x : c) {
+            assertNull(x.failure());
+        }
+    }
+
+    @Test
+    void aRankWhosePeersNeverCloseAbortsAtTheCloseDeadline() throws Exception {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "1s");
+        Liveness[] ch = channel(2);
+        rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        mark();
+        long t0 = System.nanoTime();
+        c1.close();
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(ms >= 900 && ms < 2500, "closed after " + ms + " ms; deadline 1 s");
+        assertEquals(1, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count(), newCalls()
+                .toString());
+        assertEquals(0, newCalls().stream().filter(l -> l.startsWith("ncclCommDestroy ")).count());
+    }
+
+    @Test
+    void anAbortThatLivesOnFailsAPeerWaitingInACollectiveItNeverIssued() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        cuda.stall(s0.handle());
+        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        long t0 = System.nanoTime();
+        c1.abort();
+        long[] ms = new long[1];
+        Throwable t = failed(c0, t0, ms);
+        cuda.release(s0.handle());
+        assertTrue(t instanceof PeerDepartedException, "got " + t);
+        assertTrue(ms[0] < 2000, "failed after " + ms[0] + " ms");
+        assertTrue(t.getMessage().contains("allReduce #1 cannot complete: rank 1 (" + HOST + ", pid " + PID
+                + ") aborted its communicator before its first collective"), t.getMessage());
+    }
+
+    @Test
+    void aFailureAnywhereMakesEveryLiveRankWriteItsFlightRecord() throws Exception {
+        Liveness[] ch = channel(3);
+        Communicator c0 = rank(0, 3, ch[0]);
+        Communicator c1 = rank(1, 3, ch[1]);
+        Communicator c2 = rank(2, 3, ch[2]);
+        Stream s2 = stream(0);
+        c2.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s2);
+        s2.synchronize();
+        // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
+        c2.announceFailure(new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
+                "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
+                0, null, null, "allReduce #2 did not complete within 1m", false, null)));
+        within(3000, () -> c0.traceDumped() && c1.traceDumped() ? true : null, "the dumps of ranks 0, 1");
+        String dump = Files.readString(org.nccl4j.trace.TraceConfig.fromEnvironment().directory()
+                .resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
+        assertTrue(dump.contains(TraceDump.REASON_PEER_FAILED), dump);
+        assertTrue(dump.contains("rank 2 failed: CommunicatorFailedException: allReduce #2 did not complete"), dump);
+        assertNull(c0.failure(), "rank 0 had nothing pending: it is not failed, only recorded");
+        assertNull(c1.failure());
+    }
+
+    @Test
+    void ranksThatIssueDifferentCollectivesAllFailWithinTwoSecondsNamingEveryField() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b = buffer(0, 64, DataType.FLOAT32);
+        c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s1);
+        long t0 = System.nanoTime();
+        c0.allReduce(b.address(), b.address(), 64, DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(b.address(), b.address(), 128, DataType.FLOAT16, ReduceOp.SUM, s1);   // the same bytes
+        within(3000, () -> c0.failure() != null && c1.failure() != null ? true : null, "both ranks' failures");
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(ms < 2000, "found after " + ms + " ms");
+        for (Communicator c : new Communicator[] {c0, c1}) {
+            CommunicatorFailedException f = c.failure();
+            assertTrue(f instanceof RanksDivergedException, f.toString());
+            assertTrue(f.verdict().equals("collective #2 differs between ranks: rank 0 allReduce count 64 ncclFloat32 "
+                    + "ncclSum, rank 1 allReduce count 128 ncclFloat16 ncclSum (count and data type differ)"),
+                    f.verdict());
+        }
+    }
+
+    @Test
+    void withoutAChannelAFinalizeThatNeverReturnsEndsCloseAtTheDeadline() {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "500ms");
+        Communicator c = Communicator.create(1, 2, testId(), 0);
+        stub.sleep(NcclFunction.ncclCommDestroy, 1500);
+        long t0 = System.nanoTime();
+        CloseTimeoutException e = assertThrows(CloseTimeoutException.class, c::close);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(ms >= 450 && ms < 1500, "close returned after " + ms + " ms");
+        assertTrue(e.getMessage().startsWith("rank 1: ncclCommFinalize/ncclCommDestroy did not return within the "
+                + "close deadline (500 ms, NCCL4J_CLOSE_TIMEOUT)"), e.getMessage());
+        assertEquals(Duration.ofMillis(500), e.timeout());
+        assertTrue(c.isClosed());
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("nccl4j-close")) {
+                assertTrue(t.isDaemon(), "the teardown thread does not keep the JVM alive");
+                try {
+                    t.join(3000);
+                } catch (InterruptedException x) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+    }
+
+    @Test
+    void aCloseDeadlineThatIsNotADurationIsRefusedNamingTheVariable() {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "soon");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, Teardown::timeout);
+        assertTrue(e.getMessage().contains(Teardown.TIMEOUT_PROPERTY), e.getMessage());
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "0s");
+        e = assertThrows(IllegalArgumentException.class, Teardown::timeout);
+        assertTrue(e.getMessage().contains("must be longer than zero"), e.getMessage());
+    }
+}
