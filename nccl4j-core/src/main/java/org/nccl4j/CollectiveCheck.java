@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import java.util.Arrays;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
@@ -7,10 +8,10 @@ import org.nccl4j.trace.TraceOperation;
 
 /**
  * The collective check of one communicator ({@code NCCL4J_CHECK_COLLECTIVES}): before a collective is enqueued, every
- * rank all-gathers its fingerprint (sequence number, operation, count, type, operator, root) and waits; the first
- * field in which a rank differs from rank 0 ends in a {@link CollectiveMismatchException} that names every rank's
- * value, and nothing is enqueued. The watchdog watches the wait ({@link #since()}), so a rank that never arrives
- * ends in a timeout that names the fingerprint it was checking ({@link #fingerprint()}).
+ * rank all-gathers its fingerprint (sequence number, operation, count, type, operator, root) and waits; any field in
+ * which a rank differs from rank 0 ends in a {@link CollectiveMismatchException} that names every differing field
+ * with every rank's value, and nothing is enqueued. The watchdog watches the wait ({@link #since()}), so a rank that
+ * never arrives ends in a timeout that names the fingerprint it was checking ({@link #fingerprint()}).
  */
 final class CollectiveCheck {
     /** Fields of a fingerprint: sequence, operation, count, type, operator, root. */
@@ -29,8 +30,8 @@ final class CollectiveCheck {
     }
 
     /**
-     * All-gathers this collective's fingerprint on {@code stream}, waits, and throws on the first field in which a
-     * rank differs. Not during graph capture (it waits).
+     * All-gathers this collective's fingerprint on {@code stream}, waits, and throws when a rank differs in any
+     * field, naming every such field. Not during graph capture (it waits).
      */
     void agree(TraceOperation op, long count, DataType type, int redOp, int root, Stream stream) {
         if (Capture.active() != 0 && stream.captureThread() != null) {
@@ -60,47 +61,86 @@ final class CollectiveCheck {
             since = 0;
         }
         long[] all = buffer.copyTo(new long[(size + 1) * FIELDS]);
-        int field = firstDifference(all, size);
-        if (field >= 0) {
-            long[] values = new long[size];
-            for (int r = 0; r < size; r++) {
-                values[r] = all[(r + 1) * FIELDS + field];
-            }
-            throw mismatch(op, seq, field, values);
+        CollectiveMismatchException mismatch = compare(op, seq, all, size);
+        if (mismatch != null) {
+            throw mismatch;
         }
     }
 
     /**
-     * The first fingerprint field in which a rank differs from rank 0, or -1; {@code all} holds this rank's
-     * fingerprint, then every rank's.
+     * The exception naming every field in which a rank's fingerprint differs from rank 0's, or null when none
+     * does; {@code all} holds this rank's fingerprint, then every rank's (what {@link #agree} gathers).
      */
-    static int firstDifference(long[] all, int size) {
+    CollectiveMismatchException compare(TraceOperation op, long seq, long[] all, int size) {
+        int[] fields = differences(all, size);
+        if (fields.length == 0) {
+            return null;
+        }
+        long[][] values = new long[fields.length][size];
+        for (int i = 0; i < fields.length; i++) {
+            for (int r = 0; r < size; r++) {
+                values[i][r] = all[(r + 1) * FIELDS + fields[i]];
+            }
+        }
+        return mismatch(op, seq, fields, values);
+    }
+
+    /**
+     * Every fingerprint field in which a rank differs from rank 0, in fingerprint order (empty when none);
+     * {@code all} holds this rank's fingerprint, then every rank's.
+     */
+    static int[] differences(long[] all, int size) {
+        int[] fields = new int[FIELDS];
+        int n = 0;
         for (int f = 0; f < FIELDS; f++) {
             for (int r = 1; r < size; r++) {
                 if (all[(r + 1) * FIELDS + f] != all[FIELDS + f]) {
-                    return f;
+                    fields[n++] = f;
+                    break;
                 }
             }
         }
-        return -1;
+        return Arrays.copyOf(fields, n);
     }
 
-    /** The exception for {@code field} differing among the ranks' {@code values}. */
+    /** The first of {@link #differences}, or -1 when no rank differs. */
+    static int firstDifference(long[] all, int size) {
+        int[] fields = differences(all, size);
+        return fields.length > 0 ? fields[0] : -1;
+    }
+
+    /** The exception for {@code field} differing among the ranks' {@code values}: the one-field case. */
     CollectiveMismatchException mismatch(TraceOperation op, long seq, int field, long[] values) {
+        return mismatch(op, seq, new int[] {field}, new long[][] {values});
+    }
+
+    /**
+     * The exception for {@code fields} (in fingerprint order) differing among the ranks; {@code values[i]} holds
+     * field {@code fields[i]} of each rank, indexed by rank. Each field is named as
+     * {@code "count differs: rank 0 10, rank 1 5"}, and the fields are joined by {@code "; "}.
+     */
+    CollectiveMismatchException mismatch(TraceOperation op, long seq, int[] fields, long[][] values) {
         int rank = comm.rank();
         StringBuilder sb = new StringBuilder("rank ").append(rank).append(" of ").append(comm.size());
         if (comm.name() != null) {
             sb.append(" (communicator \"").append(comm.name()).append("\")");
         }
         sb.append(": the ranks called different collectives at ").append(op.name()).append(" #").append(seq)
-                .append(": ").append(FIELD_NAMES[field]).append(" differs: ");
-        for (int r = 0; r < values.length; r++) {
-            sb.append(r == 0 ? "" : ", ").append("rank ").append(r).append(' ').append(valueText(field, values[r]));
+                .append(": ");
+        String[] names = new String[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            int field = fields[i];
+            names[i] = FIELD_NAMES[field];
+            sb.append(i == 0 ? "" : "; ").append(names[i]).append(" differs: ");
+            for (int r = 0; r < values[i].length; r++) {
+                sb.append(r == 0 ? "" : ", ").append("rank ").append(r).append(' ')
+                        .append(valueText(field, values[i][r]));
+            }
         }
         sb.append(". NCCL4J_CHECK_COLLECTIVES compared sequence, operation, count, type, operator and root before "
                 + "enqueuing it; no rank enqueued it. Make every rank call the same collectives in the same order "
                 + "with the same arguments");
-        return new CollectiveMismatchException(sb.toString(), rank, seq, op.name(), FIELD_NAMES[field], values);
+        return new CollectiveMismatchException(sb.toString(), rank, seq, op.name(), names, values);
     }
 
     private static String valueText(int field, long v) {

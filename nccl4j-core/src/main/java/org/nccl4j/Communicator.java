@@ -1024,11 +1024,16 @@ public final class Communicator implements AutoCloseable {
      * @param scalar the factor each rank's input is multiplied by (converted to {@code type})
      * @param type the data type of the collectives that will use the operator (not fp8)
      * @return the operator; close it when done
+     * @throws IllegalArgumentException when {@code type} cannot hold {@code scalar}: on an integer type a value with
+     *     a fraction (0.5 would truncate to 0), NaN, an infinity, a negative value on an unsigned type, or a value
+     *     outside the type's range; on a floating type a finite value that would round to infinity (1e6 on
+     *     {@code FLOAT16}, 1e39 on {@code FLOAT32}). A floating type rounds a finite value to the nearest one it
+     *     holds, and takes NaN and the infinities as they are
      */
     public ReduceOp.PreMulSum createPreMulSum(double scalar, DataType type) {
         ensureOpen();
         checkType(type);
-        long bits = Scalars.bits(scalar, type);
+        long bits = Scalars.checkedBits(scalar, type);
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
                 NcclFunction.ncclRedOpCreatePreMulSum, this);

@@ -286,7 +286,8 @@ class CommunicatorLifecycleTest extends StubFixture {
     @CsvSource({"FLOAT32, 2.5, 0x40200000", "FLOAT64, 2.5, 0x4004000000000000", "FLOAT16, 2.5, 0x4100",
         "BFLOAT16, 2.5, 0x4020", "FLOAT16, -0.5, 0xb800", "BFLOAT16, 1.0, 0x3f80", "INT32, -3, 0xfffffffd",
         "UINT32, 7, 0x7", "INT64, -3, 0xfffffffffffffffd", "UINT8, 200, 0xc8", "INT8, -1, 0xff",
-        "FLOAT32, 0.1, 0x3dcccccd"})
+        "FLOAT32, 0.1, 0x3dcccccd", "UINT64, 9.223372036854775808E18, 0x8000000000000000", "FLOAT16, 65519, 0x7bff",
+        "FLOAT64, 1.0E300, 0x7e37e43c8800759c"})
     void hostScalarReachesNcclAsTheTypesBits(DataType type, double scalar, String bits) {
         Communicator c = comm(0, 2);
         mark();

@@ -159,4 +159,135 @@ class ScalarsTest {
                     e.getMessage());
         }
     }
+
+    // ---------------------------------------------------------------- host scalars a type cannot hold
+
+    private static final String I32 = "-2147483648..2147483647";
+
+    @ParameterizedTest(name = "{1} {0}")
+    @CsvSource(delimiter = '|', value = {
+        // a fraction on an integer type
+        "0.5 | INT32 | scalar 0.5 cannot be held exactly by INT32: an integer type has no fraction (it would be "
+            + "truncated to 0, multiplying every element by 0); pass a whole number in " + I32 + ", or use a floating "
+            + "type",
+        "7.9 | UINT32 | scalar 7.9 cannot be held exactly by UINT32: an integer type has no fraction (it would be "
+            + "truncated to 7, multiplying every element by 7); pass a whole number in 0..4294967295, or use a "
+            + "floating type",
+        "-0.25 | INT8 | scalar -0.25 cannot be held exactly by INT8: an integer type has no fraction (it would be "
+            + "truncated to 0, multiplying every element by 0); pass a whole number in -128..127, or use a floating "
+            + "type",
+        "1.5 | UINT64 | scalar 1.5 cannot be held exactly by UINT64: an integer type has no fraction (it would be "
+            + "truncated to 1, multiplying every element by 1); pass a whole number in 0..18446744073709551615, or "
+            + "use a floating type",
+        // NaN and the infinities on an integer type
+        "NaN | INT32 | scalar NaN cannot be held exactly by INT32: an integer type has no NaN; pass a whole number in "
+            + I32 + ", or use a floating type",
+        "Infinity | INT64 | scalar Infinity cannot be held exactly by INT64: an integer type has no infinity; pass a "
+            + "whole number in -9223372036854775808..9223372036854775807, or use a floating type",
+        "-Infinity | UINT8 | scalar -Infinity cannot be held exactly by UINT8: an integer type has no infinity; pass a "
+            + "whole number in 0..255, or use a floating type",
+        // outside the integer type's range
+        "128 | INT8 | scalar 128 cannot be held exactly by INT8: it is outside INT8's range; pass a whole number in "
+            + "-128..127, or use a wider type",
+        "-129 | INT8 | scalar -129 cannot be held exactly by INT8: it is outside INT8's range; pass a whole number in "
+            + "-128..127, or use a wider type",
+        "256 | UINT8 | scalar 256 cannot be held exactly by UINT8: it is outside UINT8's range; pass a whole number in "
+            + "0..255, or use a wider type",
+        "2147483648 | INT32 | scalar 2147483648 cannot be held exactly by INT32: it is outside INT32's range; pass a "
+            + "whole number in " + I32 + ", or use a wider type",
+        "-2147483649 | INT32 | scalar -2147483649 cannot be held exactly by INT32: it is outside INT32's range; pass a "
+            + "whole number in " + I32 + ", or use a wider type",
+        "4294967296 | UINT32 | scalar 4294967296 cannot be held exactly by UINT32: it is outside UINT32's range; pass "
+            + "a whole number in 0..4294967295, or use a wider type",
+        "9.223372036854775808E18 | INT64 | scalar 9223372036854775808 cannot be held exactly by INT64: it is outside "
+            + "INT64's range; pass a whole number in -9223372036854775808..9223372036854775807, or use a floating type",
+        "-9.223372036854777856E18 | INT64 | scalar -9223372036854777856 cannot be held exactly by INT64: it is outside "
+            + "INT64's range; pass a whole number in -9223372036854775808..9223372036854775807, or use a floating type",
+        "1.8446744073709551616E19 | UINT64 | scalar 18446744073709551616 cannot be held exactly by UINT64: it is "
+            + "outside UINT64's range; pass a whole number in 0..18446744073709551615, or use a floating type",
+        "1.0E30 | INT64 | scalar 1.0E30 cannot be held exactly by INT64: it is outside INT64's range; pass a whole "
+            + "number in -9223372036854775808..9223372036854775807, or use a floating type",
+        // a negative value on an unsigned type
+        "-1 | UINT8 | scalar -1 cannot be held exactly by UINT8: UINT8 is unsigned; pass a whole number in 0..255, or "
+            + "use a signed type",
+        "-3 | UINT32 | scalar -3 cannot be held exactly by UINT32: UINT32 is unsigned; pass a whole number in "
+            + "0..4294967295, or use a signed type",
+        "-1 | UINT64 | scalar -1 cannot be held exactly by UINT64: UINT64 is unsigned; pass a whole number in "
+            + "0..18446744073709551615, or use a signed type",
+        // a finite value that overflows a floating type
+        "1.0E6 | FLOAT16 | scalar 1000000 overflows FLOAT16, whose largest finite value is 65504 (it would round to "
+            + "infinity): pass a magnitude of at most 65504, or use FLOAT32",
+        "-65520 | FLOAT16 | scalar -65520 overflows FLOAT16, whose largest finite value is 65504 (it would round to "
+            + "infinity): pass a magnitude of at most 65504, or use FLOAT32",
+        "1.0E39 | FLOAT16 | scalar 1.0E39 overflows FLOAT16, whose largest finite value is 65504 (it would round to "
+            + "infinity): pass a magnitude of at most 65504, or use FLOAT64",
+        "3.4E38 | BFLOAT16 | scalar 3.4E38 overflows BFLOAT16, whose largest finite value is 3.3895314E38 (it would "
+            + "round to infinity): pass a magnitude of at most 3.3895314E38, or use FLOAT32",
+        "1.0E39 | BFLOAT16 | scalar 1.0E39 overflows BFLOAT16, whose largest finite value is 3.3895314E38 (it would "
+            + "round to infinity): pass a magnitude of at most 3.3895314E38, or use FLOAT64",
+        "1.0E39 | FLOAT32 | scalar 1.0E39 overflows FLOAT32, whose largest finite value is 3.4028235E38 (it would "
+            + "round to infinity): pass a magnitude of at most 3.4028235E38, or use FLOAT64",
+        "-1.7976931348623157E308 | FLOAT32 | scalar -1.7976931348623157E308 overflows FLOAT32, whose largest finite "
+            + "value is 3.4028235E38 (it would round to infinity): pass a magnitude of at most 3.4028235E38, or use "
+            + "FLOAT64"
+    })
+    void aScalarTheTypeCannotHoldIsRefused(double scalar, DataType type, String message) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Scalars.checkedBits(scalar, type));
+        assertEquals(message, e.getMessage());
+    }
+
+    @ParameterizedTest(name = "{1} {0} -> {2}")
+    @CsvSource({
+        // whole numbers at both ends of each integer type's range, and -0.0
+        "-128, INT8, 0x80", "127, INT8, 0x7f", "0, UINT8, 0x0", "255, UINT8, 0xff", "-0.0, UINT8, 0x0",
+        "-2147483648, INT32, 0x80000000", "2147483647, INT32, 0x7fffffff", "3, INT32, 0x3",
+        "4294967295, UINT32, 0xffffffff", "-0.0, UINT32, 0x0",
+        "-9.223372036854775808E18, INT64, 0x8000000000000000", "9.223372036854774784E18, INT64, 0x7ffffffffffffc00",
+        "9.223372036854775808E18, UINT64, 0x8000000000000000", // 2^63: above the long range, still a UINT64
+        "1.8446744073709549568E19, UINT64, 0xfffffffffffff800", // the largest double below 2^64
+        // floating types: the largest finite values, rounding into range, NaN and the infinities
+        "65504, FLOAT16, 0x7bff", "-65504, FLOAT16, 0xfbff", "65519, FLOAT16, 0x7bff", "1.0E-10, FLOAT16, 0x0",
+        "0.1, FLOAT16, 0x2e66", "NaN, FLOAT16, 0x7e00", "Infinity, FLOAT16, 0x7c00", "-Infinity, FLOAT16, 0xfc00",
+        "3.3895313892515355E38, BFLOAT16, 0x7f7f", "3.3895314E38, BFLOAT16, 0x7f7f", "Infinity, BFLOAT16, 0x7f80",
+        "3.4028234663852886E38, FLOAT32, 0x7f7fffff", "3.4028235E38, FLOAT32, 0x7f7fffff",
+        "1.0E-50, FLOAT32, 0x0", "NaN, FLOAT32, 0x7fc00000", "-Infinity, FLOAT32, 0xff800000",
+        "1.7976931348623157E308, FLOAT64, 0x7fefffffffffffff", "1.0E-320, FLOAT64, 0x7e8",
+        "0.5, FLOAT32, 0x3f000000"
+    })
+    void aScalarTheTypeHoldsIsConverted(double scalar, DataType type, String bits) {
+        assertEquals(bits, "0x" + Long.toHexString(Scalars.checkedBits(scalar, type)));
+        assertEquals(Scalars.bits(scalar, type), Scalars.checkedBits(scalar, type), "the check changes no bits");
+    }
+
+    @Test
+    void fp8HostScalarsStayUnsupportedBeforeAnyRangeCheck() {
+        for (DataType t : new DataType[] {DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2}) {
+            assertThrows(UnsupportedOperationException.class, () -> Scalars.checkedBits(1.0E6, t));
+        }
+    }
+
+    @Test
+    void everyTypeButFp8IsChecked() {
+        for (DataType t : DataType.values()) {
+            if (t.isFp8()) {
+                continue;
+            }
+            assertEquals(0L, Scalars.checkedBits(0, t), t + " holds 0");
+            if (t.isFloating()) {
+                Scalars.checkedBits(0.5, t);
+                Scalars.checkedBits(Double.NaN, t);
+                Scalars.checkedBits(Double.NEGATIVE_INFINITY, t);
+                if (t == DataType.FLOAT64) {
+                    Scalars.checkedBits(Double.MAX_VALUE, t);
+                } else {
+                    assertThrows(IllegalArgumentException.class, () -> Scalars.checkedBits(1.0E39, t), t.toString());
+                }
+            } else {
+                for (double v : new double[] {0.5, Double.NaN, Double.POSITIVE_INFINITY, 0x1p64, -0x1p64}) {
+                    assertThrows(IllegalArgumentException.class, () -> Scalars.checkedBits(v, t), t + " " + v);
+                }
+            }
+        }
+    }
 }

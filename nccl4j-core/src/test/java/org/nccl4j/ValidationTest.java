@@ -329,6 +329,19 @@ class ValidationTest extends StubFixture {
                 List.of("a host scalar of type FLOAT8_E4M3 is not supported", "pass the scalar in a DeviceBuffer"));
         assertRejected(UnsupportedOperationException.class, () -> c.createPreMulSum(2.0, DataType.FLOAT8_E5M2),
                 List.of("a host scalar of type FLOAT8_E5M2 is not supported"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(0.5, DataType.INT32),
+                List.of("scalar 0.5 cannot be held exactly by INT32", "truncated to 0", "pass a whole number in "
+                        + "-2147483648..2147483647, or use a floating type"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(Double.NaN, DataType.INT64),
+                List.of("scalar NaN cannot be held exactly by INT64", "pass a whole number"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(300, DataType.UINT8),
+                List.of("scalar 300 cannot be held exactly by UINT8", "outside UINT8's range", "0..255"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(-2, DataType.UINT32),
+                List.of("scalar -2 cannot be held exactly by UINT32", "unsigned", "or use a signed type"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(1e6, DataType.FLOAT16),
+                List.of("scalar 1000000 overflows FLOAT16", "largest finite value is 65504", "or use FLOAT32"));
+        assertRejected(IllegalArgumentException.class, () -> c.createPreMulSum(1e39, DataType.FLOAT32),
+                List.of("scalar 1.0E39 overflows FLOAT32", "or use FLOAT64"));
         c.close();
         assertRejected(IllegalStateException.class, () -> c.createPreMulSum(2.0, DataType.FLOAT32),
                 List.of("Communicator (rank 1 of 4) is closed"));

@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -346,6 +347,66 @@ class WatchdogTest extends StubFixture {
                 .contains("type differs: rank 0 ncclFloat32, rank 1 ncclFloat64, rank 2 ncclFloat32"));
         assertTrue(check.mismatch(TraceOperation.reduce, 4, 1, new long[] {2, 0, 2}).getMessage()
                 .contains("operation differs: rank 0 reduce, rank 1 allReduce, rank 2 reduce"));
+        all[19] = 0;
+        assertNull(check.compare(TraceOperation.allReduce, 2, all, 3), "identical fingerprints: no exception");
+        all[20] = 5;
+        CollectiveMismatchException one = check.compare(TraceOperation.allReduce, 2, all, 3);
+        assertEquals(e.getMessage(), one.getMessage(), "one differing field: the message as before");
+        assertEquals(List.of("count"), one.fields());
+    }
+
+    private static final String CHECK_TAIL = ". NCCL4J_CHECK_COLLECTIVES compared sequence, operation, count, type, "
+            + "operator and root before enqueuing it; no rank enqueued it. Make every rank call the same collectives "
+            + "in the same order with the same arguments";
+
+    @Test
+    void theCollectiveCheckNamesBothCountAndTypeWhenBothDiffer() {
+        // rank 1 passes the same bytes as half-precision: twice the count, FLOAT16 for FLOAT32
+        Communicator c = later(Communicator.create(0, 2, testId(), 0,
+                CommConfig.builder().checkCollectives(true).build()));
+        long[] all = {4, 0, 1048576, 7, 0, -1,   4, 0, 1048576, 7, 0, -1,   4, 0, 2097152, 6, 0, -1};
+        assertEquals(2, CollectiveCheck.firstDifference(all, 2));
+        assertArrayEquals(new int[] {2, 3}, CollectiveCheck.differences(all, 2));
+        CollectiveMismatchException e = new CollectiveCheck(c).compare(TraceOperation.allReduce, 4, all, 2);
+        assertEquals("rank 0 of 2: the ranks called different collectives at allReduce #4: count differs: rank 0 "
+                + "1048576, rank 1 2097152; type differs: rank 0 ncclFloat32, rank 1 ncclFloat16" + CHECK_TAIL,
+                e.getMessage());
+        assertEquals(List.of("count", "type"), e.fields());
+        assertEquals("count", e.field(), "field() stays the first");
+        assertArrayEquals(new long[] {1048576, 2097152}, e.values(), "values() stay the first field's");
+        assertArrayEquals(new long[] {1048576, 2097152}, e.values("count"));
+        assertArrayEquals(new long[] {7, 6}, e.values("type"));
+        assertEquals(4, e.sequence());
+        assertEquals("allReduce", e.pendingOperation());
+        IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class, () -> e.values("root"));
+        assertEquals("field \"root\" did not differ; the fields that differ are [count, type]: pass one of them",
+                wrong.getMessage());
+        e.values("count")[0] = 0;
+        assertEquals(1048576, e.values("count")[0], "values are copies");
+        assertThrows(UnsupportedOperationException.class, () -> e.fields().add("root"));
+    }
+
+    @Test
+    void theCollectiveCheckNamesThreeDifferingFieldsEachOnEveryRank() {
+        Communicator c = later(Communicator.create(2, 3, testId(), 0,
+                CommConfig.builder().checkCollectives(true).commName("tp").build()));
+        // this rank (2), then ranks 0, 1, 2: rank 1 calls reduce(SUM, root 0) where ranks 0 and 2 call
+        // reduce(MAX, root 1) on the same count; rank 2 passes float64 where ranks 0 and 1 pass float32
+        long[] all = {9, 2, 64, 8, 2, 1,   9, 2, 64, 7, 2, 1,   9, 2, 64, 7, 0, 0,   9, 2, 64, 8, 2, 1};
+        assertArrayEquals(new int[] {3, 4, 5}, CollectiveCheck.differences(all, 3));
+        CollectiveMismatchException e = new CollectiveCheck(c).compare(TraceOperation.reduce, 9, all, 3);
+        assertEquals("rank 2 of 3 (communicator \"tp\"): the ranks called different collectives at reduce #9: type "
+                + "differs: rank 0 ncclFloat32, rank 1 ncclFloat32, rank 2 ncclFloat64; op differs: rank 0 MAX, "
+                + "rank 1 SUM, rank 2 MAX; root differs: rank 0 1, rank 1 0, rank 2 1" + CHECK_TAIL, e.getMessage());
+        assertEquals(List.of("type", "op", "root"), e.fields());
+        assertEquals("type", e.field());
+        assertArrayEquals(new long[] {7, 7, 8}, e.values());
+        assertArrayEquals(new long[] {2, 0, 2}, e.values("op"));
+        assertArrayEquals(new long[] {1, 0, 1}, e.values("root"));
+        // every field at once: a different operation at a different sequence number
+        long[] every = {9, 2, 64, 7, 2, 1,   9, 2, 64, 7, 2, 1,   8, 0, 32, 8, 0, -1,   9, 2, 64, 7, 2, 1};
+        assertEquals(List.of("sequence", "operation", "count", "type", "op", "root"),
+                new CollectiveCheck(c).compare(TraceOperation.reduce, 9, every, 3).fields());
     }
 
     @Test
