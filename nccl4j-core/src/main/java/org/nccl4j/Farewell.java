@@ -171,7 +171,9 @@ final class Farewell {
                 if (f.getClassName().equals("java.lang.Runtime") && f.getMethodName().equals("exit")) {
                     for (int j = i + 1; j < frames.length; j++) {
                         if (!frames[j].getClassName().startsWith("java.lang.")) {
-                            return "System.exit at " + frames[j];
+                            StackTraceElement c = frames[j];
+                            return "System.exit at " + c.getClassName() + "." + c.getMethodName() + "("
+                                    + c.getFileName() + ":" + c.getLineNumber() + ")";
                         }
                     }
                     return "System.exit";
