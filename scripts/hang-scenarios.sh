@@ -166,6 +166,7 @@ skip_plain() { plain_java "$1" skip; }
 skip_run() { launched "$1" skip; }
 skip_3_ranks() { launched "$1" skip 3; }
 skip_exit() { NCCL4J_ON_FAILURE='exit' plain_java "$1" skip; }
+skip_timeout() { HANG_FINGERPRINT=off plain_java "$1" skip; }
 kill_plain() { plain_java "$1" kill; }
 kill_run() { launched "$1" kill; }
 half_check() { NCCL4J_CHECK_COLLECTIVES=1 launched "$1" halfcount; }
@@ -226,10 +227,11 @@ elastic3_rank0() { elastic "$1" 3 0; }
 elastic4() { elastic "$1" 4 2; }
 cost() { NCCL4J_TIMEOUT=10m timeout -s KILL "$limit" "$java" -cp "$cp" "$main" cost > "$1/cost.txt" 2>&1; echo $?; }
 
-# skip: both ranks exit 0 (each saw the promised timeout in both threads)
+# skip: both ranks exit 0 (each saw the promised mismatch, or with the fingerprint off the timeout, in both threads)
 run_case skip-no-launcher '0 0' skip_plain
 run_case skip-nccl4j-run '0' skip_run
 run_case skip-3-ranks-nccl4j-run '0' skip_3_ranks
+run_case skip-no-fingerprint-timeout '0 0' skip_timeout
 # the exit policy: both ranks halt with status 70 after the log line and the trace
 run_case skip-exit-policy '70 70' skip_exit
 # kill: rank 0 exits 0 (a RemoteErrorException within 5 s); rank 1 dies of SIGKILL (137)

@@ -50,6 +50,12 @@ public final class CommConfig {
     private final FailureListener listener;
     private final Integer traceBuffer;
     private final Boolean checkCollectives;
+    private final Boolean fingerprint;
+
+    /** @return whether the fingerprint of collectives is kept: null when not set (then it is) */
+    Boolean fingerprint() {
+        return fingerprint;
+    }
     private final java.time.Duration initTimeout;
 
     private CommConfig(Builder b) {
@@ -63,6 +69,7 @@ public final class CommConfig {
         this.listener = b.listener;
         this.traceBuffer = b.traceBuffer;
         this.checkCollectives = b.checkCollectives;
+        this.fingerprint = b.fingerprint;
     }
 
     /**
@@ -178,6 +185,9 @@ public final class CommConfig {
             sb.append(sep).append("traceBuffer=").append(traceBuffer);
             sep = ", ";
         }
+        if (fingerprint != null) {
+            sb.append(sep).append("fingerprint=").append(fingerprint);
+        }
         if (checkCollectives != null) {
             sb.append(sep).append("checkCollectives=").append(checkCollectives);
             sep = ", ";
@@ -199,6 +209,7 @@ public final class CommConfig {
         private FailureListener listener;
         private Integer traceBuffer;
         private Boolean checkCollectives;
+        private Boolean fingerprint;
         private java.time.Duration initTimeout;
 
         private Builder() {
@@ -473,6 +484,21 @@ public final class CommConfig {
          */
         public Builder checkCollectives(boolean on) {
             this.checkCollectives = on;
+            return this;
+        }
+
+        /**
+         * Whether the communicator keeps the running fingerprint of its collectives that the liveness channel
+         * reports and rank 0 compares (on by default; a hash and a few array stores per collective, nothing
+         * allocated). Off, rank 0 cannot name ranks that issued different collectives, and a departed rank's last
+         * collective cannot be matched against this rank's pending ones (an abort's grace still applies). For
+         * measuring its cost, or to rule it out.
+         *
+         * @param on false to turn it off
+         * @return this builder
+         */
+        public Builder fingerprint(boolean on) {
+            this.fingerprint = on;
             return this;
         }
 

@@ -116,6 +116,8 @@ public final class Communicator implements AutoCloseable {
     private final CollectiveCheck check;
     /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
     private final Ledger ledger = new Ledger();
+    /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
+    private boolean fingerprinted = true;
 
     private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         this.library = NcclLibrary.load();
@@ -228,6 +230,7 @@ public final class Communicator implements AutoCloseable {
         }
         Communicator c = adopt(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings);
         c.config = config;
+        c.fingerprinted = config == null || !Boolean.FALSE.equals(config.fingerprint());
         return c;
     }
 
@@ -2033,7 +2036,7 @@ public final class Communicator implements AutoCloseable {
         };
         long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
                 stream);
-        if (c.pointToPoint) {
+        if (c.pointToPoint || !fingerprinted) {
             ledger.sawIssuer();
         } else {
             ledger.issued(c.operation.code(), count, t, redOp, root, traced);

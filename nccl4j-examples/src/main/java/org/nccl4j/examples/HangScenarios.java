@@ -21,6 +21,7 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Event;
 import org.nccl4j.InitTimeoutException;
 import org.nccl4j.Nccl;
+import org.nccl4j.RanksDivergedException;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.RemoteErrorException;
 import org.nccl4j.Stream;
@@ -39,7 +40,9 @@ import picocli.CommandLine.Command;
  * <pre>
  * HangScenarios skip       rank 1 skips the 3rd of 6 all-reduces (counts 1000, 2000, ... 6000 floats, each waited
  *                          for on an Event by the main thread) while a second thread waits in Stream.synchronize():
- *                          both threads must get a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s
+ *                          both threads must get a RanksDivergedException naming collective #3 within 2 s (rank 0
+ *                          compares the fingerprints of the ranks' collectives); with HANG_FINGERPRINT=off (the
+ *                          fingerprint turned off) a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s
  * HangScenarios kill       all-reduces of 1 Mi floats in a loop; rank 1 SIGKILLs itself at step 50: the others must
  *                          get a CommunicatorFailedException (a RemoteErrorException) within 5 s of the kill
  * HangScenarios stop       as kill, but rank 1 SIGSTOPs itself (a frozen process or host: its sockets stay open):
@@ -122,8 +125,9 @@ public final class HangScenarios {
 
     static int skip() throws InterruptedException {
         Duration timeout = timeout();
+        boolean fingerprint = !"off".equals(System.getenv("HANG_FINGERPRINT"));
         try (Communicator comm = Communicator.fromEnvironment(CommConfig.builder().commName("skip")
-                .timeout(timeout).build());
+                .timeout(timeout).fingerprint(fingerprint).build());
              Stream stream = Stream.create(comm.device());
              Event done = Event.create(comm.device());
              DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), 6000, DataType.FLOAT32)) {
@@ -168,14 +172,16 @@ public final class HangScenarios {
             say(comm, "second thread, in Stream.synchronize(), " + seconds(waiterAt[0] - enqueuedAt)
                     + " after that enqueue: " + (waiter.get() == null ? "returned normally" : waiter.get().getClass()
                     .getSimpleName() + " (same message)"));
-            long limit = timeout.plusSeconds(2).toNanos();
-            boolean ok = main instanceof CollectiveTimeoutException
-                    && waiter.get() instanceof CollectiveTimeoutException
+            Class<?> expected = fingerprint ? RanksDivergedException.class : CollectiveTimeoutException.class;
+            long limit = (fingerprint ? Duration.ofSeconds(2) : timeout.plusSeconds(2)).toNanos();
+            boolean ok = expected.isInstance(main) && expected.isInstance(waiter.get())
                     && mainAt - enqueuedAt <= limit && waiterAt[0] - enqueuedAt <= limit
-                    && ((CollectiveTimeoutException) main).sequence() == 3;
-            say(comm, ok ? "as promised: both threads got a CollectiveTimeoutException naming allReduce #3 within "
-                    + "timeout + 2 s" : "NOT as promised: expected a CollectiveTimeoutException naming allReduce #3 in "
-                    + "both threads within timeout + 2 s");
+                    && ((CommunicatorFailedException) main).sequence() == 3
+                    && (!fingerprint || main.getMessage().contains("collective #3 differs between ranks"));
+            String promise = fingerprint ? "a RanksDivergedException naming collective #3 within 2 s"
+                    : "a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s";
+            say(comm, ok ? "as promised: both threads got " + promise : "NOT as promised: expected " + promise
+                    + " in both threads");
             return ok ? 0 : 1;
         }
     }

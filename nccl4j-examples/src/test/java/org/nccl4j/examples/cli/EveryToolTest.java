@@ -22,7 +22,8 @@ class EveryToolTest {
             "org.nccl4j.examples.ZeroShards$Options", "org.nccl4j.examples.ElasticDdp$Options",
             "org.nccl4j.examples.SlowRank$Options", "org.nccl4j.examples.HangScenarios$Options",
             "org.nccl4j.examples.NcclLogCheck$Options", "org.nccl4j.examples.MetricsExample$Options",
-            "org.nccl4j.examples.MetricsCost$Options", "org.nccl4j.examples.perf.Plot$Options",
+            "org.nccl4j.examples.MetricsCost$Options", "org.nccl4j.examples.FingerprintCost$Options",
+            "org.nccl4j.examples.perf.Plot$Options",
             "org.nccl4j.examples.DdpOptions"};
         List<Object> out = new java.util.ArrayList<>();
         for (String c : classes) {
