@@ -1405,6 +1405,33 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * The watchdog's monitor found the watchdog's thread stuck ({@link WatchdogMonitor}): the failure becomes this
+     * communicator's and its streams', as {@link #failedByWatchdog} makes it under {@link FailurePolicy#RECOVER}:
+     * closed for calls and kept, not aborted (the stuck thread may be inside an NCCL call on it), so that
+     * {@link #abort()}, {@link #close()}, {@link #shrink} or {@link #recover} can follow. The lifecycle lock is not
+     * taken (the stuck thread may hold it); closed and kept are set together under this object's monitor, where
+     * {@code markClosed()} sets closed, so that close() sees them both or neither.
+     *
+     * @return false when the communicator was already closed (closed, aborted or failed): nothing changed
+     */
+    boolean failedByMonitor(CommunicatorFailedException f) {
+        synchronized (this) {
+            if (!markClosed()) {
+                return false;
+            }
+            failure = f;
+            kept = true;   // close() and abort() abort it
+        }
+        releaseWaiters(f);
+        return true;
+    }
+
+    /** The settings this communicator is watched and recorded with. */
+    Watchdog.Settings watchdogSettings() {
+        return settings;
+    }
+
     /** Every thread waiting on a stream this communicator used throws {@code f}. */
     private void releaseWaiters(CommunicatorFailedException f) {
         for (Stream s : streams) {
@@ -2245,13 +2272,14 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void close0() {
+        boolean first = markClosed();   // before kept is read: the monitor sets closed and kept together
         if (kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
             kept = false;
             Watchdog.instance().forget(this);
             Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
             return;
         }
-        if (!markClosed()) {
+        if (!first) {
             return;
         }
         if (recorder != null) {

@@ -7,7 +7,8 @@ import org.nccl4j.jni.NcclFunction;
  * running sequence number, the NCCL function, the bytes this rank sends or reduces, and the stream); the operations
  * the watchdog finds completed; and a failure the watchdog declares. {@link org.nccl4j.diagnostics.NcclMetrics} is
  * one; set one with {@link Communicator#observe}. {@link #enqueued} is called on the caller's thread, the others on
- * the watchdog's; none may block or allocate.
+ * the watchdog's ({@link #failed} with a {@link WatchdogStuckException} on the watchdog monitor's); none may block or
+ * allocate.
  */
 public interface OperationObserver {
     /**

@@ -75,6 +75,8 @@ final class Watchdog implements Runnable {
     private final long pollNanos;
     private final Thread thread;
     private volatile boolean exitHook;
+    /** {@link System#nanoTime()} at the start of the loop's latest iteration: the monitor's sign of life. */
+    private volatile long heartbeat = System.nanoTime();
 
     private Watchdog(Duration poll) {
         this.pollNanos = poll.toNanos();
@@ -91,6 +93,7 @@ final class Watchdog implements Runnable {
                 if (w == null) {
                     w = new Watchdog(WatchdogConfig.fromEnvironment().poll());
                     w.thread.start();
+                    WatchdogMonitor.start(w);   // the watchdog is itself watched
                     instance = w;
                 }
             }
@@ -127,10 +130,33 @@ final class Watchdog implements Runnable {
         recorded.removeIf(r -> r.get() == null || r.get() == comm);
     }
 
+    /** {@link System#nanoTime()} at the start of the loop's latest iteration (its heartbeat). */
+    long heartbeat() {
+        return heartbeat;
+    }
+
+    /** The watchdog's thread, whose stack the monitor reports when it is stuck. */
+    Thread thread() {
+        return thread;
+    }
+
+    /** Every recorded communicator still reachable, watched or not (for the monitor). */
+    List<Communicator> recordedCommunicators() {
+        List<Communicator> out = new java.util.ArrayList<>();
+        for (java.lang.ref.WeakReference<Communicator> r : recorded) {
+            Communicator c = r.get();
+            if (c != null) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
     @Override
     public void run() {
         while (true) {
             long now = System.nanoTime();
+            heartbeat = now;   // a volatile store of a value the loop reads anyway: no allocation, no extra clock read
             for (Watch w : watches) {
                 try {
                     if (!w.poll(now)) {

@@ -25,6 +25,10 @@ import org.nccl4j.trace.TraceConfig;
  *       {@code recover} ({@link FailurePolicy})</td><td>throw</td></tr>
  *   <tr><td>{@code NCCL4J_WATCHDOG_POLL}</td><td>{@code nccl4j.watchdogPoll}</td><td>as the timeout; how often the
  *       watchdog looks (process-wide only)</td><td>100 ms</td></tr>
+ *   <tr><td>{@code NCCL4J_WATCHDOG_STUCK_TIMEOUT}</td><td>{@code nccl4j.watchdogStuckTimeout}</td><td>as the
+ *       timeout, at least twice the poll interval; how long the watchdog's own thread may go without progress
+ *       before its monitor declares it stuck (process-wide only; see {@link #defaultStuckTimeout})</td>
+ *       <td>the longer of 2 min and 4 polls</td></tr>
  *   <tr><td>{@code NCCL4J_CHECK_COLLECTIVES}</td><td>{@code nccl4j.checkCollectives}</td><td>{@code 1}/{@code 0}
  *       (as on/off)</td><td>off</td></tr>
  *   <tr><td>{@code NCCL4J_INIT_TIMEOUT}</td><td>{@code nccl4j.initTimeout}</td><td>as the timeout; how long the
@@ -43,9 +47,11 @@ import org.nccl4j.trace.TraceConfig;
  * @param trace the flight recorder's buffer size and directory
  * @param initTimeout how long the rendezvous and {@code ncclCommInitRankConfig} (and the making of a communicator by
  *        split or shrink) may take
+ * @param stuckTimeout how long the watchdog's thread may make no progress before the watchdog's monitor declares it
+ *        stuck, writes the flight records and applies the failure policy to every watched communicator
  */
 public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy policy, Duration poll,
-        boolean checkCollectives, TraceConfig trace, Duration initTimeout) {
+        boolean checkCollectives, TraceConfig trace, Duration initTimeout, Duration stuckTimeout) {
     /** The variable of the timeout. */
     public static final String TIMEOUT = "NCCL4J_TIMEOUT";
     /** The variable that turns the watchdog off. */
@@ -64,6 +70,48 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
     /** The poll interval when none is set. */
     public static final Duration DEFAULT_POLL = Duration.ofMillis(100);
+    /** The variable of the time without progress after which the watchdog's thread is declared stuck. */
+    public static final String STUCK_TIMEOUT = "NCCL4J_WATCHDOG_STUCK_TIMEOUT";
+    /** The system property of the stuck timeout. */
+    private static final String STUCK_TIMEOUT_PROPERTY = "nccl4j.watchdogStuckTimeout";
+    /** The least stuck timeout of the default ({@link #defaultStuckTimeout}): 2 minutes. */
+    public static final Duration MIN_DEFAULT_STUCK_TIMEOUT = Duration.ofMinutes(2);
+
+    /**
+     * The settings as before the stuck timeout existed: it takes its default for {@code poll}.
+     *
+     * @param enabled see the record's description
+     * @param timeout see the record's description
+     * @param policy see the record's description
+     * @param poll see the record's description
+     * @param checkCollectives see the record's description
+     * @param trace see the record's description
+     * @param initTimeout see the record's description
+     */
+    public WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy policy, Duration poll,
+            boolean checkCollectives, TraceConfig trace, Duration initTimeout) {
+        this(enabled, timeout, policy, poll, checkCollectives, trace, initTimeout,
+                poll == null ? null : defaultStuckTimeout(poll));
+    }
+
+    /**
+     * The stuck timeout when none is set: the longer of 2 minutes and 4 poll intervals. A healthy watchdog starts an
+     * iteration every poll interval (100 ms unless set); an iteration makes only CUDA and NCCL calls that do not wait
+     * for the GPU ({@code cudaEventQuery}, {@code cudaEventRecord}, {@code ncclCommGetAsyncError}), waits at most half
+     * a second for the liveness channel's news, and after a failure writes a flight record and calls the failure
+     * listener (which must return quickly). Two minutes are over a thousand missed iterations: far beyond a garbage
+     * collector's pause, a loaded machine or a slow trace directory, so a healthy watchdog is not declared stuck;
+     * and well inside the default operation timeout (10 minutes), which a stuck watchdog no longer enforces.
+     * (PyTorch's heartbeat monitor, {@code TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC}, waits 8 minutes.) Four poll intervals
+     * keep a long {@code NCCL4J_WATCHDOG_POLL} from counting as stuck.
+     *
+     * @param poll the poll interval
+     * @return the default stuck timeout for that interval
+     */
+    public static Duration defaultStuckTimeout(Duration poll) {
+        Duration four = poll.multipliedBy(4);
+        return four.compareTo(MIN_DEFAULT_STUCK_TIMEOUT) > 0 ? four : MIN_DEFAULT_STUCK_TIMEOUT;
+    }
 
     /**
      * Checks the components.
@@ -75,6 +123,7 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
      * @param checkCollectives see the record's description
      * @param trace see the record's description
      * @param initTimeout see the record's description; positive
+     * @param stuckTimeout see the record's description; at least twice {@code poll}
      */
     public WatchdogConfig {
         if (initTimeout == null || initTimeout.isNegative() || initTimeout.isZero()) {
@@ -92,6 +141,10 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
         if (trace == null) {
             throw Errors.nullArgument("trace");
         }
+        if (stuckTimeout == null || stuckTimeout.compareTo(poll.multipliedBy(2)) < 0) {
+            throw Errors.argument("stuckTimeout must be at least twice the poll interval (" + Durations.format(poll)
+                    + "), got " + (stuckTimeout == null ? null : Durations.format(stuckTimeout)));
+        }
     }
 
     /**
@@ -105,7 +158,7 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
         ProcessEnvironment env = ProcessEnvironment.liveOrJvmCopy();
         Map<String, String> vars = new HashMap<>();
         for (String n : new String[] {TIMEOUT, WATCHDOG, ON_FAILURE, POLL, CHECK_COLLECTIVES, INIT_TIMEOUT,
-            TraceConfig.BUFFER, TraceConfig.DIR}) {
+            STUCK_TIMEOUT, TraceConfig.BUFFER, TraceConfig.DIR}) {
             String v = env.get(n);
             if (v != null) {
                 vars.put(n, v);
@@ -135,7 +188,16 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
             throw new IllegalArgumentException(INIT_TIMEOUT + "=" + Durations.format(init) + " must be longer than"
                     + " zero: e.g. 5m, 90s");
         }
-        return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env), init);
+        Duration stuck = value(env, properties, STUCK_TIMEOUT, STUCK_TIMEOUT_PROPERTY, defaultStuckTimeout(poll),
+                null);
+        if (stuck.compareTo(poll.multipliedBy(2)) < 0) {
+            String name = properties.getProperty(STUCK_TIMEOUT_PROPERTY, "").isBlank() ? STUCK_TIMEOUT
+                    : STUCK_TIMEOUT_PROPERTY;
+            throw new IllegalArgumentException(name + "=" + Durations.format(stuck) + " must be at least twice the "
+                    + "watchdog's poll interval (" + Durations.format(poll) + "), or a healthy watchdog would count as "
+                    + "stuck: e.g. 2m (the default: the longer of 2m and 4 polls)");
+        }
+        return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env), init, stuck);
     }
 
     @SuppressWarnings("unchecked")

@@ -38,9 +38,12 @@
  * <ul>
  *   <li>{@code Watchdog}: one daemon thread that watches every communicator (completion markers, asynchronous
  *       errors, timeouts), then records, aborts and applies the {@link org.nccl4j.FailurePolicy}.
- *       {@link org.nccl4j.WatchdogConfig} holds its process-wide settings from {@code NCCL4J_*} variables.</li>
+ *       {@link org.nccl4j.WatchdogConfig} holds its process-wide settings from {@code NCCL4J_*} variables.
+ *       {@code WatchdogMonitor}: a second daemon thread that watches the watchdog's heartbeat and reports, dumps and
+ *       applies the policy when the watchdog is stuck.</li>
  *   <li>The failures: {@link org.nccl4j.CommunicatorFailedException} and its kinds
- *       {@link org.nccl4j.CollectiveTimeoutException} and {@link org.nccl4j.RemoteErrorException};
+ *       {@link org.nccl4j.CollectiveTimeoutException}, {@link org.nccl4j.RemoteErrorException} and
+ *       {@link org.nccl4j.WatchdogStuckException};
  *       {@link org.nccl4j.CollectiveMismatchException} from {@code CollectiveCheck} ({@code NCCL4J_CHECK_COLLECTIVES});
  *       {@link org.nccl4j.InitTimeoutException} from {@code InitDeadline}.</li>
  *   <li>{@code Liveness}: the channel on which ranks say they are alive, so that a lost rank is named with its host

@@ -475,9 +475,44 @@ public final class FakeCuda implements CudaBackend {
         return rc;
     }
 
+    /** While true, eventQuery does not return: as a driver call that hangs (the watchdog's thread gets stuck). */
+    private boolean queriesHang;
+    /** How many threads are inside a hanging eventQuery now. */
+    private int hangingQueries;
+
+    /** From now on eventQuery does not return until {@link #releaseEventQueries()}: a driver call that hangs. */
+    synchronized FakeCuda hangEventQueries() {
+        queriesHang = true;
+        return this;
+    }
+
+    /** The hanging eventQuery calls return, and later ones do not hang. */
+    synchronized void releaseEventQueries() {
+        queriesHang = false;
+        notifyAll();
+    }
+
+    /** @return how many threads are inside a hanging eventQuery now */
+    synchronized int hangingQueries() {
+        return hangingQueries;
+    }
+
     /** Not recorded in {@link #calls()}: the watchdog asks many times. 600 (cudaErrorNotReady) while pending. */
     @Override
     public synchronized int eventQuery(long event) {
+        if (queriesHang) {
+            hangingQueries++;
+            try {
+                while (queriesHang) {
+                    wait();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 999;
+            } finally {
+                hangingQueries--;
+            }
+        }
         Integer f = failures.get("eventQuery");
         if (f != null && f != 0) {
             return f;

@@ -33,7 +33,7 @@ import java.util.TreeMap;
  * @param ncclVersion the loaded NCCL's version, e.g. {@code "2.28.3"}
  * @param dumpedAt when the dump was taken
  * @param reason why: {@link #REASON_TIMEOUT}, {@link #REASON_REMOTE_ERROR}, {@link #REASON_ERROR},
- *        {@link #REASON_ON_DEMAND}, {@link #REASON_EXIT}, or another short phrase
+ *        {@link #REASON_ON_DEMAND}, {@link #REASON_EXIT}, {@link #REASON_WATCHDOG_STUCK}, or another short phrase
  * @param failure the failure's text (an exception's message), or null
  * @param capacity the capacity of the ring the entries come from
  * @param environment the process's {@code NCCL_*} and {@code NCCL4J_*} variables, sorted by name (unmodifiable)
@@ -67,6 +67,8 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     public static final String REASON_PEER_DEPARTED = "peer departed";
     /** Reason: rank 0 found that the ranks issued different collectives. */
     public static final String REASON_MISMATCH = "mismatch";
+    /** Reason: the watchdog's own thread made no progress for the stuck timeout (its monitor wrote the dump). */
+    public static final String REASON_WATCHDOG_STUCK = "watchdog stuck";
 
     private static volatile String localHost;
 

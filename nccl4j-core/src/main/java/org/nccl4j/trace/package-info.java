@@ -28,7 +28,8 @@
  *   "communicator": null,               the communicator's name (CommConfig commName) or null
  *   "ncclVersion": "2.28.3",            the loaded NCCL
  *   "dumpedAt": "2025-01-31T12:00:00.123456Z",   ISO-8601 instant
- *   "reason": "timeout",                "timeout", "remote error", "error", "on demand", "exit", ...
+ *   "reason": "timeout",                "timeout", "remote error", "error", "on demand", "exit",
+ *                                       "watchdog stuck", ...
  *   "failure": null,                    the failure's text, or null
  *   "capacity": 2000,                   the ring's capacity (entries holds at most this many)
  *   "lastEnqueued": 7,                  the last sequence number recorded (0: none)
