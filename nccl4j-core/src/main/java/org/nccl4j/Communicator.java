@@ -1397,6 +1397,9 @@ public final class Communicator implements AutoCloseable {
         }
         releaseWaiters(f);
         if (markClosed()) {
+            // a thread that passed the open check just before is inside its enqueueing call for microseconds: let it
+            // leave before the abort frees what the call uses
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
             int rc = NcclNative.ncclCommAbort(handle);
             if (rc != 0) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(

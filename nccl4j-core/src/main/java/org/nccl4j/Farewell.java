@@ -9,9 +9,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The end of a process, told to its peers: every way a JVM ends that Java can see (the end of main, {@code System.exit},
- * an uncaught exception, SIGTERM, SIGINT or SIGHUP) sends each open liveness channel's departure ({@code exit}) with its
- * cause before the process goes, and aborts the channel's communicator when no thread is closing it, so that NCCL's
+ * The end of a process, told to its peers: every way a JVM ends that Java can see (the end of main,
+ * {@code System.exit}, an uncaught exception, SIGTERM, SIGINT or SIGHUP) sends each open liveness channel's departure
+ * ({@code exit}) with its cause before the process goes, and aborts the channel's communicator when no thread is closing it, so that NCCL's
  * threads are stopped before the C runtime's exit handlers run (an NCCL proxy thread that outlives them can crash
  * the process). Installed once, with the first channel:
  * <ul>
@@ -114,7 +114,8 @@ final class Farewell {
         }
     }
 
-    private static boolean isIgnoreOrDefault(Object handler, Class<?> handlerClass) throws ReflectiveOperationException {
+    private static boolean isIgnoreOrDefault(Object handler, Class<?> handlerClass)
+            throws ReflectiveOperationException {
         Object ign = handlerClass.getField("SIG_IGN").get(null);
         Object dfl = handlerClass.getField("SIG_DFL").get(null);
         return handler == ign || handler == dfl;

@@ -55,7 +55,8 @@ final class Teardown {
 
     private static Duration positive(String name, Duration d, String value) {
         if (d.isZero() || d.isNegative()) {
-            throw new IllegalArgumentException(name + "=" + value + " must be longer than zero, e.g. 30s (the default)");
+            throw new IllegalArgumentException(name + "=" + value
+                    + " must be longer than zero, e.g. 30s (the default)");
         }
         return d;
     }

@@ -42,7 +42,8 @@ import picocli.CommandLine.Command;
  *                          for on an Event by the main thread) while a second thread waits in Stream.synchronize():
  *                          both threads must get a RanksDivergedException naming collective #3 within 2 s (rank 0
  *                          compares the fingerprints of the ranks' collectives); with HANG_FINGERPRINT=off (the
- *                          fingerprint turned off) a CollectiveTimeoutException naming allReduce #3 within timeout + 2 s
+ *                          fingerprint turned off) a CollectiveTimeoutException naming allReduce #3 within timeout
+ *                          + 2 s
  * HangScenarios kill       all-reduces of 1 Mi floats in a loop; rank 1 SIGKILLs itself at step 50: the others must
  *                          get a CommunicatorFailedException (a RemoteErrorException) within 5 s of the kill
  * HangScenarios stop       as kill, but rank 1 SIGSTOPs itself (a frozen process or host: its sockets stay open):
