@@ -14,6 +14,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -21,9 +22,10 @@ import java.util.Objects;
 import java.util.TreeMap;
 
 /**
- * One rank's flight-recorder dump: who wrote it, why, and the entries of its ring; written as one JSON file per
- * rank ({@link #write(Path)}) and read back ({@link #read(Path)}). The format is described in the package
- * documentation ({@link org.nccl4j.trace}).
+ * One rank's flight-recorder dump: who wrote it, why, the entries of its ring and, when taken, the Java stacks of
+ * the threads that issued its operations ({@link ThreadStack}); written as one JSON file per rank
+ * ({@link #write(Path)}) and read back ({@link #read(Path)}). The format is described in the package documentation
+ * ({@link org.nccl4j.trace}).
  *
  * @param host the host name of the process that wrote the dump
  * @param pid its process id
@@ -40,10 +42,13 @@ import java.util.TreeMap;
  * @param lastEnqueued {@link FlightRecorder#lastEnqueued()} at the dump
  * @param lastCompleted {@link FlightRecorder#lastCompleted()} at the dump
  * @param entries the ring's entries, oldest first (unmodifiable)
+ * @param threads the Java stacks of the threads that issued the communicator's operations, taken at the dump
+ *        ({@link #withThreads}); empty when none were taken, and in a dump written before the field existed
+ *        (unmodifiable)
  */
 public record TraceDump(String host, long pid, int rank, int size, String communicator, String ncclVersion,
         Instant dumpedAt, String reason, String failure, int capacity, Map<String, String> environment,
-        long lastEnqueued, long lastCompleted, List<TraceEntry> entries) {
+        long lastEnqueued, long lastCompleted, List<TraceEntry> entries, List<ThreadStack> threads) {
 
     /** The value of the {@code "format"} field. */
     public static final String FORMAT = "nccl4j-trace";
@@ -73,7 +78,77 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     private static volatile String localHost;
 
     /**
-     * Checks the components and makes the environment and entries unmodifiable copies.
+     * The Java stack of one thread at a dump: a thread that issued the communicator's operations, so that a rank
+     * that hangs in its own code, not in NCCL, shows where. Written into the dump's {@code "threads"} array.
+     *
+     * @param name the thread's name
+     * @param id its id ({@link Thread#getId()})
+     * @param state its state, a {@link Thread.State} name: {@code "RUNNABLE"}, {@code "WAITING"}, ...
+     * @param frames its stack, innermost call first, each frame as {@link StackTraceElement#toString()} writes it
+     *        (e.g. {@code "java.base/java.lang.Thread.sleep(Native Method)"},
+     *        {@code "com.example.Train.step(Train.java:42)"}); at most {@link #MAX_FRAMES} when taken by
+     *        {@link #of(Thread)}; empty for a thread that has not started or has ended (unmodifiable)
+     */
+    public record ThreadStack(String name, long id, String state, List<String> frames) {
+        /** The most frames {@link #of(Thread)} keeps: the innermost ones. */
+        public static final int MAX_FRAMES = 256;
+
+        /**
+         * Checks the components and makes frames an unmodifiable copy.
+         *
+         * @param name see the record's description
+         * @param id see the record's description
+         * @param state see the record's description
+         * @param frames see the record's description
+         * @throws NullPointerException when name, state, frames or a frame is null
+         * @throws IllegalArgumentException when id is negative or state is not a {@link Thread.State} name
+         */
+        public ThreadStack {
+            Objects.requireNonNull(name, "name");
+            Objects.requireNonNull(state, "state");
+            frames = List.copyOf(frames);
+            if (id < 0) {
+                throw new IllegalArgumentException("thread id must be >= 0, got " + id);
+            }
+            if (!isState(state)) {
+                throw new IllegalArgumentException("thread state " + state + " is not one of "
+                        + List.of(Thread.State.values()));
+            }
+        }
+
+        /**
+         * Takes a thread's stack now ({@link Thread#getStackTrace()}) with its state ({@link Thread#getState()},
+         * read first). The frames are the innermost {@link #MAX_FRAMES}.
+         *
+         * @param thread a thread, usually one that issued the communicator's operations (any thread may call this;
+         *        the JVM pauses the thread briefly to read its stack)
+         * @return its name, id, state and frames
+         * @throws SecurityException when a security manager refuses the stack (Thread#getStackTrace)
+         */
+        public static ThreadStack of(Thread thread) {
+            Thread.State state = thread.getState();
+            StackTraceElement[] stack = thread.getStackTrace();
+            int n = Math.min(stack.length, MAX_FRAMES);
+            List<String> frames = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                frames.add(stack[i].toString());
+            }
+            return new ThreadStack(thread.getName(), thread.getId(), state.name(), frames);
+        }
+
+        /** Whether s names a {@link Thread.State}. */
+        static boolean isState(String s) {
+            for (Thread.State t : Thread.State.values()) {
+                if (t.name().equals(s)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
+     * A dump without thread stacks: the form of the record before {@link #threads()} existed.
      *
      * @param host see the record's description
      * @param pid see the record's description
@@ -89,7 +164,35 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
      * @param lastEnqueued see the record's description
      * @param lastCompleted see the record's description
      * @param entries see the record's description
-     * @throws NullPointerException when host, ncclVersion, dumpedAt, reason, environment or entries is null
+     * @throws NullPointerException as the canonical constructor
+     * @throws IllegalArgumentException as the canonical constructor
+     */
+    public TraceDump(String host, long pid, int rank, int size, String communicator, String ncclVersion,
+            Instant dumpedAt, String reason, String failure, int capacity, Map<String, String> environment,
+            long lastEnqueued, long lastCompleted, List<TraceEntry> entries) {
+        this(host, pid, rank, size, communicator, ncclVersion, dumpedAt, reason, failure, capacity, environment,
+                lastEnqueued, lastCompleted, entries, List.of());
+    }
+
+    /**
+     * Checks the components and makes the environment, entries and threads unmodifiable copies.
+     *
+     * @param host see the record's description
+     * @param pid see the record's description
+     * @param rank see the record's description
+     * @param size see the record's description
+     * @param communicator see the record's description
+     * @param ncclVersion see the record's description
+     * @param dumpedAt see the record's description
+     * @param reason see the record's description
+     * @param failure see the record's description
+     * @param capacity see the record's description
+     * @param environment see the record's description
+     * @param lastEnqueued see the record's description
+     * @param lastCompleted see the record's description
+     * @param entries see the record's description
+     * @param threads see the record's description
+     * @throws NullPointerException when host, ncclVersion, dumpedAt, reason, environment, entries or threads is null
      * @throws IllegalArgumentException when a number is out of range (rank outside 0..size-1, lastCompleted above
      *         lastEnqueued, ...), there are more entries than the capacity, or the entries are not in increasing
      *         sequence order up to lastEnqueued
@@ -101,6 +204,7 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
         Objects.requireNonNull(reason, "reason");
         Objects.requireNonNull(environment, "environment");
         Objects.requireNonNull(entries, "entries");
+        threads = List.copyOf(threads);
         if (size < 1 || rank < 0 || rank >= size) {
             throw new IllegalArgumentException("rank must be in 0..size-1 and size >= 1, got rank " + rank + " of "
                     + size);
@@ -174,6 +278,24 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
         return new TraceDump(localHost(), ProcessHandle.current().pid(), rank, size, communicator, ncclVersion,
                 Instant.now().truncatedTo(ChronoUnit.MICROS), reason, failure, recorder.capacity(),
                 ncclVariables(env), enqueued, completed, entries);
+    }
+
+    /**
+     * This dump with thread stacks: a copy whose {@link #threads()} are the given ones (replacing any it had).
+     * {@link #capture} takes none, so that the recorder's reader decides which threads are worth a stack:
+     * <pre>
+     * TraceDump dump = TraceDump.capture(recorder, rank, size, name, version, reason, failure)
+     *         .withThreads(List.of(TraceDump.ThreadStack.of(issuingThread)));
+     * </pre>
+     *
+     * @param threads the stacks, e.g. {@link ThreadStack#of(Thread)} of each thread that issued the communicator's
+     *        operations; an empty list for none
+     * @return the copy
+     * @throws NullPointerException when threads or one of them is null
+     */
+    public TraceDump withThreads(List<ThreadStack> threads) {
+        return new TraceDump(host, pid, rank, size, communicator, ncclVersion, dumpedAt, reason, failure, capacity,
+                environment, lastEnqueued, lastCompleted, entries, threads);
     }
 
     /**

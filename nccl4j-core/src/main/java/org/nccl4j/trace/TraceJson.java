@@ -79,6 +79,20 @@ final class TraceJson {
                 g.writeEndObject();
             }
             g.writeEndArray();
+            g.writeArrayFieldStart("threads");
+            for (TraceDump.ThreadStack t : d.threads()) {
+                g.writeStartObject();
+                g.writeStringField("name", t.name());
+                g.writeNumberField("id", t.id());
+                g.writeStringField("state", t.state());
+                g.writeArrayFieldStart("frames");
+                for (String f : t.frames()) {
+                    g.writeString(f);
+                }
+                g.writeEndArray();
+                g.writeEndObject();
+            }
+            g.writeEndArray();
             g.writeEndObject();
             g.writeRaw('\n');
         }
@@ -314,12 +328,44 @@ final class TraceJson {
             entries.add(e);
             previous = e.sequence();
         }
+        List<TraceDump.ThreadStack> threads = new ArrayList<>();
+        if (o.map.get("threads") != null) {    // absent (or null) in the dumps written before it existed
+            List<?> stacks = o.array("threads");
+            for (int i = 0; i < stacks.size(); i++) {
+                Object v = stacks.get(i);
+                String path = "threads[" + i + "]";
+                if (!(v instanceof Map)) {
+                    throw new TraceFormatException(o.source, path, "expected an object, found " + describe(v), null);
+                }
+                threads.add(thread(new Obj(o.source, path, cast(v))));
+            }
+        }
         try {
             return new TraceDump(host, pid, rank, size, communicator, ncclVersion, dumpedAt, reason, failure, capacity,
-                    env, lastEnqueued, lastCompleted, entries);
+                    env, lastEnqueued, lastCompleted, entries, threads);
         } catch (IllegalArgumentException e) {
             throw new TraceFormatException(o.source, null, e.getMessage(), e);
         }
+    }
+
+    private static TraceDump.ThreadStack thread(Obj o) throws TraceFormatException {
+        String name = o.string("name");
+        long id = o.number("id", 0, Long.MAX_VALUE);
+        String state = o.string("state");
+        if (!TraceDump.ThreadStack.isState(state)) {
+            throw o.wrong("state", "unknown thread state \"" + state + "\" (one of " + List.of(Thread.State.values())
+                    + ")");
+        }
+        List<?> list = o.array("frames");
+        List<String> frames = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            Object f = list.get(i);
+            if (!(f instanceof String)) {
+                throw o.wrong("frames[" + i + "]", "expected a string, found " + describe(f));
+            }
+            frames.add((String) f);
+        }
+        return new TraceDump.ThreadStack(name, id, state, frames);
     }
 
     private static TraceEntry entry(Obj o, long previous, long lastEnqueued) throws TraceFormatException {

@@ -6,7 +6,8 @@
  * <ul>
  *   <li>{@link org.nccl4j.trace.FlightRecorder}: the ring of one communicator (its capacity from
  *       {@code NCCL4J_TRACE_BUFFER}, default 2000); {@code record} allocates nothing.</li>
- *   <li>{@link org.nccl4j.trace.TraceDump}: one rank's dump, written atomically as
+ *   <li>{@link org.nccl4j.trace.TraceDump}: one rank's dump (and, in {@link org.nccl4j.trace.TraceDump.ThreadStack},
+ *       the Java stacks of the threads that issued its operations), written atomically as
  *       {@code <dir>/nccl4j-trace-rank<R>-<host>-<pid>.json} and read back with errors that name the file and the
  *       field.</li>
  *   <li>{@link org.nccl4j.trace.TraceConfig}: {@code NCCL4J_TRACE_BUFFER} and {@code NCCL4J_TRACE_DIR} (default
@@ -52,8 +53,21 @@
  *       "state": "ENQUEUED",            ENQUEUED, COMPLETED or FAILED
  *       "completedAfterMicros": null    microseconds from enqueueing to the completed/failed mark; null if ENQUEUED
  *     }
+ *   ],
+ *   "threads": [                        the threads that issued the operations (TraceDump.withThreads); [] if none
+ *     {
+ *       "name": "main",                 the thread's name
+ *       "id": 1,                        its id (Thread.getId)
+ *       "state": "RUNNABLE",            NEW, RUNNABLE, BLOCKED, WAITING, TIMED_WAITING, TERMINATED
+ *       "frames": [                     innermost first, as StackTraceElement.toString writes them (at most 256)
+ *         "org.nccl4j.jni.NcclNative.ncclGroupEnd(Native Method)",
+ *         "com.example.Train.step(Train.java:42)"
+ *       ]
+ *     }
  *   ]
  * }
  * </pre>
+ * {@code "threads"} came later than the rest, within version 1 (a new field, which older readers ignore): a reader
+ * takes a dump without it as one without thread stacks.
  */
 package org.nccl4j.trace;

@@ -1,6 +1,8 @@
 package org.nccl4j.trace;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,6 +14,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -21,8 +24,9 @@ import org.nccl4j.ReduceOp;
 
 /**
  * {@link TraceDump}: a recorder's dump written and read back equal (every field, a wrapped ring, odd streams and
- * texts), the file's name and permissions, and reading: fields it does not know ignored, each malformed field refused
- * with a message that names the source and the field.
+ * texts, thread stacks), the file's name and permissions, and reading: fields it does not know ignored, a dump
+ * written before thread stacks existed (a resource) read as one without them, each malformed field refused with a
+ * message that names the source and the field.
  */
 class TraceDumpTest {
     private static final int AR = TraceOperation.allReduce.code();
@@ -155,6 +159,125 @@ class TraceDumpTest {
     void theFileNameHasTheRankTheHostMadeSafeAndThePid() throws IOException {
         TraceDump d = TraceDump.parse(GOOD.replace("\"node7\"", "\"node 7/a:b.example-x_y\""), "d.json");
         assertEquals("nccl4j-trace-rank1-node_7_a_b.example-x_y-4242.json", d.fileName());
+    }
+
+    // ---------------------------------------------------------------- thread stacks
+
+    @Test
+    void aThreadsStackIsTakenWithItsStateAndFramesAsStackTraceElementWritesThem() throws Exception {
+        CountDownLatch parked = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            parked.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "issuer \"0\"");
+        t.start();
+        try {
+            parked.await();
+            TraceDump.ThreadStack s = TraceDump.ThreadStack.of(t);
+            for (int i = 0; i < 100 && !s.state().equals("WAITING"); i++) {   // until it waits in await()
+                Thread.sleep(10);
+                s = TraceDump.ThreadStack.of(t);
+            }
+            assertEquals("issuer \"0\"", s.name());
+            assertEquals(t.getId(), s.id());
+            assertEquals("WAITING", s.state());
+            // as StackTraceElement.toString() writes them: "java.base/" or "java.base@17.0.15/", "app//" or not
+            assertTrue(s.frames().stream().anyMatch(f -> f.matches("java\\.base(@[^/]*)?/java\\.util\\.concurrent"
+                    + "\\.CountDownLatch\\.await\\(CountDownLatch\\.java:\\d+\\)")), s.frames().toString());
+            assertTrue(s.frames().stream().anyMatch(f -> f.contains("org.nccl4j.trace.TraceDumpTest.lambda$")),
+                    s.frames().toString());
+            List<String> frames = s.frames();
+            assertThrows(UnsupportedOperationException.class, () -> frames.add("x"));
+        } finally {
+            release.countDown();
+            t.join();
+        }
+        TraceDump.ThreadStack ended = TraceDump.ThreadStack.of(t);
+        assertEquals("TERMINATED", ended.state());
+        assertEquals(List.of(), ended.frames());
+        TraceDump.ThreadStack self = TraceDump.ThreadStack.of(Thread.currentThread());
+        assertEquals("RUNNABLE", self.state());
+        assertTrue(self.frames().size() <= TraceDump.ThreadStack.MAX_FRAMES);
+        assertTrue(self.frames().stream().anyMatch(f -> f.contains("org.nccl4j.trace.TraceDumpTest"
+                + ".aThreadsStackIsTakenWithItsStateAndFramesAsStackTraceElementWritesThem(TraceDumpTest.java:")),
+                self.frames().toString());
+    }
+
+    @Test
+    void aDumpWithThreadsIsWrittenAndReadBackEqual() throws IOException {
+        FlightRecorder r = new FlightRecorder(4);
+        r.record(AR, 1024, F32, SUM, -1, 4096, 0x10);
+        TraceDump plain = TraceDump.capture(r, 0, 2, "dp", "2.28.3", TraceDump.REASON_TIMEOUT, null, Map.of());
+        assertEquals(List.of(), plain.threads());
+        assertTrue(plain.toJson().contains("\"threads\" : [ ]"), plain.toJson());
+        List<TraceDump.ThreadStack> stacks = List.of(
+                new TraceDump.ThreadStack("main", 1, "RUNNABLE", List.of("com.example.Loader.next(Loader.java:42)",
+                        "com.example.Train.main(Train.java:7)")),
+                TraceDump.ThreadStack.of(Thread.currentThread()),
+                new TraceDump.ThreadStack("gone \u00e9", 77, "TERMINATED", List.of()));
+        TraceDump d = plain.withThreads(stacks);
+        assertEquals(stacks, d.threads());
+        assertEquals(plain.entries(), d.entries());
+        assertEquals(plain, d.withThreads(List.of()));
+        TraceDump back = TraceDump.read(d.write(dir));
+        assertEquals(d, back);
+        assertEquals(d.toJson(), back.toJson());
+        assertThrows(UnsupportedOperationException.class, () -> back.threads().clear());
+        assertThrows(NullPointerException.class, () -> plain.withThreads(null));
+    }
+
+    @Test
+    void aDumpWrittenBeforeThreadStacksExistedReadsWithoutThem() throws IOException, java.net.URISyntaxException {
+        Path old = Path.of(TraceDumpTest.class.getResource("nccl4j-trace-rank1-node7-4242-before-threads.json")
+                .toURI());
+        String text = Files.readString(old);
+        assertFalse(text.contains("threads"), text);
+        TraceDump d = TraceDump.read(old);
+        assertEquals(List.of(), d.threads());
+        assertEquals(1, d.rank());
+        assertEquals(3, d.entries().size());
+        assertEquals(TraceEntry.State.ENQUEUED, d.entries().get(2).state());
+        assertEquals("allReduce #3 did not complete within 10 s", d.failure());
+        // written again, it gains the empty array and reads back equal
+        assertEquals(d, TraceDump.parse(d.toJson(), "again.json"));
+        // a null reads as none, as an absent field does
+        assertEquals(List.of(), TraceDump.parse(GOOD.replace("\"entries\": [", "\"threads\": null, \"entries\": ["),
+                "d.json").threads());
+    }
+
+    @Test
+    void eachMalformedThreadFieldIsNamed() {
+        String one = "{\"name\": \"main\", \"id\": 1, \"state\": \"RUNNABLE\", \"frames\": [\"a.B.c(B.java:1)\"]}";
+        String good = GOOD.replace("\"entries\": [", "\"threads\": [" + one + "], \"entries\": [");
+        assertEquals(List.of(new TraceDump.ThreadStack("main", 1, "RUNNABLE", List.of("a.B.c(B.java:1)"))),
+                assertDoesNotThrow(() -> TraceDump.parse(good, "d.json")).threads());
+        assertRefused(GOOD.replace("\"entries\": [", "\"threads\": {}, \"entries\": ["), "threads",
+                "expected an array, found an object");
+        assertRefused(GOOD.replace("\"entries\": [", "\"threads\": [\"main\"], \"entries\": ["), "threads[0]",
+                "expected an object, found a string (\"main\")");
+        assertRefused(good.replace("\"name\": \"main\", ", ""), "threads[0].name", "missing field");
+        assertRefused(good.replace("\"id\": 1", "\"id\": -1"), "threads[0].id",
+                "expected a whole number >= 0, found -1");
+        assertRefused(good.replace("\"RUNNABLE\"", "\"RUNNING\""), "threads[0].state",
+                "unknown thread state \"RUNNING\" (one of " + List.of(Thread.State.values()) + ")");
+        assertRefused(good.replace("[\"a.B.c(B.java:1)\"]", "[\"a.B.c(B.java:1)\", 7]"), "threads[0].frames[1]",
+                "expected a string, found the number 7");
+        assertRefused(good.replace("[\"a.B.c(B.java:1)\"]", "\"a.B.c(B.java:1)\""), "threads[0].frames",
+                "expected an array, found a string (\"a.B.c(B.java:1)\")");
+    }
+
+    @Test
+    void theThreadStackConstructorChecksWhatTheReaderChecks() {
+        assertThrows(IllegalArgumentException.class, () -> new TraceDump.ThreadStack("main", 1, "running", List.of()));
+        assertThrows(IllegalArgumentException.class, () -> new TraceDump.ThreadStack("main", -1, "NEW", List.of()));
+        assertThrows(NullPointerException.class, () -> new TraceDump.ThreadStack(null, 1, "NEW", List.of()));
+        assertThrows(NullPointerException.class, () -> new TraceDump.ThreadStack("main", 1, "NEW",
+                java.util.Arrays.asList("a", null)));
     }
 
     // ---------------------------------------------------------------- reading

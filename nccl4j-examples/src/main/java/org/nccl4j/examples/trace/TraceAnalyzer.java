@@ -30,9 +30,10 @@ import picocli.CommandLine.Spec;
 /**
  * {@code nccl4j-trace}: reads the flight recorder's dumps of all ranks of a job ({@link TraceDump}, one file per
  * rank, written when a collective hangs or fails) and says which rank went wrong and where: ranks without a dump,
- * the rank that skipped or added an operation, counts, types, operators or roots that differ at one sequence
- * number, and the rank everyone waits for. How the ranks are compared (point-to-point operations by their place in
- * the order only, the choice of the reference rank) is {@link TraceComparer}'s description.
+ * the rank that skipped (and between which of its own collectives) or added a collective, or left early, counts,
+ * types, operators or roots that differ at one collective, and the rank everyone waits for, with where its threads
+ * are when its dump holds their stacks. How the ranks are compared (their collectives in order, sends and receives
+ * left out; the choice of the reference rank) is {@link TraceComparer}'s description.
  *
  * <pre>
  *   nccl4j-trace [--json] [--communicator NAME] DIR...
@@ -43,9 +44,11 @@ import picocli.CommandLine.Spec;
  * the communicator of that name ({@code --communicator ""}: the unnamed ones).
  *
  * <p>The first line of the output is the verdict, e.g.
- * {@code nccl4j-trace: rank 1 skipped allReduce #3 (count 3000 float32 sum); rank 0 waits in allReduce #3}; the
- * details follow: for each communicator, a table of the ranks (last enqueued, last completed, oldest pending, why
- * each dump was written, its file), the problems, who waits in what, and notes (failures, older dumps ignored).
+ * {@code nccl4j-trace: rank 1 issued 5 collectives, rank 0 issued 6: rank 1 skipped one (rank 0's allReduce #6 has
+ * no partner)}; the details follow: for each communicator, a table of the ranks (last enqueued, last completed,
+ * oldest pending, why each dump was written, its file), the problems, who waits in what, the thread stacks of the
+ * dumps that hold them (each thread's state, whether it is in NCCL or CUDA, in nccl4j or in the program's own code
+ * and its first user frame, then its first frames), and notes (failures, older dumps ignored).
  * With {@code --json}, one JSON object instead (see {@link #writeJson}).
  *
  * <p>Exit status: 0 when the dumps agree, 1 when a problem was found, 2 when an input cannot be read (the message
@@ -56,8 +59,8 @@ import picocli.CommandLine.Spec;
         versionProvider = Tools.Version.class,
         description = {
             "Compares the flight recorder's dumps of all ranks (nccl4j-trace-rank<R>-<host>-<pid>.json) and says which"
-                    + " rank skipped or added an operation, which operations differ between ranks, which ranks left no"
-                    + " dump, and which rank the others wait for.",
+                    + " rank skipped, added or left early, which collectives differ between ranks, which ranks left no"
+                    + " dump, and which rank the others wait for, with where its threads are.",
             ""
         },
         exitCodeListHeading = "%nExit status:%n",

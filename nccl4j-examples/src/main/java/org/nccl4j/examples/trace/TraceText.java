@@ -62,7 +62,20 @@ final class TraceText {
 
     /** An operation with its sequence number and fields: {@code allReduce #3 (count 3000 float32 sum)}. */
     static String entry(TraceEntry e) {
-        return e.operation() + " #" + e.sequence() + " (" + fields(e) + ")";
+        return name(e) + " (" + fields(e) + ")";
+    }
+
+    /** An operation with its sequence number: {@code allReduce #3}. */
+    static String name(TraceEntry e) {
+        return e.operation() + " #" + e.sequence();
+    }
+
+    /** Items as a sentence lists them: {@code a}, {@code a and b}, {@code a, b and c}. */
+    static String and(List<String> items) {
+        if (items.size() <= 1) {
+            return String.join("", items);
+        }
+        return String.join(", ", items.subList(0, items.size() - 1)) + " and " + items.get(items.size() - 1);
     }
 
     /**

@@ -3,9 +3,11 @@ package org.nccl4j.examples.trace;
 import com.fasterxml.jackson.core.JsonGenerator;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.nccl4j.trace.TraceDump.ThreadStack;
 import org.nccl4j.trace.TraceEntry;
 
 /**
@@ -42,9 +44,32 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
      * @param lastCompleted every operation up to this one completed (0: none)
      * @param firstHeld the first sequence number the dump's ring still holds, 0 when it holds none
      * @param oldestPending the oldest operation of the ring still enqueued (not completed or failed), or null
+     * @param collectives the collectives it issued: lastEnqueued less the sends and receives its ring holds
+     * @param threads the stacks of the threads that issued its operations, from its dump; empty when it has none
      */
     public record RankState(int rank, Path file, String host, long pid, String reason, String failure,
-            long lastEnqueued, long lastCompleted, long firstHeld, TraceEntry oldestPending) {
+            long lastEnqueued, long lastCompleted, long firstHeld, TraceEntry oldestPending, long collectives,
+            List<ThreadStack> threads) {
+        /**
+         * Checks the components and makes threads an unmodifiable copy.
+         *
+         * @param rank see the record's description
+         * @param file see the record's description
+         * @param host see the record's description
+         * @param pid see the record's description
+         * @param reason see the record's description
+         * @param failure see the record's description
+         * @param lastEnqueued see the record's description
+         * @param lastCompleted see the record's description
+         * @param firstHeld see the record's description
+         * @param oldestPending see the record's description
+         * @param collectives see the record's description
+         * @param threads see the record's description
+         * @throws NullPointerException when threads is null
+         */
+        public RankState {
+            threads = List.copyOf(threads);
+        }
     }
 
     /**
@@ -93,8 +118,9 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
     }
 
     /**
-     * The report's details for this communicator: a header, a table of the ranks, then the problems, who waits
-     * and the notes, one per line.
+     * The report's details for this communicator: a header, a table of the ranks, then the problems, who waits,
+     * the thread stacks of the ranks whose dumps hold them (where each thread is, and its first eight frames) and the
+     * notes, one per line.
      *
      * @return the text, ending with a newline
      */
@@ -116,6 +142,11 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
         }
         section(b, "problems", findings.stream().map(TraceFinding::detail).toList());
         section(b, "waiting", waiting);
+        List<String> threads = new ArrayList<>();
+        for (RankState r : ranks) {
+            r.threads().forEach(t -> threads.addAll(TraceThreads.lines(r.rank(), t)));
+        }
+        section(b, "threads", threads);
         section(b, "notes", notes);
         return b.toString();
     }
@@ -130,8 +161,9 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
     /**
      * Writes this verdict as one JSON object: communicator, size, consistent, summary, reference, referenceNote,
      * missingRanks, ranks (rank, file, host, pid, reason, failure, lastEnqueued, lastCompleted, firstHeld,
-     * oldestPending as {@code {seq, operation, count, dataType, reduceOp, peer}} or null), findings (kind, ranks,
-     * seq, summary, detail, differences as {@code {field: {value: [ranks]}}}), waiting, notes.
+     * oldestPending as {@code {seq, operation, count, dataType, reduceOp, peer}} or null, collectives, threads as
+     * {@code {name, id, state, location, at, userFrame, frames}}), findings (kind, ranks, seq, summary, detail,
+     * differences as {@code {field: {value: [ranks]}}}), waiting, notes.
      *
      * @param g the generator, at a place where a value may be written
      * @throws IOException when the generator fails
@@ -172,6 +204,12 @@ public record TraceVerdict(String communicator, int size, List<RankState> ranks,
                 e.writeIdentity(g);
                 g.writeEndObject();
             }
+            g.writeNumberField("collectives", r.collectives());
+            g.writeArrayFieldStart("threads");
+            for (ThreadStack t : r.threads()) {
+                TraceThreads.writeJson(t, g);
+            }
+            g.writeEndArray();
             g.writeEndObject();
         }
         g.writeEndArray();

@@ -1521,7 +1521,8 @@ class ScriptsTest {
         Map<String, String> e = env("NCCL4J_BUNDLE", real.toString());
         Result r = box.run(root.resolve("scripts/nccl4j-trace"), e, dumps.toString());
         assertEquals(1, r.status(), r.toString());
-        assertEquals("nccl4j-trace: rank 1 skipped allReduce #2 (count 3000 float32 sum); rank 0 waits in allReduce #2;"
+        assertEquals("nccl4j-trace: rank 1 issued 2 collectives, rank 0 issued 3: rank 1 skipped rank 0's allReduce #2"
+                + " (count 3000 float32 sum), between its allReduce #1 and broadcast #2; rank 0 waits in allReduce #2;"
                 + " rank 1 waits in broadcast #2", r.outLines().get(0), r.toString());
         assertEquals("", r.err());
 

@@ -123,7 +123,7 @@ class TraceAnalyzerTest {
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 3 ranks agree (#1 to #4); nothing pending", run.firstLine());
         assertTrue(run.out().contains("unnamed communicator (3 ranks): 3 of 3 dumps; reference: rank 0 (every rank has"
-                + " the same operations)"), run.out());
+                + " the same collectives)"), run.out());
         assertEquals("", run.err());
     }
 
@@ -139,13 +139,33 @@ class TraceAnalyzerTest {
     }
 
     @Test
-    void sendsAndReceivesAreComparedByTheirPlaceOnly() throws IOException {
+    void sendsAndReceivesAreNotCompared() throws IOException {
         dump(0, 2, 3, AR1000, "send 64 ncclInt8 - 1", "recv 32 ncclInt8 - 1");
         dump(1, 2, 3, AR1000, "recv 64 ncclInt8 - 0", "send 32 ncclInt8 - 0");
         Run run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #3); nothing pending", run.firstLine());
-        assertTrue(run.out().contains("send and recv are compared by their place in the order only"), run.out());
+        assertTrue(run.out().contains("sends and receives are not compared (their peers and counts differ by design):"
+                + " collectives are compared in their order among collectives"), run.out());
+    }
+
+    @Test
+    void pipelineStagesWithDifferentSendsAndReceivesAgreeOnTheirCollectives() throws IOException {
+        // three stages: the first only sends, the last only receives; each all-reduces twice
+        dump(0, 3, 4, AR1000, "send 64 ncclFloat32 - 1", "send 64 ncclFloat32 - 1", AR3000);
+        dump(1, 3, 6, AR1000, "recv 64 ncclFloat32 - 0", "send 64 ncclFloat32 - 2", "recv 64 ncclFloat32 - 0",
+                "send 64 ncclFloat32 - 2", AR3000);
+        dump(2, 3, 4, AR1000, "recv 64 ncclFloat32 - 1", "recv 64 ncclFloat32 - 1", AR3000);
+        Run run = run(dir.toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals("nccl4j-trace: consistent: all 3 ranks agree (#1 to #6); nothing pending", run.firstLine());
+        // the same collectives, numbered differently: a difference is named by each rank's own number
+        dump(1, 3, 5, AR1000, "recv 64 ncclFloat32 - 0", "send 64 ncclFloat32 - 2", "recv 64 ncclFloat32 - 0",
+                "send 64 ncclFloat32 - 2", "allReduce 3000 ncclFloat32 ncclMax -");
+        run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: allReduce #4 (rank 1's #6) differs: op (ranks 0, 2: sum; rank 1: max); rank 1 waits"
+                + " in allReduce #6", run.firstLine());
     }
 
     // ---------------------------------------------------------------- skipped, added, shifted
@@ -158,12 +178,14 @@ class TraceAnalyzerTest {
         dump(1, 4, 2, AR1000, AR1000, BC10);
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
-        assertEquals("nccl4j-trace: rank 1 skipped allReduce #3 (count 3000 float32 sum); ranks 0, 2, 3 wait in"
-                + " allReduce #3; rank 1 waits in broadcast #3", run.firstLine());
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, ranks 0, 2, 3 issued 4: rank 1 skipped rank 0's"
+                + " allReduce #3 (count 3000 float32 sum), between its allReduce #2 and broadcast #3; ranks 0, 2, 3 wait"
+                + " in allReduce #3; rank 1 waits in broadcast #3", run.firstLine());
         assertTrue(run.out().contains("reference: rank 0 (the majority: it agrees with the most ranks over the most"
-                + " operations)"), run.out());
-        assertTrue(run.out().contains("problems:\n  rank 1 skipped allReduce #3 (count 3000 float32 sum): from #3 on,"
-                + " its operations match rank 0's from #4 on\n"), run.out());
+                + " collectives)"), run.out());
+        assertTrue(run.out().contains("problems:\n  rank 1 issued 3 collectives, ranks 0, 2, 3 issued 4: rank 1 skipped"
+                + " rank 0's allReduce #3 (count 3000 float32 sum), between its allReduce #2 and broadcast #3: from #3"
+                + " on, its collectives match rank 0's from #4 on\n"), run.out());
         // the table: last enqueued, last completed, oldest pending
         assertTrue(run.out().lines().anyMatch(l -> l.matches(" +1 +3 +2 +broadcast #3 +timeout +.*rank1-node1-4201"
                 + "\\.json \\(node1, pid 4201\\)")), run.out());
@@ -171,15 +193,24 @@ class TraceAnalyzerTest {
     }
 
     @Test
-    void withTwoRanksTheLowestIsTheReference() throws IOException {
+    void withTwoRanksTheOneThatIssuedMoreIsTheReferenceSoTheOtherSkipped() throws IOException {
         dump(0, 2, 2, AR1000, AR1000, AR3000, BC10);
         dump(1, 2, 2, AR1000, AR1000, BC10);
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
-        assertEquals("nccl4j-trace: rank 1 skipped allReduce #3 (count 3000 float32 sum); rank 0 waits in allReduce #3;"
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 skipped rank 0's allReduce #3"
+                + " (count 3000 float32 sum), between its allReduce #2 and broadcast #3; rank 0 waits in allReduce #3;"
                 + " rank 1 waits in broadcast #3", run.firstLine());
-        assertTrue(run.out().contains("reference: rank 0 (no majority: the lowest of the ranks that agree with the most"
-                + " ranks)"), run.out());
+        assertTrue(run.out().contains("reference: rank 0 (no majority: of the ranks that agree with the most ranks, the"
+                + " one that issued the most collectives, then the lowest)"), run.out());
+        // the other way round: rank 0 skipped, not rank 1 added
+        dump(0, 2, 2, AR1000, AR1000, BC10);
+        dump(1, 2, 2, AR1000, AR1000, AR3000, BC10);
+        run = run(dir.toString());
+        assertEquals("nccl4j-trace: rank 0 issued 3 collectives, rank 1 issued 4: rank 0 skipped rank 1's allReduce #3"
+                + " (count 3000 float32 sum), between its allReduce #2 and broadcast #3; rank 0 waits in broadcast #3;"
+                + " rank 1 waits in allReduce #3", run.firstLine());
+        assertTrue(run.out().contains("reference: rank 1 (no majority"), run.out());
     }
 
     @Test
@@ -192,8 +223,9 @@ class TraceAnalyzerTest {
         dump(2, 3, 1, AR1000, "allGather 5 ncclInt32 - -");
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
-        assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 skipped 2 operations from #2: allReduce #2 (count"
-                + " 3000 float32 sum), broadcast #3 (count 10 float32 root 0); "), run.firstLine());
+        assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 issued 2 collectives, ranks 0, 1 issued 4: rank 2"
+                + " skipped rank 0's allReduce #2 (count 3000 float32 sum) and broadcast #3 (count 10 float32 root 0),"
+                + " between its allReduce #1 and allGather #2; "), run.firstLine());
     }
 
     @Test
@@ -203,9 +235,10 @@ class TraceAnalyzerTest {
         dump(2, 3, 4, AR1000, "reduce 7 ncclInt64 ncclMax 1", AR1000, AR3000);
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
-        assertEquals("nccl4j-trace: rank 2 added reduce #2 (count 7 int64 max root 1)", run.firstLine());
-        assertTrue(run.out().contains("rank 2 added reduce #2 (count 7 int64 max root 1): from #3 on, its operations"
-                + " match rank 0's from #2 on"), run.out());
+        assertEquals("nccl4j-trace: rank 2 issued 4 collectives, ranks 0, 1 issued 3: rank 2 added reduce #2 (count 7"
+                + " int64 max root 1), between rank 0's allReduce #1 and #2", run.firstLine());
+        assertTrue(run.out().contains("rank 2 added reduce #2 (count 7 int64 max root 1), between rank 0's allReduce #1"
+                + " and #2: from #3 on, its collectives match rank 0's from #2 on"), run.out());
     }
 
     @Test
@@ -216,9 +249,10 @@ class TraceAnalyzerTest {
         dump(2, 3, 1, AR1000, AR1000, loss, AR1000, loss);
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
-        assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 skipped allReduce #2 (count 1 float32 sum) or"
-                + " added allReduce #2 (count 1000 float32 sum); "), run.firstLine());
-        assertTrue(run.out().contains("the operations that follow repeat, so both fit"), run.out());
+        assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 issued 5 collectives, ranks 0, 1 issued 6: rank 2"
+                + " skipped rank 0's allReduce #2 (count 1 float32 sum) or added its allReduce #2 (count 1000 float32"
+                + " sum); "), run.firstLine());
+        assertTrue(run.out().contains("the collectives that follow repeat, so both fit"), run.out());
     }
 
     // ---------------------------------------------------------------- mismatches
@@ -279,12 +313,13 @@ class TraceAnalyzerTest {
         for (int r : new int[] {0, 2, 3}) {
             dump(r, 4, 4, AR1000, AR1000, AR1000, AR1000, AR3000);
         }
-        dump(1, 4, 4, AR1000, AR1000, AR1000, AR1000);
+        dump(1, 4, 3, AR1000, AR1000, AR1000, AR1000);   // its #4 not yet marked completed: not known to have left
         Run run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: everyone waits for rank 1: ranks 0, 2, 3 wait in allReduce #5, which rank 1 has not"
-                + " enqueued (last enqueued #4)", run.firstLine());
-        assertTrue(run.out().contains("waiting:\n  ranks 0, 2, 3 wait in allReduce #5\n"), run.out());
+                + " enqueued (last enqueued #4); rank 1 waits in allReduce #4", run.firstLine());
+        assertTrue(run.out().contains("waiting:\n  rank 1 waits in allReduce #4\n  ranks 0, 2, 3 wait in allReduce #5\n"),
+                run.out());
     }
 
     @Test
@@ -318,7 +353,7 @@ class TraceAnalyzerTest {
         Run run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #6); nothing pending", run.firstLine());
-        assertTrue(run.out().contains("notes:\n  rank 1 holds #5 to #6, rank 0 (the reference) #1 to #2: no operation in"
+        assertTrue(run.out().contains("notes:\n  rank 0 holds #1 to #2, rank 1 (the reference) #5 to #6: no collective in"
                 + " common to compare\n"), run.out());
     }
 
@@ -337,6 +372,233 @@ class TraceAnalyzerTest {
                 run.firstLine());
         assertTrue(run.out().contains("notes:\n  rank 1 (remote error): ncclRemoteError: peer 0 went away\n"
                 + "  rank 1: allReduce #2 (count 3000 float32 sum) FAILED after 900 us\n"), run.out());
+    }
+
+    // ---------------------------------------------------------------- the rank that diverged, all ranks dumped
+
+    private static final String AR1M = "allReduce 1048576 ncclFloat32 ncclSum -";
+    private static final String BC4K = "broadcast 4096 ncclFloat32 - 0";
+
+    /** Puts thread stacks into a dump: each thread as {@code name state frame frame ...}, split at '|'. */
+    private static void threads(Path dump, String... threads) throws IOException {
+        List<String> objects = new ArrayList<>();
+        long id = 1;
+        for (String t : threads) {
+            String[] f = t.split("\\|");
+            List<String> frames = new ArrayList<>();
+            for (int i = 2; i < f.length; i++) {
+                frames.add("\"" + f[i] + "\"");
+            }
+            objects.add("{\"name\": \"" + f[0] + "\", \"id\": " + id++ + ", \"state\": \"" + f[1] + "\", \"frames\": ["
+                    + String.join(", ", frames) + "]}");
+        }
+        Files.writeString(dump, Files.readString(dump).replace("\"entries\": [", "\"threads\": ["
+                + String.join(",\n", objects) + "],\n  \"entries\": ["));
+    }
+
+    /** Frames of a thread stuck in the program's own code (CPU work before its next collective). */
+    private static final String IN_OWN_CODE = "main|RUNNABLE|app//com.example.Loader.next(Loader.java:42)"
+            + "|app//com.example.Train.step(Train.java:60)|app//com.example.Train.main(Train.java:12)";
+    /** Frames of a thread waiting in NCCL, called from the program through nccl4j. */
+    private static final String IN_NCCL = "main|RUNNABLE|app//org.nccl4j.jni.NcclNative.ncclGroupEnd(Native Method)"
+            + "|app//org.nccl4j.Communicator.collective(Communicator.java:1190)"
+            + "|app//org.nccl4j.Communicator.broadcast(Communicator.java:1402)"
+            + "|app//com.example.Train.step(Train.java:64)|app//com.example.Train.main(Train.java:12)";
+
+    @Test
+    void aRankThatIssuedOneLessOfIdenticalCollectivesSkippedOne() throws IOException {
+        dump(0, 2, 5, AR1000, AR1000, AR1000, AR1000, AR1000, AR1000);
+        dump(1, 2, 5, AR1000, AR1000, AR1000, AR1000, AR1000);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: rank 1 issued 5 collectives, rank 0 issued 6: rank 1 skipped one (rank 0's allReduce"
+                + " #6 has no partner)", run.firstLine());
+        assertTrue(run.out().contains("problems:\n  rank 1 issued 5 collectives, rank 0 issued 6: rank 1 skipped one (rank"
+                + " 0's allReduce #6 has no partner): its collectives all completed and it issued no more; allReduce #6"
+                + " (count 1000 float32 sum) is like allReduce #5 before it, so where cannot be told (or rank 1 stopped"
+                + " before the last) (rank 1's dump holds no thread stacks: jstack shows where it is)\n"), run.out());
+        assertTrue(run.out().contains("waiting:\n  rank 0 waits in allReduce #6\n"), run.out());
+
+        // whichever rank is short, and among more ranks
+        for (int r = 0; r < 4; r++) {
+            if (r == 2) {
+                dump(r, 4, 5, AR1000, AR1000, AR1000, AR1000, AR1000);
+            } else {
+                dump(r, 4, 5, AR1000, AR1000, AR1000, AR1000, AR1000, AR1000);
+            }
+        }
+        run = run(dir.toString());
+        assertEquals("nccl4j-trace: rank 2 issued 5 collectives, ranks 0, 1, 3 issued 6: rank 2 skipped one (allReduce"
+                + " #6 of ranks 0, 1, 3 has no partner)", run.firstLine());
+
+        Map<String, Object> f = object(list(object(list(object(parse(run("--json", dir.toString()).out()))
+                .get("communicators")).get(0)).get("findings")).get(0));
+        assertEquals("skipped", f.get("kind"));
+        assertEquals(List.of(2L), f.get("ranks"));
+        assertEquals(6L, f.get("seq"));
+    }
+
+    @Test
+    void aSkipAmongCollectivesOfDifferentShapesIsLocated() throws IOException {
+        // rank 0: AR(1M) AR(1M) BC(4K) AR(1M); rank 1: AR(1M) AR(1M) AR(1M): rank 1 skipped the broadcast
+        dump(0, 2, 2, AR1M, AR1M, BC4K, AR1M);
+        dump(1, 2, 2, AR1M, AR1M, AR1M);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 skipped rank 0's broadcast #3"
+                + " (count 4096 float32 root 0), between its allReduce #2 and #3; rank 0 waits in broadcast #3; rank 1"
+                + " waits in allReduce #3", run.firstLine());
+
+        // sends and receives between them, different on each rank, change nothing but the numbers
+        dump(0, 2, 3, AR1M, "send 64 ncclInt8 - 1", AR1M, BC4K, AR1M);
+        dump(1, 2, 3, "recv 64 ncclInt8 - 0", AR1M, AR1M, "send 8 ncclInt8 - 0", AR1M);
+        run = run(dir.toString());
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 skipped rank 0's broadcast #4"
+                + " (count 4096 float32 root 0), between its allReduce #3 and #5; rank 0 waits in broadcast #4; rank 1"
+                + " waits in send #4 to rank 0", run.firstLine());
+    }
+
+    @Test
+    void aCountAndATypeMismatchAtOneCollectiveNameEachFieldPerRank() throws IOException {
+        dump(0, 3, 1, AR1000, "allReduce 2048 ncclFloat32 ncclSum -", BC10);
+        dump(1, 3, 1, AR1000, "allReduce 1024 ncclFloat32 ncclSum -", BC10);
+        dump(2, 3, 1, AR1000, "allReduce 2048 ncclBfloat16 ncclSum -", BC10);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: allReduce #2 differs: count (ranks 0, 2: 2048; rank 1: 1024), type (ranks 0, 1:"
+                + " float32; rank 2: bfloat16); ranks 0-2 wait in allReduce #2 (every rank enqueued it)", run.firstLine());
+        // both on one rank, with the operator and the root
+        dump(0, 2, 1, AR1000, "reduce 100 ncclFloat32 ncclSum 0");
+        dump(1, 2, 1, AR1000, "reduce 50 ncclInt32 ncclMax 1");
+        Files.delete(dir.resolve("nccl4j-trace-rank2-node2-4202.json"));
+        run = run(dir.toString());
+        assertEquals("nccl4j-trace: reduce #2 differs: count (rank 0: 100; rank 1: 50), type (rank 0: float32; rank 1:"
+                + " int32), op (rank 0: sum; rank 1: max), root (rank 0: 0; rank 1: 1); ranks 0, 1 wait in reduce #2"
+                + " (every rank enqueued it)", run.firstLine());
+        Map<String, Object> f = object(list(object(list(object(parse(run("--json", dir.toString()).out()))
+                .get("communicators")).get(0)).get("findings")).get(0));
+        assertEquals("mismatch", f.get("kind"));
+        assertEquals(2L, f.get("seq"));
+        Map<String, Object> d = object(f.get("differences"));
+        assertEquals(List.of("count", "type", "op", "root"), List.copyOf(d.keySet()));
+        assertEquals(Map.of("100", List.of(0L), "50", List.of(1L)), d.get("count"));
+        assertEquals(Map.of("float32", List.of(0L), "int32", List.of(1L)), d.get("type"));
+    }
+
+    @Test
+    void aRankThatLeftEarlyIsTheOneToLookAtWithItsThreadsUserFrame() throws IOException {
+        dump(0, 2, 3, AR1M, AR1M, AR1M, BC4K);
+        Path one = dump(1, 2, 3, AR1M, AR1M, AR1M);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 left early: its collectives all"
+                + " completed, and rank 0's broadcast #4 has no partner", run.firstLine());
+        assertTrue(run.out().contains(": rank 0 waits in broadcast #4 (count 4096 float32 root 0), which rank 1 has not"
+                + " issued: it left early, skipped it, or is busy before it (rank 1's dump holds no thread stacks:"
+                + " jstack shows where it is)\n"), run.out());
+
+        threads(one, IN_OWN_CODE, "watchdog|TIMED_WAITING|java.base/java.lang.Thread.sleep(Native Method)"
+                + "|app//org.nccl4j.Watchdog.run(Watchdog.java:300)|java.base/java.lang.Thread.run(Thread.java:840)");
+        threads(dir.resolve("nccl4j-trace-rank0-node0-4200.json"), IN_NCCL);
+        run = run(dir.toString());
+        assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 left early: its collectives all"
+                + " completed, and rank 0's broadcast #4 has no partner; look at rank 1: thread \"main\" RUNNABLE in its"
+                + " own code at com.example.Loader.next(Loader.java:42)", run.firstLine());
+        assertTrue(run.out().contains("threads:\n"
+                + "  rank 0: thread \"main\" (id 1) RUNNABLE in NCCL (native code) at org.nccl4j.jni.NcclNative"
+                + ".ncclGroupEnd(Native Method), called from com.example.Train.step(Train.java:64)\n"
+                + "      at org.nccl4j.jni.NcclNative.ncclGroupEnd(Native Method)\n"
+                + "      at org.nccl4j.Communicator.collective(Communicator.java:1190)\n"
+                + "      at org.nccl4j.Communicator.broadcast(Communicator.java:1402)\n"
+                + "      at com.example.Train.step(Train.java:64)\n"
+                + "      at com.example.Train.main(Train.java:12)\n"
+                + "  rank 1: thread \"main\" (id 1) RUNNABLE in its own code at com.example.Loader.next(Loader.java:42)\n"
+                + "      at com.example.Loader.next(Loader.java:42)\n"
+                + "      at com.example.Train.step(Train.java:60)\n"
+                + "      at com.example.Train.main(Train.java:12)\n"
+                + "  rank 1: thread \"watchdog\" (id 2) TIMED_WAITING in nccl4j at org.nccl4j.Watchdog.run(Watchdog"
+                + ".java:300)\n"), run.out());
+
+        Map<String, Object> c = object(list(object(parse(run("--json", dir.toString()).out())).get("communicators"))
+                .get(0));
+        Map<String, Object> f = object(list(c.get("findings")).get(0));
+        assertEquals("leftEarly", f.get("kind"));
+        assertEquals(List.of(1L), f.get("ranks"));
+        assertEquals(4L, f.get("seq"));
+        Map<String, Object> r1 = object(list(c.get("ranks")).get(1));
+        assertEquals(3L, r1.get("collectives"));
+        Map<String, Object> main = object(list(r1.get("threads")).get(0));
+        assertEquals("main", main.get("name"));
+        assertEquals(1L, main.get("id"));
+        assertEquals("RUNNABLE", main.get("state"));
+        assertEquals("user", main.get("location"));
+        assertEquals("com.example.Loader.next(Loader.java:42)", main.get("at"));
+        assertEquals("com.example.Loader.next(Loader.java:42)", main.get("userFrame"));
+        assertEquals(3, list(main.get("frames")).size());
+        Map<String, Object> r0 = object(list(object(list(c.get("ranks")).get(0)).get("threads")).get(0));
+        assertEquals("nccl", r0.get("location"));
+        assertEquals("com.example.Train.step(Train.java:64)", r0.get("userFrame"));
+    }
+
+    @Test
+    void dumpsTakenFromRecordersWithAThreadsStackAreAnalyzed() throws Exception {
+        // rank 1's issuing thread waits (in this test's code, which is nccl4j's package) while rank 0 waits in #6
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        Thread issuer = new Thread(() -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "issuer");
+        issuer.start();
+        try {
+            for (int rank = 0; rank < 2; rank++) {
+                org.nccl4j.trace.FlightRecorder r = new org.nccl4j.trace.FlightRecorder(16);
+                for (int i = 0; i < 6 - rank; i++) {
+                    r.record(org.nccl4j.trace.TraceOperation.allReduce.code(), 1000, 7, 0, -1, 4000, 0x10);
+                }
+                r.completedThrough(5);
+                org.nccl4j.trace.TraceDump d = org.nccl4j.trace.TraceDump.capture(r, rank, 2, null, "2.28.3",
+                        org.nccl4j.trace.TraceDump.REASON_TIMEOUT, null, Map.of());
+                for (int i = 0; i < 1000 && issuer.getState() != Thread.State.WAITING; i++) {
+                    Thread.sleep(5);
+                }
+                (rank == 1 ? d.withThreads(List.of(org.nccl4j.trace.TraceDump.ThreadStack.of(issuer))) : d).write(dir);
+            }
+        } finally {
+            release.countDown();
+            issuer.join();
+        }
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 1 issued 5 collectives, rank 0 issued 6: rank 1"
+                + " skipped one (rank 0's allReduce #6 has no partner); look at rank 1: thread \"issuer\" WAITING in"
+                + " nccl4j at org.nccl4j.examples.trace.TraceAnalyzerTest.lambda$"), run.firstLine());
+        assertTrue(run.out().contains("threads:\n  rank 1: thread \"issuer\" (id " + issuer.getId() + ") WAITING in"
+                + " nccl4j at org.nccl4j.examples.trace.TraceAnalyzerTest.lambda$"), run.out());
+        assertTrue(run.out().contains("      at jdk.internal.misc.Unsafe.park(Native Method)\n"), run.out());
+    }
+
+    @Test
+    void aRankWaitingInASendWaitsForAPeerWithNothingPending() throws IOException {
+        dump(0, 2, 2, AR1000, "send 64 ncclInt8 - 1", "send 64 ncclInt8 - 1");
+        dump(1, 2, 2, AR1000, "recv 64 ncclInt8 - 0");
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: rank 0 waits for rank 1 in send #3 (count 64 int8 to rank 1), and rank 1 has nothing"
+                + " pending (last enqueued #2)", run.firstLine());
+        assertTrue(run.out().contains("rank 1 did not post the matching recv"), run.out());
+    }
+
+    @Test
+    void aRankMissingKeepsItsMessageAndTheOthersAreNotSaidToHaveLeftEarly() throws IOException {
+        dump(0, 3, 2, AR1000, AR1000, AR3000);
+        dump(1, 3, 2, AR1000, AR1000);
+        Run run = run(dir.toString());
+        assertEquals(1, run.status(), run.toString());
+        assertEquals("nccl4j-trace: rank 2 has no dump (lost or not dumped); rank 0 waits for rank 1 in allReduce #3,"
+                + " which rank 1 has not enqueued (last enqueued #2)", run.firstLine());
     }
 
     // ---------------------------------------------------------------- communicators
