@@ -1488,6 +1488,10 @@ public final class Communicator implements AutoCloseable {
         }
         TraceDump dump = TraceDump.capture(r, rank, size, settings.commName(), library.version(), reason,
                 failureText);
+        Thread issuer = ledger.issuer();
+        if (issuer != null) {   // where the thread that issues its operations is: NCCL, CUDA, nccl4j or its own code
+            dump = dump.withThreads(List.of(TraceDump.ThreadStack.of(issuer)));
+        }
         Path file = dump.write(dir == null ? settings.traceDir() : dir);
         traceDumped = true;
         return file;

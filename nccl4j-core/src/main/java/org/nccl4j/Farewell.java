@@ -11,9 +11,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The end of a process, told to its peers: every way a JVM ends that Java can see (the end of main,
  * {@code System.exit}, an uncaught exception, SIGTERM, SIGINT or SIGHUP) sends each open liveness channel's departure
- * ({@code exit}) with its cause before the process goes, and aborts the channel's communicator when no thread is closing it, so that NCCL's
- * threads are stopped before the C runtime's exit handlers run (an NCCL proxy thread that outlives them can crash
- * the process). Installed once, with the first channel:
+ * ({@code exit}) with its cause before the process goes, and aborts the channel's communicator when no thread is
+ * closing it, so that NCCL's threads are stopped before the C runtime's exit handlers run (an NCCL proxy thread that
+ * outlives them can crash the process). Installed once, with the first channel:
  * <ul>
  *   <li>a shutdown hook ({@code nccl4j-farewell});</li>
  *   <li>a default uncaught-exception handler that records the exception's class and message, tells the channels at

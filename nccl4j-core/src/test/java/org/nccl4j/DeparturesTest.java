@@ -386,6 +386,9 @@ class DeparturesTest extends StubFixture {
         Stream s2 = stream(0);
         c2.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s2);
         s2.synchronize();
+        Stream s1 = stream(0);
+        c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);   // from this thread
+        s1.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
         c2.announceFailure(new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
                 "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
@@ -395,6 +398,12 @@ class DeparturesTest extends StubFixture {
                 .resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
         assertTrue(dump.contains(TraceDump.REASON_PEER_FAILED), dump);
         assertTrue(dump.contains("rank 2 failed: CommunicatorFailedException: allReduce #2 did not complete"), dump);
+        org.nccl4j.trace.TraceDump read = org.nccl4j.trace.TraceDump.read(org.nccl4j.trace.TraceConfig
+                .fromEnvironment().directory().resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
+        assertEquals(1, read.threads().size(), "the stack of the thread that issued rank 1's operations");
+        assertEquals(Thread.currentThread().getName(), read.threads().get(0).name());
+        assertTrue(read.threads().get(0).frames().stream().anyMatch(f -> f.contains("DeparturesTest")),
+                read.threads().get(0).frames().toString());
         assertNull(c0.failure(), "rank 0 had nothing pending: it is not failed, only recorded");
         assertNull(c1.failure());
     }
