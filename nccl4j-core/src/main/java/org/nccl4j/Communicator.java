@@ -71,12 +71,14 @@ public final class Communicator implements AutoCloseable {
     // ---- the watchdog's view (see Watchdog) ----
     private static final VarHandle PUBLISHED;
     private static final VarHandle NOTIFIED;
+    private static final VarHandle IN_CALL;
     private static final Stream[] NO_STREAMS = {};
 
     static {
         try {
             PUBLISHED = MethodHandles.lookup().findVarHandle(Communicator.class, "published", long.class);
             NOTIFIED = MethodHandles.lookup().findVarHandle(Communicator.class, "notifiedThrough", long.class);
+            IN_CALL = MethodHandles.lookup().findVarHandle(Communicator.class, "inCall", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -116,6 +118,11 @@ public final class Communicator implements AutoCloseable {
     private final CollectiveCheck check;
     /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
     private final Ledger ledger = new Ledger();
+    /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
+    @SuppressWarnings("unused")
+    private volatile int inCall;
+    /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
+    private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
     private boolean fingerprinted = true;
 
@@ -1397,9 +1404,7 @@ public final class Communicator implements AutoCloseable {
         }
         releaseWaiters(f);
         if (markClosed()) {
-            // a thread that passed the open check just before is inside its enqueueing call for microseconds: let it
-            // leave before the abort frees what the call uses
-            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+            awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
             int rc = NcclNative.ncclCommAbort(handle);
             if (rc != 0) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
@@ -2053,21 +2058,30 @@ public final class Communicator implements AutoCloseable {
         }
         int t = type.code();
         long s = stream.handle();
-        int status = switch (c) {
-            case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
-            case BROADCAST -> NcclNative.ncclBroadcast(send, recv, count, t, root, handle, s);
-            case REDUCE -> NcclNative.ncclReduce(send, recv, count, t, redOp, root, handle, s);
-            case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
-            case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
-            case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
-                    : composedAlltoAll(send, recv, count, type, s);
-            case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
-                    : composedGather(send, recv, count, type, root, s);
-            case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
-                    : composedScatter(send, recv, count, type, root, s);
-            case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
-            case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
-        };
+        int status;
+        IN_CALL.setVolatile(this, 1);   // then the open check: a teardown either sees this call or this call sees it
+        try {
+            if (closed) {
+                throw closedError();
+            }
+            status = switch (c) {
+                case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
+                case BROADCAST -> NcclNative.ncclBroadcast(send, recv, count, t, root, handle, s);
+                case REDUCE -> NcclNative.ncclReduce(send, recv, count, t, redOp, root, handle, s);
+                case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
+                case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
+                case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
+                        : composedAlltoAll(send, recv, count, type, s);
+                case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
+                        : composedGather(send, recv, count, type, root, s);
+                case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
+                        : composedScatter(send, recv, count, type, root, s);
+                case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
+                case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
+            };
+        } finally {
+            IN_CALL.setRelease(this, 0);
+        }
         long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
                 stream);
         if (c.pointToPoint || !fingerprinted) {
@@ -2187,6 +2201,25 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * After {@link #markClosed}: waits until no thread is inside an enqueueing NCCL call on this communicator, so
+     * that {@code what} (an abort, a finalize) does not free what the call uses. Such a call takes microseconds; one
+     * that has not left after 2 s is stuck (making connections to a peer that is gone, say), and only the abort can
+     * end it: then {@code what} goes ahead, with a warning.
+     */
+    private void awaitCallsLeft(String what) {
+        long end = System.nanoTime() + CALL_LEAVE_NANOS;
+        while ((int) IN_CALL.getVolatile(this) != 0) {
+            if (System.nanoTime() - end >= 0) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: a thread has been inside an NCCL "
+                        + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
+                        what);
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
+        }
+    }
+
     /** The abort itself; the lifecycle lock is held. */
     private void abort0() {
         if (!markClosed() && !kept) {
@@ -2196,6 +2229,7 @@ public final class Communicator implements AutoCloseable {
         if (recorder != null) {
             Watchdog.instance().forget(this);
         }
+        awaitCallsLeft("ncclCommAbort");
         Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
     }
 
@@ -2269,7 +2303,7 @@ public final class Communicator implements AutoCloseable {
         try {
             if (markClosed() || kept) {
                 kept = false;
-                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+                awaitCallsLeft("ncclCommAbort at exit");
                 Watchdog.instance().forget(this);
                 NcclNative.ncclCommAbort(handle);
             }
@@ -2283,6 +2317,7 @@ public final class Communicator implements AutoCloseable {
         if (kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
             kept = false;
             Watchdog.instance().forget(this);
+            awaitCallsLeft("ncclCommAbort");
             Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
             return;
         }
@@ -2292,6 +2327,7 @@ public final class Communicator implements AutoCloseable {
         if (recorder != null) {
             Watchdog.instance().forget(this);
         }
+        awaitCallsLeft("ncclCommFinalize");
         RuntimeException error = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
             int rc = NcclNative.ncclCommFinalize(handle);

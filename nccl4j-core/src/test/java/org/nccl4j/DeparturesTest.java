@@ -467,4 +467,72 @@ class DeparturesTest extends StubFixture {
         e = assertThrows(IllegalArgumentException.class, Teardown::timeout);
         assertTrue(e.getMessage().contains("must be longer than zero"), e.getMessage());
     }
+
+    @Test
+    void anAbortWaitsForAThreadInsideAnEnqueueToLeaveItAndLaterCallsAreRefused() throws Exception {
+        Communicator c = Communicator.create(0, 2, testId(), 0);
+        Stream st = stream(0);
+        DeviceBuffer b = buffer(0, 8, DataType.FLOAT32);
+        stub.sleep(NcclFunction.ncclAllReduce, 600);
+        long[] callEnded = new long[1];
+        Thread issuer = new Thread(() -> {
+            c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, st);
+            callEnded[0] = System.nanoTime();
+        });
+        issuer.start();
+        within(3000, () -> stub.calls("ncclAllReduce").isEmpty() ? null : true, "the call inside the stub");
+        long t0 = System.nanoTime();
+        c.abort();
+        long abortEnded = System.nanoTime();
+        issuer.join(3000);
+        assertTrue(callEnded[0] != 0 && callEnded[0] <= abortEnded, "the abort returned before the call left it");
+        assertTrue(TimeUnit.NANOSECONDS.toMillis(abortEnded - t0) >= 300, "the abort waited for the call");
+        List<String> order = stub.calls().stream().map(l -> l.split(" ")[0])
+                .filter(f -> f.equals("ncclAllReduce") || f.equals("ncclCommAbort")).toList();
+        assertEquals(List.of("ncclAllReduce", "ncclCommAbort"), order);
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, st));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        assertEquals(1, stub.calls("ncclAllReduce").size(), "the refused call never reached NCCL");
+    }
+
+    @Test
+    void aDepartureHeardBeforeACollectiveFailsItWhenItIsIssued() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        c1.abort();
+        within(3000, () -> ch[0].departures().of(0).isEmpty() ? null : true, "rank 1's departure at rank 0");
+        Thread.sleep(300);
+        assertNull(c0.failure(), "nothing pending: nothing failed yet");
+        Stream s0 = stream(0);
+        cuda.stall(s0.handle());
+        long t0 = System.nanoTime();
+        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        long[] ms = new long[1];
+        CommunicatorFailedException f = failed(c0, t0, ms);
+        cuda.release(s0.handle());
+        assertTrue(f instanceof PeerDepartedException, f.toString());
+        assertTrue(ms[0] < 1000, "failed " + ms[0] + " ms after the issue");
+    }
+
+    @Test
+    void aCleanCloseAfterTheLastCollectiveLeavesAPeerThatCompletedItAlone() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);
+        s0.synchronize();
+        s1.synchronize();
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);
+        within(3000, () -> ch[0].departures().of(0).isEmpty() ? null : true, "rank 1's departure at rank 0");
+        Thread.sleep(Departures.GRACE_NANOS / 1_000_000 + 300);
+        assertNull(c0.failure(), "rank 0 completed what rank 1 issued: it is not disturbed");
+        c0.close();
+        closing.get(5, TimeUnit.SECONDS);
+        assertEquals(2, stub.calls("ncclCommFinalize").size(), "both finalized: " + stub.calls());
+    }
 }
