@@ -380,8 +380,11 @@ public final class Communicator implements AutoCloseable {
     }
     /**
      * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
-     * reported for {@code settle}, then returns them. Rank 0 tells every rank of each loss (or every rank sees rank 0
-     * go), so ranks that call this after a failure agree on the set to leave out of {@link #recover}. Known through the
+     * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
+     * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
+     * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
+     * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
+     * out of {@link #recover}. Known through the
      * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
      *
      * @param settle how long no new loss must be reported, e.g. half a second
@@ -399,12 +402,12 @@ public final class Communicator implements AutoCloseable {
         int seen = -1;
         long quietSince = System.nanoTime();
         while (true) {
-            int now = l.lost().size();
+            int now = l.gone().length;
             if (now != seen) {
                 seen = now;
                 quietSince = System.nanoTime();
             } else if (System.nanoTime() - quietSince >= settle.toNanos()) {
-                return l.lost().stream().mapToInt(Liveness.Lost::rank).sorted().toArray();
+                return l.gone();
             }
             java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
         }

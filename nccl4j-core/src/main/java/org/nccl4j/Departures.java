@@ -94,6 +94,7 @@ final class Departures {
         String early = causes.remove(d.rank());
         Departure with = d.cause() == null && early != null ? d.withCause(early) : d;
         byLaunchRank.merge(d.rank(), with, (old, now) -> old.generation() != now.generation() ? now
+                : old.kind() == Kind.FAILURE && now.kind() == Kind.EXIT ? now.withCause(old.cause())
                 : old.cause() == null && now.cause() != null ? old.withCause(now.cause()) : old);
     }
 
@@ -191,20 +192,23 @@ final class Departures {
                 continue;
             }
             boolean beyond = mine > d.last() && !completedThrough(ledger, d.last() + 1, completed);
-            boolean stale = d.kind() != Kind.CLOSE && anyPending && now - d.heardNanos() > GRACE_NANOS;
             if (beyond && d.kind() == Kind.CLOSE && d.cause() == null && now - d.heardNanos() < CAUSE_WAIT_NANOS) {
                 return null;   // its exception may follow in a moment: look again next poll
             }
-            if (beyond || stale) {
+            // an unclean departure ends the communicator for every rank: at once when nothing of this rank's can
+            // still complete, after the grace when an operation the departed rank issued is pending
+            boolean unclean = d.kind() != Kind.CLOSE && (!anyPending || now - d.heardNanos() > GRACE_NANOS);
+            if (beyond || unclean) {
                 blocking.add(d);
-                long n = beyond ? d.last() + 1 : Math.max(1, Math.min(mine, d.last()));
-                first = first == 0 ? n : Math.min(first, n);
+                long n = beyond ? d.last() + 1 : anyPending ? Math.max(1, Math.min(mine, d.last())) : 0;
+                first = first == 0 ? n : n == 0 ? first : Math.min(first, n);
             }
         }
         if (blocking.isEmpty()) {
             return null;
         }
-        StringBuilder sb = new StringBuilder(ledger.describe(first)).append(" cannot complete: ");
+        StringBuilder sb = new StringBuilder(first == 0 ? "no collective can complete any more"
+                : ledger.describe(first) + " cannot complete").append(": ");
         int[] ranks = new int[blocking.size()];
         for (int i = 0; i < blocking.size(); i++) {
             Departure d = blocking.get(i);

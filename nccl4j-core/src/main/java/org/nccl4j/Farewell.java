@@ -132,8 +132,11 @@ final class Farewell {
             if (c != null && !l.departed()) {
                 l.depart(Departures.Kind.EXIT, c.generationForChannel(), c.ledger().last(),
                         c.ledger().describe(c.ledger().last()), cause);
-            } else if (uncaught == null) {
-                l.cause(cause);   // a departure announced by close(): how the process then ended
+            } else {
+                l.exitAfterFailure(cause);   // a failed rank now leaves for good
+                if (uncaught == null && !cause.equals("the program ended")) {
+                    l.cause(cause);   // a departure announced by close(): how the process then ended
+                }
             }
         }
         Thread aborts = new Thread(() -> {

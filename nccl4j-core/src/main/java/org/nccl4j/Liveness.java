@@ -100,6 +100,9 @@ final class Liveness implements AutoCloseable {
     private volatile Communicator owner;
     /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
     private volatile boolean departed;
+    private volatile Departures.Kind departedKind;
+    /** The generation, last collective and its name of this rank's departure. */
+    private volatile Object[] departedAs;
     /** Rank 0: the comparison of the ranks' collectives. */
     private Agreement agreement;
     /** Rank 0: by launch rank, the connection of every rank that said hello and has not departed or been lost. */
@@ -744,6 +747,7 @@ final class Liveness implements AutoCloseable {
         owner = comm;
         this.onNews = onNews;
         departed = false;
+        departedKind = null;
         Farewell.register(this);
     }
 
@@ -768,6 +772,38 @@ final class Liveness implements AutoCloseable {
     }
 
     /**
+     * The process ends after this rank announced a failure: it leaves for good ({@code exit}), so that the others
+     * count it among the ranks gone ({@link #gone()}); a failed rank that lives on may still recover.
+     */
+    void exitAfterFailure(String cause) {
+        Object[] as = departedAs;
+        if (departedKind == Departures.Kind.FAILURE && as != null) {
+            depart(Departures.Kind.EXIT, (Integer) as[0], (Long) as[1], (String) as[2], cause);
+        }
+    }
+
+    /**
+     * The ranks of the communicator now served that are gone: lost, or departed for good (closed, aborted, exited;
+     * a rank that failed may still recover), sorted.
+     */
+    int[] gone() {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+        for (Lost l : lost()) {
+            out.add(l.rank());
+        }
+        Communicator c = owner;
+        if (c != null) {
+            for (Departures.Departure d : departures.of(c.generationForChannel()).values()) {
+                int r = currentRank(d.rank());
+                if (d.kind() != Departures.Kind.FAILURE && d.rank() != rank && r >= 0) {
+                    out.add(r);
+                }
+            }
+        }
+        return out.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /**
      * Says how this rank leaves ({@code DEPART}); once per attached communicator. Does not close the connection: see
      * {@link #leave()}.
      *
@@ -779,10 +815,13 @@ final class Liveness implements AutoCloseable {
      */
     synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause) {
         Socket s = toServer;
-        if (departed || s == null) {
+        boolean endsAFailure = departedKind == Departures.Kind.FAILURE && kind == Departures.Kind.EXIT;
+        if (departed && !endsAFailure || s == null) {
             return;
         }
         departed = true;
+        departedKind = kind;
+        departedAs = new Object[] {generation, last, lastName};
         try {
             write(s, "DEPART " + generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last + " "
                     + lastName.replace(" #", "#").replace(' ', '_') + (cause == null ? "" : " " + oneLine(cause))

@@ -144,7 +144,11 @@ class DeparturesTest extends StubFixture {
         late.heard(departure(1, Departures.Kind.ABORT, 4, null, Departures.GRACE_NANOS / 1_000_000 + 100));
         assertEquals("allReduce #4 cannot complete: rank 1 (h1, pid 7) aborted its communicator after allReduce #4, "
                 + "its last", verdict(late, issued(4, 3)).text());
-        assertNull(verdict(late, issued(4, 4)), "nothing pending: nothing to fail");
+        assertEquals("no collective can complete any more: rank 1 (h1, pid 7) aborted its communicator after "
+                + "allReduce #4, its last", verdict(late, issued(4, 4)).text(), "nothing pending: it fails at once");
+        Departures now = new Departures();
+        now.heard(departure(1, Departures.Kind.ABORT, 4, null, 0));
+        assertNotNull(verdict(now, issued(4, 4)), "nothing pending: no grace to wait for");
     }
 
     @Test
@@ -394,18 +398,24 @@ class DeparturesTest extends StubFixture {
                 "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
                 0, null, null, "allReduce #2 did not complete within 1m", false, null)));
         within(3000, () -> c0.traceDumped() && c1.traceDumped() ? true : null, "the dumps of ranks 0, 1");
+        within(3000, () -> c0.failure() != null && c1.failure() != null ? true : null, "ranks 0 and 1 failed");
         String dump = Files.readString(org.nccl4j.trace.TraceConfig.fromEnvironment().directory()
                 .resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
-        assertTrue(dump.contains(TraceDump.REASON_PEER_FAILED), dump);
-        assertTrue(dump.contains("rank 2 failed: CommunicatorFailedException: allReduce #2 did not complete"), dump);
+        assertTrue(dump.contains(TraceDump.REASON_PEER_FAILED) || dump.contains(TraceDump.REASON_PEER_DEPARTED), dump);
+        assertTrue(dump.contains("rank 2 (" + HOST + ", pid " + PID + ") failed after allReduce #1, its last "
+                + "(CommunicatorFailedException: allReduce #2 did not complete within 1m)")
+                || dump.contains("rank 2 failed: CommunicatorFailedException: allReduce #2 did not complete"), dump);
         org.nccl4j.trace.TraceDump read = org.nccl4j.trace.TraceDump.read(org.nccl4j.trace.TraceConfig
                 .fromEnvironment().directory().resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
         assertEquals(1, read.threads().size(), "the stack of the thread that issued rank 1's operations");
         assertEquals(Thread.currentThread().getName(), read.threads().get(0).name());
         assertTrue(read.threads().get(0).frames().stream().anyMatch(f -> f.contains("DeparturesTest")),
                 read.threads().get(0).frames().toString());
-        assertNull(c0.failure(), "rank 0 had nothing pending: it is not failed, only recorded");
-        assertNull(c1.failure());
+        for (Communicator c : new Communicator[] {c0, c1}) {
+            assertTrue(c.failure() instanceof PeerDepartedException, String.valueOf(c.failure()));
+            assertTrue(c.failure().verdict().startsWith("no collective can complete any more: rank 2 ("),
+                    c.failure().verdict());
+        }
     }
 
     @Test
@@ -497,23 +507,22 @@ class DeparturesTest extends StubFixture {
     }
 
     @Test
-    void aDepartureHeardBeforeACollectiveFailsItWhenItIsIssued() throws Exception {
+    void anAbortHeardWithNothingPendingFailsTheCommunicatorAtOnceAndTheNextCallThrowsIt() throws Exception {
         Liveness[] ch = channel(2);
         Communicator c0 = rank(0, 2, ch[0]);
         Communicator c1 = rank(1, 2, ch[1]);
         c1.abort();
         within(3000, () -> ch[0].departures().of(0).isEmpty() ? null : true, "rank 1's departure at rank 0");
-        Thread.sleep(300);
-        assertNull(c0.failure(), "nothing pending: nothing failed yet");
-        Stream s0 = stream(0);
-        cuda.stall(s0.handle());
         long t0 = System.nanoTime();
-        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
         long[] ms = new long[1];
         CommunicatorFailedException f = failed(c0, t0, ms);
-        cuda.release(s0.handle());
         assertTrue(f instanceof PeerDepartedException, f.toString());
-        assertTrue(ms[0] < 1000, "failed " + ms[0] + " ms after the issue");
+        assertTrue(ms[0] < 1000, "failed " + ms[0] + " ms after the news, with nothing pending");
+        Stream s0 = stream(0);
+        RuntimeException later = assertThrows(RuntimeException.class,
+                () -> c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0));
+        assertTrue(later.getMessage().contains("aborted its communicator before its first collective"),
+                later.getMessage());
     }
 
     @Test
