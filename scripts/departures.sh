@@ -26,6 +26,11 @@
 # (nccl4j-run, mpirun, torchrun) when it sees it; with plain java or python, which have no launcher, to every rank
 # (as a batch system's cancel does). cpu-stuck runs with NCCL4J_TIMEOUT=20s (torch: a 20 s process group timeout).
 # Nothing else is set: the watchdog and torch run at their defaults.
+# A rank's end is its process's exit as the script sees it (exactly for plain ranks; under a launcher, by polling
+# every 0.1 s for the processes that carry the row's marker, -Dnccl4j.row=ID or --row ID), else its RESULT time.
+# Every rank is timed but the one that leaves where it cannot end by itself (kill, stop: a stopped plain rank is
+# killed once the others have ended) or keeps running by design (abort-live, cpu-stuck).
+# SIGTERM or SIGINT to the script kills this run's ranks and the row's launcher before it exits (143).
 #
 # Other variables: ROW_LIMIT (default 60): seconds per row, after which its processes are killed and each rank still
 # running is "still waiting at ROW_LIMIT s"; BUDGET (seconds, default 0: none): rows that could end past it are not
@@ -39,9 +44,10 @@
 # all-reduces of 64K floats, FUZZ_SLEEP_MS 10 ms apart, then the close), JOBS (default 4) at a time on ports of their
 # own; FUZZ_CONFIG share (default: both ranks of run k on GPU k mod G, NCCL_HOSTID per rank) or gpus (rank r on GPU
 # r). After the first READY line, a random delay of 0..FUZZ_WINDOW_MS (default 1600) ms, then SIGTERM to a random
-# rank; FUZZ_LIMIT (default 30) seconds per run; FUZZ_SEED for the same draws again. Reports "JVM crashes: C of N
-# runs" (hs_err files, or exit status 134 or 139), the processes left, when the SIGTERMs landed (steps, close, after
-# the end) and the longest time from SIGTERM to the survivor's exit, which must be at most 5 s.
+# rank; FUZZ_LIMIT (default 30) seconds per run (with BUDGET, no run is started that could end past it); FUZZ_SEED
+# for the same draws again. Reports "JVM crashes: C of N runs" (hs_err files, or exit status 134 or 139), the
+# processes left, when the SIGTERMs landed (steps, close, after the end) and the longest time from SIGTERM to the
+# survivor's exit, which must be at most 5 s.
 #
 # Prints a line per row (or run) and a summary line; exits 0 when every row ended within its bound with no hs_err file
 # and no process left (FUZZ: no crash, nothing left, every survivor out within 5 s), 1 otherwise, 2 for a usage error.
@@ -258,6 +264,21 @@ fi
 gpus=$(nccl4j_gpu_count "$tool") || exit 2
 nccl4j_mpi_root_args
 run_id=d$$
+current_dir=""
+
+# on_signal: SIGTERM or SIGINT to this script (a call's time limit, Ctrl-C): this run's rank processes (they carry
+# its marker) and the launcher of the row in progress are killed, so that none outlives the script
+on_signal() {
+  trap - TERM INT
+  echo "$tool: stopped by a signal: killing this run's processes" >&2
+  local p
+  p=$(pgrep -f -- "(-Dnccl4j\\.row=|--row )${run_id}[rf][0-9]+( |\$)" | tr '\n' ' ')
+  [ -n "$current_dir" ] && p+=" $(pids "$current_dir")"
+  # shellcheck disable=SC2086  # one pid per word
+  [ -n "${p// /}" ] && kill -KILL $p 2> /dev/null
+  exit 143
+}
+trap on_signal TERM INT
 t_start=$(date +%s)
 
 # ---------------------------------------------------------------- one row's processes
@@ -399,6 +420,7 @@ run_row() {
   fi
   rm -rf "$dir"   # a row directory of an earlier run in the same OUT_DIR: its exit files would end this row at once
   mkdir -p "$dir/traces"
+  current_dir=$dir
   pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
   declare -gA pid_rank=() rank_pid=() rank_gone=()
   started=()
@@ -455,8 +477,9 @@ run_row() {
         printf 'exec'; printf ' %q' "$py" -u "$torch_script" "${pyargs[@]}"; echo
       } > "$dir/rank.sh"
       chmod +x "$dir/rank.sh"
-      start_launcher "$dir" env "${row_env[@]}" "${torchrun[@]}" --nnodes 1 --nproc-per-node "$np" \
-        --master-addr 127.0.0.1 --master-port "$port" --no-python "$dir/rank.sh" ;;
+      # the underscore spellings, which every torchrun takes (the hyphenated ones came later)
+      start_launcher "$dir" env "${row_env[@]}" "${torchrun[@]}" --nnodes 1 --nproc_per_node "$np" \
+        --master_addr 127.0.0.1 --master_port "$port" --no_python "$dir/rank.sh" ;;
   esac
   # Wait for the row's end: every started process exited, or the limit.
   local now sig_ms="" stopped_by_us="" at_limit=0 t_kill=0 p f logs
@@ -708,6 +731,7 @@ fuzz_main() {
     victims[k]=$((RANDOM % 2))
     delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
   done
+  local started_runs=0
   for ((k = 1; k <= n; k++)); do
     while :; do
       local still=()
@@ -716,21 +740,24 @@ fuzz_main() {
       [ ${#running[@]} -lt "$jobs" ] && break
       sleep 0.2
     done
+    # BUDGET: no run is started that could end past it
+    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
     fuzz_run "$k" "${victims[k]}" "${delays[k]}" "$out_dir/fuzz/$(printf '%03d' "$k")" &
     running+=($!)
+    started_runs=$k
   done
   for p in "${running[@]}"; do wait "$p"; done
   local ftsv=$out_dir/fuzz.tsv
   printf 'run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\tsurvivor_result\n' \
     > "$ftsv"
-  for ((k = 1; k <= n; k++)); do
+  for ((k = 1; k <= started_runs; k++)); do
     local res
     res=$out_dir/fuzz/$(printf '%03d' "$k")/result
     if [ -f "$res" ]; then cat "$res" >> "$ftsv"
     else printf '%s\t%s\t%s\tno result\t\t\t\t0\t0\t0\t\n' "$k" "${victims[k]}" "${delays[k]}" >> "$ftsv"; fi
   done
   local line
-  line=$(awk -F'\t' -v n="$n" -v limit="$fuzz_limit" 'NR > 1 {
+  line=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" 'NR > 1 {
       crash += $8; left += $10; ph[$4]++
       if ($7 == "limit") { waiting++; if (max < limit * 1000) max = limit * 1000 }
       else if ($7 != "" && $7 + 0 > max) max = $7 + 0
@@ -741,13 +768,14 @@ fuzz_main() {
       if (ph["no READY"] + ph["no result"]) printf ", no READY %d", ph["no READY"] + ph["no result"]
       printf "; max time from SIGTERM to the survivor'"'"'s exit: %.2f s (bound 5 s: %s)", max / 1000, max <= 5000 ? "within" : "OVER"
       if (waiting) printf "; %d survivors still waiting at %d s", waiting, limit
+      if (notrun) printf "; %d runs not started (BUDGET)", notrun
       print ""
     }' "$ftsv")
   { echo "# Departures: SIGTERM fuzz"
     echo
     echo "$line"
     echo
-    echo "$n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps, FUZZ_SLEEP_MS=$fuzz_sleep," \
+    echo "$started_runs runs of $n, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps, FUZZ_SLEEP_MS=$fuzz_sleep," \
       "FUZZ_WINDOW_MS=$window, FUZZ_SEED=$seed. Phase: where the SIGTERM found the rank it was sent to."
     echo
     echo "| run | victim | delay ms | phase | victim exit | survivor exit | SIGTERM to survivor's exit | crash | hs_err | left | survivor's RESULT |"
@@ -757,8 +785,8 @@ fuzz_main() {
   } > "$out_dir/fuzz.md"
   echo "$line"
   echo "report: $out_dir/fuzz.md"
-  awk -F'\t' 'NR > 1 { if ($8 > 0 || $10 > 0 || $7 == "limit" || ($7 != "" && $7 + 0 > 5000)) bad++ }
-    END { exit bad ? 1 : 0 }' "$ftsv"
+  awk -F'\t' 'NR > 1 { runs++; if ($8 > 0 || $10 > 0 || $7 == "limit" || ($7 != "" && $7 + 0 > 5000)) bad++ }
+    END { exit (bad || !runs) ? 1 : 0 }' "$ftsv"
 }
 
 if [ "$fuzz" -gt 0 ]; then

@@ -281,6 +281,31 @@ class DeparturesScriptTest {
         assertEquals(List.of(), marked());
     }
 
+    /** A call's time limit (SIGTERM to the script) leaves no rank running. */
+    @Test
+    void aSigtermToTheScriptKillsTheRanksOfTheRowInProgress() throws Exception {
+        Map<String, String> e = box.baseEnv();
+        e.putAll(env("OUT_DIR", out.toString(), "FAKE_GPUS", "2", "SCENARIOS", "kill", "LAUNCHERS", "java mpirun",
+                "CONFIGS", "4share", "FAKE_HANG", "1", "ROW_LIMIT", "60"));
+        ProcessBuilder pb = new ProcessBuilder(box.root.resolve("scripts/departures.sh").toString(),
+                box.bundle.toString()).redirectErrorStream(true).redirectOutput(box.base.resolve("sig.out").toFile());
+        pb.environment().clear();
+        pb.environment().putAll(e);
+        Process p = pb.start();
+        long end = System.nanoTime() + 20_000_000_000L;
+        while (marked().size() < 3 && System.nanoTime() < end) {   // the three ranks that hang
+            Thread.sleep(100);
+        }
+        assertTrue(marked().size() >= 3, marked().toString());
+        p.destroy();   // SIGTERM to the script alone
+        assertTrue(p.waitFor(20, java.util.concurrent.TimeUnit.SECONDS), "the script ended");
+        assertEquals(143, p.exitValue(), Files.readString(box.base.resolve("sig.out")));
+        assertTrue(Files.readString(box.base.resolve("sig.out")).contains(
+                "departures.sh: stopped by a signal: killing this run's processes"));
+        Thread.sleep(300);
+        assertEquals(List.of(), marked());
+    }
+
     @Test
     void sigtermLauncherSignalsTheLauncherOrWithoutOneEveryRank() throws Exception {
         Result r = run(2, "SCENARIOS", "sigterm-launcher", "LAUNCHERS", "java run torchrun", "CONFIGS", "2gpu");
@@ -366,8 +391,8 @@ class DeparturesScriptTest {
         assertTrue(rankSh.matches("(?s)#!/usr/bin/env bash\nexec python3 -u " + box.root + "/scripts/bench/"
                 + "torch_departures.py kill --steps 8 --step 3 --count 1048576 --log-dir " + out + "/002-kill-torchrun-2gpu "
                 + "--row d\\d+r002\n"), rankSh);
-        assertEquals(List.of("--nnodes", "1", "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
-                "20200", "--no-python", out + "/002-kill-torchrun-2gpu/rank.sh"), Files.readAllLines(
+        assertEquals(List.of("--nnodes", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                "20200", "--no_python", out + "/002-kill-torchrun-2gpu/rank.sh"), Files.readAllLines(
                         args.resolve("torchrun.args")));
         // what the rank wrote to stderr is in its own file
         assertTrue(rowLog(torch.get(0), "rank0.err").contains("[rank 0] ncclRemoteError"));
@@ -427,6 +452,11 @@ class DeparturesScriptTest {
         assertTrue(tsv.get(1).contains("\t134\t0\t"), tsv.get(1));
         assertTrue(Files.readString(out.resolve("fuzz.md")).contains("| run | victim | delay ms | phase |"));
         assertEquals(List.of(), marked());
+        // BUDGET: no run is started that could end past it
+        r = run(1, "FUZZ", "4", "BUDGET", "20", "FUZZ_LIMIT", "30");
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().get(1).startsWith("FUZZ: JVM crashes: 0 of 0 runs; ")
+                && r.outLines().get(1).endsWith("; 4 runs not started (BUDGET)"), r.toString());
     }
 
     // ---------------------------------------------------------------- torch_departures.py

@@ -13,7 +13,7 @@
 #               tagged [1,r]<stdout>:, the others killed when one fails ("mpirun noticed that process rank ..."); a
 #               rank's environment holds PATH, HOME, the -x variables, OMPI_COMM_WORLD_* and the FAKE_* controls
 #               only, so that a variable the script does not forward does not reach it
-#   torchrun --nnodes 1 --nproc-per-node N --master-addr A --master-port P --no-python CMD   N ranks at once, a
+#   torchrun --nnodes 1 --nproc_per_node N --master_addr A --master_port P --no_python CMD   N ranks at once, a
 #               torchelastic-style failure summary (rank : r, exitcode : -9)
 # What the ranks do is set by the test's variables:
 #   FAKE_DETECT_MS   how long a rank other than the leaver takes to throw RemoteErrorException (default 300)
@@ -237,9 +237,9 @@ case "$tool" in
     share=0
     while [ $# -gt 0 ]; do
       case "$1" in
-        --nproc-per-node) np=$2; shift ;;
-        --nnodes|--master-addr|--master-port) shift ;;
-        --no-python) ;;
+        --nproc_per_node) np=$2; shift ;;
+        --nnodes|--master_addr|--master_port) shift ;;
+        --no_python) ;;
         *) break ;;
       esac
       shift
