@@ -24,7 +24,7 @@ class EveryToolTest {
             "org.nccl4j.examples.NcclLogCheck$Options", "org.nccl4j.examples.MetricsExample$Options",
             "org.nccl4j.examples.MetricsCost$Options", "org.nccl4j.examples.FingerprintCost$Options",
             "org.nccl4j.examples.perf.Plot$Options",
-            "org.nccl4j.examples.DdpOptions"};
+            "org.nccl4j.examples.DdpOptions", "org.nccl4j.examples.DepartureScenarios$Options"};
         List<Object> out = new java.util.ArrayList<>();
         for (String c : classes) {
             java.lang.reflect.Constructor<?> k = Class.forName(c).getDeclaredConstructor();
@@ -46,7 +46,9 @@ class EveryToolTest {
             String[] lines = v.toString().split("\n");
             assertTrue(lines[0].startsWith(name + " (nccl4j "), v.toString());
             assertTrue(lines[1].startsWith("NCCL "), v.toString());
-            String[] args = name.equals("HangScenarios") ? new String[] {"skip", "--frobnicate"}
+            // skip is a scenario of both HangScenarios and DepartureScenarios
+            String[] args = name.equals("HangScenarios") || name.equals("DepartureScenarios")
+                    ? new String[] {"skip", "--frobnicate"}
                     : name.equals("Plot") ? new String[] {"out.png", "r.json", "--frobnicate"}
                     : new String[] {"--frobnicate"};   // the required parameters given, the option is what is wrong
             Tools.UsageException e = assertThrows(Tools.UsageException.class, () -> Tools.parse(o, args), name);

@@ -138,7 +138,8 @@ class ScriptsTest {
     @Test
     void theBundleGetsItsScriptsAndWhatTheySource() throws Exception {
         List<String> bundled = bundledScripts();
-        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf", "nccl4j-trace", "nccl4j-doctor")),
+        assertTrue(bundled.containsAll(List.of("gpu-test.sh", "nccl4j-run", "nccl4j-perf", "nccl4j-trace", "nccl4j-doctor",
+                "departures.sh")),
                 bundled.toString());
         for (String s : bundled) {
             Path p = SCRIPTS.resolve(s);
@@ -1181,6 +1182,9 @@ class ScriptsTest {
         for (String s : bundledScripts()) {
             assertEquals(Files.readString(SCRIPTS.resolve(s)), Files.readString(out.resolve(s)), s);
         }
+        // departures.sh finds the torch rows' program in bench/ beside it
+        assertEquals(Files.readString(SCRIPTS.resolve("bench/torch_departures.py")),
+                Files.readString(out.resolve("bench/torch_departures.py")));
         assertTrue(r.out().startsWith("bundle: " + out + ", "), r.out());
     }
 

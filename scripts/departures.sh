@@ -1,0 +1,822 @@
+#!/usr/bin/env bash
+# departures.sh: every way a rank leaves a job, under each launcher and GPU layout, and how soon every other rank
+# knows. Each row runs org.nccl4j.examples.DepartureScenarios (the README's program shape: a loop of checked
+# all-reduces of COUNT floats) with one scenario, launcher and config, and records every rank's RESULT line, the time
+# from the EVENT (the departure) to each rank's end, the exit statuses, the trace dumps and nccl4j-trace's verdict,
+# hs_err files and the processes left running. The claim under test: every rank ends within the row's bound, 2 s
+# after the event (stop: NCCL4J_LIVENESS_TIMEOUT, default 4 s, + 1 s; cpu-stuck: NCCL4J_TIMEOUT=20s + 2 s).
+#
+#   scripts/departures.sh [BUNDLE]              the matrix; BUNDLE: made by scripts/gpu-bundle.sh (default: the
+#                                               bundle this script sits in, else bundle/ beside scripts/)
+#   FUZZ=100 scripts/departures.sh [BUNDLE]     SIGTERM to a random rank of a 2-rank loop at a random moment, 100 runs
+#   TORCH=1 scripts/departures.sh               the same scenarios with PyTorch's ProcessGroupNCCL (the torch column)
+#   scripts/departures.sh --merge DIR TSV...    one table (DIR/departures.md and .tsv) from several runs' TSVs
+#
+# Matrix rows are SCENARIOS x LAUNCHERS x CONFIGS (each a space-separated subset, in the order given):
+#   SCENARIOS  kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher
+#              cpu-stuck (default: all; "none", a run without departure, is there to check a machine)
+#   LAUNCHERS  run (scripts/nccl4j-run), mpirun (Open MPI, MASTER_ADDR/MASTER_PORT, --tag-output), java (one plain
+#              java per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT); default "run mpirun java".
+#              With TORCH=1: python (one plain python per rank, env://) and torchrun; default "python torchrun"
+#   CONFIGS    2gpu (2 ranks, one per GPU: device = LOCAL_RANK), 4gpu (4 ranks on 4 GPUs), 4share (4 ranks on GPU 0,
+#              NCCL4J_DEVICE=0, NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo); default "2gpu 4gpu 4share". A config
+#              that needs more GPUs than the machine has is skipped, saying so
+# The event: rank EVENT_RANK (default: the last) at step EVENT_STEP (default 3) of STEPS (default 8); COUNT floats
+# (default 1048576). sigterm-launcher: rank 0 prints the EVENT line and the script sends SIGTERM to the launcher
+# (nccl4j-run, mpirun, torchrun) when it sees it; with plain java or python, which have no launcher, to every rank
+# (as a batch system's cancel does). cpu-stuck runs with NCCL4J_TIMEOUT=20s (torch: a 20 s process group timeout).
+# Nothing else is set: the watchdog and torch run at their defaults.
+# A rank's end is its process's exit as the script sees it (exactly for plain ranks; under a launcher, by polling
+# every 0.1 s for the processes that carry the row's marker, -Dnccl4j.row=ID or --row ID), else its RESULT time.
+# Every rank is timed but the one that leaves where it cannot end by itself (kill, stop: a stopped plain rank is
+# killed once the others have ended) or keeps running by design (abort-live, cpu-stuck).
+# SIGTERM or SIGINT to the script kills this run's ranks and the row's launcher before it exits (143).
+#
+# Other variables: ROW_LIMIT (default 60): seconds per row, after which its processes are killed and each rank still
+# running is "still waiting at ROW_LIMIT s"; BUDGET (seconds, default 0: none): rows that could end past it are not
+# started but listed, with the variables that run them, so that one call stays within a time limit; OUT_DIR
+# (default: a new temporary directory) receives departures.md, departures.tsv and a directory per row (logs, traces,
+# hs_err files); PORT (default 20000): row n uses MASTER_PORT PORT + 100 n (the liveness channel is at +50);
+# JAVA_OPTS, MPIRUN_OPTS; PYTHON (TORCH=1; default /opt/torch/.venv/bin/python3 when it exists, else python3).
+# NCCL_NVLS_ENABLE=0 is exported, and forwarded to every rank (mpirun -x).
+#
+# FUZZ=N: N runs of a 2-rank loop of plain java processes (DepartureScenarios fuzz: FUZZ_STEPS, default 100, short
+# all-reduces of 64K floats, FUZZ_SLEEP_MS 10 ms apart, then the close), JOBS (default 4) at a time on ports of their
+# own; FUZZ_CONFIG share (default: both ranks of run k on GPU k mod G, NCCL_HOSTID per rank) or gpus (rank r on GPU
+# r). After the first READY line, a random delay of 0..FUZZ_WINDOW_MS (default 1600) ms, then SIGTERM to a random
+# rank; FUZZ_LIMIT (default 30) seconds per run (with BUDGET, no run is started that could end past it); FUZZ_SEED
+# for the same draws again. Reports "JVM crashes: C of N runs" (hs_err files, or exit status 134 or 139), the
+# processes left, when the SIGTERMs landed (steps, close, after the end) and the longest time from SIGTERM to the
+# survivor's exit, which must be at most 5 s.
+#
+# Prints a line per row (or run) and a summary line; exits 0 when every row ended within its bound with no hs_err file
+# and no process left (FUZZ: no crash, nothing left, every survivor out within 5 s), 1 otherwise, 2 for a usage error.
+set -uo pipefail
+[ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
+tool=${0##*/}
+here=$(cd "$(dirname "$0")" && pwd)
+main=org.nccl4j.examples.DepartureScenarios
+all_scenarios="kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher cpu-stuck"
+known_scenarios="$all_scenarios none"
+tsv_header="row	scenario	launcher	config	framework	ranks	bound_s	event_rank	event_t	r0	r1	r2	r3	end0	end1	end2	end3	measured	worst	exits	traces	trace_verdict	hs_err	left	within	seconds	seen	notes"
+
+die() { echo "$tool: $*" >&2; exit 2; }
+now_ms() { date +%s%3N; }
+# seconds MS: MS milliseconds as seconds with two decimals
+seconds() { awk -v m="$1" 'BEGIN { printf "%.2f", m / 1000 }'; }
+# clean TEXT: one TSV field (no tab, no line break, at most 300 characters)
+clean() { printf '%s' "$1" | tr '\t\r\n' '   ' | cut -c1-300; }
+whole() { [[ $2 =~ ^[0-9]+$ ]] || die "$1=$2 is not a whole number"; }
+# tsv_line FIELD...: the fields joined by tabs
+tsv_line() { local IFS=$'\t'; echo "$*"; }
+
+# ---------------------------------------------------------------- the report (also --merge)
+
+# render TSV MD: the markdown report of the rows in TSV
+render() {
+  awk -F'\t' -v when="$(date -u '+%Y-%m-%d %H:%M UTC')" -v host="$(hostname 2>/dev/null || echo '?')" '
+    function esc(s) { gsub(/\|/, "\\|", s); return s }
+    function cut(s, n) { return length(s) > n ? substr(s, 1, n - 3) "..." : s }
+    function cell(r, e) {
+      if (r == "" && e == "") return ""
+      return esc(cut((e ~ /^[0-9.-]+$/ ? "+" e " s" : e) (r == "" ? "" : " · " r), 90))
+    }
+    NR == 1 { next }
+    {
+      n++; row[n] = $0
+      if ($25 == "not run") { notrun++; next }
+      rows++
+      if ($25 == "yes") within++
+      hs += $23; left += $24
+      key = $2 SUBSEP $4
+      if (!(key in seenkey)) { seenkey[key] = 1; keys[++nk] = key }
+      col = $5 " " $3
+      if (!(col in seencol)) { seencol[col] = 1; cols[++nc] = col }
+      w = ($25 == "yes" ? "yes" : "NO")
+      worst = ($19 ~ /^[0-9.-]+$/ ? $19 " s" : $19)
+      over[key, col] = esc(w (worst == "" ? "" : " " worst) ($27 == "" ? "" : " · " cut($27, 70)))
+    }
+    END {
+      print "# Departures: every way a rank leaves, and when every rank knows"
+      print ""
+      printf "%s on %s. %d rows, %d with every rank ended within its bound, hs_err files %d, processes left %d", \
+        when, host, rows, within, hs, left
+      if (notrun) printf ", %d not run (BUDGET)", notrun
+      print "."
+      print ""
+      print "Bound: 2 s after the EVENT; stop: NCCL4J_LIVENESS_TIMEOUT (default 4 s) + 1 s; cpu-stuck: NCCL4J_TIMEOUT=20s + 2 s."
+      print "The rank that leaves is not timed where it cannot end by itself (kill, stop) or keeps running by design"
+      print "(abort-live, cpu-stuck). A cell: within the bound, the last timed end after the EVENT, what a user sees."
+      print ""
+      print "## Overview"
+      print ""
+      h = "| scenario | config |"; s = "|---|---|"
+      for (c = 1; c <= nc; c++) { h = h " " cols[c] " |"; s = s "---|" }
+      print h; print s
+      for (k = 1; k <= nk; k++) {
+        split(keys[k], p, SUBSEP)
+        line = "| " p[1] " | " p[2] " |"
+        for (c = 1; c <= nc; c++) line = line " " ((keys[k], cols[c]) in over ? over[keys[k], cols[c]] : "") " |"
+        print line
+      }
+      print ""
+      print "## Rows"
+      print ""
+      print "| # | scenario | launcher | config | bound | event | r0 | r1 | r2 | r3 | exits | traces | nccl4j-trace | hs_err | left | within | s |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      for (i = 1; i <= n; i++) {
+        split(row[i], f, "\t")
+        if (f[25] == "not run") {
+          printf "| %d | %s | %s %s | %s | | | not run: %s | | | | | | | | | | not run | |\n", i, f[2], f[5], f[3], f[4], esc(f[28])
+          continue
+        }
+        ev = (f[8] == "" ? "none" : "r" f[8])
+        printf "| %d | %s | %s %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", \
+          i, f[2], f[5], f[3], f[4], f[7], ev, cell(f[10], f[14]), cell(f[11], f[15]), cell(f[12], f[16]), \
+          cell(f[13], f[17]), esc(f[20]), f[21], esc(cut(f[22], 80)), f[23], f[24], f[25] (f[28] == "" ? "" : \
+          " (" esc(cut(f[28], 80)) ")"), f[26]
+      }
+    }' "$1" > "$2"
+}
+
+# summary TSV: the summary line of the rows in TSV
+summary() {
+  awk -F'\t' 'NR > 1 { if ($25 == "not run") { notrun++; next } rows++; if ($25 == "yes") w++; hs += $23; left += $24 }
+    END { printf "departures: %d rows, %d with every rank ended within its bound, hs_err files %d, processes left %d", \
+      rows, w, hs, left; if (notrun) printf ", %d not run (BUDGET)", notrun; print "" }' "$1"
+}
+
+# verdict TSV: 0 when every row that ran was within its bound, with no hs_err and nothing left
+verdict() {
+  awk -F'\t' 'NR > 1 && $25 != "not run" { rows++; if ($25 != "yes" || $23 > 0 || $24 > 0) bad++ }
+    END { exit (rows > 0 && bad == 0) ? 0 : 1 }' "$1"
+}
+
+if [ "${1:-}" = --merge ]; then
+  [ $# -ge 3 ] || die "usage: $tool --merge DIR TSV..."
+  out_dir=$2
+  shift 2
+  mkdir -p "$out_dir" || die "cannot create $out_dir"
+  merged=$out_dir/departures.tsv
+  tmp=$(mktemp)
+  echo "$tsv_header" > "$tmp"
+  for f in "$@"; do
+    [ -f "$f" ] || die "$f: no such file"
+    [ "$(head -1 "$f")" = "$tsv_header" ] || die "$f is not a departures.sh TSV (its first line differs)"
+    tail -n +2 "$f" >> "$tmp"
+  done
+  awk -F'\t' -v OFS='\t' 'NR == 1 { print; next } { $1 = NR - 1; print }' "$tmp" > "$merged"
+  rm -f "$tmp"
+  render "$merged" "$out_dir/departures.md"
+  summary "$merged"
+  echo "report: $out_dir/departures.md"
+  verdict "$merged"
+  exit
+fi
+
+# ---------------------------------------------------------------- settings
+
+export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off on the shared machines: every rank gets it
+torch=${TORCH:-0}
+case "$torch" in 0|1) ;; *) die "TORCH=$torch: 1 runs the torch rows, 0 or unset the nccl4j ones" ;; esac
+fuzz=${FUZZ:-0}
+whole FUZZ "$fuzz"
+limit=${ROW_LIMIT:-60}
+whole ROW_LIMIT "$limit"
+[ "$limit" -ge 5 ] || die "ROW_LIMIT=$limit: give a row 5 s or more"
+budget=${BUDGET:-0}
+whole BUDGET "$budget"
+base_port=${PORT:-20000}
+whole PORT "$base_port"
+steps=${STEPS:-8}
+whole STEPS "$steps"
+event_step=${EVENT_STEP:-3}
+whole EVENT_STEP "$event_step"
+count=${COUNT:-1048576}
+whole COUNT "$count"
+event_rank=${EVENT_RANK:-}
+[ -z "$event_rank" ] || whole EVENT_RANK "$event_rank"
+if [ "$torch" = 1 ]; then default_launchers="python torchrun"; else default_launchers="run mpirun java"; fi
+launchers=${LAUNCHERS:-$default_launchers}
+configs=${CONFIGS:-2gpu 4gpu 4share}
+scenarios=${SCENARIOS:-all}
+[ "$scenarios" = all ] && scenarios=$all_scenarios
+for s in $scenarios; do
+  case " $known_scenarios " in *" $s "*) ;; *) die "SCENARIOS: unknown scenario $s (known: $known_scenarios)" ;; esac
+done
+for l in $launchers; do
+  case "$torch:$l" in
+    0:run|0:mpirun|0:java|1:python|1:torchrun) ;;
+    0:*) die "LAUNCHERS: unknown launcher $l (run, mpirun, java; with TORCH=1: python, torchrun)" ;;
+    1:*) die "LAUNCHERS: with TORCH=1 the launchers are python and torchrun, not $l" ;;
+  esac
+done
+for c in $configs; do
+  case "$c" in 2gpu|4gpu|4share) ;; *) die "CONFIGS: unknown config $c (2gpu, 4gpu, 4share)" ;; esac
+done
+# liveness_ms: NCCL4J_LIVENESS_TIMEOUT (default 4s) in milliseconds
+liveness=${NCCL4J_LIVENESS_TIMEOUT:-4s}
+if [[ $liveness =~ ^([0-9]+)[[:space:]]*(ms|s|m|min|h)$ ]]; then
+  case "${BASH_REMATCH[2]}" in
+    ms) liveness_ms=${BASH_REMATCH[1]} ;;
+    s) liveness_ms=$((BASH_REMATCH[1] * 1000)) ;;
+    h) liveness_ms=$((BASH_REMATCH[1] * 3600000)) ;;
+    *) liveness_ms=$((BASH_REMATCH[1] * 60000)) ;;
+  esac
+else
+  die "NCCL4J_LIVENESS_TIMEOUT=$liveness is not a duration such as 4s or 4000ms"
+fi
+out_dir=${OUT_DIR:-$(mktemp -d)}
+case "$out_dir" in *[[:space:]]*) die "OUT_DIR=$out_dir holds white space, which JAVA_OPTS cannot carry: choose another" ;; esac
+mkdir -p "$out_dir" || die "cannot create OUT_DIR=$out_dir"
+out_dir=$(cd "$out_dir" && pwd)
+
+need_java=0
+[ "$fuzz" -gt 0 ] && need_java=1
+[ "$torch" = 0 ] && [ "$fuzz" = 0 ] && need_java=1
+if [ "$need_java" = 1 ]; then
+  if [ -n "${1:-}" ]; then
+    bundle=$(nccl4j_bundle_dir "$tool" "$1") || exit 2
+  elif [ -x "$here/jre/bin/java" ]; then
+    bundle=$here
+  else
+    bundle=$(nccl4j_bundle_dir "$tool" "$here/../bundle") || exit 2
+  fi
+  java="$bundle/jre/bin/java"
+  cp=$(nccl4j_classpath "$bundle")
+  nccl4j_cuda_libs --reverse
+fi
+if [ "$torch" = 1 ] && [ "$fuzz" = 0 ]; then
+  if [ -n "${PYTHON:-}" ]; then py=$PYTHON
+  elif [ -x /opt/torch/.venv/bin/python3 ]; then py=/opt/torch/.venv/bin/python3
+  else py=python3; fi
+  "$py" -c 'import torch' > /dev/null 2>&1 || die "TORCH=1: $py cannot import torch (set PYTHON)"
+  torch_script=$here/bench/torch_departures.py
+  [ -f "$torch_script" ] || die "no $torch_script"
+  if [ -x "$(dirname "$(command -v "$py")")/torchrun" ]; then
+    torchrun=("$(dirname "$(command -v "$py")")/torchrun")
+  else
+    torchrun=("$py" -m torch.distributed.run)
+  fi
+fi
+gpus=$(nccl4j_gpu_count "$tool") || exit 2
+nccl4j_mpi_root_args
+run_id=d$$
+current_dir=""
+
+# on_signal: SIGTERM or SIGINT to this script (a call's time limit, Ctrl-C): this run's rank processes (they carry
+# its marker) and the launcher of the row in progress are killed, so that none outlives the script
+on_signal() {
+  trap - TERM INT
+  echo "$tool: stopped by a signal: killing this run's processes" >&2
+  local p
+  p=$(pgrep -f -- "(-Dnccl4j\\.row=|--row )${run_id}[rf][0-9]+( |\$)" | tr '\n' ' ')
+  [ -n "$current_dir" ] && p+=" $(pids "$current_dir")"
+  # shellcheck disable=SC2086  # one pid per word
+  [ -n "${p// /}" ] && kill -KILL $p 2> /dev/null
+  exit 143
+}
+trap on_signal TERM INT
+t_start=$(date +%s)
+
+# ---------------------------------------------------------------- one row's processes
+
+# proc_rank PID: the rank in the process's environment (OMPI_COMM_WORLD_RANK, else RANK); nothing when unreadable
+proc_rank() {
+  local kv r="" o=""
+  [ -r "/proc/$1/environ" ] || return 0
+  while IFS= read -r -d '' kv; do
+    case "$kv" in OMPI_COMM_WORLD_RANK=*) o=${kv#*=} ;; RANK=*) r=${kv#*=} ;; esac
+  done 2> /dev/null < "/proc/$1/environ"
+  echo "${o:-$r}"
+}
+
+# marked: the pids of this row's rank processes (their command lines hold the row's marker)
+marked() { pgrep -f -- "$pattern" 2> /dev/null | tr '\n' ' '; }
+
+# parent PID: the parent's pid (from /proc/PID/stat, whose command name may hold spaces and parentheses)
+parent() {
+  local s pp
+  s=$(cat "/proc/$1/stat" 2> /dev/null) || return 0
+  read -r _ pp _ <<< "${s##*) }"
+  echo "$pp"
+}
+
+# poll: notes each rank process of the row (the first process seen with that rank whose parent is not a marked
+# process: not a fork of it) and when it was first seen gone (the time of the look that missed it: an upper bound)
+poll() {
+  local now pid r alive
+  alive=" $(marked) "
+  now=$(now_ms)
+  for pid in $alive; do
+    [ -n "${pid_rank[$pid]+x}" ] && continue
+    r=$(parent "$pid")
+    if [ -n "$r" ]; then
+      case "$alive" in *" $r "*) pid_rank[$pid]="$(proc_rank "$pid") (a child)"; continue ;; esac
+    fi
+    r=$(proc_rank "$pid")
+    # no rank yet: a process about to exec the rank (env RANK=... java), looked at again next time
+    [ -n "$r" ] || continue
+    pid_rank[$pid]=$r
+    [ -n "${rank_pid[$r]+x}" ] || rank_pid[$r]=$pid
+  done
+  for r in "${!rank_pid[@]}"; do
+    [ -n "${rank_gone[$r]+x}" ] && continue
+    case "$alive" in *" ${rank_pid[$r]} "*) ;; *) rank_gone[$r]=$now ;; esac
+  done
+}
+
+# start_rank DIR R CMD...: CMD as one plain rank in the background; DIR/pidR holds its pid, DIR/exitR "STATUS MS"
+start_rank() {
+  local dir=$1 r=$2
+  shift 2
+  ( "$@" > "$dir/rank$r.log" 2>&1 &
+    echo $! > "$dir/pid$r"
+    wait $! 2> /dev/null
+    echo "$? $(now_ms)" > "$dir/exit$r" ) &
+  started+=($!)
+  exit_files+=("$dir/exit$r")
+}
+
+# start_launcher DIR CMD...: CMD (a launcher) in the background, output in DIR/run.log; DIR/pid.launcher, exit.launcher
+start_launcher() {
+  local dir=$1
+  shift
+  ( "$@" > "$dir/run.log" 2>&1 &
+    echo $! > "$dir/pid.launcher"
+    wait $! 2> /dev/null
+    echo "$? $(now_ms)" > "$dir/exit.launcher" ) &
+  started+=($!)
+  exit_files+=("$dir/exit.launcher")
+}
+
+# pids DIR: the pids the script started for the row (the launcher, or each plain rank)
+pids() { cat "$1"/pid* 2> /dev/null | tr '\n' ' '; }
+
+# launcher_statuses LOG: "rR=STATUS" for each rank whose status the launcher's output names (nccl4j-run, mpirun,
+# torchrun)
+launcher_statuses() {
+  awk '
+    match($0, /nccl4j-run: rank [0-9]+ failed( too)?: /) {
+      s = substr($0, RSTART); split(s, w, " "); r = w[3]
+      st = (match(s, /exit status [0-9]+/) ? substr(s, RSTART + 12, RLENGTH - 12) : "?")
+      if (!(r in got)) { got[r] = st; order[++n] = r }
+    }
+    match($0, /process rank [0-9]+ with PID [0-9]+ on node [^ ]+ exited on signal [0-9]+/) {
+      nw = split(substr($0, RSTART, RLENGTH), w, " "); r = w[3]
+      if (!(r in got)) { got[r] = 128 + w[nw]; order[++n] = r }
+    }
+    /Process name: \[\[[0-9]+,[0-9]+\],[0-9]+\]/ { s = $0; sub(/.*\],/, "", s); sub(/\].*/, "", s); mpi = s }
+    /Exit code: +[0-9]+/ && mpi != "" { s = $0; sub(/.*Exit code: +/, "", s)
+      if (!(mpi in got)) { got[mpi] = s + 0; order[++n] = mpi }; mpi = "" }
+    /rank +: [0-9]+ \(local_rank/ { s = $0; sub(/.*rank +: /, "", s); sub(/ .*/, "", s); tr = s }
+    /exitcode +: -?[0-9]+/ && tr != "" { s = $0; sub(/.*exitcode +: /, "", s); sub(/ .*/, "", s); s += 0
+      if (s < 0) s = 128 - s
+      if (!(tr in got)) { got[tr] = s; order[++n] = tr }; tr = "" }
+    END { for (i = 1; i <= n; i++) printf " r%s=%s", order[i], got[order[i]] }' "$1" 2> /dev/null
+}
+
+# seen_line DIR R: what a user of rank R sees: its RESULT if not ok, else the last error line of its stderr file
+seen_line() {
+  local dir=$1 r=$2 res=""
+  res=$(grep -ahom1 "RESULT rank=$r t=[0-9]* .*" "$dir"/*.log 2> /dev/null | head -1 | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
+  if [ -n "$res" ] && [ "$res" != ok ]; then echo "$res"; return; fi
+  if [ -f "$dir/rank$r.err" ]; then
+    grep -aE 'Error|error|ERROR|Exception|abort|Abort|[Tt]imeout|[Ww]atchdog' "$dir/rank$r.err" | tail -1 | cut -c1-200
+  fi
+}
+
+rows_done=0
+rows_total=0
+tsv=$out_dir/departures.tsv
+md=$out_dir/departures.md
+[ "$fuzz" = 0 ] && echo "$tsv_header" > "$tsv"
+
+# not_run ROW SCENARIO LAUNCHER CONFIG FRAMEWORK: a row the BUDGET left out
+not_run() {
+  local vars="SCENARIOS=$2 LAUNCHERS=$3 CONFIGS=$4" f=("$@") i
+  [ "$torch" = 1 ] && vars+=" TORCH=1"
+  for ((i = 5; i < 19; i++)); do f[i]=""; done   # ranks .. exits
+  f+=("" 0 "" 0 0 "not run" 0 "" "BUDGET=$budget s reached; run it with $vars")
+  tsv_line "${f[@]}" >> "$tsv"
+  echo "[$1/$rows_total] $2 $3 $4: not run (BUDGET=$budget s): $vars"
+}
+
+# run_row SCENARIO LAUNCHER CONFIG
+run_row() {
+  local scenario=$1 launcher=$2 config=$3
+  local row=$((rows_done + 1)) framework=nccl4j np=2 share=0 r
+  [ "$torch" = 1 ] && framework=torch
+  case "$config" in 4gpu) np=4 ;; 4share) np=4; share=1 ;; esac
+  local id; id=$(printf '%sr%03d' "$run_id" "$row")
+  local dir; dir=$out_dir/$(printf '%03d' "$row")-$scenario-$launcher-$config
+  local port=$((base_port + 100 * row))
+  rows_done=$row
+  if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + limit + 5 )) -gt "$budget" ]; then
+    not_run "$row" "$scenario" "$launcher" "$config" "$framework"
+    return
+  fi
+  rm -rf "$dir"   # a row directory of an earlier run in the same OUT_DIR: its exit files would end this row at once
+  mkdir -p "$dir/traces"
+  current_dir=$dir
+  pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
+  declare -gA pid_rank=() rank_pid=() rank_gone=()
+  started=()
+  exit_files=()
+  local bound_ms=2000
+  case "$scenario" in stop) bound_ms=$((liveness_ms + 1000)) ;; cpu-stuck) bound_ms=22000 ;; esac
+  local row_env=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0)
+  [ "$scenario" = cpu-stuck ] && row_env+=(NCCL4J_TIMEOUT=20s)
+  [ "$share" = 1 ] && row_env+=(NCCL4J_DEVICE=0 NCCL_SOCKET_IFNAME=lo)
+  local prog=("$scenario" --steps "$steps" --step "$event_step" --count "$count")
+  [ -n "$event_rank" ] && prog+=(--rank "$event_rank")
+  local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
+  # shellcheck disable=SC2206  # JAVA_OPTS holds several options, split on white space as the other scripts do
+  jvm+=(${JAVA_OPTS:-})
+  local pyargs=("${prog[@]}" --log-dir "$dir" --row "$id")
+  [ "$scenario" = cpu-stuck ] && pyargs+=(--timeout-s 20)
+  local t0; t0=$(now_ms)
+  case "$launcher" in
+    java|python)
+      for ((r = 0; r < np; r++)); do
+        local renv=("${row_env[@]}" RANK="$r" WORLD_SIZE="$np" LOCAL_RANK="$r" LOCAL_WORLD_SIZE="$np"
+          MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
+        [ "$share" = 1 ] && renv+=(NCCL_HOSTID="nccl4j-host$r")
+        if [ "$launcher" = java ]; then
+          start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" "${prog[@]}"
+        else
+          start_rank "$dir" "$r" env "${renv[@]}" "$py" -u "$torch_script" "${pyargs[@]}"
+        fi
+      done ;;
+    run)
+      local share_opt=()
+      [ "$share" = 1 ] && share_opt=(--share-gpu)
+      start_launcher "$dir" env "${row_env[@]}" NCCL4J_BUNDLE="$bundle" JAVA_OPTS="${jvm[*]}" "$here/nccl4j-run" \
+        "${share_opt[@]}" --port "$port" -np "$np" "$main" "${prog[@]}" ;;
+    mpirun)
+      { echo '#!/usr/bin/env bash'
+        # shellcheck disable=SC2016  # the rank's own OMPI_COMM_WORLD_RANK, expanded in the rank's script
+        [ "$share" = 1 ] && echo 'export NCCL_HOSTID=nccl4j-host$OMPI_COMM_WORLD_RANK'
+        printf 'exec'; printf ' %q' "$java" "${jvm[@]}" -cp "$cp" "$main" "${prog[@]}"; echo
+      } > "$dir/rank.sh"
+      chmod +x "$dir/rank.sh"
+      nccl4j_mpi_forward_args NCCL_ NCCL4J_ LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES
+      local fwd=("${nccl4j_mpi_fwd[@]}") kv
+      for kv in "${row_env[@]}"; do
+        case " ${fwd[*]} " in *" ${kv%%=*} "*) ;; *) fwd+=(-x "${kv%%=*}") ;; esac
+      done
+      # shellcheck disable=SC2086  # MPIRUN_OPTS holds several options
+      start_launcher "$dir" env "${row_env[@]}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output \
+        -np "$np" "${fwd[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" ${MPIRUN_OPTS:-} "$dir/rank.sh" ;;
+    torchrun)
+      { echo '#!/usr/bin/env bash'
+        # shellcheck disable=SC2016  # the rank's own RANK, expanded in the rank's script
+        [ "$share" = 1 ] && echo 'export NCCL_HOSTID=nccl4j-host$RANK'
+        printf 'exec'; printf ' %q' "$py" -u "$torch_script" "${pyargs[@]}"; echo
+      } > "$dir/rank.sh"
+      chmod +x "$dir/rank.sh"
+      # the underscore spellings, which every torchrun takes (the hyphenated ones came later)
+      start_launcher "$dir" env "${row_env[@]}" "${torchrun[@]}" --nnodes 1 --nproc_per_node "$np" \
+        --master_addr 127.0.0.1 --master_port "$port" --no_python "$dir/rank.sh" ;;
+  esac
+  # Wait for the row's end: every started process exited, or the limit.
+  local now sig_ms="" stopped_by_us="" at_limit=0 t_kill=0 p f logs
+  while :; do
+    now=$(now_ms)
+    poll
+    local done_all=1
+    for f in "${exit_files[@]}"; do [ -e "$f" ] || { done_all=0; break; }; done
+    [ "$done_all" = 1 ] && break
+    if [ "$scenario" = sigterm-launcher ] && [ -z "$sig_ms" ] \
+        && grep -aqs 'EVENT rank=' "$dir"/*.log; then
+      sig_ms=$(now_ms)
+      # shellcheck disable=SC2046  # one pid per word
+      kill -TERM $(pids "$dir") 2> /dev/null
+    fi
+    if [ "$launcher" = java ] || [ "$launcher" = python ]; then
+      # a stopped rank cannot end: once every other rank has, the script kills it
+      local running=() ended=0
+      for ((r = 0; r < np; r++)); do
+        if [ -e "$dir/exit$r" ]; then ended=$((ended + 1)); elif [ -s "$dir/pid$r" ]; then running+=("$r"); fi
+      done
+      if [ "$ended" -gt 0 ] && [ ${#running[@]} -gt 0 ]; then
+        local all_t=1
+        for r in "${running[@]}"; do
+          [ "$(ps -o stat= -p "$(cat "$dir/pid$r")" 2> /dev/null | cut -c1)" = T ] || all_t=0
+        done
+        if [ "$all_t" = 1 ]; then
+          for r in "${running[@]}"; do kill -KILL "$(cat "$dir/pid$r")" 2> /dev/null; stopped_by_us+=" $r"; done
+        fi
+      fi
+    fi
+    if [ $((now - t0)) -ge $((limit * 1000)) ]; then
+      at_limit=1
+      t_kill=$now
+      # shellcheck disable=SC2046  # one pid per word
+      kill -KILL $(pids "$dir") $(marked) 2> /dev/null
+      break
+    fi
+    sleep 0.1
+  done
+  local t_end; t_end=$(now_ms)
+  wait "${started[@]}" 2> /dev/null
+  # Processes left: rank processes still there 2 s after the row's processes ended (or were killed at the limit).
+  local left_pids="" i
+  for i in $(seq 1 20); do
+    poll
+    left_pids=$(marked)
+    [ -z "${left_pids// /}" ] && break
+    sleep 0.1
+  done
+  local left=0 left_note=""
+  if [ -n "${left_pids// /}" ]; then
+    for p in $left_pids; do
+      left=$((left + 1))
+      left_note+=" r${pid_rank[$p]:-?}:pid$p"
+      kill -KILL "$p" 2> /dev/null
+    done
+    [ "$at_limit" = 1 ] && left_note=" still there after SIGKILL:$left_note"
+  fi
+  # What happened, rank by rank.
+  logs=("$dir"/*.log)
+  local ev ev_rank="" ev_t=""
+  ev=$(grep -aho "EVENT rank=[0-9]* t=[0-9]* .*" "${logs[@]}" 2> /dev/null | sort -t= -k3n | head -1)
+  if [[ $ev =~ ^EVENT\ rank=([0-9]+)\ t=([0-9]+) ]]; then ev_rank=${BASH_REMATCH[1]}; ev_t=${BASH_REMATCH[2]}; fi
+  local leaver=${ev_rank:-${event_rank:-$((np - 1))}}
+  local results=() ends=() measured="" worst="" worst_ms=-1 within=yes exits="" lstat="" seen=""
+  [ -z "$ev_t" ] && within="no EVENT"
+  for ((r = 0; r < 4; r++)); do
+    results[r]=""
+    ends[r]=""
+    [ "$r" -lt "$np" ] || continue
+    local res st="" ems=""
+    res=$(grep -aho "RESULT rank=$r t=[0-9]* .*" "${logs[@]}" 2> /dev/null | head -1)
+    local rt=""
+    [[ $res =~ ^RESULT\ rank=[0-9]+\ t=([0-9]+)\ (.*)$ ]] && { rt=${BASH_REMATCH[1]}; res=${BASH_REMATCH[2]}; }
+    if [ -f "$dir/exit$r" ]; then
+      read -r st ems < "$dir/exit$r"
+      exits+=" r$r=$st"
+    else
+      ems=${rank_gone[$r]:-}
+    fi
+    [ -z "$ems" ] && ems=$rt
+    # still running when the limit killed the row: ended (or seen gone) no earlier than the kill
+    local still=0
+    if [ "$at_limit" = 1 ] && { [ -z "$ems" ] || [ "$ems" -ge "$t_kill" ]; }; then still=1; fi
+    if [ -z "$res" ]; then
+      case " $stopped_by_us " in
+        *" $r "*) res="stopped (killed by the script once the others had ended)" ;;
+        *) if [ "$still" = 1 ]; then res="no line (killed at the limit)"
+           elif [ "$st" = 137 ] || { [ "$scenario" = kill ] && [ "$r" = "$leaver" ]; }; then res=killed
+           else res="no line"; fi ;;
+      esac
+    fi
+    results[r]=$(clean "$res")
+    local timed=1
+    case "$scenario" in kill|stop|abort-live|cpu-stuck) [ "$r" = "$leaver" ] && timed=0 ;; esac
+    [ "$timed" = 1 ] && measured+=" $r"
+    if [ "$still" = 1 ]; then
+      ends[r]="still waiting at $limit s"
+      if [ "$timed" = 1 ]; then worst="still waiting at $limit s"; worst_ms=999999999; within=no; fi
+    elif [ -n "$ems" ] && [ -n "$ev_t" ]; then
+      local d=$((ems - ev_t))
+      ends[r]=$(seconds "$d")
+      if [ "$timed" = 1 ]; then
+        [ "$d" -gt "$worst_ms" ] && { worst_ms=$d; worst=${ends[r]}; }
+        [ "$d" -gt "$bound_ms" ] && [ "$within" = yes ] && within=no
+      fi
+    elif [ -n "$ems" ]; then
+      ends[r]="ended $(seconds $((ems - t0))) s after the start"
+    else
+      ends[r]="-"
+      [ "$timed" = 1 ] && [ "$within" = yes ] && within=no
+    fi
+    if [ "$timed" = 1 ] && [ -z "$seen" ] && [ "$r" != "$leaver" ]; then seen=$(seen_line "$dir" "$r"); fi
+  done
+  [ -z "$seen" ] && seen=$(seen_line "$dir" "$leaver")
+  if [ -z "$seen" ] && [ -f "$dir/run.log" ]; then   # what the launcher says
+    seen=$(grep -aE -m1 '^nccl4j-run: |mpirun noticed|Process name:|exitcode +:' "$dir/run.log" | sed 's/^ *//' \
+      | cut -c1-200)
+  fi
+  if [ -f "$dir/exit.launcher" ]; then
+    read -r lstat _ < "$dir/exit.launcher"
+    [ "$at_limit" = 1 ] && [ "$lstat" = 137 ] && lstat="137 (killed at the limit)"
+    exits="$launcher=$lstat$(launcher_statuses "$dir/run.log")"
+  fi
+  exits=${exits# }
+  local traces; traces=$(find "$dir/traces" -name 'nccl4j-trace-rank*.json' 2> /dev/null | wc -l)
+  local tv="-"
+  if [ "$traces" -gt 0 ] && [ "$framework" = nccl4j ]; then
+    NCCL4J_BUNDLE=$bundle "$here/nccl4j-trace" "$dir/traces" > "$dir/analyzer.txt" 2>&1
+    tv=$(grep -m1 '^nccl4j-trace: ' "$dir/analyzer.txt" || head -1 "$dir/analyzer.txt")
+  fi
+  local hs; hs=$(find "$dir" -maxdepth 1 -name 'hs_err_*.log' 2> /dev/null | wc -l)
+  local notes=""
+  if [ -n "$sig_ms" ]; then
+    local whom="the launcher"
+    case "$launcher" in java|python) whom="every rank" ;; esac
+    notes+="SIGTERM to $whom at +$(seconds $((sig_ms - ${ev_t:-$sig_ms}))) s; "
+  fi
+  [ "$left" -gt 0 ] && notes+="left:$left_note; "
+  [ "$scenario" = sigterm-launcher ] && [ -z "$sig_ms" ] && notes+="no EVENT seen, no SIGTERM sent; "
+  notes=${notes%; }
+  local secs; secs=$(seconds $((t_end - t0)))
+  tsv_line "$row" "$scenario" "$launcher" "$config" "$framework" "$np" "$(seconds "$bound_ms")" "$ev_rank" "$ev_t" \
+    "${results[0]}" "${results[1]}" "${results[2]}" "${results[3]}" "${ends[0]}" "${ends[1]}" "${ends[2]}" "${ends[3]}" \
+    "${measured# }" "$worst" "$(clean "$exits")" "$traces" "$(clean "$tv")" "$hs" "$left" "$within" "$secs" \
+    "$(clean "$seen")" "$(clean "$notes")" >> "$tsv"
+  render "$tsv" "$md"
+  echo "[$row/$rows_total] $scenario $launcher $config: within $(seconds "$bound_ms") s: $within" \
+    "(last timed end ${worst:--}), exits $exits, traces $traces, hs_err $hs, left $left, $secs s${seen:+ | $seen}"
+}
+
+# ---------------------------------------------------------------- FUZZ
+
+# fuzz_run K VICTIM DELAY_MS DIR: one run; writes DIR/result: victim phase victim_status survivor_status
+# survivor_ms crash hs_err left survivor_result
+fuzz_run() {
+  local k=$1 victim=$2 delay=$3 dir=$4 r
+  local port=$((base_port + 100 * k)) id; id=$(printf '%sf%03d' "$run_id" "$k")
+  rm -rf "$dir"
+  mkdir -p "$dir/traces"
+  pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
+  started=()
+  exit_files=()
+  local gpu=$((k % gpus))
+  local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
+  # shellcheck disable=SC2206  # JAVA_OPTS holds several options
+  jvm+=(${JAVA_OPTS:-})
+  for r in 0 1; do
+    local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE=2 LOCAL_RANK="$r"
+      LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
+    [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
+    start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" fuzz --steps "$fuzz_steps" \
+      --sleep-ms "$fuzz_sleep" --count 64K
+  done
+  local t0 now ready="" sig_ms="" at_limit=0
+  t0=$(now_ms)
+  while :; do
+    now=$(now_ms)
+    [ -e "$dir/exit0" ] && [ -e "$dir/exit1" ] && break
+    if [ $((now - t0)) -ge $((fuzz_limit * 1000)) ]; then
+      at_limit=1
+      # shellcheck disable=SC2046  # one pid per word
+      kill -KILL $(pids "$dir") $(marked) 2> /dev/null
+      break
+    fi
+    if [ -z "$ready" ] && grep -aqs '^READY rank=' "$dir"/rank*.log; then
+      ready=$now
+      sleep "$(awk -v m="$delay" 'BEGIN { printf "%.3f", m / 1000 }')"
+      sig_ms=$(now_ms)
+      kill -TERM "$(cat "$dir/pid$victim" 2> /dev/null)" 2> /dev/null
+      continue
+    fi
+    sleep 0.05
+  done
+  wait "${started[@]}" 2> /dev/null
+  local left=0 i
+  for i in $(seq 1 20); do
+    [ -z "$(marked | tr -d ' ')" ] && break
+    sleep 0.1
+  done
+  for p in $(marked); do left=$((left + 1)); kill -KILL "$p" 2> /dev/null; done
+  local survivor=$((1 - victim)) vst vms sst sms
+  read -r vst vms < "$dir/exit$victim"
+  read -r sst sms < "$dir/exit$survivor"
+  local phase closing
+  closing=$(grep -aho '^CLOSING rank=[0-9]* t=[0-9]*' "$dir/rank$victim.log" 2> /dev/null | head -1 | sed 's/.*t=//')
+  if [ -z "$sig_ms" ]; then phase="no READY"
+  elif [ "$vms" -le "$sig_ms" ]; then phase=after
+  elif [ -n "$closing" ] && [ "$closing" -le "$sig_ms" ]; then phase=close
+  else phase=steps; fi
+  local surv_ms=""
+  if [ -n "$sig_ms" ] && [ "$sms" -gt "$sig_ms" ]; then
+    surv_ms=$((sms - sig_ms))
+    [ "$at_limit" = 1 ] && [ "$sst" = 137 ] && surv_ms="limit"
+  fi
+  local hs; hs=$(find "$dir" -maxdepth 1 -name 'hs_err_*.log' | wc -l)
+  local crash=0
+  [ "$hs" -gt 0 ] && crash=1
+  case " $vst $sst " in *" 134 "*|*" 139 "*) crash=1 ;; esac
+  local sres; sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
+    | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$victim" "$delay" "$phase" "$vst" "$sst" "$surv_ms" \
+    "$crash" "$hs" "$left" "$(clean "${sres:-no line}")" > "$dir/result"
+}
+
+fuzz_main() {
+  local n=$fuzz jobs=${JOBS:-4} k
+  whole JOBS "$jobs"
+  [ "$jobs" -ge 1 ] || die "JOBS=$jobs: 1 or more"
+  fuzz_config=${FUZZ_CONFIG:-share}
+  case "$fuzz_config" in share) ;; gpus) [ "$gpus" -ge 2 ] || die "FUZZ_CONFIG=gpus needs 2 GPUs, found $gpus" ;;
+    *) die "FUZZ_CONFIG=$fuzz_config: share or gpus" ;; esac
+  fuzz_steps=${FUZZ_STEPS:-100}
+  whole FUZZ_STEPS "$fuzz_steps"
+  fuzz_sleep=${FUZZ_SLEEP_MS:-10}
+  whole FUZZ_SLEEP_MS "$fuzz_sleep"
+  local window=${FUZZ_WINDOW_MS:-1600}
+  whole FUZZ_WINDOW_MS "$window"
+  fuzz_limit=${FUZZ_LIMIT:-30}
+  whole FUZZ_LIMIT "$fuzz_limit"
+  local seed=${FUZZ_SEED:-$(( $(date +%s) % 32768 ))}
+  whole FUZZ_SEED "$seed"
+  RANDOM=$seed
+  echo "== FUZZ: $n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM 0..$window ms after the first READY" \
+    "(FUZZ_SEED=$seed), logs in $out_dir/fuzz"
+  local victims=() delays=() running=() p
+  for ((k = 1; k <= n; k++)); do
+    victims[k]=$((RANDOM % 2))
+    delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
+  done
+  local started_runs=0
+  for ((k = 1; k <= n; k++)); do
+    while :; do
+      local still=()
+      for p in "${running[@]}"; do kill -0 "$p" 2> /dev/null && still+=("$p"); done
+      running=("${still[@]}")
+      [ ${#running[@]} -lt "$jobs" ] && break
+      sleep 0.2
+    done
+    # BUDGET: no run is started that could end past it
+    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
+    fuzz_run "$k" "${victims[k]}" "${delays[k]}" "$out_dir/fuzz/$(printf '%03d' "$k")" &
+    running+=($!)
+    started_runs=$k
+  done
+  for p in "${running[@]}"; do wait "$p"; done
+  local ftsv=$out_dir/fuzz.tsv
+  printf 'run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\tsurvivor_result\n' \
+    > "$ftsv"
+  for ((k = 1; k <= started_runs; k++)); do
+    local res
+    res=$out_dir/fuzz/$(printf '%03d' "$k")/result
+    if [ -f "$res" ]; then cat "$res" >> "$ftsv"
+    else printf '%s\t%s\t%s\tno result\t\t\t\t0\t0\t0\t\n' "$k" "${victims[k]}" "${delays[k]}" >> "$ftsv"; fi
+  done
+  local line
+  line=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" 'NR > 1 {
+      crash += $8; left += $10; ph[$4]++
+      if ($7 == "limit") { waiting++; if (max < limit * 1000) max = limit * 1000 }
+      else if ($7 != "" && $7 + 0 > max) max = $7 + 0
+    }
+    END {
+      printf "FUZZ: JVM crashes: %d of %d runs; processes left: %d; SIGTERM during steps %d, during close %d, after the end %d", \
+        crash, n, left, ph["steps"], ph["close"], ph["after"]
+      if (ph["no READY"] + ph["no result"]) printf ", no READY %d", ph["no READY"] + ph["no result"]
+      printf "; max time from SIGTERM to the survivor'"'"'s exit: %.2f s (bound 5 s: %s)", max / 1000, max <= 5000 ? "within" : "OVER"
+      if (waiting) printf "; %d survivors still waiting at %d s", waiting, limit
+      if (notrun) printf "; %d runs not started (BUDGET)", notrun
+      print ""
+    }' "$ftsv")
+  { echo "# Departures: SIGTERM fuzz"
+    echo
+    echo "$line"
+    echo
+    echo "$started_runs runs of $n, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps, FUZZ_SLEEP_MS=$fuzz_sleep," \
+      "FUZZ_WINDOW_MS=$window, FUZZ_SEED=$seed. Phase: where the SIGTERM found the rank it was sent to."
+    echo
+    echo "| run | victim | delay ms | phase | victim exit | survivor exit | SIGTERM to survivor's exit | crash | hs_err | left | survivor's RESULT |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' 'NR > 1 { s = $7; if (s != "" && s != "limit") s = sprintf("%.2f s", s / 1000)
+      gsub(/\|/, "\\|", $11); printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, s, $8, $9, $10, $11 }' "$ftsv"
+  } > "$out_dir/fuzz.md"
+  echo "$line"
+  echo "report: $out_dir/fuzz.md"
+  awk -F'\t' 'NR > 1 { runs++; if ($8 > 0 || $10 > 0 || $7 == "limit" || ($7 != "" && $7 + 0 > 5000)) bad++ }
+    END { exit (bad || !runs) ? 1 : 0 }' "$ftsv"
+}
+
+if [ "$fuzz" -gt 0 ]; then
+  fuzz_main
+  exit
+fi
+
+# ---------------------------------------------------------------- the matrix
+
+plan=()
+for c in $configs; do
+  need=1
+  case "$c" in 2gpu) need=2 ;; 4gpu) need=4 ;; esac
+  if [ "$gpus" -lt "$need" ]; then
+    echo "== $c: skipped: it needs $need GPUs, and this machine has $gpus"
+    continue
+  fi
+  for l in $launchers; do
+    for s in $scenarios; do plan+=("$s $l $c"); done
+  done
+done
+rows_total=${#plan[@]}
+[ "$rows_total" -gt 0 ] || die "no row to run (CONFIGS=$configs on $gpus GPU(s))"
+bud=""
+[ "$budget" -gt 0 ] && bud=", BUDGET=$budget s"
+echo "== $rows_total rows (ROW_LIMIT=$limit s$bud), report in $md"
+for p in "${plan[@]}"; do
+  # shellcheck disable=SC2086  # three words: scenario, launcher, config
+  run_row $p
+done
+summary "$tsv"
+echo "report: $md"
+verdict "$tsv"
