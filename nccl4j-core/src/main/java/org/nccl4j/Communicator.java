@@ -447,6 +447,23 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /**
+     * This rank leaves while its peers may go on (an abort, an exit with the communicator open, a close after other
+     * collectives than theirs): its flight record is written too, so that the analyzer has every rank's, unless one
+     * was written already (a failure's).
+     */
+    void recordDeparture(String what) {
+        if (recorder == null || traceDumped) {
+            return;
+        }
+        try {
+            writeTrace(TraceDump.REASON_DEPARTED, "rank " + rank + " " + what, null);
+        } catch (IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not write its flight "
+                    + "record as it left: {}", rank, e.toString());
+        }
+    }
+
     /** @return its collectives as the liveness channel reports them */
     Ledger ledger() {
         return ledger;
@@ -2194,6 +2211,7 @@ public final class Communicator implements AutoCloseable {
         if (l != null && !closed) {
             long last = ledger.last();
             l.depart(Departures.Kind.ABORT, generation, last, ledger.describe(last), null);
+            recordDeparture("aborted its communicator after " + ledger.describe(last));
         }
         leaveLiveness();
         lifecycle.lock();
@@ -2267,6 +2285,8 @@ public final class Communicator implements AutoCloseable {
             if (abortBecause != null && !closed) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).info("nccl4j: rank {} of {} aborts its "
                         + "communicator instead of finalizing it: {}", rank, size, abortBecause);
+                recordDeparture("closed its communicator after " + ledger.describe(ledger.last()) + " and aborted it: "
+                        + abortBecause);
                 abort0();
             } else if (kept || closed) {
                 close0();

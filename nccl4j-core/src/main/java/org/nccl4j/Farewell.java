@@ -132,6 +132,8 @@ final class Farewell {
             if (c != null && !l.departed()) {
                 l.depart(Departures.Kind.EXIT, c.generationForChannel(), c.ledger().last(),
                         c.ledger().describe(c.ledger().last()), cause);
+                c.recordDeparture("exited with its communicator open after "
+                        + c.ledger().describe(c.ledger().last()) + " (" + cause + ")");
             } else {
                 l.exitAfterFailure(cause);   // a failed rank now leaves for good
                 if (uncaught == null && !cause.equals("the program ended")) {

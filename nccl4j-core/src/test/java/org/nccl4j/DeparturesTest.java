@@ -301,6 +301,7 @@ class DeparturesTest extends StubFixture {
         long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         assertTrue(closeMs < 2500, "close returned after " + closeMs + " ms");
         assertTrue(stub.calls("ncclCommAbort").size() >= 1, "rank 1 aborted: " + stub.calls());
+        assertTrue(c1.traceDumped(), "rank 1 left while rank 0 went on: its flight record is written too");
         ch[1].cause("IllegalStateException: data loader failed on rank 1");   // what the uncaught handler sends
         long[] ms = new long[1];
         Throwable t = failed(c0, t0, ms);

@@ -88,6 +88,14 @@ class FarewellTest {
         assertEquals("allReduce #2", e.departure().lastName());
         assertEquals("IllegalStateException: data loader failed on rank 1", e.departure().cause());
         assertTrue(Files.readString(dir.resolve("stub.log")).contains("ncclCommAbort"), "aborted at exit");
+        try (var files = Files.list(dir)) {
+            org.nccl4j.trace.TraceDump d = org.nccl4j.trace.TraceDump.read(files
+                    .filter(f -> f.getFileName().toString().startsWith("nccl4j-trace-rank1-")).findFirst()
+                    .orElseThrow());
+            assertEquals(org.nccl4j.trace.TraceDump.REASON_DEPARTED, d.reason());
+            assertEquals("rank 1 exited with its communicator open after allReduce #2 (IllegalStateException: data "
+                    + "loader failed on rank 1)", d.failure());
+        }
     }
 
     @Test

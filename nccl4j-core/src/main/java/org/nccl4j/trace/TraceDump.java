@@ -70,6 +70,8 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     public static final String REASON_PEER_FAILED = "peer failed";
     /** Reason: a peer left and this rank's pending collective cannot complete. */
     public static final String REASON_PEER_DEPARTED = "peer departed";
+    /** Reason: this rank left while its peers went on: it aborted, exited, or closed after other collectives. */
+    public static final String REASON_DEPARTED = "departed";
     /** Reason: rank 0 found that the ranks issued different collectives. */
     public static final String REASON_MISMATCH = "mismatch";
     /** Reason: the watchdog's own thread made no progress for the stuck timeout (its monitor wrote the dump). */
