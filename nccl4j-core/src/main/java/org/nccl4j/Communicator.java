@@ -121,6 +121,9 @@ public final class Communicator implements AutoCloseable {
     /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
     @SuppressWarnings("unused")
     private volatile int inCall;
+    /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
+    private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
+            new java.util.concurrent.atomic.AtomicInteger();
     /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
     private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
@@ -148,6 +151,7 @@ public final class Communicator implements AutoCloseable {
         this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
         this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
         NcclLog.register(handle, rank, size, settings.commName());
+        Farewell.install();   // the exit waits for NCCL teardowns under way, whatever made the communicator
         if (recorder != null) {
             Watchdog.instance().recorded(this);
             if (settings.enabled()) {
@@ -1425,7 +1429,7 @@ public final class Communicator implements AutoCloseable {
         releaseWaiters(f);
         if (markClosed()) {
             awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
-            int rc = NcclNative.ncclCommAbort(handle);
+            int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
             if (rc != 0) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
                         "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
@@ -2241,6 +2245,21 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /** Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}). */
+    private static int tearDown(java.util.function.IntSupplier call) {
+        TEARDOWNS.incrementAndGet();
+        try {
+            return call.getAsInt();
+        } finally {
+            TEARDOWNS.decrementAndGet();
+        }
+    }
+
+    /** @return how many NCCL teardown calls are under way in this process */
+    static int teardownsUnderWay() {
+        return TEARDOWNS.get();
+    }
+
     /** The abort itself; the lifecycle lock is held. */
     private void abort0() {
         if (!markClosed() && !kept) {
@@ -2251,7 +2270,7 @@ public final class Communicator implements AutoCloseable {
             Watchdog.instance().forget(this);
         }
         awaitCallsLeft("ncclCommAbort");
-        Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+        Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
     }
 
     /**
@@ -2316,7 +2335,7 @@ public final class Communicator implements AutoCloseable {
     void abortAtExit() {
         boolean locked = false;
         try {
-            locked = lifecycle.tryLock(500, java.util.concurrent.TimeUnit.MILLISECONDS);
+            locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -2328,7 +2347,7 @@ public final class Communicator implements AutoCloseable {
                 kept = false;
                 awaitCallsLeft("ncclCommAbort at exit");
                 Watchdog.instance().forget(this);
-                NcclNative.ncclCommAbort(handle);
+                tearDown(() -> NcclNative.ncclCommAbort(handle));
             }
         } finally {
             lifecycle.unlock();
@@ -2341,7 +2360,7 @@ public final class Communicator implements AutoCloseable {
             kept = false;
             Watchdog.instance().forget(this);
             awaitCallsLeft("ncclCommAbort");
-            Errors.check(NcclNative.ncclCommAbort(handle), NcclFunction.ncclCommAbort, null);
+            Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
             return;
         }
         if (!first) {
@@ -2353,15 +2372,15 @@ public final class Communicator implements AutoCloseable {
         awaitCallsLeft("ncclCommFinalize");
         RuntimeException error = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
-            int rc = NcclNative.ncclCommFinalize(handle);
-            if (rc == Errors.IN_PROGRESS) {
-                rc = InitDeadline.waitWhileInProgress(handle);
-            }
+            int rc = tearDown(() -> {
+                int r = NcclNative.ncclCommFinalize(handle);
+                return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(handle) : r;
+            });
             if (rc != 0) {
                 error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
             }
         }
-        int rc = NcclNative.ncclCommDestroy(handle);
+        int rc = tearDown(() -> NcclNative.ncclCommDestroy(handle));
         if (rc != 0 && error == null) {
             error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
         }

@@ -27,8 +27,12 @@ import org.slf4j.LoggerFactory;
  */
 final class Farewell {
     private static final Logger LOG = LoggerFactory.getLogger(Farewell.class);
-    /** How long the hook waits for the aborts of the communicators. */
-    static final long ABORT_WAIT_MILLIS = 3000;
+    /**
+     * How long the hook waits for a communicator's lifecycle (a close or the watchdog's abort under way), for the
+     * aborts, and then for every NCCL teardown under way in the process: the C runtime's exit handlers must not run
+     * while NCCL is tearing a communicator down (its threads would use what they free).
+     */
+    static final long ABORT_WAIT_MILLIS = 5000;
     private static final Set<Liveness> OPEN = ConcurrentHashMap.newKeySet();
     private static volatile boolean installed;
     private static volatile String uncaught;
@@ -51,7 +55,14 @@ final class Farewell {
         return uncaught;
     }
 
-    private static synchronized void install() {
+    /** Installs the hook and handlers, once (with the first communicator, or the first channel). */
+    static void install() {
+        if (!installed) {
+            install0();
+        }
+    }
+
+    private static synchronized void install0() {
         if (installed) {
             return;
         }
@@ -124,6 +135,7 @@ final class Farewell {
     /** The shutdown hook: the departures first (news travels while the rest is done), then the aborts. */
     private static void atExit() {
         if (OPEN.isEmpty()) {
+            awaitTeardowns();
             return;
         }
         String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
@@ -160,8 +172,21 @@ final class Farewell {
             LOG.warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
         }
+        awaitTeardowns();
         for (Liveness l : OPEN) {
             l.close();
+        }
+    }
+
+    /** Waits (at most {@link #ABORT_WAIT_MILLIS}) until no NCCL teardown is under way in the process. */
+    private static void awaitTeardowns() {
+        long end = System.nanoTime() + ABORT_WAIT_MILLIS * 1_000_000L;
+        while (Communicator.teardownsUnderWay() > 0) {
+            if (System.nanoTime() - end >= 0) {
+                LOG.warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
         }
     }
 
