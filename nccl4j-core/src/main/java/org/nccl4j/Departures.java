@@ -207,6 +207,16 @@ final class Departures {
         if (blocking.isEmpty()) {
             return null;
         }
+        // a rank that failed only because another left echoes it: name the first cause, not the echoes
+        List<Departure> primary = new ArrayList<>();
+        for (Departure d : blocking) {
+            if (!echo(d)) {
+                primary.add(d);
+            }
+        }
+        if (!primary.isEmpty()) {
+            blocking = primary;
+        }
         StringBuilder sb = new StringBuilder(first == 0 ? "no collective can complete any more"
                 : ledger.describe(first) + " cannot complete").append(": ");
         int[] ranks = new int[blocking.size()];
@@ -216,6 +226,11 @@ final class Departures {
             sb.append(i == 0 ? "" : "; ").append(d.describe(ranks[i]));
         }
         return new Verdict(sb.toString(), false, ranks);
+    }
+
+    /** A failure caused by another rank's departure (its peer's news relayed again). */
+    private static boolean echo(Departure d) {
+        return d.kind() == Kind.FAILURE && d.cause() != null && d.cause().startsWith("PeerDepartedException: ");
     }
 
     /** Whether collective #n has completed on this rank (unknown, e.g. out of the ring: taken as not). */

@@ -431,21 +431,9 @@ final class Liveness implements AutoCloseable {
                     agreement.shapes(who, Integer.parseInt(g[0]), Long.parseLong(g[1]), Long.parseLong(g[2]), list);
                     return false;
                 }
-                case "DEPART": {
-                    // DEPART <g> <kind> <last> <name> <cause...>
-                    String[] g = rest.split(" ", 5);
-                    long last = Long.parseLong(g[2]);
-                    online.remove(who);
-                    agreement.left(who);
-                    if (g[1].equals("close")) {
-                        closingAt.put(who, last);
-                        if (highest > last && highestGeneration == Integer.parseInt(g[0])) {
-                            sendToRank(who, "AHEAD " + g[0] + " " + highest + "\n");
-                        }
-                    }
-                    broadcast("DEPARTED " + who + " " + hello[2] + " " + hello[3] + " " + rest + "\n");
+                case "DEPART":
+                    relayDeparture(who, hello[2], hello[3], rest);
                     return true;
-                }
                 case "CAUSE":
                     broadcast("CAUSED " + who + " " + rest + "\n");
                     return false;
@@ -456,6 +444,24 @@ final class Liveness implements AutoCloseable {
             LOG.warn("nccl4j liveness: a line from rank {} it cannot read: {}", who, cut(line, 200));
             return false;
         }
+    }
+
+    /**
+     * Rank 0: rank {@code who} leaves ({@code rest}: {@code <g> <kind> <last> <name> <cause...>}): it is no longer
+     * compared, a closing rank is told when others went past its last collective, and every rank hears of it.
+     */
+    private void relayDeparture(int who, String host, String pid, String rest) {
+        String[] g = rest.split(" ", 5);
+        long last = Long.parseLong(g[2]);
+        online.remove(who);
+        agreement.left(who);
+        if (g[1].equals("close")) {
+            closingAt.put(who, last);
+            if (highest > last && highestGeneration == Integer.parseInt(g[0])) {
+                sendToRank(who, "AHEAD " + g[0] + " " + highest + "\n");
+            }
+        }
+        broadcast("DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n");
     }
 
     /** Rank 0: rank {@code who} has issued up to collective #n of communicator {@code gen}. */
@@ -822,10 +828,19 @@ final class Liveness implements AutoCloseable {
         departed = true;
         departedKind = kind;
         departedAs = new Object[] {generation, last, lastName};
+        String rest = generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last + " "
+                + lastName.replace(" #", "#").replace(' ', '_') + (cause == null ? "" : " " + oneLine(cause));
+        if (server != null) {   // rank 0 tells everyone itself, now: its process may end right after
+            try {
+                relayDeparture(0, org.nccl4j.trace.TraceDump.localHost().replace(' ', '_'),
+                        Long.toString(ProcessHandle.current().pid()), rest);
+            } catch (RuntimeException e) {
+                LOG.warn("nccl4j liveness: rank 0 could not tell its departure: {}", e.toString());
+            }
+            return;
+        }
         try {
-            write(s, "DEPART " + generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last + " "
-                    + lastName.replace(" #", "#").replace(' ', '_') + (cause == null ? "" : " " + oneLine(cause))
-                    + "\n");
+            write(s, "DEPART " + rest + "\n");
         } catch (IOException e) {
             // rank 0 is gone; nothing to tell
         }
@@ -966,7 +981,9 @@ final class Liveness implements AutoCloseable {
             closeQuietly(s);
         }
         if (server != null) {
-            broadcast("LEFT 0\n");
+            if (departed) {   // its departure was told: the end of its connections is no loss
+                broadcast("LEFT 0\n");
+            }
             closeQuietly(server);
             for (Socket p : peers) {
                 closeQuietly(p);

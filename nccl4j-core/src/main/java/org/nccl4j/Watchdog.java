@@ -267,6 +267,7 @@ final class Watchdog implements Runnable {
                 }
                 retire();
                 dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
+                comm.announceFailure(failure);   // first too: the peers hear of it before this process can end
                 comm.failedByWatchdog(failure);
                 if (o != null) {
                     o.failed(comm, failure);
@@ -516,7 +517,6 @@ final class Watchdog implements Runnable {
         /** The exit policy: the failure is logged and the trace written; the process halts at once. */
         private void exit(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
-            comm.announceFailure(failure);   // halt runs no shutdown hook: the peers hear of it now
             LOG.error("nccl4j watchdog: halting the process with status {} (the exit policy, NCCL4J_ON_FAILURE=exit)",
                     FailurePolicy.EXIT_STATUS);
             System.out.flush();
@@ -528,7 +528,6 @@ final class Watchdog implements Runnable {
         /** After the lock is released: log, exit hook, policy. */
         private void after(CommunicatorFailedException failure) {
             LOG.error("nccl4j watchdog: {}", failure.getMessage());
-            comm.announceFailure(failure);   // every other rank hears of it: they dump, and stop waiting on this one
             switch (settings.policy()) {
                 case CALLBACK:
                     try {

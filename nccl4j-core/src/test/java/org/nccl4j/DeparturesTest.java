@@ -546,4 +546,35 @@ class DeparturesTest extends StubFixture {
         closing.get(5, TimeUnit.SECONDS);
         assertEquals(2, stub.calls("ncclCommFinalize").size(), "both finalized: " + stub.calls());
     }
+
+    @Test
+    void rankZeroThatFailsAndEndsAtOnceStillReachesARankWaitingInClose() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        mark();
+        long t0 = System.nanoTime();
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);   // waits for rank 0 to close too
+        Thread.sleep(200);
+        c0.announceFailure(new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
+                0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
+                null)));
+        ch[0].close();   // its process ends right after (seen on 2 x H100: rank 1 waited for the close deadline)
+        closing.get(5, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(ms < 1500, "rank 1's close returned after " + ms + " ms");
+        assertEquals(1, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count(), newCalls()
+                .toString());
+        Departures.Departure d = ch[1].departures().of(0).get(0);
+        assertNotNull(d, "rank 0's failure reached rank 1 before its channel closed");
+        assertEquals(Departures.Kind.FAILURE, d.kind());
+    }
+
+    @Test
+    void aRankZeroThatEndsWithoutADepartureIsALossNotAGoodbye() throws Exception {
+        Liveness[] ch = channel(2);
+        ch[0].close();   // no departure told: as a crash of rank 0 would look
+        within(3000, () -> ch[1].anyLost() ? true : null, "rank 0's loss at rank 1");
+        ch[1].close();
+    }
 }

@@ -53,6 +53,7 @@ class LivenessTest extends StubFixture {
         Liveness[] second = channel(2, null);
         Liveness s0 = second[0], s1 = second[1];
         Thread.sleep(100);
+        s0.depart(Departures.Kind.CLOSE, 0, 0, "none", null);   // leaves on purpose: says so, then closes
         s0.close();
         Thread.sleep(300);
         assertTrue(!s1.anyLost(), "rank 0 left on purpose: " + s1.lost());
