@@ -409,8 +409,9 @@ final class Watchdog implements Runnable {
                             + ": a peer never joined it, is stuck before it, or joined a different operation";
                     break;
                 case REMOTE:
-                    verdict = "peer lost: remote error (" + (lost.isEmpty() ? "a peer rank failed, exited or lost its "
-                            + "connection" : describe(lost)) + ")";
+                    String left = lost.isEmpty() && comm.liveness() != null ? departed(comm.liveness()) : null;
+                    verdict = "peer lost: remote error (" + (left != null ? left : lost.isEmpty() ? "a peer rank "
+                            + "failed, exited or lost its connection" : describe(lost)) + ")";
                     break;
                 case LOST:
                     verdict = "peer lost: " + describe(lost);
@@ -471,10 +472,23 @@ final class Watchdog implements Runnable {
                 return List.of();
             }
             long end = System.nanoTime() + 500_000_000L;
-            while (kind == Kind.REMOTE && !liveness.anyLost() && System.nanoTime() < end) {
+            while (kind == Kind.REMOTE && !liveness.anyLost() && departed(liveness) == null
+                    && System.nanoTime() < end) {
                 LockSupport.parkNanos(10_000_000L);
             }
             return liveness.lost();
+        }
+
+        /** The unclean departures the channel told of (an exit, abort or failure), described; or null. */
+        private String departed(Liveness liveness) {
+            StringBuilder sb = new StringBuilder();
+            for (Departures.Departure d : liveness.departures().of(comm.generationForChannel()).values()) {
+                int r = liveness.currentRank(d.rank());
+                if (d.kind() != Departures.Kind.CLOSE && d.rank() != liveness.launchRankOfSelf() && r >= 0) {
+                    sb.append(sb.length() == 0 ? "" : "; ").append(d.describe(r));
+                }
+            }
+            return sb.length() == 0 ? null : sb.toString();
         }
 
         private String describe(List<Liveness.Lost> lost) {

@@ -577,4 +577,18 @@ class DeparturesTest extends StubFixture {
         within(3000, () -> ch[1].anyLost() ? true : null, "rank 0's loss at rank 1");
         ch[1].close();
     }
+
+    @Test
+    void ncclsRemoteErrorNamesTheDepartureTheChannelToldOf() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        stub.asyncError(6);   // ncclRemoteError: NCCL saw the peer's sockets close
+        c1.abort();
+        CommunicatorFailedException f = within(3000, c0::failure, "rank 0's failure");
+        assertTrue(f instanceof RemoteErrorException, f.toString());
+        assertTrue(f.verdict().startsWith("peer lost: remote error (rank 1 (" + HOST + ", pid " + PID
+                + ") aborted its communicator before its first collective") || f instanceof PeerDepartedException,
+                f.verdict());
+    }
 }
