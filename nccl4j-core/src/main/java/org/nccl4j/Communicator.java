@@ -1519,7 +1519,21 @@ public final class Communicator implements AutoCloseable {
                 failureText);
         Thread issuer = ledger.issuer();
         if (issuer != null) {   // where the thread that issues its operations is: NCCL, CUDA, nccl4j or its own code
-            dump = dump.withThreads(List.of(TraceDump.ThreadStack.of(issuer)));
+            TraceDump.ThreadStack stack = TraceDump.ThreadStack.of(issuer);
+            if (issuer == Thread.currentThread()) {   // it writes this dump itself: where it was, not the writing
+                List<String> frames = stack.frames();
+                int from = 0;
+                for (int i = 0; i < frames.size(); i++) {
+                    String f = frames.get(i);
+                    if (f.contains("org.nccl4j.Communicator.writeTrace(")
+                            || f.contains("org.nccl4j.Communicator.recordDeparture(")) {
+                        from = i + 1;
+                    }
+                }
+                stack = new TraceDump.ThreadStack(stack.name(), stack.id(), stack.state(),
+                        frames.subList(from, frames.size()));
+            }
+            dump = dump.withThreads(List.of(stack));
         }
         Path file = dump.write(dir == null ? settings.traceDir() : dir);
         traceDumped = true;
@@ -2302,8 +2316,14 @@ public final class Communicator implements AutoCloseable {
         lifecycle.lock();
         try {
             if (abortBecause != null && !closed) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).info("nccl4j: rank {} of {} aborts its "
-                        + "communicator instead of finalizing it: {}", rank, size, abortBecause);
+                org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Communicator.class);
+                if (abortBecause.startsWith("the ranks' collectives differ")) {
+                    log.error("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
+                            abortBecause);
+                } else {
+                    log.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
+                            abortBecause);
+                }
                 recordDeparture("closed its communicator after " + ledger.describe(ledger.last()) + " and aborted it: "
                         + abortBecause);
                 abort0();

@@ -85,6 +85,8 @@ final class Departures {
     private final Map<Integer, Departure> byLaunchRank = new ConcurrentHashMap<>();
     /** Causes heard before the departure they belong to (an exception may travel ahead of the exit). */
     private final Map<Integer, String> causes = new ConcurrentHashMap<>();
+    /** By launch rank: the running fingerprint through the last collective a closing rank announced. */
+    private final Map<Integer, String> fingerprints = new ConcurrentHashMap<>();
     private volatile String mismatch;
     private volatile int mismatchGeneration = -1;
     private volatile long highestReported;
@@ -96,6 +98,16 @@ final class Departures {
         byLaunchRank.merge(d.rank(), with, (old, now) -> old.generation() != now.generation() ? now
                 : old.kind() == Kind.FAILURE && now.kind() == Kind.EXIT ? now.withCause(old.cause())
                 : old.cause() == null && now.cause() != null ? old.withCause(now.cause()) : old);
+    }
+
+    /** A closing rank's fingerprint through its last collective. */
+    void fingerprint(int launchRank, String fingerprint) {
+        fingerprints.put(launchRank, fingerprint);
+    }
+
+    /** @return the fingerprint through its last collective that rank {@code launchRank} closed with, or null */
+    String fingerprintOf(int launchRank) {
+        return fingerprints.get(launchRank);
     }
 
     /** A departing rank's cause, heard on its own (its uncaught exception). */
@@ -158,6 +170,7 @@ final class Departures {
     void clear() {
         byLaunchRank.clear();
         causes.clear();
+        fingerprints.clear();
         highestReported = 0;
     }
 

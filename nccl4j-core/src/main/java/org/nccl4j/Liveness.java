@@ -452,7 +452,7 @@ final class Liveness implements AutoCloseable {
      */
     private void relayDeparture(int who, String host, String pid, String rest) {
         String[] g = rest.split(" ", 5);
-        long last = Long.parseLong(g[2]);
+        long last = Long.parseLong(g[2].split(":")[0]);
         online.remove(who);
         agreement.left(who);
         if (g[1].equals("close")) {
@@ -621,8 +621,12 @@ final class Liveness implements AutoCloseable {
                     int who = Integer.parseInt(g[0]);
                     Departures.Kind kind = Departures.Kind.valueOf(g[4].toUpperCase(java.util.Locale.ROOT));
                     String cause = g.length > 7 && !g[7].isBlank() ? g[7] : null;
+                    String[] lastAndFingerprint = g[5].split(":");
+                    if (lastAndFingerprint.length > 1) {
+                        departures.fingerprint(who, lastAndFingerprint[1]);
+                    }
                     departures.heard(new Departures.Departure(who, g[1], Long.parseLong(g[2]), kind,
-                            Integer.parseInt(g[3]), Long.parseLong(g[5]), g[6].replace("#", " #").replace('_', ' '),
+                            Integer.parseInt(g[3]), Long.parseLong(lastAndFingerprint[0]), g[6].replace("#", " #").replace('_', ' '),
                             cause, System.nanoTime()));
                     if (who == 0) {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
@@ -820,6 +824,15 @@ final class Liveness implements AutoCloseable {
      * @param cause why, or null
      */
     synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause) {
+        depart(kind, generation, last, lastName, cause, null);
+    }
+
+    /**
+     * {@link #depart(Departures.Kind, int, long, String, String)} with the running fingerprint through the last
+     * collective (a close: the closing ranks compare them before they finalize), or null.
+     */
+    synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause,
+            String fingerprint) {
         Socket s = toServer;
         boolean endsAFailure = departedKind == Departures.Kind.FAILURE && kind == Departures.Kind.EXIT;
         if (departed && !endsAFailure || s == null) {
@@ -828,7 +841,8 @@ final class Liveness implements AutoCloseable {
         departed = true;
         departedKind = kind;
         departedAs = new Object[] {generation, last, lastName};
-        String rest = generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last + " "
+        String rest = generation + " " + kind.name().toLowerCase(java.util.Locale.ROOT) + " " + last
+                + (fingerprint == null ? "" : ":" + fingerprint) + " "
                 + lastName.replace(" #", "#").replace(' ', '_') + (cause == null ? "" : " " + oneLine(cause));
         if (server != null) {   // rank 0 tells everyone itself, now: its process may end right after
             try {

@@ -73,7 +73,9 @@ final class Teardown {
         if (l.departed()) {
             return "it had already told its peers that it failed";
         }
-        l.depart(Departures.Kind.CLOSE, gen, last, ledger.describe(last), null);
+        Long own = ledger.fingerprintAt(last);
+        String fingerprint = own == null ? null : Long.toHexString(own);
+        l.depart(Departures.Kind.CLOSE, gen, last, ledger.describe(last), null, fingerprint);
         Departures d = l.departures();
         int self = l.launchRankOfSelf();
         long end = System.nanoTime() + timeout.toNanos();
@@ -83,7 +85,7 @@ final class Teardown {
                 return why;
             }
             if (c.ownOperationsComplete() && everyPeerClosing(c, l, d, gen, last, self)) {
-                return null;
+                return differingFingerprints(d, gen, last, self, fingerprint);
             }
             if (System.nanoTime() - end >= 0) {
                 return "the close deadline (" + Durations.format(timeout) + ", " + TIMEOUT_VARIABLE + ") passed before "
@@ -119,6 +121,26 @@ final class Teardown {
             }
         }
         return null;
+    }
+
+    /**
+     * Every rank closes after collective #last: null when their fingerprints through it agree (or are unknown), else
+     * why to abort (their collectives differ somewhere: a count or type that differed without hanging).
+     */
+    static String differingFingerprints(Departures d, int gen, long last, int self, String own) {
+        if (own == null) {
+            return null;
+        }
+        StringBuilder differ = new StringBuilder();
+        for (Departures.Departure p : d.of(gen).values()) {
+            String theirs = d.fingerprintOf(p.rank());
+            if (p.rank() != self && theirs != null && !theirs.equals(own)) {
+                differ.append(differ.length() == 0 ? "" : ", ").append(p.rank());
+            }
+        }
+        return differ.length() == 0 ? null : "the ranks' collectives differ at or before collective #" + last
+                + " (the fingerprints of ranks " + differ + " differ from this rank's; run scripts/nccl4j-trace over "
+                + "every rank's flight record to see where)";
     }
 
     private static boolean everyPeerClosing(Communicator c, Liveness l, Departures d, int gen, long last, int self) {

@@ -591,4 +591,32 @@ class DeparturesTest extends StubFixture {
                 + ") aborted its communicator before its first collective") || f instanceof PeerDepartedException,
                 f.verdict());
     }
+
+    @Test
+    void ranksThatCloseAfterTheSameNumberOfDifferentCollectivesAbortAndRecordIt() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b = buffer(0, 64, DataType.FLOAT32);
+        c0.allReduce(b.address(), b.address(), 64, DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(b.address(), b.address(), 128, DataType.FLOAT16, ReduceOp.SUM, s1);   // the same bytes
+        s0.synchronize();
+        s1.synchronize();
+        mark();
+        CompletableFuture<Void> a = CompletableFuture.runAsync(c0::close);   // at once: before rank 0 compares
+        CompletableFuture<Void> z = CompletableFuture.runAsync(c1::close);
+        a.get(5, TimeUnit.SECONDS);
+        z.get(5, TimeUnit.SECONDS);
+        assertEquals(2, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count(), newCalls()
+                .toString());
+        assertEquals(0, newCalls().stream().filter(l -> l.startsWith("ncclCommDestroy ")).count());
+        assertTrue(c0.traceDumped() && c1.traceDumped(), "both recorded it for the analyzer");
+        org.nccl4j.trace.TraceDump d = org.nccl4j.trace.TraceDump.read(org.nccl4j.trace.TraceConfig.fromEnvironment()
+                .directory().resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
+        assertTrue(d.failure().contains("the ranks' collectives differ at or before collective #1"), d.failure());
+        assertTrue(d.threads().isEmpty() || !d.threads().get(0).frames().get(0).contains("writeTrace"),
+                "the issuing thread's stack starts where it was, not in the writing of the dump");
+    }
 }
