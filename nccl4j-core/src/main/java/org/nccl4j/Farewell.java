@@ -153,21 +153,14 @@ final class Farewell {
                 }
             }
         }
-        Thread aborts = new Thread(() -> {
+        Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
                 Communicator c = l.owner();
                 if (c != null) {
                     c.abortAtExit();
                 }
             }
-        }, "nccl4j-farewell-abort");
-        aborts.setDaemon(true);
-        aborts.start();
-        try {
-            aborts.join(ABORT_WAIT_MILLIS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        });
         if (aborts.isAlive()) {
             LOG.warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);

@@ -161,20 +161,13 @@ final class Teardown {
      */
     static void bounded(Runnable call, Duration timeout, Communicator c, String what) {
         RuntimeException[] thrown = new RuntimeException[1];
-        Thread t = new Thread(() -> {
+        Thread t = Bounded.run("nccl4j-close", timeout.toMillis(), () -> {
             try {
                 call.run();
             } catch (RuntimeException e) {
                 thrown[0] = e;
             }
-        }, "nccl4j-close");
-        t.setDaemon(true);
-        t.start();
-        try {
-            t.join(timeout.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        });
         if (t.isAlive()) {
             StringBuilder stack = new StringBuilder();
             for (StackTraceElement f : t.getStackTrace()) {

@@ -212,7 +212,7 @@ final class WatchdogMonitor implements Runnable {
      */
     private static Path[] writeTraces(List<Communicator> comms, String verdict) {
         AtomicReferenceArray<Path> written = new AtomicReferenceArray<>(comms.size());
-        Thread writer = new Thread(() -> {
+        Thread writer = Bounded.run("nccl4j-watchdog-monitor-traces", TRACE_WAIT.toMillis(), () -> {
             for (int i = 0; i < comms.size(); i++) {
                 Communicator c = comms.get(i);
                 try {
@@ -221,14 +221,7 @@ final class WatchdogMonitor implements Runnable {
                     LOG.warn("nccl4j watchdog monitor: could not write the trace of {}: {}", c, x.toString());
                 }
             }
-        }, "nccl4j-watchdog-monitor-traces");
-        writer.setDaemon(true);
-        writer.start();
-        try {
-            writer.join(TRACE_WAIT.toMillis());
-        } catch (InterruptedException x) {
-            Thread.currentThread().interrupt();
-        }
+        });
         if (writer.isAlive()) {
             LOG.warn("nccl4j watchdog monitor: writing the flight records did not finish within {}; going on without "
                     + "the rest", Durations.format(TRACE_WAIT));
