@@ -626,8 +626,8 @@ final class Liveness implements AutoCloseable {
                         departures.fingerprint(who, lastAndFingerprint[1]);
                     }
                     departures.heard(new Departures.Departure(who, g[1], Long.parseLong(g[2]), kind,
-                            Integer.parseInt(g[3]), Long.parseLong(lastAndFingerprint[0]), g[6].replace("#", " #").replace('_', ' '),
-                            cause, System.nanoTime()));
+                            Integer.parseInt(g[3]), Long.parseLong(lastAndFingerprint[0]),
+                            g[6].replace("#", " #").replace('_', ' '), cause, System.nanoTime()));
                     if (who == 0) {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
                     }
