@@ -118,6 +118,8 @@ public final class Communicator implements AutoCloseable {
     private final CollectiveCheck check;
     /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
     private final Ledger ledger = new Ledger();
+    /** Why the process's exit aborted it (a signal, System.exit), for the message of later calls; null otherwise. */
+    private volatile String closedAtExit;
     /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
     @SuppressWarnings("unused")
     private volatile int inCall;
@@ -1156,7 +1158,9 @@ public final class Communicator implements AutoCloseable {
         if (f != null) {
             return f.again();
         }
-        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed");
+        String why = closedAtExit;
+        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
+                + (why == null ? "" : ": " + why));
     }
 
     private void checkType(DataType type) {
@@ -2352,7 +2356,7 @@ public final class Communicator implements AutoCloseable {
      * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
      * its enqueueing call.
      */
-    void abortAtExit() {
+    void abortAtExit(String cause) {
         boolean locked = false;
         try {
             locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
@@ -2363,6 +2367,7 @@ public final class Communicator implements AutoCloseable {
             return;
         }
         try {
+            closedAtExit = "the process is exiting (" + cause + ") and aborted it";
             if (markClosed() || kept) {
                 kept = false;
                 awaitCallsLeft("ncclCommAbort at exit");

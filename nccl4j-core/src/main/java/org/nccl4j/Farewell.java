@@ -157,7 +157,7 @@ final class Farewell {
             for (Liveness l : OPEN) {
                 Communicator c = l.owner();
                 if (c != null) {
-                    c.abortAtExit();
+                    c.abortAtExit(cause);
                 }
             }
         });
