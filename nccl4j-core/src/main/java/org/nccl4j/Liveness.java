@@ -83,7 +83,8 @@ import org.slf4j.LoggerFactory;
  * {@value #MAX_RANK_LINE} ({@code OPS}: {@value #MAX_OPS_LINE}), rank 0's at most {@value #MAX_LINE}; a longer one is
  * refused without reading it whole. A connection has {@value #HELLO_MILLIS} ms to authenticate and say hello
  * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections wait for
- * their hello at once (one thread each), further ones are closed at accept, said once per burst at WARN.</li>
+ * their hello at once (one thread each), further ones are closed at accept, said once per burst at WARN (a burst
+ * ends after {@value #BURST_GAP_MILLIS} ms without such a close).</li>
  * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
  * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
  * </ul>
@@ -119,8 +120,14 @@ final class Liveness implements AutoCloseable {
     private volatile long helloMillis = HELLO_MILLIS;
     /** Rank 0: the connections that have not said hello yet. */
     private final AtomicInteger pending = new AtomicInteger();
-    /** Rank 0: connections are being closed at accept (too many pending); said once per burst. */
-    private volatile boolean refusingAtAccept;
+    /**
+     * Rank 0: when the last connection was closed at accept (too many pending), {@link System#nanoTime()}; a burst
+     * ends after {@value #BURST_GAP_MILLIS} ms without one, and each burst is said once.
+     */
+    private long lastClosedAtAccept;
+    private boolean closingAtAccept;
+    /** The quiet that ends a burst of connections closed at accept. */
+    static final long BURST_GAP_MILLIS = 10_000;
     /** Rank 0: by launch rank, the address each rank said hello from. */
     private final Map<Integer, InetAddress> joinedFrom = new ConcurrentHashMap<>();
     /** Rank 0 refused this rank, or this rank refused rank 0 (the secret): retrying cannot help. */
@@ -594,15 +601,17 @@ final class Liveness implements AutoCloseable {
             }
             if (pending.get() >= MAX_PENDING) {   // at most MAX_PENDING threads wait for a hello
                 closeQuietly(s);
-                if (!refusingAtAccept) {
-                    refusingAtAccept = true;
+                long now = System.nanoTime();
+                boolean newBurst = !closingAtAccept || now - lastClosedAtAccept > BURST_GAP_MILLIS * 1_000_000L;
+                closingAtAccept = true;
+                lastClosedAtAccept = now;
+                if (newBurst) {
                     LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
                             + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
                             + "goes on", MAX_PENDING, helloMillis, remote(s));
                 }
                 continue;
             }
-            refusingAtAccept = false;
             pending.incrementAndGet();
             try {
                 s.setTcpNoDelay(true);
