@@ -336,7 +336,13 @@ final class Liveness implements AutoCloseable {
      * for the secret (one side has none, or they differ) ends the tries: {@link #awaitArrivals} throws it.
      */
     static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos) {
-        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout(), JobSecret.fromEnvironment());
+        return joinLater(served, rank, host, port, deadlineNanos, served != null ? served.secret
+                : JobSecret.fromEnvironment());
+    }
+
+    /** As {@link #joinLater(Liveness, int, String, int, long)} with {@code secret} (null: none); for tests. */
+    static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos, JobSecret secret) {
+        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout(), secret);
         daemon(() -> {
             long backoff = 20;
             IOException last = null;
@@ -391,10 +397,12 @@ final class Liveness implements AutoCloseable {
             in = new LineReader(s, MAX_LINE);
             long deadline = System.nanoTime() + helloMillis * 1_000_000L;
             if (secret != null) {
-                String challenge = quietly(in, deadline);
+                // before rank 0's own deadline: a rank 0 without the secret waits for a hello, and its closing the
+                // connection must not be taken for a refusal worth retrying
+                String challenge = quietly(in, System.nanoTime() + helloMillis * 800_000L);
                 if (challenge == null || !challenge.startsWith("CHALLENGE ")) {
                     String got = challenge == null ? (in.ended() ? "it closed the connection" : "nothing within "
-                            + helloMillis + " ms") : "'" + printable(challenge, 60) + "'";
+                            + helloMillis * 4 / 5 + " ms") : "'" + printable(challenge, 60) + "'";
                     String text = where + " sent no CHALLENGE (" + got + "): rank " + rank + " has "
                             + JobSecret.VARIABLE + " but rank 0 seems to run without it (or refused this connection); "
                             + "give every rank the same " + JobSecret.VARIABLE + ", or none";

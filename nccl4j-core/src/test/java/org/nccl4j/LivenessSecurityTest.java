@@ -267,6 +267,16 @@ class LivenessSecurityTest {
         assertTrue(warnings("").get(0).contains("it did not authenticate and say hello within 500 ms"),
                 warnings("").toString());
 
+        // with the same deadline on both sides (as in a job), the rank gives up first: a refusal, not worth retrying
+        serve(2, null, null);
+        Liveness lone = Liveness.joinLater(null, 1, "127.0.0.1", port, System.nanoTime() + 20_000_000_000L, SECRET);
+        toClose.add(lone);
+        IllegalStateException x = assertThrows(IllegalStateException.class,
+                () -> lone.awaitArrivals(2, System.nanoTime() + 20_000_000_000L, false));
+        assertTrue(x.getMessage().matches("rank 0's liveness channel at 127\\.0\\.0\\.1:[0-9]+ sent no CHALLENGE \\("
+                + "nothing within 4000 ms\\): rank 1 has NCCL4J_JOB_SECRET but rank 0 seems to run without it \\(or "
+                + "refused this connection\\); give every rank the same NCCL4J_JOB_SECRET, or none"), x.getMessage());
+
         try (Raw raw = new Raw()) {   // a client that authenticates where rank 0 has no secret
             raw.send(auth(SECRET, "CHALLENGE " + JobSecret.nonce())).closedByRankZero();
         }
