@@ -308,7 +308,8 @@ public final class Communicator implements AutoCloseable {
         Liveness served = null;
         if (where != null && launch.rank() == 0) {
             try {
-                served = Liveness.serve(Integer.parseInt(where[1]));   // before the communicator: up for every rank
+                // before the communicator: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
+                served = Liveness.serve(Integer.parseInt(where[1]), where[0], launch.worldSize());
             } catch (IOException e) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
                         + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());

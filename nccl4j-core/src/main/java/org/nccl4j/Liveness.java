@@ -1,10 +1,11 @@
 package org.nccl4j;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
@@ -16,6 +17,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
@@ -55,6 +59,35 @@ import org.slf4j.LoggerFactory;
  * leaving the departed rank's main) is {@code CAUSE <text>}, relayed as {@code CAUSED <rank> <text>}; a closing
  * rank whose peers went on past its last collective is told {@code AHEAD <g> <n>} ({@link Departures}). A rank that
  * departed keeps its connection a moment ({@value #LINGER_MILLIS} ms) for its cause, then says goodbye.
+ *
+ * <h2>Who may speak</h2>
+ * Rank 0's port is open to any process that reaches its host, so rank 0 trusts nothing a connection says until it has
+ * proved itself, and nothing it claims that contradicts what it knows:
+ * <ul>
+ * <li><b>Authentication.</b> With the job's secret ({@link JobSecret}: {@code NCCL4J_JOB_SECRET} or
+ * {@code NCCL4J_JOB_SECRET_FILE}), rank 0 sends {@code CHALLENGE <serverNonce>} on accept; the rank answers
+ * {@code AUTH <clientNonce> <proof>} (the client's proof, purpose {@value #PURPOSE}); rank 0 checks it and answers
+ * {@code OK <proof>} (the server's), which the rank checks before its {@code HELLO}, so that a false rank 0 is refused
+ * too. A captured exchange is worth nothing on another connection (rank 0's nonce differs). Without a secret the
+ * exchange is skipped, said once per process at INFO; both sides must agree: a rank with a secret facing a rank 0
+ * without one (or the reverse) fails at join time naming {@code NCCL4J_JOB_SECRET}, and rank 0 refuses it.</li>
+ * <li><b>Claims.</b> Rank 0 refuses a hello for a rank outside [0, world size), for a rank connected already, or for a
+ * rank that joined from another address; a second {@code HELLO} on one connection; any line before the hello but the
+ * handshake's; and any line only rank 0 sends ({@code JOINED}, {@code LOST}, {@code LEFT}, {@code DEPARTED},
+ * {@code CAUSED}, {@code AHEAD}, {@code CHECK}, {@code DESCRIBE}, {@code MISMATCH}, {@code CHALLENGE}, {@code OK}) or
+ * it does not know. A refused connection is closed and said once at WARN with its address
+ * ({@code nccl4j liveness: refused the connection from <address>: <why>; the job goes on}); it is never a loss, a
+ * join or a departure, and the rank it claimed is untouched. A rank ignores the lines of rank 0 it does not
+ * expect.</li>
+ * <li><b>Bounds.</b> A line before the hello is at most {@value #MAX_EARLY_LINE} bytes, a rank's line at most
+ * {@value #MAX_RANK_LINE} ({@code OPS}: {@value #MAX_OPS_LINE}), rank 0's at most {@value #MAX_LINE}; a longer one is
+ * refused without reading it whole. A connection has {@value #HELLO_MILLIS} ms to authenticate and say hello
+ * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections wait for
+ * their hello at once (one thread each), further ones are closed at accept, said once per burst at WARN (a burst
+ * ends after {@value #BURST_GAP_MILLIS} ms without such a close).</li>
+ * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
+ * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
+ * </ul>
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
@@ -79,6 +112,26 @@ final class Liveness implements AutoCloseable {
 
     private final int rank;
     private final int timeoutMillis;
+    /** The job's secret (both sides), or null: the channel is then unauthenticated. */
+    private final JobSecret secret;
+    /** Rank 0: the world size; a hello claiming a rank outside [0, size) is refused. */
+    private int size = Integer.MAX_VALUE;
+    /** How long a connection has to authenticate and say hello. */
+    private volatile long helloMillis = HELLO_MILLIS;
+    /** Rank 0: the connections that have not said hello yet. */
+    private final AtomicInteger pending = new AtomicInteger();
+    /**
+     * Rank 0: when the last connection was closed at accept (too many pending), {@link System#nanoTime()}; a burst
+     * ends after {@value #BURST_GAP_MILLIS} ms without one, and each burst is said once.
+     */
+    private long lastClosedAtAccept;
+    private boolean closingAtAccept;
+    /** The quiet that ends a burst of connections closed at accept. */
+    static final long BURST_GAP_MILLIS = 10_000;
+    /** Rank 0: by launch rank, the address each rank said hello from. */
+    private final Map<Integer, InetAddress> joinedFrom = new ConcurrentHashMap<>();
+    /** Rank 0 refused this rank, or this rank refused rank 0 (the secret): retrying cannot help. */
+    private volatile String refusal;
     /** By launch rank. */
     private final Map<Integer, Lost> lost = new ConcurrentHashMap<>();
     /** By launch rank: every rank that said hello. */
@@ -116,13 +169,34 @@ final class Liveness implements AutoCloseable {
     private volatile java.util.function.Consumer<String> onNews;
     /** How long a departed rank's connection stays open for the cause that may follow. */
     static final long LINGER_MILLIS = 2000;
-    /** The longest line read from a peer (a cause is cut to {@value #CAUSE_CHARS} characters). */
+    /** The longest line a rank reads from rank 0 (a cause is cut to {@value #CAUSE_CHARS} characters). */
     static final int MAX_LINE = 16 * 1024;
+    /** The longest line rank 0 reads from a rank, but for {@code OPS}. */
+    static final int MAX_RANK_LINE = 4 * 1024;
+    /** The longest {@code OPS} line: {@link Agreement#WINDOW} shapes of at most 70 characters each. */
+    static final int MAX_OPS_LINE = 128 + Agreement.WINDOW * 72;
+    /** The longest line before the hello ({@code CHALLENGE}, {@code AUTH}, {@code OK}, {@code HELLO}). */
+    static final int MAX_EARLY_LINE = 512;
+    /** How long a new connection has to authenticate and say hello. */
+    static final long HELLO_MILLIS = 5000;
+    /** The most connections at once that have not said hello; further ones are closed at accept. */
+    static final int MAX_PENDING = 64;
+    /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of its host. */
+    static final String BIND_VARIABLE = "NCCL4J_LIVENESS_BIND";
+    /** What the proofs of the channel's challenge and response are bound to. */
+    static final String PURPOSE = "liveness";
+    private static final AtomicBoolean SAID_UNAUTHENTICATED = new AtomicBoolean();
     /** The longest cause sent. */
     static final int CAUSE_CHARS = 400;
 
-    private Liveness(int rank, Duration timeout) {
+    private Liveness(int rank, Duration timeout, JobSecret secret) {
         this.rank = rank;
+        this.secret = secret;
+        if (secret == null && SAID_UNAUTHENTICATED.compareAndSet(false, true)) {
+            LOG.info("nccl4j liveness: the liveness channel is unauthenticated: {} is not set, so any process that "
+                    + "reaches rank 0's port can open it (scripts/nccl4j-run sets a random one; under mpirun or Slurm "
+                    + "export the same random value to every rank)", JobSecret.VARIABLE);
+        }
         this.timeoutMillis = (int) Math.max(2 * PING_MILLIS, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
     }
 
@@ -140,25 +214,115 @@ final class Liveness implements AutoCloseable {
         return d;
     }
 
-    /** Rank 0's side: listens on {@code port}; call before the communicator is made, so that it is up for all. */
+    /**
+     * Rank 0's side: listens on {@code port} (every address), with the secret of the environment and no bound on the
+     * ranks claimed (for tests); call before the communicator is made, so that it is up for all.
+     */
     static Liveness serve(int port) throws IOException {
         return serve(port, configuredTimeout());
     }
 
     static Liveness serve(int port, Duration timeout) throws IOException {
-        Liveness l = new Liveness(0, timeout);
+        return serve(port, timeout, Integer.MAX_VALUE, JobSecret.fromEnvironment(), null);
+    }
+
+    /**
+     * Rank 0's side as {@link Communicator#fromEnvironment} opens it: ranks in [0, {@code worldSize}), the secret of
+     * the environment, listening where {@link #bindAddress} says for {@code masterHost}.
+     */
+    static Liveness serve(int port, String masterHost, int worldSize) throws IOException {
+        return serve(port, configuredTimeout(), worldSize, JobSecret.fromEnvironment(),
+                bindAddress(masterHost, ProcessEnvironment.liveOrJvmCopy().get(BIND_VARIABLE), port));
+    }
+
+    /**
+     * Rank 0's side: listens on {@code bind} (null: every address) at {@code port}; ranks claimed must be in
+     * [0, {@code worldSize}); with {@code secret} (null: none) every connection is authenticated first.
+     */
+    static Liveness serve(int port, Duration timeout, int worldSize, JobSecret secret, InetAddress bind)
+            throws IOException {
+        Liveness l = new Liveness(0, timeout, secret);
+        l.size = worldSize;
         l.agreement = new Agreement(l::sendToRank, text -> l.broadcast("MISMATCH " + text + "\n"));
         l.server = new ServerSocket();
         l.server.setReuseAddress(true);
-        l.server.bind(new InetSocketAddress(port));
+        l.server.bind(new InetSocketAddress(bind, port));
         daemon(l::accept, "nccl4j-liveness-server");
         daemon(l::pingLoop, "nccl4j-liveness-ping");
         return l;
     }
 
-    /** Every rank (rank 0 too): connects to rank 0 at {@code host:port} and says hello; waits for the connection. */
+    /**
+     * Where rank 0 listens: {@code NCCL4J_LIVENESS_BIND} ({@code any}: every address; else that address), else
+     * {@code MASTER_ADDR}'s address when it is one of this host's (and not a loopback address that only stands for
+     * the host's name, which other hosts cannot reach), else every address, said at INFO.
+     *
+     * @return the address, or null for every address
+     * @throws IOException when the variable names no address of this host
+     */
+    static InetAddress bindAddress(String masterHost, String override, int port) throws IOException {
+        if (override != null && !override.isBlank()) {
+            if (override.strip().equalsIgnoreCase("any")) {
+                return null;
+            }
+            InetAddress a;
+            try {
+                a = InetAddress.getByName(override.strip());
+            } catch (java.net.UnknownHostException e) {
+                throw new IOException(BIND_VARIABLE + "=" + override + " is not an address: use any, or an address "
+                        + "of rank 0's host", e);
+            }
+            if (!local(a)) {
+                throw new IOException(BIND_VARIABLE + "=" + override + " is not an address of this host: use any, or "
+                        + "an address of rank 0's host");
+            }
+            return a;
+        }
+        if (masterHost == null || masterHost.isBlank()) {
+            return null;
+        }
+        String why;
+        try {
+            InetAddress a = InetAddress.getByName(masterHost.strip());
+            boolean loopbackName = masterHost.strip().equalsIgnoreCase("localhost")
+                    || masterHost.strip().equals(a.getHostAddress()) || masterHost.strip().startsWith("[");
+            if (a.isAnyLocalAddress()) {
+                return null;
+            }
+            if (a.isLoopbackAddress() && !loopbackName) {
+                why = "it resolves to " + a.getHostAddress() + " here, a loopback address other hosts cannot reach";
+            } else if (local(a)) {
+                return a;
+            } else {
+                why = "its address " + a.getHostAddress() + " is not one of this host's";
+            }
+        } catch (java.net.UnknownHostException e) {
+            why = "it does not resolve here";
+        }
+        LOG.info("nccl4j liveness: rank 0 listens on every address at port {}, not MASTER_ADDR={}: {}; set "
+                + "{}=<address> to choose one", port, masterHost.strip(), why, BIND_VARIABLE);
+        return null;
+    }
+
+    private static boolean local(InetAddress a) {
+        try {
+            return a.isLoopbackAddress() || NetworkInterface.getByInetAddress(a) != null;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Every rank (rank 0 too): connects to rank 0 at {@code host:port} and says hello; waits for the connection. The
+     * secret is rank 0's own (when served), else the environment's.
+     */
     static Liveness join(Liveness served, int rank, String host, int port) throws IOException {
-        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout());
+        return join(served, rank, host, port, served != null ? served.secret : JobSecret.fromEnvironment());
+    }
+
+    /** As {@link #join(Liveness, int, String, int)} with {@code secret} (null: none); for tests. */
+    static Liveness join(Liveness served, int rank, String host, int port, JobSecret secret) throws IOException {
+        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout(), secret);
         l.connect(host, port, 10_000);
         if (served == null) {
             daemon(l::pingLoop, "nccl4j-liveness-ping-" + rank);
@@ -168,10 +332,17 @@ final class Liveness implements AutoCloseable {
 
     /**
      * Every rank: connects in the background, retrying until {@code deadlineNanos} ({@link System#nanoTime()}), so that
-     * making the communicator need not wait for rank 0's channel; {@link #connected()} tells when it is up.
+     * making the communicator need not wait for rank 0's channel; {@link #connected()} tells when it is up. A refusal
+     * for the secret (one side has none, or they differ) ends the tries: {@link #awaitArrivals} throws it.
      */
     static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos) {
-        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout());
+        return joinLater(served, rank, host, port, deadlineNanos, served != null ? served.secret
+                : JobSecret.fromEnvironment());
+    }
+
+    /** As {@link #joinLater(Liveness, int, String, int, long)} with {@code secret} (null: none); for tests. */
+    static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos, JobSecret secret) {
+        Liveness l = served != null ? served : new Liveness(rank, configuredTimeout(), secret);
         daemon(() -> {
             long backoff = 20;
             IOException last = null;
@@ -179,6 +350,11 @@ final class Liveness implements AutoCloseable {
                 try {
                     int left = (int) Math.max(1, Math.min(5_000, (deadlineNanos - System.nanoTime()) / 1_000_000));
                     l.connect(host, port, left);
+                    return;
+                } catch (Refused e) {
+                    l.refusal = e.getMessage();
+                    l.failedToConnect = e.getMessage();
+                    LOG.error("nccl4j liveness: {}", e.getMessage());
                     return;
                 } catch (IOException e) {
                     last = e;
@@ -197,20 +373,85 @@ final class Liveness implements AutoCloseable {
         return l;
     }
 
+    /** A refusal: a line or a connection that is not accepted; on a rank's side, one that retrying cannot mend. */
+    static final class Refused extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Connects, authenticates when there is a secret ({@code CHALLENGE}, {@code AUTH}, {@code OK}), says hello and
+     * reads rank 0's welcome; then reads rank 0's lines on a thread of its own.
+     */
     private void connect(String host, int port, int timeoutMillis) throws IOException {
         Socket s = new Socket();
+        String where = "rank 0's liveness channel at " + host + ":" + port;
+        String first;
+        LineReader in;
         try {
             s.connect(new InetSocketAddress(host, port), timeoutMillis);
             s.setTcpNoDelay(true);
-            s.setSoTimeout(this.timeoutMillis);
+            in = new LineReader(s, MAX_LINE);
+            long deadline = System.nanoTime() + helloMillis * 1_000_000L;
+            if (secret != null) {
+                // before rank 0's own deadline: a rank 0 without the secret waits for a hello, and its closing the
+                // connection must not be taken for a refusal worth retrying
+                String challenge = quietly(in, System.nanoTime() + helloMillis * 800_000L);
+                if (challenge == null || !challenge.startsWith("CHALLENGE ")) {
+                    String got = challenge == null ? (in.ended() ? "it closed the connection" : "nothing within "
+                            + helloMillis * 4 / 5 + " ms") : "'" + printable(challenge, 60) + "'";
+                    String text = where + " sent no CHALLENGE (" + got + "): rank " + rank + " has "
+                            + JobSecret.VARIABLE + " but rank 0 seems to run without it (or refused this connection); "
+                            + "give every rank the same " + JobSecret.VARIABLE + ", or none";
+                    throw in.ended() ? new IOException(text) : new Refused(text);
+                }
+                String serverNonce = challenge.substring("CHALLENGE ".length());
+                String clientNonce = JobSecret.nonce();
+                write(s, "AUTH " + clientNonce + " " + secret.prove(PURPOSE, serverNonce, clientNonce, "client")
+                        + "\n");
+                String ok = quietly(in, deadline);
+                if (ok == null) {
+                    throw new Refused(where + " refused rank " + rank + "'s proof: its " + JobSecret.VARIABLE
+                            + " differs from this rank's (every rank of the job needs the same one)");
+                }
+                if (!ok.startsWith("OK ") || !secret.verify(PURPOSE, serverNonce, clientNonce, "server",
+                        ok.substring(3))) {
+                    throw new Refused(where + " could not prove it holds " + JobSecret.VARIABLE + ": it is not this "
+                            + "job's rank 0, or its secret differs; rank " + rank + " does not join it");
+                }
+            }
             write(s, "HELLO " + rank + " " + org.nccl4j.trace.TraceDump.localHost().replace(' ', '_') + " "
                     + ProcessHandle.current().pid() + "\n");
+            first = quietly(in, deadline);
+            if (first != null && first.startsWith("CHALLENGE ")) {
+                throw new Refused(where + " asks for the job's secret, but rank " + rank + " has no "
+                        + JobSecret.VARIABLE + ": give every rank the same " + JobSecret.VARIABLE + " (or "
+                        + JobSecret.FILE_VARIABLE + ")");
+            }
+            if (first == null) {
+                throw new IOException(where + " did not welcome rank " + rank + " (it refused its hello: see rank 0's "
+                        + "log)");
+            }
+            s.setSoTimeout(this.timeoutMillis);
         } catch (IOException e) {
             closeQuietly(s);
             throw e;
         }
         toServer = s;
-        daemon(() -> listen(s), "nccl4j-liveness-" + rank);
+        fromServer(s, first);
+        daemon(() -> listen(s, in), "nccl4j-liveness-" + rank);
+    }
+
+    /** A line before {@code deadline}, or null when the connection ends or the deadline passes first. */
+    private static String quietly(LineReader in, long deadline) throws IOException {
+        try {
+            return in.readLine(MAX_LINE, deadline);
+        } catch (SocketTimeoutException e) {
+            return null;
+        }
     }
 
     /** How long a rank tries to reach rank 0's channel when the rendezvous has shown that rank 0 is alive. */
@@ -223,10 +464,15 @@ final class Liveness implements AutoCloseable {
      * leaving a lost rank to NCCL's error and the watchdog.
      *
      * @return false when the deadline passed first
+     * @throws IllegalStateException when rank 0 and this rank do not agree on the secret (naming NCCL4J_JOB_SECRET)
      */
     boolean awaitArrivals(int worldSize, long deadlineNanos, boolean mustReach) {
         long start = System.nanoTime();
         while (true) {
+            if (refusal != null) {
+                close();
+                throw new IllegalStateException(refusal);
+            }
             if (roster.size() >= worldSize) {
                 return true;
             }
@@ -242,6 +488,12 @@ final class Liveness implements AutoCloseable {
             }
             java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
         }
+    }
+
+    /** For tests: how long a new connection has to authenticate and say hello (both sides). */
+    Liveness helloDeadline(Duration d) {
+        helloMillis = Math.max(1, d.toMillis());
+        return this;
     }
 
     /** @return whether this rank's connection to rank 0 is up */
@@ -346,54 +598,108 @@ final class Liveness implements AutoCloseable {
 
     private void accept() {
         while (!closing) {
+            Socket s;
             try {
-                Socket s = server.accept();
-                s.setTcpNoDelay(true);
-                s.setSoTimeout(timeoutMillis);
-                peers.add(s);
-                daemon(() -> serveOne(s), "nccl4j-liveness-peer");
+                s = server.accept();
             } catch (IOException e) {
                 if (!closing) {
                     LOG.warn("nccl4j liveness: rank 0 stopped accepting: {}", e.toString());
                 }
                 return;
             }
+            if (pending.get() >= MAX_PENDING) {   // at most MAX_PENDING threads wait for a hello
+                closeQuietly(s);
+                long now = System.nanoTime();
+                boolean newBurst = !closingAtAccept || now - lastClosedAtAccept > BURST_GAP_MILLIS * 1_000_000L;
+                closingAtAccept = true;
+                lastClosedAtAccept = now;
+                if (newBurst) {
+                    LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
+                            + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
+                            + "goes on", MAX_PENDING, helloMillis, remote(s));
+                }
+                continue;
+            }
+            pending.incrementAndGet();
+            try {
+                s.setTcpNoDelay(true);
+                daemon(() -> serveOne(s), "nccl4j-liveness-peer");
+            } catch (IOException | RuntimeException | Error e) {
+                pending.decrementAndGet();
+                closeQuietly(s);
+                if (e instanceof Error) {
+                    throw (Error) e;
+                }
+            }
         }
     }
 
-    /** Rank 0: reads one rank's lines until its connection ends; tells the others when it ends without BYE. */
+    private static String remote(Socket s) {
+        java.net.SocketAddress a = s.getRemoteSocketAddress();
+        return a instanceof InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort()
+                : String.valueOf(a);
+    }
+
+    /**
+     * Rank 0: authenticates a connection and reads its hello ({@link #greet}), then reads that rank's lines until its
+     * connection ends; tells the others when it ends without BYE. A connection refused (its proof, its claims or a line
+     * a rank may not send) is closed, said once at WARN with its address, and is no loss.
+     */
     private void serveOne(Socket s) {
         boolean bye = false;
         String[] hello = null;
         int who = -1;
+        boolean early = true;
+        String refused = null;
         String why = "its connection ended without a goodbye";
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
-                StandardCharsets.UTF_8))) {
+        try {
+            LineReader in = new LineReader(s, MAX_OPS_LINE);
+            hello = greet(s, in, System.nanoTime() + helloMillis * 1_000_000L);
+            who = Integer.parseInt(hello[1]);
+            early = false;
+            pending.decrementAndGet();
+            s.setSoTimeout(timeoutMillis);
             String line;
-            while ((line = readLine(in)) != null) {
-                if (line.startsWith("HELLO ")) {
-                    hello = line.split(" ");
-                    who = welcome(s, hello);
-                } else if (line.equals("BYE")) {
+            while ((line = in.readLine(MAX_OPS_LINE, 0)) != null) {
+                if (line.length() > MAX_RANK_LINE && !line.startsWith("OPS ")) {
+                    throw new Refused("rank " + who + "'s connection sent a line longer than " + MAX_RANK_LINE
+                            + " bytes");
+                }
+                if (line.equals("BYE")) {
                     bye = true;
-                } else if (who >= 0) {
+                } else {
                     bye |= served(who, hello, line);
                 }
             }
+        } catch (Refused e) {
+            refused = e.getMessage();
         } catch (SocketTimeoutException e) {
-            why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the process is stopped or its host "
-                    + "is unreachable)";
+            if (early) {
+                refused = "it did not authenticate and say hello within " + helloMillis + " ms";
+            } else {
+                why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the process is stopped or its "
+                        + "host is unreachable)";
+            }
         } catch (IOException e) {
             // the connection broke: the rank is gone unless it said goodbye
         }
+        if (early) {
+            pending.decrementAndGet();
+        }
         peers.remove(s);
         closeQuietly(s);
-        if (who >= 0) {
+        if (who >= 0 && rankOfSocket.remove(s, who)) {
             online.remove(who, s);
             closingAt.remove(who);
             agreement.left(who);
         }
-        if (bye || closing || hello == null || hello.length < 4) {
+        if (refused != null) {
+            if (!closing) {
+                LOG.warn("nccl4j liveness: refused the connection from {}: {}; the job goes on", remote(s), refused);
+            }
+            return;
+        }
+        if (bye || closing || hello == null) {
             return;
         }
         LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {}", hello[1], hello[2], hello[3], why);
@@ -403,10 +709,87 @@ final class Liveness implements AutoCloseable {
     }
 
     /**
+     * Rank 0: a new connection's challenge and response (with a secret) and hello, before {@code deadline}; its
+     * claims are checked and, when they hold, the rank is welcomed.
+     *
+     * @return its hello's fields
+     * @throws Refused when it is refused, with why
+     * @throws IOException when the connection ends, or the deadline passes
+     */
+    private String[] greet(Socket s, LineReader in, long deadline) throws IOException {
+        if (secret != null) {
+            String serverNonce = JobSecret.nonce();
+            write(s, "CHALLENGE " + serverNonce + "\n");
+            String auth = early(in, deadline);
+            String[] a = auth.split(" ", -1);
+            if (!a[0].equals("AUTH")) {
+                throw new Refused("it did not authenticate (sent '" + printable(auth, 60) + "' where AUTH was due): "
+                        + "every rank needs this job's " + JobSecret.VARIABLE);
+            }
+            if (a.length != 3 || !hex(a[1]) || !hex(a[2])
+                    || !secret.verify(PURPOSE, serverNonce, a[1], "client", a[2])) {
+                throw new Refused("its AUTH proof is wrong (not this job's " + JobSecret.VARIABLE
+                        + ", or an answer to another challenge)");
+            }
+            write(s, "OK " + secret.prove(PURPOSE, serverNonce, a[1], "server") + "\n");
+        }
+        String line = early(in, deadline);
+        if (line.startsWith("AUTH ") && secret == null) {
+            throw new Refused("it sent AUTH, but rank 0 has no " + JobSecret.VARIABLE + ": give every rank the same "
+                    + JobSecret.VARIABLE + ", or none");
+        }
+        if (!line.startsWith("HELLO ")) {
+            throw new Refused("it sent '" + printable(line, 60) + "' before its hello");
+        }
+        String[] hello = line.split(" ", -1);
+        int who;
+        try {
+            who = Integer.parseInt(hello[1]);
+            if (hello.length != 4 || hello[2].isEmpty() || !hello[2].chars().allMatch(c -> c > ' ' && c < 127)) {
+                throw new NumberFormatException();
+            }
+            Long.parseLong(hello[3]);
+        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+            throw new Refused("its hello is malformed: '" + printable(line, 80) + "'");
+        }
+        if (who < 0 || who >= size) {
+            throw new Refused("it claims rank " + who + ", outside this job's ranks 0.." + (size - 1));
+        }
+        welcome(s, hello, who);
+        return hello;
+    }
+
+    /** Rank 0: a line before the hello; the end of the connection or the deadline is a refusal. */
+    private String early(LineReader in, long deadline) throws IOException {
+        String line = in.readLine(MAX_EARLY_LINE, deadline);
+        if (line == null) {
+            throw new Refused("it closed the connection before its hello");
+        }
+        return line;
+    }
+
+    private static boolean hex(String s) {
+        return s.length() == 2 * JobSecret.NONCE_BYTES && s.chars().allMatch(c -> c >= '0' && c <= '9'
+                || c >= 'a' && c <= 'f');
+    }
+
+    /** At most {@code max} characters of {@code text} for a log line, anything unprintable as {@code ?}. */
+    static String printable(String text, int max) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < text.length() && i < max; i++) {
+            char c = text.charAt(i);
+            sb.append(c >= ' ' && c < 127 ? c : '?');
+        }
+        return text.length() > max ? sb.append("...").toString() : sb.toString();
+    }
+
+    /**
      * Rank 0: one line of rank {@code who} after its hello. Returns true for a departure (the end of the connection is
      * then no loss).
+     *
+     * @throws Refused for a line a rank may not send
      */
-    private boolean served(int who, String[] hello, String line) {
+    private boolean served(int who, String[] hello, String line) throws Refused {
         String[] f = line.split(" ", 2);
         String rest = f.length > 1 ? f[1] : "";
         try {
@@ -437,11 +820,15 @@ final class Liveness implements AutoCloseable {
                 case "CAUSE":
                     broadcast("CAUSED " + who + " " + rest + "\n");
                     return false;
+                case "HELLO":
+                    throw new Refused("a second HELLO on the connection of rank " + who + " ('"
+                            + printable(line, 60) + "')");
                 default:
-                    return false;
+                    throw new Refused("rank " + who + "'s connection sent '" + printable(line, 60) + "', a line a "
+                            + "rank may not send");
             }
         } catch (RuntimeException e) {
-            LOG.warn("nccl4j liveness: a line from rank {} it cannot read: {}", who, cut(line, 200));
+            LOG.warn("nccl4j liveness: a line from rank {} it cannot read: {}", who, printable(line, 200));
             return false;
         }
     }
@@ -511,35 +898,26 @@ final class Liveness implements AutoCloseable {
         }
     }
 
-    /** Reads a line of at most {@value #MAX_LINE} characters; a longer one ends the connection. */
-    private static String readLine(BufferedReader in) throws IOException {
-        StringBuilder sb = new StringBuilder();
-        int c;
-        while ((c = in.read()) >= 0) {
-            if (c == '\n') {
-                return sb.toString();
-            }
-            if (sb.length() >= MAX_LINE) {
-                throw new IOException("a line longer than " + MAX_LINE + " characters");
-            }
-            sb.append((char) c);
-        }
-        return sb.length() == 0 ? null : sb.toString();
-    }
-
-    /** Rank 0: a newcomer gets the roster so far; everyone gets the newcomer. */
-    private int welcome(Socket s, String[] hello) {
-        if (hello.length < 4) {
-            return -1;
-        }
-        int who;
-        try {
-            who = Integer.parseInt(hello[1]);
-        } catch (NumberFormatException e) {
-            return -1;
-        }
+    /**
+     * Rank 0: checks a hello's claim (a rank connected already, or one that joined from another address, is refused);
+     * then a newcomer gets the roster so far and everyone gets the newcomer.
+     */
+    private void welcome(Socket s, String[] hello, int who) throws Refused {
+        InetAddress from = s.getInetAddress();
         StringBuilder earlier = new StringBuilder();
         synchronized (roster) {
+            for (Map.Entry<Socket, Integer> e : rankOfSocket.entrySet()) {
+                if (e.getValue() == who) {
+                    throw new Refused("it claims rank " + who + ", which is connected already (from "
+                            + remote(e.getKey()) + ")");
+                }
+            }
+            InetAddress before = joinedFrom.get(who);
+            if (before != null && !before.equals(from)) {
+                throw new Refused("it claims rank " + who + ", which joined from " + before.getHostAddress());
+            }
+            joinedFrom.put(who, from);
+            rankOfSocket.put(s, who);
             joined(hello);
             for (Lost m : roster.values()) {
                 earlier.append("JOINED ").append(m.rank()).append(' ').append(m.host()).append(' ').append(m.pid())
@@ -552,18 +930,15 @@ final class Liveness implements AutoCloseable {
             }
             String line = "JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
             for (Socket p : peers) {
-                if (p != s) {
-                    try {
-                        write(p, line);
-                    } catch (IOException e) {
-                        // that one is going; its own reader reports it
-                    }
+                try {
+                    write(p, line);
+                } catch (IOException e) {
+                    // that one is going; its own reader reports it
                 }
             }
+            peers.add(s);
+            online.put(who, s);
         }
-        online.put(who, s);
-        rankOfSocket.put(s, who);
-        return who;
     }
 
     private void broadcast(String message) {
@@ -577,22 +952,12 @@ final class Liveness implements AutoCloseable {
     }
 
     /** Every rank: reads rank 0's lines; the end of the connection, or its silence, means rank 0 is gone. */
-    private void listen(Socket s) {
+    private void listen(Socket s, LineReader in) {
         String why = "its connection ended";
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(),
-                StandardCharsets.UTF_8))) {
+        try {
             String line;
-            while ((line = readLine(in)) != null) {
-                if (line.startsWith("LOST ")) {
-                    lost(line.split(" "));
-                    news("rank " + line.split(" ")[1] + " is lost");
-                } else if (line.startsWith("JOINED ")) {
-                    joined(line.split(" "));
-                } else if (line.equals("LEFT 0")) {
-                    serverLeft = true;
-                } else if (!line.equals("PING")) {
-                    heard(s, line);
-                }
+            while ((line = in.readLine(MAX_LINE, 0)) != null) {
+                fromServer(s, line);
             }
         } catch (SocketTimeoutException e) {
             why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: stopped, or its host unreachable)";
@@ -606,6 +971,20 @@ final class Liveness implements AutoCloseable {
             LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
                     known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
             news("rank 0 is lost");
+        }
+    }
+
+    /** Every rank: one line of rank 0's; a line it does not expect (a rank's, or the handshake's) is ignored. */
+    private void fromServer(Socket s, String line) {
+        if (line.startsWith("LOST ")) {
+            lost(line.split(" "));
+            news("rank " + line.split(" ")[1] + " is lost");
+        } else if (line.startsWith("JOINED ")) {
+            joined(line.split(" "));
+        } else if (line.equals("LEFT 0")) {
+            serverLeft = true;
+        } else if (!line.equals("PING")) {
+            heard(s, line);
         }
     }
 
@@ -1002,6 +1381,71 @@ final class Liveness implements AutoCloseable {
             for (Socket p : peers) {
                 closeQuietly(p);
             }
+        }
+    }
+
+    /**
+     * Reads lines from a socket without holding more than a bounded number of bytes: a line longer than asked ends the
+     * reading ({@link Refused}); with a deadline, the reads of one line stop when it passes (a peer that trickles bytes
+     * cannot hold the connection longer).
+     */
+    static final class LineReader {
+        private final Socket socket;
+        private final InputStream in;
+        private final byte[] buffer = new byte[4096];
+        private final byte[] line;
+        private int pos;
+        private int end;
+        private boolean ended;
+
+        LineReader(Socket socket, int longest) throws IOException {
+            this.socket = socket;
+            this.in = socket.getInputStream();
+            this.line = new byte[longest];
+        }
+
+        /**
+         * The next line (UTF-8, without its newline), or null at the end of the stream (a line cut by the end is
+         * dropped).
+         *
+         * @param max the most bytes of the line, at most the reader's longest
+         * @param deadlineNanos when to give up ({@link System#nanoTime()}), or 0 for the socket's own timeout
+         * @throws Refused for a longer line
+         * @throws SocketTimeoutException when the deadline or the socket's timeout passes first
+         */
+        String readLine(int max, long deadlineNanos) throws IOException {
+            int n = 0;
+            while (true) {
+                if (pos == end) {
+                    if (deadlineNanos != 0) {
+                        long left = (deadlineNanos - System.nanoTime()) / 1_000_000L;
+                        if (left <= 0) {
+                            throw new SocketTimeoutException("the deadline passed");
+                        }
+                        socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+                    }
+                    int r = in.read(buffer, 0, buffer.length);
+                    if (r < 0) {
+                        ended = true;
+                        return null;
+                    }
+                    pos = 0;
+                    end = r;
+                }
+                byte b = buffer[pos++];
+                if (b == '\n') {
+                    return new String(line, 0, n, StandardCharsets.UTF_8);
+                }
+                if (n >= Math.min(max, line.length)) {
+                    throw new Refused("it sent a line longer than " + Math.min(max, line.length) + " bytes");
+                }
+                line[n++] = b;
+            }
+        }
+
+        /** @return whether the stream ended */
+        boolean ended() {
+            return ended;
         }
     }
 }

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.jni.StubNccl;
+import org.nccl4j.launch.JobSecret;
 
 /**
  * How a process ends reaches its peers: a child JVM ({@link #main}) is rank 1 of a liveness channel served here (rank 0,
@@ -51,6 +52,10 @@ class FarewellTest {
                 .redirectErrorStream(true).redirectOutput(dir.resolve("out.txt").toFile());
         pb.environment().put("NCCL_STUB_LOG", dir.resolve("stub.log").toString());
         pb.environment().put("NCCL4J_TRACE_DIR", dir.toString());
+        String secret = org.nccl4j.launch.ProcessEnvironment.liveOrJvmCopy().get(JobSecret.VARIABLE);
+        if (secret != null) {   // the child is a rank of this job: it has its secret (set here after the JVM began too)
+            pb.environment().put(JobSecret.VARIABLE, secret);
+        }
         return pb.start();
     }
 
