@@ -50,13 +50,22 @@ import org.slf4j.LoggerFactory;
  *     checks that {@code NCCL_COMM_ID} is set in the live process environment and well-formed, then calls the
  *     supplier.</li>
  * <li>{@link Route#TCP}: rank 0 listens on the rendezvous port (normally {@code MASTER_PORT}); the other ranks
- *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. Rank 0 checks each peer's rank and
- *     world size and, when a token is configured ({@link Builder#token} or {@code NCCL4J_RENDEZVOUS_TOKEN}), that
- *     the peer knows it (by HMAC over a fresh nonce; the token is never sent). Once all {@code worldSize - 1}
- *     peers have arrived, rank 0 stops listening, calls the supplier and sends the id to each. A connection with a
- *     wrong token or a malformed or oversized message is refused and rank 0 keeps waiting (it may be a stranger); a
- *     peer with a different world size, a rank out of range or a rank already taken ends the rendezvous on every
- *     rank with an error naming the values. See {@code RendezvousWire} for the format. A connection that is
+ *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. When the job has a secret
+ *     ({@link JobSecret}: {@code NCCL4J_JOB_SECRET} or {@code NCCL4J_JOB_SECRET_FILE}, or {@link Builder#jobSecret}),
+ *     every connection is authenticated both ways before anything else (HMAC challenge-response with nonces from
+ *     both sides): rank 0 sends the id only to peers that proved the secret, and a peer takes an id only from a
+ *     rank 0 that proved it. A side with a secret refuses one without (the peer fails naming
+ *     {@code NCCL4J_JOB_SECRET}); with none on either side, the rendezvous is unauthenticated (said once at INFO).
+ *     Rank 0 then checks each peer's rank and world size and, when a token is configured ({@link Builder#token} or
+ *     {@code NCCL4J_RENDEZVOUS_TOKEN}), that the peer knows it (by HMAC over a fresh nonce; the token is never
+ *     sent). Once all {@code worldSize - 1} peers have arrived, rank 0 stops listening, calls the supplier and sends
+ *     the id to each. A connection with a wrong or missing proof, a wrong token, a malformed or oversized message, a
+ *     rank out of range, rank 0's rank, a rank already taken or a second HELLO is refused (one WARN line with its
+ *     address; rank 0's time-out lists it) and rank 0 keeps waiting (it may be a stranger); a peer with a different
+ *     world size ends the rendezvous on every rank with an error naming the values. Rank 0 listens on
+ *     {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at INFO);
+ *     {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the format.
+ *     A connection that is
  *     refused, or that ends or is reset before rank 0's CHALLENGE frame, is retried like a refused one until the
  *     timeout: it did not reach rank 0 of this rendezvous but, say, the server of the previous rendezvous on the
  *     same port, closing with the connection still in its backlog. After the CHALLENGE, a lost connection or an
@@ -134,6 +143,21 @@ public final class Rendezvous {
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
+    /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of this host. */
+    public static final String BIND_VARIABLE = "NCCL4J_RENDEZVOUS_BIND";
+
+    /** Whether this process said that its rendezvous is unauthenticated (said once). */
+    private static final java.util.concurrent.atomic.AtomicBoolean SAID_UNAUTHENTICATED =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    private static void sayUnauthenticated() {
+        if (SAID_UNAUTHENTICATED.compareAndSet(false, true)) {
+            LOG.info("the TCP rendezvous is unauthenticated: no job secret is set; set the same {} (or {}) on every"
+                    + " rank so that only the job's ranks can join and only the job's rank 0 can hand out the id",
+                    JobSecret.VARIABLE, JobSecret.FILE_VARIABLE);
+        }
+    }
+
     private final Route route;
     private final int rank;
     private final int worldSize;
@@ -142,6 +166,8 @@ public final class Rendezvous {
     private final InetAddress bindAddress;
     private final Consumer<InetSocketAddress> onListening;
     private final String token;
+    private final JobSecret secret;
+    private final String bindSetting;
     private final Path file;
     private final String runId;
     private final Duration timeout;
@@ -159,6 +185,8 @@ public final class Rendezvous {
         this.bindAddress = bindAddress;
         this.onListening = b.onListening;
         this.token = token;
+        this.secret = b.secret;
+        this.bindSetting = b.bindSetting;
         this.file = b.file;
         this.runId = runId;
         this.timeout = b.timeout;
@@ -332,7 +360,13 @@ public final class Rendezvous {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
-            InetSocketAddress bind = new InetSocketAddress(bindAddress, port);
+            List<String> why = new ArrayList<>();
+            InetAddress where = bindAddress != null ? bindAddress : bindFor(host, bindSetting, why);
+            why.forEach(LOG::info);
+            if (secret == null) {
+                sayUnauthenticated();
+            }
+            InetSocketAddress bind = new InetSocketAddress(where, port);
             try {
                 server.bind(bind, Math.max(50, worldSize));
             } catch (IOException e) {
@@ -357,6 +391,9 @@ public final class Rendezvous {
                     throw timeoutOnServer(peers, refused);
                 }
                 admit(s, deadline, peers, refused);
+                if (peers.size() == worldSize - 1) {
+                    dropChatty(peers, refused);
+                }
             }
             // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
             // rendezvous on this port; were this socket still open, the kernel could complete that connection's
@@ -405,10 +442,23 @@ public final class Rendezvous {
             OutputStream out = s.getOutputStream();
             byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
             RANDOM.nextBytes(nonce);
-            RendezvousWire.write(out, RendezvousWire.CHALLENGE, nonce);
+            RendezvousWire.write(out, secret != null ? RendezvousWire.AUTH_CHALLENGE : RendezvousWire.CHALLENGE,
+                    nonce);
             RendezvousWire.Hello hello;
             try {
                 RendezvousWire.Frame f = RendezvousWire.read(in);
+                if (secret != null) {
+                    String problem = authenticate(f, nonce, out);
+                    if (problem != null) {
+                        refuse(s, from, problem, refused);
+                        return;
+                    }
+                    f = RendezvousWire.read(in);
+                } else if (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR) {
+                    refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
+                            + JobSecret.VARIABLE + " on every rank, or on none", refused);
+                    return;
+                }
                 if (f.type != RendezvousWire.HELLO) {
                     throw new RendezvousWire.ProtocolException("malformed exchange: expected a HELLO frame, got "
                             + RendezvousWire.typeName(f.type));
@@ -443,18 +493,26 @@ public final class Rendezvous {
                 return;
             }
             String fatal = null;
+            String claim = null;
             if (hello.worldSize != worldSize) {
                 fatal = "world size mismatch: " + who + " has world size " + hello.worldSize + " but rank 0 has "
                         + worldSize + "; start every rank with the same world size";
             } else if (hello.rank == 0) {
-                fatal = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
+                claim = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
                         + " Check each process's rank";
             } else if (hello.rank < 0 || hello.rank >= worldSize) {
-                fatal = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
+                claim = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
                         + (worldSize - 1);
             } else if (peers.containsKey(hello.rank)) {
-                fatal = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
+                claim = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
                         + peers.get(hello.rank).getRemoteSocketAddress() + "; two processes were given the same rank";
+            } else if (in.available() > 0) {
+                claim = "second HELLO: " + who + " sent more after its HELLO; one HELLO per connection";
+            }
+            if (claim != null) {
+                // refused, not fatal: a stranger (or a stray process) must not end the job's rendezvous
+                refuse(s, from, claim, refused);
+                return;
             }
             if (fatal != null) {
                 sendError(s, fatal);
@@ -472,6 +530,101 @@ public final class Rendezvous {
                 closeQuietly(s);
             }
         }
+    }
+
+    /**
+     * Checks the peer's AUTH (its answer to the AUTH_CHALLENGE) and, when it proves the job's secret, sends rank 0's
+     * own proof. Returns null when the peer is authenticated, else why it is refused.
+     */
+    private String authenticate(RendezvousWire.Frame f, byte[] nonce, OutputStream out) throws IOException {
+        String fix = "set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") on every rank";
+        if (f.type == RendezvousWire.ERROR || f.type == RendezvousWire.HELLO) {
+            return "no proof of the job's secret: the peer has no " + JobSecret.VARIABLE + " (or runs an older"
+                    + " nccl4j); " + fix;
+        }
+        if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
+            return "malformed exchange: expected a " + RendezvousWire.AUTH_BYTES + "-byte AUTH frame, got "
+                    + RendezvousWire.typeName(f.type) + " of " + f.payload.length + " bytes";
+        }
+        String serverNonce = RendezvousWire.hex(nonce);
+        String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
+        String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
+                RendezvousWire.AUTH_BYTES));
+        if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
+            return "wrong proof of the job's secret: the peer's " + JobSecret.VARIABLE + " differs from rank 0's (or"
+                    + " it is not of this job); " + fix;
+        }
+        RendezvousWire.write(out, RendezvousWire.AUTH_OK, RendezvousWire.unhex(
+                secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server")));
+        return null;
+    }
+
+    /**
+     * Refuses the joined peers that sent anything after their HELLO (a second HELLO on one connection): their ranks
+     * are free again and rank 0 goes on waiting for them.
+     */
+    private static void dropChatty(Map<Integer, Socket> peers, List<String> refused) {
+        for (var it = peers.entrySet().iterator(); it.hasNext();) {
+            Map.Entry<Integer, Socket> p = it.next();
+            Socket s = p.getValue();
+            int extra;
+            try {
+                extra = s.getInputStream().available();
+            } catch (IOException e) {
+                extra = 0;
+            }
+            if (extra > 0) {
+                it.remove();
+                refuse(s, String.valueOf(s.getRemoteSocketAddress()), "second HELLO: rank " + p.getKey()
+                        + " sent more after its HELLO; one HELLO per connection", refused);
+                closeQuietly(s);
+            }
+        }
+    }
+
+    /**
+     * The address rank 0 listens on: {@value #BIND_VARIABLE} ({@code any} for every interface, else an address of
+     * this host) when set; else {@code masterAddr} when it is an address of this host; else every interface, with a
+     * line for {@code info} saying why.
+     */
+    static InetAddress bindFor(String masterAddr, String setting, List<String> info) {
+        InetAddress wildcard = new InetSocketAddress(0).getAddress();
+        if (setting != null && !setting.isBlank()) {
+            String v = setting.strip();
+            if (v.equalsIgnoreCase("any")) {
+                return wildcard;
+            }
+            try {
+                return InetAddress.getByName(v);
+            } catch (java.net.UnknownHostException e) {
+                throw new RendezvousException(BIND_VARIABLE + "=" + v + " is not an address: use any, or an address"
+                        + " of this host");
+            }
+        }
+        if (masterAddr == null || masterAddr.isBlank()) {
+            return wildcard;
+        }
+        InetAddress a;
+        try {
+            a = InetAddress.getByName(masterAddr);
+        } catch (java.net.UnknownHostException e) {
+            info.add("rank 0 listens on every interface: MASTER_ADDR " + masterAddr + " does not resolve here (set "
+                    + BIND_VARIABLE + " to choose the address)");
+            return wildcard;
+        }
+        boolean local;
+        try {
+            local = a.isAnyLocalAddress() || a.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(a)
+                    != null;
+        } catch (SocketException e) {
+            local = false;
+        }
+        if (local) {
+            return a;
+        }
+        info.add("rank 0 listens on every interface: MASTER_ADDR " + masterAddr + " (" + a.getHostAddress() + ") is"
+                + " not an address of this host (set " + BIND_VARIABLE + " to choose the address)");
+        return wildcard;
     }
 
     private static void refuse(Socket s, String from, String why, List<String> refused) {
@@ -577,11 +730,13 @@ public final class Rendezvous {
                     backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
                 }
             }
-            if (challenge.type != RendezvousWire.CHALLENGE || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
+            if (challenge.type != RendezvousWire.CHALLENGE && challenge.type != RendezvousWire.AUTH_CHALLENGE
+                    || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
                         + " of " + challenge.payload.length + " bytes");
             }
+            authenticateRankZero(s, challenge, deadline, target);
             byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
             RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
             // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
@@ -599,6 +754,55 @@ public final class Rendezvous {
                     e);
         } finally {
             closeQuietly(s);
+        }
+    }
+
+    /**
+     * The peer's side of the authentication: with a secret, proves it and checks rank 0's proof; without, only
+     * talks to a rank 0 without one. Throws, after telling rank 0 with an ERROR frame where that helps.
+     */
+    private void authenticateRankZero(Socket s, RendezvousWire.Frame challenge, long deadline, String target)
+            throws IOException {
+        boolean asked = challenge.type == RendezvousWire.AUTH_CHALLENGE;
+        if (!asked && secret == null) {
+            sayUnauthenticated();
+            return;
+        }
+        if (!asked) {
+            tellRankZero(s, "rank " + rank + " holds a job secret but rank 0 has none");
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " does not authenticate (it has"
+                    + " no " + JobSecret.VARIABLE + ") but this rank has a job secret; refusing an id from an"
+                    + " unauthenticated rank 0: set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE
+                    + ") on every rank, or on none");
+        }
+        if (secret == null) {
+            tellRankZero(s, "rank " + rank + " has no job secret");
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " requires the job's secret but"
+                    + " this rank has none: set " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") to"
+                    + " rank 0's value on every rank");
+        }
+        String serverNonce = RendezvousWire.hex(challenge.payload);
+        String clientNonce = JobSecret.nonce();
+        byte[] auth = java.nio.ByteBuffer.allocate(RendezvousWire.AUTH_BYTES).put(RendezvousWire.unhex(clientNonce))
+                .put(RendezvousWire.unhex(secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client")))
+                .array();
+        RendezvousWire.write(s.getOutputStream(), RendezvousWire.AUTH, auth);
+        RendezvousWire.Frame ok = readOnClient(s, s.getInputStream(), deadline, target, false);
+        if (ok.type != RendezvousWire.AUTH_OK || ok.payload.length != RendezvousWire.MAC_BYTES
+                || !secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server",
+                        RendezvousWire.hex(ok.payload))) {
+            throw new RendezvousException("rank " + rank + ": the process at " + target + " failed to prove the job's"
+                    + " secret (" + (ok.type == RendezvousWire.AUTH_OK ? "wrong proof" : "sent "
+                    + RendezvousWire.typeName(ok.type) + " instead of its proof") + "): it is not this job's rank 0,"
+                    + " or its " + JobSecret.VARIABLE + " differs; refusing its id");
+        }
+    }
+
+    private static void tellRankZero(Socket s, String message) {
+        try {
+            RendezvousWire.writeError(s.getOutputStream(), message);
+        } catch (IOException e) {
+            LOG.debug("could not tell rank 0: {}", e.toString());
         }
     }
 
@@ -916,6 +1120,9 @@ public final class Rendezvous {
         private Consumer<InetSocketAddress> onListening;
         private String token;
         private boolean tokenSet;
+        private JobSecret secret;
+        private boolean secretSet;
+        private String bindSetting;
         private Path file;
         private String runId;
         private Duration timeout = DEFAULT_TIMEOUT;
@@ -1026,7 +1233,8 @@ public final class Rendezvous {
         }
 
         /**
-         * The address rank 0 listens on; by default every interface.
+         * The address rank 0 listens on; by default {@value Rendezvous#BIND_VARIABLE} ({@code any} or an address), else
+         * {@code MASTER_ADDR} when it is an address of this host, else every interface (said at INFO).
          *
          * @param address the local address to bind, not null
          * @return this builder
@@ -1060,6 +1268,20 @@ public final class Rendezvous {
             }
             this.token = token;
             this.tokenSet = true;
+            return this;
+        }
+
+        /**
+         * The job's secret that authenticates every connection of the TCP route both ways (by default
+         * {@link JobSecret#fromEnvironment()}: {@code NCCL4J_JOB_SECRET} or {@code NCCL4J_JOB_SECRET_FILE}); null
+         * for none (the environment is then not read). See {@link JobSecret} and {@code RendezvousWire}.
+         *
+         * @param secret the job's secret, the same on every rank; null for none
+         * @return this builder
+         */
+        public Builder jobSecret(JobSecret secret) {
+            this.secret = secret;
+            this.secretSet = true;
             return this;
         }
 
@@ -1182,11 +1404,11 @@ public final class Rendezvous {
             }
             ProcessEnvironment pe = processEnvironment != null ? processEnvironment
                     : route == Route.COMM_ID ? ProcessEnvironment.liveOrJvmCopy() : null;
-            return new Rendezvous(this, r, n, h, p, t, run, bindAddress != null ? bindAddress : wildcard(), pe);
-        }
-
-        private static InetAddress wildcard() {
-            return new InetSocketAddress(0).getAddress();
+            if (!secretSet && route == Route.TCP) {
+                secret = environment != null ? JobSecret.from(environment) : JobSecret.fromEnvironment();
+            }
+            bindSetting = env.get(BIND_VARIABLE);
+            return new Rendezvous(this, r, n, h, p, t, run, bindAddress, pe);
         }
 
         private static String emptyToNull(String s) {
