@@ -7,7 +7,6 @@ import java.io.OutputStream;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -62,7 +61,9 @@ import org.slf4j.LoggerFactory;
  *     the id to each. A connection with a wrong or missing proof, a wrong token, a malformed or oversized message, a
  *     rank out of range, rank 0's rank, a rank already taken or a second HELLO is refused (one WARN line with its
  *     address; rank 0's time-out lists it) and rank 0 keeps waiting (it may be a stranger); a peer with a different
- *     world size ends the rendezvous on every rank with an error naming the values. Rank 0 listens on
+ *     world size ends the rendezvous on every rank with an error naming the values. Each connection has the
+ *     handshake timeout to identify itself; up to 16 wait side by side, and further ones are closed at accept (one
+ *     WARN line per burst), so that strangers cannot hold up the real ranks. Rank 0 listens on
  *     {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at INFO);
  *     {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the format.
  *     A connection that is
@@ -150,6 +151,11 @@ public final class Rendezvous {
     private static final java.util.concurrent.atomic.AtomicBoolean SAID_UNAUTHENTICATED =
             new java.util.concurrent.atomic.AtomicBoolean();
 
+    /** Lets the next unauthenticated rendezvous say so again (tests). */
+    static void forgetUnauthenticatedNotice() {
+        SAID_UNAUTHENTICATED.set(false);
+    }
+
     private static void sayUnauthenticated() {
         if (SAID_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.info("the TCP rendezvous is unauthenticated: no job secret is set; set the same {} (or {}) on every"
@@ -172,6 +178,7 @@ public final class Rendezvous {
     private final String runId;
     private final Duration timeout;
     private final Duration handshakeTimeout;
+    private final int maxPending;
     private final Duration pollInterval;
     private final ProcessEnvironment processEnvironment;
 
@@ -191,6 +198,7 @@ public final class Rendezvous {
         this.runId = runId;
         this.timeout = b.timeout;
         this.handshakeTimeout = b.handshakeTimeout;
+        this.maxPending = b.maxPending;
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
     }
@@ -356,10 +364,12 @@ public final class Rendezvous {
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<Integer, Socket> peers = new TreeMap<>();
         List<String> refused = new ArrayList<>();
-        ServerSocket server = null;
+        java.nio.channels.ServerSocketChannel server = null;
+        java.nio.channels.Selector selector = null;
+        Map<java.nio.channels.SocketChannel, Pending> pending = new java.util.LinkedHashMap<>();
         try {
-            server = new ServerSocket();
-            server.setReuseAddress(true);
+            server = java.nio.channels.ServerSocketChannel.open();
+            server.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
             List<String> why = new ArrayList<>();
             InetAddress where = bindAddress != null ? bindAddress : bindFor(host, bindSetting, why);
             why.forEach(LOG::info);
@@ -373,33 +383,63 @@ public final class Rendezvous {
                 throw new RendezvousException("rank 0 cannot listen on " + describe(bind) + " for the rendezvous: " + e
                         + "; choose a free port (MASTER_PORT) or stop the process holding it", e);
             }
-            InetSocketAddress local = (InetSocketAddress) server.getLocalSocketAddress();
+            server.configureBlocking(false);
+            selector = java.nio.channels.Selector.open();
+            server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
             LOG.info("rank 0 waiting on {} for {} peers", describe(local), worldSize - 1);
             if (onListening != null) {
                 onListening.accept(local);
             }
+            Burst burst = new Burst();
             while (peers.size() < worldSize - 1) {
                 long remaining = remainingMillis(deadline);
                 if (remaining <= 0) {
                     throw timeoutOnServer(peers, refused);
                 }
-                server.setSoTimeout((int) Math.min(Integer.MAX_VALUE, remaining));
-                Socket s;
-                try {
-                    s = server.accept();
-                } catch (SocketTimeoutException e) {
-                    throw timeoutOnServer(peers, refused);
+                long now = System.nanoTime();
+                long wait = remaining;
+                for (Pending p : pending.values()) {
+                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(p.deadline - now) + 1);
                 }
-                admit(s, deadline, peers, refused);
-                if (peers.size() == worldSize - 1) {
-                    dropChatty(peers, refused);
+                selector.select(Math.max(1, wait));
+                selector.selectedKeys().clear();
+                acceptAll(server, selector, pending, deadline, burst, refused);
+                // connections whose first frame is complete, broke the format, ended or ran out of time
+                List<Pending> ready = new ArrayList<>();
+                for (Pending p : pending.values()) {
+                    if (p.poll(System.nanoTime())) {
+                        ready.add(p);
+                    }
                 }
+                if (ready.isEmpty()) {
+                    continue;
+                }
+                for (Pending p : ready) {
+                    pending.remove(p.channel);
+                    p.channel.keyFor(selector).cancel();
+                }
+                selector.selectNow(); // deregisters the cancelled keys, so that the channels may block again
+                selector.selectedKeys().clear();
+                for (Pending p : ready) {
+                    admit(p, deadline, peers, refused);
+                    if (peers.size() == worldSize - 1) {
+                        dropChatty(peers, refused);
+                    }
+                }
+                burst.endIfBelow(pending.size(), maxPending);
             }
             // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
             // rendezvous on this port; were this socket still open, the kernel could complete that connection's
             // handshake here and then drop it when the socket closes, without a reset: the peer would wait for a
             // CHALLENGE that never comes. Once closed, the peer is refused until the next server listens.
+            for (Pending p : pending.values()) {
+                closeQuietly(p.channel); // strangers, or a rank that came twice: all ranks have joined
+            }
+            pending.clear();
             server.close();
+            selector.close(); // a registered channel's socket closes only once its selector lets it go
+
             byte[] id;
             try {
                 id = newId(idSupplier);
@@ -426,27 +466,170 @@ public final class Rendezvous {
             for (Socket s : peers.values()) {
                 closeQuietly(s);
             }
+            for (Pending p : pending.values()) {
+                closeQuietly(p.channel);
+            }
+            closeQuietly(selector);
             closeQuietly(server);
         }
     }
 
-    /** Handshakes with one connection: adds it to {@code peers}, refuses it, or throws to end the rendezvous. */
-    private void admit(Socket s, long deadline, Map<Integer, Socket> peers, List<String> refused) {
-        String from = String.valueOf(s.getRemoteSocketAddress());
+    /** The connections that may wait to identify themselves at once; more are closed at accept. */
+    static final int MAX_PENDING = 16;
+
+    /** Whether connections are being closed at accept for the cap: one WARN line per burst. */
+    private static final class Burst {
+        boolean on;
+        int dropped;
+
+        void endIfBelow(int waiting, int cap) {
+            if (on && waiting < cap) {
+                LOG.debug("rank 0 closed {} connections at accept in the last burst", dropped);
+                on = false;
+                dropped = 0;
+            }
+        }
+    }
+
+    /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
+    private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
+            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Burst burst, List<String> refused)
+            throws IOException {
+        java.nio.channels.SocketChannel c;
+        while ((c = server.accept()) != null) {
+            String from = String.valueOf(c.socket().getRemoteSocketAddress());
+            if (pending.size() >= maxPending) {
+                if (!burst.on) {
+                    burst.on = true;
+                    LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
+                            + " identify themselves; further ones are closed at accept without a line until fewer"
+                            + " wait", from, pending.size());
+                    note(refused, from + ": closed at accept, " + pending.size() + " connections already waiting");
+                }
+                burst.dropped++;
+                closeQuietly(c);
+                continue;
+            }
+            try {
+                c.configureBlocking(false);
+                c.socket().setTcpNoDelay(true);
+                Pending p = new Pending(c, from, Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()),
+                        System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
+                                : Math.max(1, remainingMillis(deadline)));
+                ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
+                        : RendezvousWire.CHALLENGE, p.nonce));
+                c.write(challenge);
+                if (challenge.hasRemaining()) {
+                    throw new IOException("could not send the challenge at once");
+                }
+                c.register(selector, java.nio.channels.SelectionKey.OP_READ, p);
+                pending.put(c, p);
+            } catch (IOException e) {
+                note(refused, from + ": " + e);
+                LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
+                closeQuietly(c);
+            }
+        }
+    }
+
+    private static byte[] frameBytes(int type, byte[] payload) throws IOException {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        RendezvousWire.write(b, type, payload);
+        return b.toByteArray();
+    }
+
+    /**
+     * A connection that has its challenge and has not yet sent its first frame in full. Its bytes are read without
+     * blocking into a buffer of at most one frame: the header first, whose length is checked before the payload is
+     * read, then exactly the payload, so nothing after the frame is read here.
+     */
+    private static final class Pending {
+        final java.nio.channels.SocketChannel channel;
+        final String from;
+        final long deadline;
+        final long handshakeMillis;
+        final byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
+        final ByteBuffer buf = ByteBuffer.allocate(RendezvousWire.HEADER_BYTES);
+        ByteBuffer payload;
+        RendezvousWire.Frame frame;
+        IOException failure;
+        boolean ended;
+        boolean late;
+
+        Pending(java.nio.channels.SocketChannel channel, String from, long deadline, long handshakeMillis) {
+            this.channel = channel;
+            this.from = from;
+            this.deadline = deadline;
+            this.handshakeMillis = handshakeMillis;
+            RANDOM.nextBytes(nonce);
+        }
+
+        /** Reads what has arrived; true when this connection is done waiting (a frame, a failure, the end, late). */
+        boolean poll(long now) {
+            try {
+                while (frame == null) {
+                    ByteBuffer into = payload != null ? payload : buf;
+                    int n = into.hasRemaining() ? channel.read(into) : 0;
+                    if (n < 0) {
+                        ended = true;
+                        return true;
+                    }
+                    if (payload == null && !buf.hasRemaining()) {
+                        RendezvousWire.Frame header = RendezvousWire.readHeader(buf.array());
+                        payload = ByteBuffer.wrap(header.payload);
+                        frame = payload.hasRemaining() ? null : header;
+                        pendingType = header.type;
+                        continue;
+                    }
+                    if (payload != null && !payload.hasRemaining()) {
+                        frame = new RendezvousWire.Frame(pendingType, payload.array());
+                        break;
+                    }
+                    if (n == 0) {
+                        break;
+                    }
+                }
+            } catch (IOException e) {
+                failure = e;
+                return true;
+            }
+            if (frame != null) {
+                return true;
+            }
+            late = now - deadline >= 0;
+            return late;
+        }
+
+        private int pendingType;
+    }
+
+    /**
+     * Handshakes with one connection whose first frame has come (or that failed, ended or ran out of time waiting for
+     * it): adds it to {@code peers}, refuses it, or throws to end the rendezvous.
+     */
+    private void admit(Pending p, long deadline, Map<Integer, Socket> peers, List<String> refused) {
+        Socket s = p.channel.socket();
+        String from = p.from;
         boolean keep = false;
         try {
-            long remaining = Math.max(1, remainingMillis(deadline));
-            s.setSoTimeout((int) Math.min(remaining, handshakeTimeout.toMillis()));
-            s.setTcpNoDelay(true);
+            p.channel.configureBlocking(true);
+            long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(p.deadline - System.nanoTime()));
+            s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
             InputStream in = s.getInputStream();
             OutputStream out = s.getOutputStream();
-            byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
-            RANDOM.nextBytes(nonce);
-            RendezvousWire.write(out, secret != null ? RendezvousWire.AUTH_CHALLENGE : RendezvousWire.CHALLENGE,
-                    nonce);
+            byte[] nonce = p.nonce;
             RendezvousWire.Hello hello;
             try {
-                RendezvousWire.Frame f = RendezvousWire.read(in);
+                if (p.failure != null) {
+                    throw p.failure;
+                }
+                if (p.ended) {
+                    throw new EOFException();
+                }
+                if (p.late) {
+                    throw new SocketTimeoutException();
+                }
+                RendezvousWire.Frame f = p.frame;
                 if (secret != null) {
                     String problem = authenticate(f, nonce, out);
                     if (problem != null) {
@@ -468,10 +651,10 @@ public final class Rendezvous {
                 refuse(s, from, e.getMessage(), refused);
                 return;
             } catch (SocketTimeoutException e) {
-                refuse(s, from, "no HELLO within " + s.getSoTimeout() + " ms", refused);
+                refuse(s, from, "no HELLO within " + p.handshakeMillis + " ms", refused);
                 return;
             } catch (EOFException e) {
-                refused.add(from + ": closed the connection before its HELLO");
+                note(refused, from + ": closed the connection before its HELLO");
                 LOG.warn("rank 0 dropped a connection from {}: closed before its HELLO", from);
                 return;
             }
@@ -523,7 +706,7 @@ public final class Rendezvous {
             keep = true;
             LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, from, peers.size(), worldSize - 1);
         } catch (IOException e) {
-            refused.add(from + ": " + e);
+            note(refused, from + ": " + e);
             LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
         } finally {
             if (!keep) {
@@ -627,8 +810,17 @@ public final class Rendezvous {
         return wildcard;
     }
 
+    /** The refused connections rank 0's time-out lists: the first few, so that a flood cannot fill memory. */
+    private static void note(List<String> refused, String what) {
+        if (refused.size() < 20) {
+            refused.add(what);
+        } else if (refused.size() == 20) {
+            refused.add("more not listed");
+        }
+    }
+
     private static void refuse(Socket s, String from, String why, List<String> refused) {
-        refused.add(from + ": " + why);
+        note(refused, from + ": " + why);
         LOG.warn("rank 0 refused a connection from {}: {}", from, why);
         sendError(s, why);
     }
@@ -1127,6 +1319,7 @@ public final class Rendezvous {
         private String runId;
         private Duration timeout = DEFAULT_TIMEOUT;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private int maxPending = MAX_PENDING;
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
@@ -1330,6 +1523,12 @@ public final class Rendezvous {
          */
         public Builder pollInterval(Duration interval) {
             this.pollInterval = positive("pollInterval", interval);
+            return this;
+        }
+
+        /** The connections that may wait to identify themselves at once (tests); 16 otherwise. */
+        Builder maxPending(int n) {
+            this.maxPending = Math.max(1, n);
             return this;
         }
 

@@ -141,6 +141,19 @@ final class RendezvousWire {
         DataInputStream d = new DataInputStream(in);
         byte[] header = new byte[HEADER_BYTES];
         d.readFully(header);
+        Frame h = readHeader(header);
+        byte[] payload = new byte[h.payload.length];
+        d.readFully(payload);
+        return new Frame(h.type, payload);
+    }
+
+    /**
+     * Checks a frame's {@value #HEADER_BYTES}-byte header: returns its type and a zeroed payload of the announced
+     * length, which is at most {@link #MAX_PAYLOAD}.
+     *
+     * @throws ProtocolException when the magic, version, type or length is wrong
+     */
+    static Frame readHeader(byte[] header) throws ProtocolException {
         ByteBuffer h = ByteBuffer.wrap(header);
         int magic = h.getInt();
         int version = h.get() & 0xff;
@@ -162,9 +175,7 @@ final class RendezvousWire {
             throw new ProtocolException("oversized frame: " + typeName(type) + " frame announces "
                     + Integer.toUnsignedString(length) + " bytes, above the limit of " + MAX_PAYLOAD + " bytes");
         }
-        byte[] payload = new byte[length];
-        d.readFully(payload);
-        return new Frame(type, payload);
+        return new Frame(type, new byte[length]);
     }
 
     static byte[] hello(int rank, int worldSize, byte[] mac) {

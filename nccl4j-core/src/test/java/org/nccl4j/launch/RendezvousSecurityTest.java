@@ -150,6 +150,23 @@ class RendezvousSecurityTest {
     }
 
     @Test
+    void noSecretAnywhereIsSaidOnceAtInfo() throws Exception {
+        Rendezvous.forgetUnauthenticatedNotice();
+        for (int round = 0; round < 2; round++) {
+            List<Future<byte[]>> results = new ArrayList<>();
+            int port = startServer(base(0, 2, null), () -> id(13), results);
+            assertArrayEquals(id(13), base(1, 2, null).tcp(HOST, port).build().exchange(neverCalled()));
+            assertArrayEquals(id(13), results.get(0).get(30, TimeUnit.SECONDS));
+        }
+        List<String> said = logged(Level.INFO).stream().filter(l -> l.contains("unauthenticated"))
+                .collect(Collectors.toList());
+        assertEquals(1, said.size(), said.toString());
+        assertTrue(said.get(0).contains("set the same NCCL4J_JOB_SECRET (or NCCL4J_JOB_SECRET_FILE) on every rank"),
+                said.get(0));
+        assertEquals(List.of(), logged(Level.WARN));
+    }
+
+    @Test
     void wrongSecretIsRefusedAndRankZeroGoesOn() throws Exception {
         List<Future<byte[]>> results = new ArrayList<>();
         int port = startServer(base(0, 2, SECRET), () -> id(2), results);
@@ -326,6 +343,65 @@ class RendezvousSecurityTest {
         assertTrue(e.getMessage().startsWith("NCCL4J_JOB_SECRET must hold at least 16 characters"), e.getMessage());
         // ...and not read by the others
         Rendezvous.builder().rank(0).worldSize(2).environment(Map.of(JobSecret.VARIABLE, "short")).commId().build();
+    }
+
+    @Test
+    void connectionsWaitingToIdentifyThemselvesAreCapped() throws Exception {
+        List<Future<byte[]>> results = new ArrayList<>();
+        int port = startServer(base(0, 2, SECRET).maxPending(3), () -> id(11), results);
+        List<Socket> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                silent.add(rawAuthPeer(port, new byte[32])); // each holds a slot: challenged, never answers
+            }
+            List<Socket> over = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                Socket s = new Socket(LOOPBACK, port);
+                s.setSoTimeout(10_000);
+                over.add(s);
+            }
+            for (Socket s : over) {
+                assertEquals(-1, s.getInputStream().read(), "closed at accept, without a challenge");
+                s.close();
+            }
+            List<String> warns = logged(Level.WARN);
+            assertEquals(1, warns.size(), "one line per burst: " + warns);
+            assertTrue(warns.get(0).startsWith("rank 0 closed a connection from /127.0.0.1:"), warns.get(0));
+            assertTrue(warns.get(0).contains("3 connections are already waiting to identify themselves"),
+                    warns.get(0));
+            // a slot frees: the real rank gets in
+            silent.remove(0).close();
+            assertArrayEquals(id(11), base(1, 2, SECRET).tcp(HOST, port).build().exchange(neverCalled()));
+            assertArrayEquals(id(11), results.get(0).get(30, TimeUnit.SECONDS));
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void silentConnectionsDoNotHoldUpTheRealRanks() throws Exception {
+        List<Future<byte[]>> results = new ArrayList<>();
+        int port = startServer(base(0, 3, SECRET), () -> id(12), results);
+        List<Socket> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 5; i++) {
+                silent.add(rawAuthPeer(port, new byte[32]));
+            }
+            long t0 = System.nanoTime();
+            results.add(pool.submit(() -> base(1, 3, SECRET).tcp(HOST, port).build().exchange(neverCalled())));
+            results.add(pool.submit(() -> base(2, 3, SECRET).tcp(HOST, port).build().exchange(neverCalled())));
+            for (Future<byte[]> f : results) {
+                assertArrayEquals(id(12), f.get(30, TimeUnit.SECONDS));
+            }
+            assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5), "handshakes run side by side, not"
+                    + " one after another behind the silent ones");
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
     }
 
     // ---- where rank 0 listens ----
