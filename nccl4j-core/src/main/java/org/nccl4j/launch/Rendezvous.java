@@ -7,7 +7,6 @@ import java.io.OutputStream;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -50,13 +49,24 @@ import org.slf4j.LoggerFactory;
  *     checks that {@code NCCL_COMM_ID} is set in the live process environment and well-formed, then calls the
  *     supplier.</li>
  * <li>{@link Route#TCP}: rank 0 listens on the rendezvous port (normally {@code MASTER_PORT}); the other ranks
- *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. Rank 0 checks each peer's rank and
- *     world size and, when a token is configured ({@link Builder#token} or {@code NCCL4J_RENDEZVOUS_TOKEN}), that
- *     the peer knows it (by HMAC over a fresh nonce; the token is never sent). Once all {@code worldSize - 1}
- *     peers have arrived, rank 0 stops listening, calls the supplier and sends the id to each. A connection with a
- *     wrong token or a malformed or oversized message is refused and rank 0 keeps waiting (it may be a stranger); a
- *     peer with a different world size, a rank out of range or a rank already taken ends the rendezvous on every
- *     rank with an error naming the values. See {@code RendezvousWire} for the format. A connection that is
+ *     connect to {@code MASTER_ADDR:MASTER_PORT}, retrying until the timeout. When the job has a secret
+ *     ({@link JobSecret}: {@code NCCL4J_JOB_SECRET} or {@code NCCL4J_JOB_SECRET_FILE}, or {@link Builder#jobSecret}),
+ *     every connection is authenticated both ways before anything else (HMAC challenge-response with nonces from
+ *     both sides): rank 0 sends the id only to peers that proved the secret, and a peer takes an id only from a
+ *     rank 0 that proved it. A side with a secret refuses one without (the peer fails naming
+ *     {@code NCCL4J_JOB_SECRET}); with none on either side, the rendezvous is unauthenticated (said once at INFO).
+ *     Rank 0 then checks each peer's rank and world size and, when a token is configured ({@link Builder#token} or
+ *     {@code NCCL4J_RENDEZVOUS_TOKEN}), that the peer knows it (by HMAC over a fresh nonce; the token is never
+ *     sent). Once all {@code worldSize - 1} peers have arrived, rank 0 stops listening, calls the supplier and sends
+ *     the id to each. A connection with a wrong or missing proof, a wrong token, a malformed or oversized message, a
+ *     rank out of range, rank 0's rank, a rank already taken or a second HELLO is refused (one WARN line with its
+ *     address; rank 0's time-out lists it) and rank 0 keeps waiting (it may be a stranger); a peer with a different
+ *     world size ends the rendezvous on every rank with an error naming the values. Each connection has the
+ *     handshake timeout to identify itself; up to 16 wait side by side, and further ones are closed at accept (one
+ *     WARN line per burst), so that strangers cannot hold up the real ranks. Rank 0 listens on
+ *     {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at INFO);
+ *     {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the format.
+ *     A connection that is
  *     refused, or that ends or is reset before rank 0's CHALLENGE frame, is retried like a refused one until the
  *     timeout: it did not reach rank 0 of this rendezvous but, say, the server of the previous rendezvous on the
  *     same port, closing with the connection still in its backlog. After the CHALLENGE, a lost connection or an
@@ -134,6 +144,26 @@ public final class Rendezvous {
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
+    /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of this host. */
+    public static final String BIND_VARIABLE = "NCCL4J_RENDEZVOUS_BIND";
+
+    /** Whether this process said that its rendezvous is unauthenticated (said once). */
+    private static final java.util.concurrent.atomic.AtomicBoolean SAID_UNAUTHENTICATED =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Lets the next unauthenticated rendezvous say so again (tests). */
+    static void forgetUnauthenticatedNotice() {
+        SAID_UNAUTHENTICATED.set(false);
+    }
+
+    private static void sayUnauthenticated() {
+        if (SAID_UNAUTHENTICATED.compareAndSet(false, true)) {
+            LOG.info("the TCP rendezvous is unauthenticated: no job secret is set; set the same {} (or {}) on every"
+                    + " rank so that only the job's ranks can join and only the job's rank 0 can hand out the id",
+                    JobSecret.VARIABLE, JobSecret.FILE_VARIABLE);
+        }
+    }
+
     private final Route route;
     private final int rank;
     private final int worldSize;
@@ -142,10 +172,13 @@ public final class Rendezvous {
     private final InetAddress bindAddress;
     private final Consumer<InetSocketAddress> onListening;
     private final String token;
+    private final JobSecret secret;
+    private final String bindSetting;
     private final Path file;
     private final String runId;
     private final Duration timeout;
     private final Duration handshakeTimeout;
+    private final int maxPending;
     private final Duration pollInterval;
     private final ProcessEnvironment processEnvironment;
 
@@ -159,10 +192,13 @@ public final class Rendezvous {
         this.bindAddress = bindAddress;
         this.onListening = b.onListening;
         this.token = token;
+        this.secret = b.secret;
+        this.bindSetting = b.bindSetting;
         this.file = b.file;
         this.runId = runId;
         this.timeout = b.timeout;
         this.handshakeTimeout = b.handshakeTimeout;
+        this.maxPending = b.maxPending;
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
     }
@@ -328,41 +364,82 @@ public final class Rendezvous {
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<Integer, Socket> peers = new TreeMap<>();
         List<String> refused = new ArrayList<>();
-        ServerSocket server = null;
+        java.nio.channels.ServerSocketChannel server = null;
+        java.nio.channels.Selector selector = null;
+        Map<java.nio.channels.SocketChannel, Pending> pending = new java.util.LinkedHashMap<>();
         try {
-            server = new ServerSocket();
-            server.setReuseAddress(true);
-            InetSocketAddress bind = new InetSocketAddress(bindAddress, port);
+            server = java.nio.channels.ServerSocketChannel.open();
+            server.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
+            List<String> why = new ArrayList<>();
+            InetAddress where = bindAddress != null ? bindAddress : bindFor(host, bindSetting, why);
+            why.forEach(LOG::info);
+            if (secret == null) {
+                sayUnauthenticated();
+            }
+            InetSocketAddress bind = new InetSocketAddress(where, port);
             try {
                 server.bind(bind, Math.max(50, worldSize));
             } catch (IOException e) {
                 throw new RendezvousException("rank 0 cannot listen on " + describe(bind) + " for the rendezvous: " + e
                         + "; choose a free port (MASTER_PORT) or stop the process holding it", e);
             }
-            InetSocketAddress local = (InetSocketAddress) server.getLocalSocketAddress();
+            server.configureBlocking(false);
+            selector = java.nio.channels.Selector.open();
+            server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
             LOG.info("rank 0 waiting on {} for {} peers", describe(local), worldSize - 1);
             if (onListening != null) {
                 onListening.accept(local);
             }
+            Burst burst = new Burst();
             while (peers.size() < worldSize - 1) {
                 long remaining = remainingMillis(deadline);
                 if (remaining <= 0) {
                     throw timeoutOnServer(peers, refused);
                 }
-                server.setSoTimeout((int) Math.min(Integer.MAX_VALUE, remaining));
-                Socket s;
-                try {
-                    s = server.accept();
-                } catch (SocketTimeoutException e) {
-                    throw timeoutOnServer(peers, refused);
+                long now = System.nanoTime();
+                long wait = remaining;
+                for (Pending p : pending.values()) {
+                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(p.deadline - now) + 1);
                 }
-                admit(s, deadline, peers, refused);
+                selector.select(Math.max(1, wait));
+                selector.selectedKeys().clear();
+                acceptAll(server, selector, pending, deadline, burst, refused);
+                // connections whose first frame is complete, broke the format, ended or ran out of time
+                List<Pending> ready = new ArrayList<>();
+                for (Pending p : pending.values()) {
+                    if (p.poll(System.nanoTime())) {
+                        ready.add(p);
+                    }
+                }
+                if (ready.isEmpty()) {
+                    continue;
+                }
+                for (Pending p : ready) {
+                    pending.remove(p.channel);
+                    p.channel.keyFor(selector).cancel();
+                }
+                selector.selectNow(); // deregisters the cancelled keys, so that the channels may block again
+                selector.selectedKeys().clear();
+                for (Pending p : ready) {
+                    admit(p, deadline, peers, refused);
+                    if (peers.size() == worldSize - 1) {
+                        dropChatty(peers, refused);
+                    }
+                }
+                burst.endIfBelow(pending.size(), maxPending);
             }
             // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
             // rendezvous on this port; were this socket still open, the kernel could complete that connection's
             // handshake here and then drop it when the socket closes, without a reset: the peer would wait for a
             // CHALLENGE that never comes. Once closed, the peer is refused until the next server listens.
+            for (Pending p : pending.values()) {
+                closeQuietly(p.channel); // strangers, or a rank that came twice: all ranks have joined
+            }
+            pending.clear();
             server.close();
+            selector.close(); // a registered channel's socket closes only once its selector lets it go
+
             byte[] id;
             try {
                 id = newId(idSupplier);
@@ -389,26 +466,182 @@ public final class Rendezvous {
             for (Socket s : peers.values()) {
                 closeQuietly(s);
             }
+            for (Pending p : pending.values()) {
+                closeQuietly(p.channel);
+            }
+            closeQuietly(selector);
             closeQuietly(server);
         }
     }
 
-    /** Handshakes with one connection: adds it to {@code peers}, refuses it, or throws to end the rendezvous. */
-    private void admit(Socket s, long deadline, Map<Integer, Socket> peers, List<String> refused) {
-        String from = String.valueOf(s.getRemoteSocketAddress());
+    /** The connections that may wait to identify themselves at once; more are closed at accept. */
+    static final int MAX_PENDING = 16;
+
+    /** Whether connections are being closed at accept for the cap: one WARN line per burst. */
+    private static final class Burst {
+        boolean on;
+        int dropped;
+
+        void endIfBelow(int waiting, int cap) {
+            if (on && waiting < cap) {
+                LOG.debug("rank 0 closed {} connections at accept in the last burst", dropped);
+                on = false;
+                dropped = 0;
+            }
+        }
+    }
+
+    /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
+    private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
+            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Burst burst, List<String> refused)
+            throws IOException {
+        java.nio.channels.SocketChannel c;
+        while ((c = server.accept()) != null) {
+            String from = String.valueOf(c.socket().getRemoteSocketAddress());
+            if (pending.size() >= maxPending) {
+                if (!burst.on) {
+                    burst.on = true;
+                    LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
+                            + " identify themselves; further ones are closed at accept without a line until fewer"
+                            + " wait", from, pending.size());
+                    note(refused, from + ": closed at accept, " + pending.size() + " connections already waiting");
+                }
+                burst.dropped++;
+                closeQuietly(c);
+                continue;
+            }
+            try {
+                c.configureBlocking(false);
+                c.socket().setTcpNoDelay(true);
+                Pending p = new Pending(c, from, Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()),
+                        System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
+                                : Math.max(1, remainingMillis(deadline)));
+                ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
+                        : RendezvousWire.CHALLENGE, p.nonce));
+                c.write(challenge);
+                if (challenge.hasRemaining()) {
+                    throw new IOException("could not send the challenge at once");
+                }
+                c.register(selector, java.nio.channels.SelectionKey.OP_READ, p);
+                pending.put(c, p);
+            } catch (IOException e) {
+                note(refused, from + ": " + e);
+                LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
+                closeQuietly(c);
+            }
+        }
+    }
+
+    private static byte[] frameBytes(int type, byte[] payload) throws IOException {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        RendezvousWire.write(b, type, payload);
+        return b.toByteArray();
+    }
+
+    /**
+     * A connection that has its challenge and has not yet sent its first frame in full. Its bytes are read without
+     * blocking into a buffer of at most one frame: the header first, whose length is checked before the payload is
+     * read, then exactly the payload, so nothing after the frame is read here.
+     */
+    private static final class Pending {
+        final java.nio.channels.SocketChannel channel;
+        final String from;
+        final long deadline;
+        final long handshakeMillis;
+        final byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
+        final ByteBuffer buf = ByteBuffer.allocate(RendezvousWire.HEADER_BYTES);
+        ByteBuffer payload;
+        RendezvousWire.Frame frame;
+        IOException failure;
+        boolean ended;
+        boolean late;
+
+        Pending(java.nio.channels.SocketChannel channel, String from, long deadline, long handshakeMillis) {
+            this.channel = channel;
+            this.from = from;
+            this.deadline = deadline;
+            this.handshakeMillis = handshakeMillis;
+            RANDOM.nextBytes(nonce);
+        }
+
+        /** Reads what has arrived; true when this connection is done waiting (a frame, a failure, the end, late). */
+        boolean poll(long now) {
+            try {
+                while (frame == null) {
+                    ByteBuffer into = payload != null ? payload : buf;
+                    int n = into.hasRemaining() ? channel.read(into) : 0;
+                    if (n < 0) {
+                        ended = true;
+                        return true;
+                    }
+                    if (payload == null && !buf.hasRemaining()) {
+                        RendezvousWire.Frame header = RendezvousWire.readHeader(buf.array());
+                        payload = ByteBuffer.wrap(header.payload);
+                        frame = payload.hasRemaining() ? null : header;
+                        pendingType = header.type;
+                        continue;
+                    }
+                    if (payload != null && !payload.hasRemaining()) {
+                        frame = new RendezvousWire.Frame(pendingType, payload.array());
+                        break;
+                    }
+                    if (n == 0) {
+                        break;
+                    }
+                }
+            } catch (IOException e) {
+                failure = e;
+                return true;
+            }
+            if (frame != null) {
+                return true;
+            }
+            late = now - deadline >= 0;
+            return late;
+        }
+
+        private int pendingType;
+    }
+
+    /**
+     * Handshakes with one connection whose first frame has come (or that failed, ended or ran out of time waiting for
+     * it): adds it to {@code peers}, refuses it, or throws to end the rendezvous.
+     */
+    private void admit(Pending p, long deadline, Map<Integer, Socket> peers, List<String> refused) {
+        Socket s = p.channel.socket();
+        String from = p.from;
         boolean keep = false;
         try {
-            long remaining = Math.max(1, remainingMillis(deadline));
-            s.setSoTimeout((int) Math.min(remaining, handshakeTimeout.toMillis()));
-            s.setTcpNoDelay(true);
+            p.channel.configureBlocking(true);
+            long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(p.deadline - System.nanoTime()));
+            s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
             InputStream in = s.getInputStream();
             OutputStream out = s.getOutputStream();
-            byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
-            RANDOM.nextBytes(nonce);
-            RendezvousWire.write(out, RendezvousWire.CHALLENGE, nonce);
+            byte[] nonce = p.nonce;
             RendezvousWire.Hello hello;
             try {
-                RendezvousWire.Frame f = RendezvousWire.read(in);
+                if (p.failure != null) {
+                    throw p.failure;
+                }
+                if (p.ended) {
+                    throw new EOFException();
+                }
+                if (p.late) {
+                    throw new SocketTimeoutException();
+                }
+                RendezvousWire.Frame f = p.frame;
+                if (secret != null) {
+                    String problem = authenticate(f, nonce, out);
+                    if (problem != null) {
+                        refuse(s, from, problem, refused);
+                        return;
+                    }
+                    f = RendezvousWire.read(in);
+                } else if (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR) {
+                    refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
+                            + JobSecret.VARIABLE + " on every rank, or on none", refused);
+                    return;
+                }
                 if (f.type != RendezvousWire.HELLO) {
                     throw new RendezvousWire.ProtocolException("malformed exchange: expected a HELLO frame, got "
                             + RendezvousWire.typeName(f.type));
@@ -418,10 +651,10 @@ public final class Rendezvous {
                 refuse(s, from, e.getMessage(), refused);
                 return;
             } catch (SocketTimeoutException e) {
-                refuse(s, from, "no HELLO within " + s.getSoTimeout() + " ms", refused);
+                refuse(s, from, "no HELLO within " + p.handshakeMillis + " ms", refused);
                 return;
             } catch (EOFException e) {
-                refused.add(from + ": closed the connection before its HELLO");
+                note(refused, from + ": closed the connection before its HELLO");
                 LOG.warn("rank 0 dropped a connection from {}: closed before its HELLO", from);
                 return;
             }
@@ -443,18 +676,26 @@ public final class Rendezvous {
                 return;
             }
             String fatal = null;
+            String claim = null;
             if (hello.worldSize != worldSize) {
                 fatal = "world size mismatch: " + who + " has world size " + hello.worldSize + " but rank 0 has "
                         + worldSize + "; start every rank with the same world size";
             } else if (hello.rank == 0) {
-                fatal = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
+                claim = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
                         + " Check each process's rank";
             } else if (hello.rank < 0 || hello.rank >= worldSize) {
-                fatal = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
+                claim = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
                         + (worldSize - 1);
             } else if (peers.containsKey(hello.rank)) {
-                fatal = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
+                claim = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
                         + peers.get(hello.rank).getRemoteSocketAddress() + "; two processes were given the same rank";
+            } else if (in.available() > 0) {
+                claim = "second HELLO: " + who + " sent more after its HELLO; one HELLO per connection";
+            }
+            if (claim != null) {
+                // refused, not fatal: a stranger (or a stray process) must not end the job's rendezvous
+                refuse(s, from, claim, refused);
+                return;
             }
             if (fatal != null) {
                 sendError(s, fatal);
@@ -465,7 +706,7 @@ public final class Rendezvous {
             keep = true;
             LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, from, peers.size(), worldSize - 1);
         } catch (IOException e) {
-            refused.add(from + ": " + e);
+            note(refused, from + ": " + e);
             LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
         } finally {
             if (!keep) {
@@ -474,8 +715,112 @@ public final class Rendezvous {
         }
     }
 
+    /**
+     * Checks the peer's AUTH (its answer to the AUTH_CHALLENGE) and, when it proves the job's secret, sends rank 0's
+     * own proof. Returns null when the peer is authenticated, else why it is refused.
+     */
+    private String authenticate(RendezvousWire.Frame f, byte[] nonce, OutputStream out) throws IOException {
+        String fix = "set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") on every rank";
+        if (f.type == RendezvousWire.ERROR || f.type == RendezvousWire.HELLO) {
+            return "no proof of the job's secret: the peer has no " + JobSecret.VARIABLE + " (or runs an older"
+                    + " nccl4j); " + fix;
+        }
+        if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
+            return "malformed exchange: expected a " + RendezvousWire.AUTH_BYTES + "-byte AUTH frame, got "
+                    + RendezvousWire.typeName(f.type) + " of " + f.payload.length + " bytes";
+        }
+        String serverNonce = RendezvousWire.hex(nonce);
+        String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
+        String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
+                RendezvousWire.AUTH_BYTES));
+        if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
+            return "wrong proof of the job's secret: the peer's " + JobSecret.VARIABLE + " differs from rank 0's (or"
+                    + " it is not of this job); " + fix;
+        }
+        RendezvousWire.write(out, RendezvousWire.AUTH_OK, RendezvousWire.unhex(
+                secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server")));
+        return null;
+    }
+
+    /**
+     * Refuses the joined peers that sent anything after their HELLO (a second HELLO on one connection): their ranks
+     * are free again and rank 0 goes on waiting for them.
+     */
+    private static void dropChatty(Map<Integer, Socket> peers, List<String> refused) {
+        for (var it = peers.entrySet().iterator(); it.hasNext();) {
+            Map.Entry<Integer, Socket> p = it.next();
+            Socket s = p.getValue();
+            int extra;
+            try {
+                extra = s.getInputStream().available();
+            } catch (IOException e) {
+                extra = 0;
+            }
+            if (extra > 0) {
+                it.remove();
+                refuse(s, String.valueOf(s.getRemoteSocketAddress()), "second HELLO: rank " + p.getKey()
+                        + " sent more after its HELLO; one HELLO per connection", refused);
+                closeQuietly(s);
+            }
+        }
+    }
+
+    /**
+     * The address rank 0 listens on: {@value #BIND_VARIABLE} ({@code any} for every interface, else an address of
+     * this host) when set; else {@code masterAddr} when it is an address of this host; else every interface, with a
+     * line for {@code info} saying why.
+     */
+    static InetAddress bindFor(String masterAddr, String setting, List<String> info) {
+        InetAddress wildcard = new InetSocketAddress(0).getAddress();
+        if (setting != null && !setting.isBlank()) {
+            String v = setting.strip();
+            if (v.equalsIgnoreCase("any")) {
+                return wildcard;
+            }
+            try {
+                return InetAddress.getByName(v);
+            } catch (java.net.UnknownHostException e) {
+                throw new RendezvousException(BIND_VARIABLE + "=" + v + " is not an address: use any, or an address"
+                        + " of this host");
+            }
+        }
+        if (masterAddr == null || masterAddr.isBlank()) {
+            return wildcard;
+        }
+        InetAddress a;
+        try {
+            a = InetAddress.getByName(masterAddr);
+        } catch (java.net.UnknownHostException e) {
+            info.add("rank 0 listens on every interface: MASTER_ADDR " + masterAddr + " does not resolve here (set "
+                    + BIND_VARIABLE + " to choose the address)");
+            return wildcard;
+        }
+        boolean local;
+        try {
+            local = a.isAnyLocalAddress() || a.isLoopbackAddress() || java.net.NetworkInterface.getByInetAddress(a)
+                    != null;
+        } catch (SocketException e) {
+            local = false;
+        }
+        if (local) {
+            return a;
+        }
+        info.add("rank 0 listens on every interface: MASTER_ADDR " + masterAddr + " (" + a.getHostAddress() + ") is"
+                + " not an address of this host (set " + BIND_VARIABLE + " to choose the address)");
+        return wildcard;
+    }
+
+    /** The refused connections rank 0's time-out lists: the first few, so that a flood cannot fill memory. */
+    private static void note(List<String> refused, String what) {
+        if (refused.size() < 20) {
+            refused.add(what);
+        } else if (refused.size() == 20) {
+            refused.add("more not listed");
+        }
+    }
+
     private static void refuse(Socket s, String from, String why, List<String> refused) {
-        refused.add(from + ": " + why);
+        note(refused, from + ": " + why);
         LOG.warn("rank 0 refused a connection from {}: {}", from, why);
         sendError(s, why);
     }
@@ -577,11 +922,13 @@ public final class Rendezvous {
                     backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
                 }
             }
-            if (challenge.type != RendezvousWire.CHALLENGE || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
+            if (challenge.type != RendezvousWire.CHALLENGE && challenge.type != RendezvousWire.AUTH_CHALLENGE
+                    || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
                         + " of " + challenge.payload.length + " bytes");
             }
+            authenticateRankZero(s, challenge, deadline, target);
             byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
             RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
             // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
@@ -599,6 +946,55 @@ public final class Rendezvous {
                     e);
         } finally {
             closeQuietly(s);
+        }
+    }
+
+    /**
+     * The peer's side of the authentication: with a secret, proves it and checks rank 0's proof; without, only
+     * talks to a rank 0 without one. Throws, after telling rank 0 with an ERROR frame where that helps.
+     */
+    private void authenticateRankZero(Socket s, RendezvousWire.Frame challenge, long deadline, String target)
+            throws IOException {
+        boolean asked = challenge.type == RendezvousWire.AUTH_CHALLENGE;
+        if (!asked && secret == null) {
+            sayUnauthenticated();
+            return;
+        }
+        if (!asked) {
+            tellRankZero(s, "rank " + rank + " holds a job secret but rank 0 has none");
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " does not authenticate (it has"
+                    + " no " + JobSecret.VARIABLE + ") but this rank has a job secret; refusing an id from an"
+                    + " unauthenticated rank 0: set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE
+                    + ") on every rank, or on none");
+        }
+        if (secret == null) {
+            tellRankZero(s, "rank " + rank + " has no job secret");
+            throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " requires the job's secret but"
+                    + " this rank has none: set " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") to"
+                    + " rank 0's value on every rank");
+        }
+        String serverNonce = RendezvousWire.hex(challenge.payload);
+        String clientNonce = JobSecret.nonce();
+        byte[] auth = java.nio.ByteBuffer.allocate(RendezvousWire.AUTH_BYTES).put(RendezvousWire.unhex(clientNonce))
+                .put(RendezvousWire.unhex(secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client")))
+                .array();
+        RendezvousWire.write(s.getOutputStream(), RendezvousWire.AUTH, auth);
+        RendezvousWire.Frame ok = readOnClient(s, s.getInputStream(), deadline, target, false);
+        if (ok.type != RendezvousWire.AUTH_OK || ok.payload.length != RendezvousWire.MAC_BYTES
+                || !secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server",
+                        RendezvousWire.hex(ok.payload))) {
+            throw new RendezvousException("rank " + rank + ": the process at " + target + " failed to prove the job's"
+                    + " secret (" + (ok.type == RendezvousWire.AUTH_OK ? "wrong proof" : "sent "
+                    + RendezvousWire.typeName(ok.type) + " instead of its proof") + "): it is not this job's rank 0,"
+                    + " or its " + JobSecret.VARIABLE + " differs; refusing its id");
+        }
+    }
+
+    private static void tellRankZero(Socket s, String message) {
+        try {
+            RendezvousWire.writeError(s.getOutputStream(), message);
+        } catch (IOException e) {
+            LOG.debug("could not tell rank 0: {}", e.toString());
         }
     }
 
@@ -916,10 +1312,14 @@ public final class Rendezvous {
         private Consumer<InetSocketAddress> onListening;
         private String token;
         private boolean tokenSet;
+        private JobSecret secret;
+        private boolean secretSet;
+        private String bindSetting;
         private Path file;
         private String runId;
         private Duration timeout = DEFAULT_TIMEOUT;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private int maxPending = MAX_PENDING;
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
@@ -1026,7 +1426,8 @@ public final class Rendezvous {
         }
 
         /**
-         * The address rank 0 listens on; by default every interface.
+         * The address rank 0 listens on; by default {@value Rendezvous#BIND_VARIABLE} ({@code any} or an address), else
+         * {@code MASTER_ADDR} when it is an address of this host, else every interface (said at INFO).
          *
          * @param address the local address to bind, not null
          * @return this builder
@@ -1060,6 +1461,20 @@ public final class Rendezvous {
             }
             this.token = token;
             this.tokenSet = true;
+            return this;
+        }
+
+        /**
+         * The job's secret that authenticates every connection of the TCP route both ways (by default
+         * {@link JobSecret#fromEnvironment()}: {@code NCCL4J_JOB_SECRET} or {@code NCCL4J_JOB_SECRET_FILE}); null
+         * for none (the environment is then not read). See {@link JobSecret} and {@code RendezvousWire}.
+         *
+         * @param secret the job's secret, the same on every rank; null for none
+         * @return this builder
+         */
+        public Builder jobSecret(JobSecret secret) {
+            this.secret = secret;
+            this.secretSet = true;
             return this;
         }
 
@@ -1108,6 +1523,12 @@ public final class Rendezvous {
          */
         public Builder pollInterval(Duration interval) {
             this.pollInterval = positive("pollInterval", interval);
+            return this;
+        }
+
+        /** The connections that may wait to identify themselves at once (tests); 16 otherwise. */
+        Builder maxPending(int n) {
+            this.maxPending = Math.max(1, n);
             return this;
         }
 
@@ -1182,11 +1603,11 @@ public final class Rendezvous {
             }
             ProcessEnvironment pe = processEnvironment != null ? processEnvironment
                     : route == Route.COMM_ID ? ProcessEnvironment.liveOrJvmCopy() : null;
-            return new Rendezvous(this, r, n, h, p, t, run, bindAddress != null ? bindAddress : wildcard(), pe);
-        }
-
-        private static InetAddress wildcard() {
-            return new InetSocketAddress(0).getAddress();
+            if (!secretSet && route == Route.TCP) {
+                secret = environment != null ? JobSecret.from(environment) : JobSecret.fromEnvironment();
+            }
+            bindSetting = env.get(BIND_VARIABLE);
+            return new Rendezvous(this, r, n, h, p, t, run, bindAddress, pe);
         }
 
         private static String emptyToNull(String s) {

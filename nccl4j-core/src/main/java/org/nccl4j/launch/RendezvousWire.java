@@ -17,20 +17,29 @@ import javax.crypto.spec.SecretKeySpec;
  * <pre>
  *   magic   4 bytes  0x4E344A52 ("N4JR")
  *   version 1 byte   {@link #VERSION}
- *   type    1 byte   CHALLENGE, HELLO, ID or ERROR
+ *   type    1 byte   CHALLENGE, HELLO, ID, ERROR, AUTH_CHALLENGE, AUTH or AUTH_OK
  *   length  4 bytes  big-endian payload length, 0 to {@link #MAX_PAYLOAD}
  *   payload length bytes
  * </pre>
  *
- * The exchange: rank 0 sends CHALLENGE (a 32-byte random nonce); the peer answers HELLO (rank int, world size int,
- * flags byte with bit 0 = token present, then 32 bytes of HMAC-SHA256 keyed by the token over nonce, rank and world
- * size when a token is present); rank 0 answers ID (the 128-byte unique id) once every rank has arrived, or ERROR (a
- * UTF-8 message) when it refuses the peer or gives up. The token itself never travels, and a recorded HELLO is
- * useless against a later nonce.
+ * A frame whose header announces more than {@link #MAX_PAYLOAD} bytes is refused before anything is allocated; a
+ * frame of another version is refused naming both versions (version 2 added the AUTH frames).
+ *
+ * <p>The exchange, when rank 0 holds the job's secret ({@link JobSecret}): rank 0 sends AUTH_CHALLENGE (its 32-byte
+ * random nonce); the peer answers AUTH (its own 32-byte nonce, then its 32-byte proof, purpose {@code rendezvous},
+ * side {@code client}); rank 0 checks the proof and answers AUTH_OK (its own proof, side {@code server}), which the
+ * peer checks before it sends anything else or trusts anything rank 0 sends. Then, as without a secret: the peer sends
+ * HELLO (rank int, world size int, flags byte with bit 0 = token present, then 32 bytes of HMAC-SHA256 keyed by the
+ * {@code NCCL4J_RENDEZVOUS_TOKEN} over nonce, rank and world size when a token is present); rank 0 answers ID (the
+ * 128-byte unique id) once every rank has arrived, or ERROR (a UTF-8 message) when it refuses the peer or gives up.
+ * When rank 0 has no secret it sends CHALLENGE (its 32-byte nonce) instead of AUTH_CHALLENGE, and the peer answers
+ * HELLO at once. A side that has a secret never talks to one without: the peer sends ERROR and fails; rank 0 refuses.
+ * Neither the secret nor the token travels, and a recorded AUTH or HELLO is useless against a later nonce.
  */
 final class RendezvousWire {
     static final int MAGIC = 0x4E344A52;
-    static final int VERSION = 1;
+    /** 2 added AUTH_CHALLENGE, AUTH and AUTH_OK (the job's secret); 1 had only the token. */
+    static final int VERSION = 2;
     static final int HEADER_BYTES = 10;
     /** The largest payload accepted; larger frames are refused before anything is allocated. */
     static final int MAX_PAYLOAD = 1024;
@@ -39,11 +48,18 @@ final class RendezvousWire {
     static final int HELLO = 2;
     static final int ID = 3;
     static final int ERROR = 4;
+    static final int AUTH_CHALLENGE = 5;
+    static final int AUTH = 6;
+    static final int AUTH_OK = 7;
+    /** The purpose the job's secret proves for, see {@link JobSecret#prove}. */
+    static final String PURPOSE = "rendezvous";
 
     static final int NONCE_BYTES = 32;
     static final int MAC_BYTES = 32;
     static final int HELLO_NO_TOKEN_BYTES = 9;
     static final int HELLO_TOKEN_BYTES = HELLO_NO_TOKEN_BYTES + MAC_BYTES;
+    /** AUTH: the client's nonce, then its proof. */
+    static final int AUTH_BYTES = NONCE_BYTES + MAC_BYTES;
 
     private RendezvousWire() {
     }
@@ -87,6 +103,9 @@ final class RendezvousWire {
             case HELLO: return "HELLO";
             case ID: return "ID";
             case ERROR: return "ERROR";
+            case AUTH_CHALLENGE: return "AUTH_CHALLENGE";
+            case AUTH: return "AUTH";
+            case AUTH_OK: return "AUTH_OK";
             default: return "unknown type " + type;
         }
     }
@@ -122,6 +141,19 @@ final class RendezvousWire {
         DataInputStream d = new DataInputStream(in);
         byte[] header = new byte[HEADER_BYTES];
         d.readFully(header);
+        Frame h = readHeader(header);
+        byte[] payload = new byte[h.payload.length];
+        d.readFully(payload);
+        return new Frame(h.type, payload);
+    }
+
+    /**
+     * Checks a frame's {@value #HEADER_BYTES}-byte header: returns its type and a zeroed payload of the announced
+     * length, which is at most {@link #MAX_PAYLOAD}.
+     *
+     * @throws ProtocolException when the magic, version, type or length is wrong
+     */
+    static Frame readHeader(byte[] header) throws ProtocolException {
         ByteBuffer h = ByteBuffer.wrap(header);
         int magic = h.getInt();
         int version = h.get() & 0xff;
@@ -136,16 +168,14 @@ final class RendezvousWire {
             throw new ProtocolException("malformed frame: protocol version " + version + ", but this side speaks "
                     + VERSION + "; use the same nccl4j version on every rank");
         }
-        if (type < CHALLENGE || type > ERROR) {
+        if (type < CHALLENGE || type > AUTH_OK) {
             throw new ProtocolException("malformed frame: unknown frame type " + type);
         }
         if (length < 0 || length > MAX_PAYLOAD) {
             throw new ProtocolException("oversized frame: " + typeName(type) + " frame announces "
                     + Integer.toUnsignedString(length) + " bytes, above the limit of " + MAX_PAYLOAD + " bytes");
         }
-        byte[] payload = new byte[length];
-        d.readFully(payload);
-        return new Frame(type, payload);
+        return new Frame(type, new byte[length]);
     }
 
     static byte[] hello(int rank, int worldSize, byte[] mac) {
@@ -177,6 +207,16 @@ final class RendezvousWire {
             b.get(mac);
         }
         return new Hello(rank, size, mac);
+    }
+
+    /** The hex form of a nonce or proof, as {@link JobSecret#prove} takes and gives them. */
+    static String hex(byte[] b) {
+        return java.util.HexFormat.of().formatHex(b);
+    }
+
+    /** The bytes of a hex nonce or proof. */
+    static byte[] unhex(String s) {
+        return java.util.HexFormat.of().parseHex(s);
     }
 
     /** HMAC-SHA256 keyed by {@code token} over nonce, rank and world size. */

@@ -68,7 +68,8 @@ public final class Checks {
             "NCCL4J_WATCHDOG_STUCK_TIMEOUT", "NCCL4J_CHECK_COLLECTIVES", "NCCL4J_INIT_TIMEOUT", "NCCL4J_TRACE_BUFFER",
             "NCCL4J_TRACE_DIR",
             "NCCL4J_DEVICE", "NCCL4J_LIBRARY", "NCCL4J_RENDEZVOUS_FILE", "NCCL4J_RENDEZVOUS_TOKEN", "NCCL4J_RUN_ID",
-            "NCCL4J_LIVENESS_PORT", "NCCL4J_LIVENESS_TIMEOUT", "NCCL4J_NCCL_LOG", "NCCL4J_BUNDLE");
+            "NCCL4J_LIVENESS_PORT", "NCCL4J_LIVENESS_TIMEOUT", "NCCL4J_NCCL_LOG", "NCCL4J_BUNDLE",
+            "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE", "NCCL4J_RENDEZVOUS_BIND");
 
     /** The bits of {@code nvmlDeviceGetCurrentClocksEventReasons} that mean the GPU is held back. */
     static final long HW_SLOWDOWN = 0x8L;
@@ -328,7 +329,9 @@ public final class Checks {
         return out;
     }
 
-    private static Finding unknown(String name, String value, Set<String> known) {
+    private static Finding unknown(String name, String rawValue, Set<String> known) {
+        // a misspelt secret is still a secret: its value is never shown
+        String value = name.matches(".*(SECR|TOK|PASSW).*") ? "(value not shown)" : rawValue;
         String best = null;
         int bestDistance = Integer.MAX_VALUE;
         for (String k : new TreeSet<>(known)) {

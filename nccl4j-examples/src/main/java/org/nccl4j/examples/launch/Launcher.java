@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.nccl4j.launch.JobSecret;
 
 /**
  * A local launcher: starts N processes on this machine as the ranks of one job, as {@code torchrun} does on
@@ -40,6 +41,9 @@ import java.util.stream.Collectors;
  * launcher's rank variables ({@code OMPI_COMM_WORLD_RANK}, {@code PMIX_RANK}, {@code PMI_RANK},
  * {@code SLURM_PROCID}), say because nccl4j-run itself runs inside {@code srun}, {@code TORCHELASTIC_RUN_ID}
  * is set too (unless already set), which makes {@code LaunchInfo} prefer this launcher's variables.
+ * {@code NCCL4J_JOB_SECRET} is set to a random secret made for this launch ({@link JobSecret#random()}), which
+ * authenticates the job's rendezvous and liveness connections, unless the user set {@code NCCL4J_JOB_SECRET} or
+ * {@code NCCL4J_JOB_SECRET_FILE} (those reach every rank as they are). The launcher never prints the secret.
  * A Java rank runs {@code <java> [JAVA_OPTS] -cp <class path> <main class> [args]} with the launcher's own
  * {@code java} and class path. Its stdin is {@code /dev/null}.
  *
@@ -204,7 +208,7 @@ public final class Launcher {
         Thread hook = new Thread(this::onSignal, "nccl4j-run shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
-            return runRanks(port, runId, setElasticId, !env.containsKey("NCCL4J_RUN_ID"));
+            return runRanks(port, runId, setElasticId, !env.containsKey("NCCL4J_RUN_ID"), secretFor(env));
         } finally {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
@@ -214,7 +218,21 @@ public final class Launcher {
         }
     }
 
-    private int runRanks(int port, String runId, boolean setElasticId, boolean setRunId) {
+    /**
+     * The secret to give every rank as {@code NCCL4J_JOB_SECRET}: a random one for this launch, or null when the user
+     * set {@code NCCL4J_JOB_SECRET} or {@code NCCL4J_JOB_SECRET_FILE} (the ranks inherit those). Never printed.
+     */
+    static String secretFor(Map<String, String> env) {
+        for (String v : new String[] {JobSecret.VARIABLE, JobSecret.FILE_VARIABLE}) {
+            String value = env.get(v);
+            if (value != null && !value.isBlank()) {
+                return null;
+            }
+        }
+        return JobSecret.random();
+    }
+
+    private int runRanks(int port, String runId, boolean setElasticId, boolean setRunId, String secret) {
         int n = options.ranks();
         BlockingQueue<Rank> exited = new LinkedBlockingQueue<>();
         try {
@@ -228,6 +246,9 @@ public final class Launcher {
                 e.put("MASTER_ADDR", MASTER_ADDR);
                 e.put("MASTER_PORT", Integer.toString(port));
                 e.put(TAG_VARIABLE, tag);
+                if (secret != null) {
+                    e.put(JobSecret.VARIABLE, secret);
+                }
                 if (setRunId) {
                     e.put("NCCL4J_RUN_ID", runId);
                 }

@@ -73,6 +73,19 @@ class DoctorTest {
     }
 
     @Test
+    void theJobSecretVariablesAreKnownAndAMisspeltSecretIsNotShown() {
+        Map<String, String> env = Map.of("NCCL4J_JOB_SECRET", "s".repeat(32), "NCCL4J_JOB_SECRET_FILE", "/run/s",
+                "NCCL4J_RENDEZVOUS_BIND", "any");
+        assertEquals(List.of(), Checks.environment(env, twoNvlinked()).stream()
+                .filter(f -> f.subject().startsWith("NCCL4J_")).collect(java.util.stream.Collectors.toList()));
+        Finding f = only(Checks.environment(Map.of("NCCL4J_JOB_SECRT", "hunter2hunter2hunter2"), twoNvlinked()),
+                "NCCL4J_JOB_SECRT");
+        assertEquals(Status.WARN, f.status());
+        assertTrue(f.detail().endsWith("did you mean NCCL4J_JOB_SECRET?"), f.detail());
+        assertFalse(f.detail().contains("hunter2"), f.detail());
+    }
+
+    @Test
     void aNameFarFromAnyKnownOneIsOnlyNoted() {
         Finding f = only(Checks.environment(Map.of("NCCL_FUTURE_KNOB", "1"), twoNvlinked()), "NCCL_FUTURE_KNOB");
         assertEquals(Status.INFO, f.status());

@@ -2,6 +2,7 @@ package org.nccl4j.examples.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -36,7 +37,7 @@ class LauncherTest {
     /** Variables of other launchers, removed from the launcher's environment unless a test sets them. */
     private static final String[] FOREIGN = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
         "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "NCCL4J_RUN_ID", "JAVA_OPTS", "RANK",
-        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE"};
     /** Longer than any test: a rank still sleeping at the end was not stopped. */
     private static final String SLEEP = "30";
 
@@ -175,6 +176,55 @@ class LauncherTest {
         assertEquals(1, ports.size(), "every rank must get the same MASTER_PORT: " + ports);
         int port = Integer.parseInt(ports.iterator().next());
         assertTrue(port > 0 && port < 65536, "MASTER_PORT " + port);
+    }
+
+    /** Shell that writes the rank's NCCL4J_JOB_SECRET and NCCL4J_JOB_SECRET_FILE to files, not to its output. */
+    private String secretToFiles() {
+        return "printf %s \"${NCCL4J_JOB_SECRET:-unset}\" > " + dir + "/secret.$RANK; printf %s"
+                + " \"${NCCL4J_JOB_SECRET_FILE:-unset}\" > " + dir + "/secretfile.$RANK; echo rank $RANK ran";
+    }
+
+    private String fileOf(String name) throws IOException {
+        return Files.readString(dir.resolve(name));
+    }
+
+    @Test
+    void everyRankGetsTheSameRandomSecretNeverPrinted() throws Exception {
+        Run r = sh(3, secretToFiles());
+        assertEquals(0, r.status(), r.err());
+        String secret = fileOf("secret.0");
+        assertTrue(secret.matches("[0-9a-f]{64}"), secret);
+        assertEquals(secret, fileOf("secret.1"));
+        assertEquals(secret, fileOf("secret.2"));
+        assertEquals("unset", fileOf("secretfile.0"));
+        assertFalse(r.out().contains(secret) || r.err().contains(secret), "the launcher printed the secret");
+        Run again = sh(2, secretToFiles());
+        assertEquals(0, again.status(), again.err());
+        assertNotEquals(secret, fileOf("secret.0"), "a new secret per launch");
+    }
+
+    @Test
+    void theUsersSecretIsPassedThroughAndNotReplaced() throws Exception {
+        String mine = "my-own-secret-of-the-job-0123456789";
+        Run r = launch(Map.of("NCCL4J_JOB_SECRET", mine), shArgs(2, secretToFiles()));
+        assertEquals(0, r.status(), r.err());
+        assertEquals(mine, fileOf("secret.0"));
+        assertEquals(mine, fileOf("secret.1"));
+        assertFalse(r.out().contains(mine) || r.err().contains(mine), "the launcher printed the secret");
+        Path file = dir.resolve("job.secret");
+        Files.writeString(file, "a-secret-in-a-file-0123456789");
+        Run f = launch(Map.of("NCCL4J_JOB_SECRET_FILE", file.toString()), shArgs(2, secretToFiles()));
+        assertEquals(0, f.status(), f.err());
+        assertEquals("unset", fileOf("secret.0"), "the file is the user's choice: no secret beside it");
+        assertEquals(file.toString(), fileOf("secretfile.1"));
+    }
+
+    @Test
+    void secretForIsRandomUnlessTheUserSetOne() {
+        assertNotEquals(Launcher.secretFor(Map.of()), Launcher.secretFor(Map.of()));
+        assertEquals(null, Launcher.secretFor(Map.of("NCCL4J_JOB_SECRET", "x".repeat(32))));
+        assertEquals(null, Launcher.secretFor(Map.of("NCCL4J_JOB_SECRET_FILE", "/run/secrets/job")));
+        assertTrue(Launcher.secretFor(Map.of("NCCL4J_JOB_SECRET", " ")).matches("[0-9a-f]{64}"));
     }
 
     // ---------------------------------------------------------------- GPU sharing
