@@ -433,42 +433,7 @@ public final class Communicator implements AutoCloseable {
     /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
     private void attachChannel(Liveness l) {
         liveness = l;
-        l.attach(this, this::peerNews);
-    }
-
-    /**
-     * News from the channel that a peer failed, left uncleanly or diverged: every live rank writes its flight record
-     * (once), from the channel's thread, so that a rank stuck in its own code is recorded too.
-     */
-    private void peerNews(String news) {
-        if (recorder == null || traceDumped || failure != null) {
-            return;
-        }
-        try {
-            Path p = writeTrace(TraceDump.REASON_PEER_FAILED, "a peer failed: " + news, null);
-            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} of {} wrote its flight record "
-                    + "on news from the liveness channel ({}): {}", rank, size, news, p);
-        } catch (IOException | RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not write its flight "
-                    + "record on news of a peer's failure: {}", rank, e.toString());
-        }
-    }
-
-    /**
-     * This rank leaves while its peers may go on (an abort, an exit with the communicator open, a close after other
-     * collectives than theirs): its flight record is written too, so that the analyzer has every rank's, unless one
-     * was written already (a failure's).
-     */
-    void recordDeparture(String what) {
-        if (recorder == null || traceDumped) {
-            return;
-        }
-        try {
-            writeTrace(TraceDump.REASON_DEPARTED, "rank " + rank + " " + what, null);
-        } catch (IOException | RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: rank {} could not write its flight "
-                    + "record as it left: {}", rank, e.toString());
-        }
+        l.attach(this, news -> Departing.peerNews(this, news));
     }
 
     /** @return its collectives as the liveness channel reports them */
@@ -485,16 +450,6 @@ public final class Communicator implements AutoCloseable {
     boolean ownOperationsComplete() {
         FlightRecorder r = recorder;
         return r == null || !settings.enabled() || r.oldestPending() == 0;
-    }
-
-    /** The watchdog failed it: the peers are told ({@code DEPART failure}), except under RECOVER (it stays). */
-    void announceFailure(CommunicatorFailedException f) {
-        Liveness l = liveness;
-        if (l != null && settings.policy() != FailurePolicy.RECOVER) {
-            long last = ledger.last();
-            l.depart(Departures.Kind.FAILURE, generation, last, ledger.describe(last),
-                    f.getClass().getSimpleName() + ": " + f.verdict());
-        }
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -1531,7 +1486,7 @@ public final class Communicator implements AutoCloseable {
                 for (int i = 0; i < frames.size(); i++) {
                     String f = frames.get(i);
                     if (f.contains("org.nccl4j.Communicator.writeTrace(")
-                            || f.contains("org.nccl4j.Communicator.recordDeparture(")) {
+                            || f.contains("org.nccl4j.Departing.recordDeparture(")) {
                         from = i + 1;
                     }
                 }
@@ -2234,7 +2189,7 @@ public final class Communicator implements AutoCloseable {
         if (l != null && !closed) {
             long last = ledger.last();
             l.depart(Departures.Kind.ABORT, generation, last, ledger.describe(last), null);
-            recordDeparture("aborted its communicator after " + ledger.describe(last));
+            Departing.recordDeparture(this, "aborted its communicator after " + ledger.describe(last));
         }
         leaveLiveness();
         lifecycle.lock();
@@ -2329,7 +2284,8 @@ public final class Communicator implements AutoCloseable {
                     log.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
                             abortBecause);
                 }
-                recordDeparture("closed its communicator after " + ledger.describe(ledger.last()) + " and aborted it: "
+                Departing.recordDeparture(this, "closed its communicator after " + ledger.describe(ledger.last())
+                        + " and aborted it: "
                         + abortBecause);
                 abort0();
             } else if (kept || closed) {

@@ -144,7 +144,7 @@ final class Farewell {
             if (c != null && !l.departed()) {
                 l.depart(Departures.Kind.EXIT, c.generationForChannel(), c.ledger().last(),
                         c.ledger().describe(c.ledger().last()), cause);
-                c.recordDeparture("exited with its communicator open after "
+                Departing.recordDeparture(c, "exited with its communicator open after "
                         + c.ledger().describe(c.ledger().last()) + " (" + cause + ")");
             } else {
                 l.exitAfterFailure(cause);   // a failed rank now leaves for good

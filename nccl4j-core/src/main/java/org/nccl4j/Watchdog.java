@@ -267,7 +267,7 @@ final class Watchdog implements Runnable {
                 }
                 retire();
                 dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
-                comm.announceFailure(failure);   // first too: the peers hear of it before this process can end
+                Departing.announceFailure(comm, failure);   // first too: the peers hear of it before the process ends
                 comm.failedByWatchdog(failure);
                 if (o != null) {
                     o.failed(comm, failure);

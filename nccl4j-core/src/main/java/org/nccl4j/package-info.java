@@ -42,12 +42,21 @@
  *       {@code WatchdogMonitor}: a second daemon thread that watches the watchdog's heartbeat and reports, dumps and
  *       applies the policy when the watchdog is stuck.</li>
  *   <li>The failures: {@link org.nccl4j.CommunicatorFailedException} and its kinds
- *       {@link org.nccl4j.CollectiveTimeoutException}, {@link org.nccl4j.RemoteErrorException} and
- *       {@link org.nccl4j.WatchdogStuckException};
+ *       {@link org.nccl4j.CollectiveTimeoutException}, {@link org.nccl4j.RemoteErrorException} (and its
+ *       {@link org.nccl4j.PeerDepartedException}), {@link org.nccl4j.RanksDivergedException} and
+ *       {@link org.nccl4j.WatchdogStuckException}; {@link org.nccl4j.CloseTimeoutException} from {@code close()};
  *       {@link org.nccl4j.CollectiveMismatchException} from {@code CollectiveCheck} ({@code NCCL4J_CHECK_COLLECTIVES});
  *       {@link org.nccl4j.InitTimeoutException} from {@code InitDeadline}.</li>
  *   <li>{@code Liveness}: the channel on which ranks say they are alive, so that a lost rank is named with its host
- *       and pid; {@link org.nccl4j.FailureListener} hears of failures.</li>
+ *       and pid, authenticated by {@link org.nccl4j.launch.JobSecret}; {@link org.nccl4j.FailureListener} hears of
+ *       failures. Over it: {@code Departures} (how peers left, and what that means for this rank's pending
+ *       collectives), {@code Ledger} (a communicator's collectives, numbered and fingerprinted),
+ *       {@code Agreement} (rank 0's comparison of the fingerprints), {@code Departing} (telling and recording a
+ *       departure).</li>
+ *   <li>The end of a communicator or a process: {@code Teardown} (finalize only when every rank closes after the
+ *       same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught exceptions and the exit
+ *       told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon thread waited for at most a
+ *       given time).</li>
  *   <li>{@link org.nccl4j.OperationObserver}: the hook through which {@link org.nccl4j.diagnostics.NcclMetrics}
  *       sees operations. {@link org.nccl4j.NcclLog} routes NCCL's own log lines into SLF4J.</li>
  * </ul>

@@ -395,7 +395,7 @@ class DeparturesTest extends StubFixture {
         c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);   // from this thread
         s1.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
-        c2.announceFailure(new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
+        Departing.announceFailure(c2, new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
                 "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
                 0, null, null, "allReduce #2 did not complete within 1m", false, null)));
         within(3000, () -> c0.traceDumped() && c1.traceDumped() ? true : null, "the dumps of ranks 0, 1");
@@ -556,7 +556,7 @@ class DeparturesTest extends StubFixture {
         long t0 = System.nanoTime();
         CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);   // waits for rank 0 to close too
         Thread.sleep(200);
-        c0.announceFailure(new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
+        Departing.announceFailure(c0, new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
                 0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
                 null)));
         ch[0].close();   // its process ends right after (seen on 2 x H100: rank 1 waited for the close deadline)
