@@ -6,7 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import static org.nccl4j.launch.RendezvousTest.errorFrom;
+import static org.nccl4j.launch.RendezvousTest.failure;
+import static org.nccl4j.launch.RendezvousTest.id;
+import static org.nccl4j.launch.RendezvousTest.neverCalled;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
@@ -21,13 +24,11 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -73,21 +74,8 @@ class RendezvousSecurityTest {
                 .collect(Collectors.toList());
     }
 
-    private static byte[] id(int seed) {
-        byte[] id = new byte[Rendezvous.UNIQUE_ID_BYTES];
-        for (int i = 0; i < id.length; i++) {
-            id[i] = (byte) (seed * 17 + i);
-        }
-        return id;
-    }
-
     private static Rendezvous.Builder base(int rank, int worldSize, JobSecret secret) {
-        return Rendezvous.builder().rank(rank).worldSize(worldSize).environment(Map.of()).jobSecret(secret)
-                .timeout(Duration.ofSeconds(20)).bindAddress(LOOPBACK).pollInterval(Duration.ofMillis(20));
-    }
-
-    private static Supplier<byte[]> neverCalled() {
-        return () -> fail("the id supplier must be called on rank 0 only");
+        return RendezvousTest.base(rank, worldSize).jobSecret(secret);
     }
 
     private int startServer(Rendezvous.Builder b, Supplier<byte[]> ids, List<Future<byte[]>> results)
@@ -96,23 +84,6 @@ class RendezvousSecurityTest {
         Rendezvous r = b.tcp(HOST, 0).onListening(listening::complete).build();
         results.add(pool.submit(() -> r.exchange(ids)));
         return listening.get(10, TimeUnit.SECONDS).getPort();
-    }
-
-    private static Throwable failure(Future<?> f) throws InterruptedException {
-        try {
-            f.get(30, TimeUnit.SECONDS);
-        } catch (ExecutionException e) {
-            return e.getCause();
-        } catch (java.util.concurrent.TimeoutException e) {
-            fail("rank did not finish");
-        }
-        return fail("expected the rank to fail");
-    }
-
-    private static String errorFrom(Socket s) throws IOException {
-        RendezvousWire.Frame f = RendezvousWire.read(s.getInputStream());
-        assertEquals(RendezvousWire.ERROR, f.type, RendezvousWire.typeName(f.type));
-        return new String(f.payload, StandardCharsets.UTF_8);
     }
 
     /** A raw connection that has read rank 0's AUTH_CHALLENGE; returns the socket and fills {@code nonce}. */

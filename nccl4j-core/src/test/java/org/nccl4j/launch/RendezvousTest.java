@@ -82,7 +82,7 @@ class RendezvousTest {
         assertEquals(Set.of(), leaked, "threads left running");
     }
 
-    private static byte[] id(int seed) {
+    static byte[] id(int seed) {
         byte[] id = new byte[Rendezvous.UNIQUE_ID_BYTES];
         for (int i = 0; i < id.length; i++) {
             id[i] = (byte) (seed * 31 + i * 7);
@@ -90,12 +90,12 @@ class RendezvousTest {
         return id;
     }
 
-    private static Rendezvous.Builder base(int rank, int worldSize) {
+    static Rendezvous.Builder base(int rank, int worldSize) {
         return Rendezvous.builder().rank(rank).worldSize(worldSize).environment(Map.of())
                 .timeout(Duration.ofSeconds(20)).bindAddress(LOOPBACK).pollInterval(Duration.ofMillis(20));
     }
 
-    private static Supplier<byte[]> neverCalled() {
+    static Supplier<byte[]> neverCalled() {
         return () -> fail("the id supplier must be called on rank 0 only");
     }
 
@@ -107,7 +107,7 @@ class RendezvousTest {
         return listening.get(10, TimeUnit.SECONDS).getPort();
     }
 
-    private static <T> Throwable failure(Future<T> f) throws InterruptedException {
+    static <T> Throwable failure(Future<T> f) throws InterruptedException {
         try {
             f.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
@@ -314,9 +314,9 @@ class RendezvousTest {
         return s;
     }
 
-    private static String errorFrom(Socket s) throws IOException {
+    static String errorFrom(Socket s) throws IOException {
         RendezvousWire.Frame f = RendezvousWire.read(s.getInputStream());
-        assertEquals(RendezvousWire.ERROR, f.type);
+        assertEquals(RendezvousWire.ERROR, f.type, RendezvousWire.typeName(f.type));
         return new String(f.payload, StandardCharsets.UTF_8);
     }
 
