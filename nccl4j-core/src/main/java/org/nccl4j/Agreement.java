@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Consumer;
+import org.nccl4j.trace.TraceNames;
 
 /**
  * Rank 0's comparison of what the ranks issued, without debug mode and at no cost per operation: each rank reports
@@ -235,7 +236,7 @@ final class Agreement {
             sb.append(comma ? ", " : "").append("rank ").append(e.getKey()).append(' ').append(s.name())
                     .append(" count ").append(s.count()).append(' ').append(typeName(s.type()));
             if (s.reduceOp() >= 0) {
-                sb.append(' ').append(reduceName(s.reduceOp()));
+                sb.append(' ').append(TraceNames.reduceOp(s.reduceOp()));
             }
             if (s.root() >= 0) {
                 sb.append(" root ").append(s.root());
@@ -263,16 +264,7 @@ final class Agreement {
     }
 
     private static String typeName(int code) {
-        try {
-            return DataType.fromCode(code).ncclName();
-        } catch (IllegalArgumentException e) {
-            return "type " + code;
-        }
-    }
-
-    private static String reduceName(int code) {
-        ReduceOp[] builtIn = ReduceOp.builtIn();
-        return code >= 0 && code < builtIn.length ? "nccl" + builtIn[code].toString().charAt(0)
-                + builtIn[code].toString().substring(1).toLowerCase(java.util.Locale.ROOT) : "ncclPreMulSum";
+        String name = TraceNames.dataType(code);
+        return name != null ? name : "type " + code;
     }
 }

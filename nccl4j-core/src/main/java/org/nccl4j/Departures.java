@@ -156,14 +156,33 @@ final class Departures {
         return out;
     }
 
-    /** @return whether any departure of {@code generation} is not a clean close */
-    boolean anyUnclean(int generation) {
+    /**
+     * The departures of communicator {@code generation} by ranks other than {@code self} that are still in it.
+     *
+     * @param rankOf maps a launch rank to the communicator's rank (-1: left out by a recovery)
+     */
+    private List<Departure> others(int self, int generation, java.util.function.IntUnaryOperator rankOf) {
+        List<Departure> out = new ArrayList<>();
         for (Departure d : byLaunchRank.values()) {
-            if (d.generation() == generation && d.kind() != Kind.CLOSE) {
-                return true;
+            if (d.generation() == generation && d.rank() != self && rankOf.applyAsInt(d.rank()) >= 0) {
+                out.add(d);
             }
         }
-        return false;
+        return out;
+    }
+
+    /**
+     * The unclean departures (abort, failure, exit) of the others, described as a failure names them, joined by
+     * {@code ; }; null when there is none.
+     */
+    String unclean(int self, int generation, java.util.function.IntUnaryOperator rankOf) {
+        StringBuilder sb = new StringBuilder();
+        for (Departure d : others(self, generation, rankOf)) {
+            if (d.kind() != Kind.CLOSE) {
+                sb.append(sb.length() == 0 ? "" : "; ").append(d.describe(rankOf.applyAsInt(d.rank())));
+            }
+        }
+        return sb.length() == 0 ? null : sb.toString();
     }
 
     /** Forgets everything (after a recovery the channel serves a new communicator). */
@@ -200,10 +219,7 @@ final class Departures {
         boolean anyPending = recorder.oldestPending() != 0;
         List<Departure> blocking = new ArrayList<>();
         long first = 0;
-        for (Departure d : byLaunchRank.values()) {
-            if (d.generation() != generation || d.rank() == self || rankOf.applyAsInt(d.rank()) < 0) {
-                continue;
-            }
+        for (Departure d : others(self, generation, rankOf)) {
             boolean beyond = mine > d.last() && !completedThrough(ledger, d.last() + 1, completed);
             if (beyond && d.kind() == Kind.CLOSE && d.cause() == null && now - d.heardNanos() < CAUSE_WAIT_NANOS) {
                 return null;   // its exception may follow in a moment: look again next poll

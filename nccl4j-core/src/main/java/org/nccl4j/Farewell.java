@@ -50,11 +50,6 @@ final class Farewell {
         OPEN.remove(l);
     }
 
-    /** @return the uncaught exception of this process, one line, or null */
-    static String uncaught() {
-        return uncaught;
-    }
-
     /** Installs the hook and handlers, once (with the first communicator, or the first channel). */
     static void install() {
         if (!installed) {

@@ -42,20 +42,12 @@ final class Teardown {
 
     /** The close deadline: the property, else the variable, else 30 s. */
     static Duration timeout() {
-        String p = System.getProperty(TIMEOUT_PROPERTY);
-        if (p != null && !p.isBlank()) {
-            return positive(TIMEOUT_PROPERTY, Durations.parse(TIMEOUT_PROPERTY, p.trim()), p);
-        }
         String v = ProcessEnvironment.liveOrJvmCopy().get(TIMEOUT_VARIABLE);
-        if (v != null && !v.isBlank()) {
-            return positive(TIMEOUT_VARIABLE, Durations.parse(TIMEOUT_VARIABLE, v.trim()), v);
-        }
-        return DEFAULT_TIMEOUT;
-    }
-
-    private static Duration positive(String name, Duration d, String value) {
+        Duration d = WatchdogConfig.value(v == null ? Map.of() : Map.of(TIMEOUT_VARIABLE, v), System.getProperties(),
+                TIMEOUT_VARIABLE, TIMEOUT_PROPERTY, DEFAULT_TIMEOUT, null);
         if (d.isZero() || d.isNegative()) {
-            throw new IllegalArgumentException(name + "=" + value
+            String name = System.getProperty(TIMEOUT_PROPERTY, "").isBlank() ? TIMEOUT_VARIABLE : TIMEOUT_PROPERTY;
+            throw new IllegalArgumentException(name + "=" + Durations.format(d)
                     + " must be longer than zero, e.g. 30s (the default)");
         }
         return d;

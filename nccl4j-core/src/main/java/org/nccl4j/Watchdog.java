@@ -481,14 +481,8 @@ final class Watchdog implements Runnable {
 
         /** The unclean departures the channel told of (an exit, abort or failure), described; or null. */
         private String departed(Liveness liveness) {
-            StringBuilder sb = new StringBuilder();
-            for (Departures.Departure d : liveness.departures().of(comm.generationForChannel()).values()) {
-                int r = liveness.currentRank(d.rank());
-                if (d.kind() != Departures.Kind.CLOSE && d.rank() != liveness.launchRankOfSelf() && r >= 0) {
-                    sb.append(sb.length() == 0 ? "" : "; ").append(d.describe(r));
-                }
-            }
-            return sb.length() == 0 ? null : sb.toString();
+            return liveness.departures().unclean(liveness.launchRankOfSelf(), comm.generationForChannel(),
+                    liveness::currentRank);
         }
 
         private String describe(List<Liveness.Lost> lost) {

@@ -200,8 +200,12 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
         return new WatchdogConfig(enabled, timeout, policy, poll, check, TraceConfig.from(env), init, stuck);
     }
 
+    /**
+     * A setting read as every other here is: the system property wins over the variable, the value is parsed naming
+     * the one it came from, and {@code fallback} stands when neither is set ({@code parser} null: a duration).
+     */
     @SuppressWarnings("unchecked")
-    private static <T> T value(Map<String, String> env, Properties properties, String variable, String property,
+    static <T> T value(Map<String, String> env, Properties properties, String variable, String property,
             T fallback, Function<String[], T> parser) {
         String name = property;
         String v = properties.getProperty(property);

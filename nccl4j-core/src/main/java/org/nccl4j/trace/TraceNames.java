@@ -5,9 +5,9 @@ import java.util.List;
 /**
  * The names a dump gives data types and reduction operators: NCCL's own ({@code ncclFloat32}, {@code ncclSum}).
  * {@link FlightRecorder} stores the codes ({@code ncclDataType_t}, {@code ncclRedOp_t}); names are made only when a
- * snapshot is taken.
+ * snapshot is taken. The liveness channel's comparison of the ranks' collectives names them the same way.
  */
-final class TraceNames {
+public final class TraceNames {
     /** {@code ncclDataType_t} names, indexed by code (as {@link org.nccl4j.DataType#code()}). */
     static final List<String> DATA_TYPES = List.of("ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64",
             "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
@@ -20,13 +20,23 @@ final class TraceNames {
     private TraceNames() {
     }
 
-    /** The name of a data type code (0..11), or null for -1 (none). */
-    static String dataType(int code) {
-        return code < 0 ? null : DATA_TYPES.get(code);
+    /**
+     * The name of a data type code.
+     *
+     * @param code an {@code ncclDataType_t} (0..11), or -1 for none
+     * @return its name, e.g. {@code ncclFloat32}; null for -1 or a code NCCL does not define
+     */
+    public static String dataType(int code) {
+        return code < 0 || code >= DATA_TYPES.size() ? null : DATA_TYPES.get(code);
     }
 
-    /** The name of an operator code: a built-in's, {@code ncclPreMulSum(N)} from 5 on, or null for -1 (none). */
-    static String reduceOp(int code) {
+    /**
+     * The name of a reduction operator code.
+     *
+     * @param code an {@code ncclRedOp_t}, or -1 for none
+     * @return a built-in's name ({@code ncclSum}, ...), {@code ncclPreMulSum(N)} from 5 on, or null for -1
+     */
+    public static String reduceOp(int code) {
         if (code < 0) {
             return null;
         }
