@@ -75,8 +75,10 @@ import org.slf4j.LoggerFactory;
  * rank that joined from another address; a second {@code HELLO} on one connection; any line before the hello but the
  * handshake's; and any line only rank 0 sends ({@code JOINED}, {@code LOST}, {@code LEFT}, {@code DEPARTED},
  * {@code CAUSED}, {@code AHEAD}, {@code CHECK}, {@code DESCRIBE}, {@code MISMATCH}, {@code CHALLENGE}, {@code OK}) or
- * it does not know. A refused connection is closed and said once at WARN with its address
- * ({@code nccl4j liveness: refused the connection from <address>: <why>; the job goes on}); it is never a loss, a
+ * it does not know. A refused connection is closed and said with its address
+ * ({@code nccl4j liveness: refused the connection from <address>: <why>; the job goes on}), at WARN once per burst
+ * of refusals ({@link org.nccl4j.launch.Refusals}: the others at DEBUG, counted in the next WARN line; a flood's
+ * connections that time out waiting are said with the flood's line); it is never a loss, a
  * join or a departure, and the rank it claimed is untouched. A rank ignores the lines of rank 0 it does not
  * expect.</li>
  * <li><b>Bounds.</b> A line before the hello is at most {@value #MAX_EARLY_LINE} bytes, a rank's line at most
@@ -126,6 +128,8 @@ final class Liveness implements AutoCloseable {
      */
     private long lastClosedAtAccept;
     private boolean closingAtAccept;
+    /** Rank 0: says refused connections, one WARN line per burst (a flood's waiting connections at DEBUG). */
+    private final org.nccl4j.launch.Refusals refusals = new org.nccl4j.launch.Refusals(LOG);
     /** The quiet that ends a burst of connections closed at accept. */
     static final long BURST_GAP_MILLIS = 10_000;
     /** Rank 0: by launch rank, the address each rank said hello from. */
@@ -490,6 +494,12 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /** For tests: rank 0 says every refusal at WARN (no bursts). */
+    Liveness everyRefusalAtWarn() {
+        refusals.quietMillis(0);
+        return this;
+    }
+
     /** For tests: how long a new connection has to authenticate and say hello (both sides). */
     Liveness helloDeadline(Duration d) {
         helloMillis = Math.max(1, d.toMillis());
@@ -613,6 +623,7 @@ final class Liveness implements AutoCloseable {
                 boolean newBurst = !closingAtAccept || now - lastClosedAtAccept > BURST_GAP_MILLIS * 1_000_000L;
                 closingAtAccept = true;
                 lastClosedAtAccept = now;
+                refusals.flooded();
                 if (newBurst) {
                     LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
                             + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
@@ -621,9 +632,10 @@ final class Liveness implements AutoCloseable {
                 continue;
             }
             pending.incrementAndGet();
+            long accepted = refusals.now();
             try {
                 s.setTcpNoDelay(true);
-                daemon(() -> serveOne(s), "nccl4j-liveness-peer");
+                daemon(() -> serveOne(s, accepted), "nccl4j-liveness-peer");
             } catch (IOException | RuntimeException | Error e) {
                 pending.decrementAndGet();
                 closeQuietly(s);
@@ -643,9 +655,12 @@ final class Liveness implements AutoCloseable {
     /**
      * Rank 0: authenticates a connection and reads its hello ({@link #greet}), then reads that rank's lines until its
      * connection ends; tells the others when it ends without BYE. A connection refused (its proof, its claims or a line
-     * a rank may not send) is closed, said once at WARN with its address, and is no loss.
+     * a rank may not send) is closed, said with its address ({@link org.nccl4j.launch.Refusals}: at WARN once per
+     * burst), and is no loss.
+     *
+     * @param accepted when it was accepted, on {@link #refusals}' clock
      */
-    private void serveOne(Socket s) {
+    private void serveOne(Socket s, long accepted) {
         boolean bye = false;
         String[] hello = null;
         int who = -1;
@@ -695,7 +710,8 @@ final class Liveness implements AutoCloseable {
         }
         if (refused != null) {
             if (!closing) {
-                LOG.warn("nccl4j liveness: refused the connection from {}: {}; the job goes on", remote(s), refused);
+                refusals.refused("nccl4j liveness: refused the connection from " + remote(s) + ": " + refused
+                        + "; the job goes on", accepted);
             }
             return;
         }

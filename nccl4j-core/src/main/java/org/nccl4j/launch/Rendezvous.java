@@ -179,6 +179,7 @@ public final class Rendezvous {
     private final Duration timeout;
     private final Duration handshakeTimeout;
     private final int maxPending;
+    private final long refusalQuietMillis;
     private final Duration pollInterval;
     private final ProcessEnvironment processEnvironment;
 
@@ -199,6 +200,7 @@ public final class Rendezvous {
         this.timeout = b.timeout;
         this.handshakeTimeout = b.handshakeTimeout;
         this.maxPending = b.maxPending;
+        this.refusalQuietMillis = b.refusalQuietMillis;
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
     }
@@ -363,7 +365,7 @@ public final class Rendezvous {
     private byte[] serve(Supplier<byte[]> idSupplier) {
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<Integer, Socket> peers = new TreeMap<>();
-        List<String> refused = new ArrayList<>();
+        Strangers refused = new Strangers(new Refusals(LOG).quietMillis(refusalQuietMillis));
         java.nio.channels.ServerSocketChannel server = null;
         java.nio.channels.Selector selector = null;
         Map<java.nio.channels.SocketChannel, Pending> pending = new java.util.LinkedHashMap<>();
@@ -493,12 +495,13 @@ public final class Rendezvous {
 
     /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
     private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
-            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Burst burst, List<String> refused)
+            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Burst burst, Strangers refused)
             throws IOException {
         java.nio.channels.SocketChannel c;
         while ((c = server.accept()) != null) {
             String from = String.valueOf(c.socket().getRemoteSocketAddress());
             if (pending.size() >= maxPending) {
+                refused.say.flooded();
                 if (!burst.on) {
                     burst.on = true;
                     LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
@@ -513,7 +516,7 @@ public final class Rendezvous {
             try {
                 c.configureBlocking(false);
                 c.socket().setTcpNoDelay(true);
-                Pending p = new Pending(c, from, Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()),
+                Pending p = new Pending(c, from, refused.say.now(), Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()),
                         System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
                                 : Math.max(1, remainingMillis(deadline)));
                 ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
@@ -526,7 +529,7 @@ public final class Rendezvous {
                 pending.put(c, p);
             } catch (IOException e) {
                 note(refused, from + ": " + e);
-                LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
+                refused.say.refused("rank 0 dropped a connection from " + from + ": " + e);
                 closeQuietly(c);
             }
         }
@@ -546,6 +549,8 @@ public final class Rendezvous {
     private static final class Pending {
         final java.nio.channels.SocketChannel channel;
         final String from;
+        /** When it was accepted, on {@link Refusals#now()}'s clock. */
+        final long accepted;
         final long deadline;
         final long handshakeMillis;
         final byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
@@ -556,9 +561,11 @@ public final class Rendezvous {
         boolean ended;
         boolean late;
 
-        Pending(java.nio.channels.SocketChannel channel, String from, long deadline, long handshakeMillis) {
+        Pending(java.nio.channels.SocketChannel channel, String from, long accepted, long deadline,
+                long handshakeMillis) {
             this.channel = channel;
             this.from = from;
+            this.accepted = accepted;
             this.deadline = deadline;
             this.handshakeMillis = handshakeMillis;
             RANDOM.nextBytes(nonce);
@@ -607,7 +614,7 @@ public final class Rendezvous {
      * Handshakes with one connection whose first frame has come (or that failed, ended or ran out of time waiting for
      * it): adds it to {@code peers}, refuses it, or throws to end the rendezvous.
      */
-    private void admit(Pending p, long deadline, Map<Integer, Socket> peers, List<String> refused) {
+    private void admit(Pending p, long deadline, Map<Integer, Socket> peers, Strangers refused) {
         Socket s = p.channel.socket();
         String from = p.from;
         boolean keep = false;
@@ -633,13 +640,13 @@ public final class Rendezvous {
                 if (secret != null) {
                     String problem = authenticate(f, nonce, out);
                     if (problem != null) {
-                        refuse(s, from, problem, refused);
+                        refuse(s, from, problem, refused, p.accepted);
                         return;
                     }
                     f = RendezvousWire.read(in);
                 } else if (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR) {
                     refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
-                            + JobSecret.VARIABLE + " on every rank, or on none", refused);
+                            + JobSecret.VARIABLE + " on every rank, or on none", refused, p.accepted);
                     return;
                 }
                 if (f.type != RendezvousWire.HELLO) {
@@ -648,31 +655,32 @@ public final class Rendezvous {
                 }
                 hello = RendezvousWire.parseHello(f.payload);
             } catch (RendezvousWire.ProtocolException e) {
-                refuse(s, from, e.getMessage(), refused);
+                refuse(s, from, e.getMessage(), refused, p.accepted);
                 return;
             } catch (SocketTimeoutException e) {
-                refuse(s, from, "no HELLO within " + p.handshakeMillis + " ms", refused);
+                refuse(s, from, "no HELLO within " + p.handshakeMillis + " ms", refused, p.accepted);
                 return;
             } catch (EOFException e) {
                 note(refused, from + ": closed the connection before its HELLO");
-                LOG.warn("rank 0 dropped a connection from {}: closed before its HELLO", from);
+                refused.say.refused("rank 0 dropped a connection from " + from + ": closed before its HELLO",
+                        p.accepted);
                 return;
             }
             String who = "rank " + hello.rank + " (" + from + ")";
             if (token != null && hello.mac == null) {
                 refuse(s, from, who + " sent no token but rank 0 requires one: set the same " + TOKEN_VARIABLE
-                        + " (or Rendezvous.Builder.token) on every rank", refused);
+                        + " (or Rendezvous.Builder.token) on every rank", refused, p.accepted);
                 return;
             }
             if (token == null && hello.mac != null) {
                 refuse(s, from, who + " sent a token but rank 0 has none configured: set the same " + TOKEN_VARIABLE
-                        + " (or Rendezvous.Builder.token) on every rank, or on none", refused);
+                        + " (or Rendezvous.Builder.token) on every rank, or on none", refused, p.accepted);
                 return;
             }
             if (token != null && !MessageDigest.isEqual(hello.mac,
                     RendezvousWire.mac(token, nonce, hello.rank, hello.worldSize))) {
                 refuse(s, from, who + " presented a token that does not match rank 0's: set the same "
-                        + TOKEN_VARIABLE + " (or Rendezvous.Builder.token) on every rank", refused);
+                        + TOKEN_VARIABLE + " (or Rendezvous.Builder.token) on every rank", refused, p.accepted);
                 return;
             }
             String fatal = null;
@@ -694,7 +702,7 @@ public final class Rendezvous {
             }
             if (claim != null) {
                 // refused, not fatal: a stranger (or a stray process) must not end the job's rendezvous
-                refuse(s, from, claim, refused);
+                refuse(s, from, claim, refused, p.accepted);
                 return;
             }
             if (fatal != null) {
@@ -707,7 +715,7 @@ public final class Rendezvous {
             LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, from, peers.size(), worldSize - 1);
         } catch (IOException e) {
             note(refused, from + ": " + e);
-            LOG.warn("rank 0 dropped a connection from {}: {}", from, e.toString());
+            refused.say.refused("rank 0 dropped a connection from " + from + ": " + e, p.accepted);
         } finally {
             if (!keep) {
                 closeQuietly(s);
@@ -746,7 +754,7 @@ public final class Rendezvous {
      * Refuses the joined peers that sent anything after their HELLO (a second HELLO on one connection): their ranks
      * are free again and rank 0 goes on waiting for them.
      */
-    private static void dropChatty(Map<Integer, Socket> peers, List<String> refused) {
+    private static void dropChatty(Map<Integer, Socket> peers, Strangers refused) {
         for (var it = peers.entrySet().iterator(); it.hasNext();) {
             Map.Entry<Integer, Socket> p = it.next();
             Socket s = p.getValue();
@@ -758,8 +766,11 @@ public final class Rendezvous {
             }
             if (extra > 0) {
                 it.remove();
-                refuse(s, String.valueOf(s.getRemoteSocketAddress()), "second HELLO: rank " + p.getKey()
-                        + " sent more after its HELLO; one HELLO per connection", refused);
+                String from = String.valueOf(s.getRemoteSocketAddress());
+                String why = "second HELLO: rank " + p.getKey() + " sent more after its HELLO; one HELLO per connection";
+                note(refused, from + ": " + why);
+                refused.say.refused("rank 0 refused a connection from " + from + ": " + why);
+                sendError(s, why);
                 closeQuietly(s);
             }
         }
@@ -811,17 +822,35 @@ public final class Rendezvous {
     }
 
     /** The refused connections rank 0's time-out lists: the first few, so that a flood cannot fill memory. */
-    private static void note(List<String> refused, String what) {
-        if (refused.size() < 20) {
-            refused.add(what);
-        } else if (refused.size() == 20) {
-            refused.add("more not listed");
+    private static void note(Strangers refused, String what) {
+        if (refused.listed.size() < 20) {
+            refused.listed.add(what);
+        } else if (refused.listed.size() == 20) {
+            refused.listed.add("more not listed");
         }
     }
 
-    private static void refuse(Socket s, String from, String why, List<String> refused) {
+    /**
+     * The connections rank 0 refused during one rendezvous: the first few listed for its time-out's message, every one
+     * said through {@link Refusals} (one WARN line per burst).
+     */
+    private static final class Strangers {
+        final List<String> listed = new ArrayList<>();
+        final Refusals say;
+
+        Strangers(Refusals say) {
+            this.say = say;
+        }
+    }
+
+    /**
+     * Refuses a connection: notes it, says it, and sends it an ERROR frame with why.
+     *
+     * @param accepted when it was accepted ({@link Refusals#now()})
+     */
+    private static void refuse(Socket s, String from, String why, Strangers refused, long accepted) {
         note(refused, from + ": " + why);
-        LOG.warn("rank 0 refused a connection from {}: {}", from, why);
+        refused.say.refused("rank 0 refused a connection from " + from + ": " + why, accepted);
         sendError(s, why);
     }
 
@@ -855,7 +884,7 @@ public final class Rendezvous {
         }
     }
 
-    private RendezvousException timeoutOnServer(Map<Integer, Socket> peers, List<String> refused) {
+    private RendezvousException timeoutOnServer(Map<Integer, Socket> peers, Strangers refused) {
         TreeSet<Integer> missing = new TreeSet<>();
         for (int r = 1; r < worldSize; r++) {
             if (!peers.containsKey(r)) {
@@ -864,7 +893,7 @@ public final class Rendezvous {
         }
         String message = "rank 0 timed out after " + seconds(timeout) + " waiting for " + missing.size() + " of "
                 + (worldSize - 1) + " peers: missing ranks " + missing + ", joined ranks " + peers.keySet()
-                + (refused.isEmpty() ? "" : "; refused connections: " + String.join("; ", refused))
+                + (refused.listed.isEmpty() ? "" : "; refused connections: " + String.join("; ", refused.listed))
                 + ". Check that the missing ranks started and reach this host on port " + port
                 + ", or raise the timeout";
         abortPeers(peers, "rendezvous aborted by rank 0: timed out waiting for ranks " + missing);
@@ -1320,6 +1349,7 @@ public final class Rendezvous {
         private Duration timeout = DEFAULT_TIMEOUT;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
         private int maxPending = MAX_PENDING;
+        private long refusalQuietMillis = Refusals.QUIET_MILLIS;
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
@@ -1523,6 +1553,12 @@ public final class Rendezvous {
          */
         public Builder pollInterval(Duration interval) {
             this.pollInterval = positive("pollInterval", interval);
+            return this;
+        }
+
+        /** Tests: 0 says every refused connection at WARN; otherwise once per burst ({@link Refusals}). */
+        Builder refusalQuietMillis(long millis) {
+            this.refusalQuietMillis = Math.max(0, millis);
             return this;
         }
 
