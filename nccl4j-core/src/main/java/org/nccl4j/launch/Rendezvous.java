@@ -516,8 +516,8 @@ public final class Rendezvous {
             try {
                 c.configureBlocking(false);
                 c.socket().setTcpNoDelay(true);
-                Pending p = new Pending(c, from, refused.say.now(), Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()),
-                        System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
+                Pending p = new Pending(c, from, refused.say.now(),
+                        Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()), System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
                                 : Math.max(1, remainingMillis(deadline)));
                 ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
                         : RendezvousWire.CHALLENGE, p.nonce));
@@ -767,7 +767,8 @@ public final class Rendezvous {
             if (extra > 0) {
                 it.remove();
                 String from = String.valueOf(s.getRemoteSocketAddress());
-                String why = "second HELLO: rank " + p.getKey() + " sent more after its HELLO; one HELLO per connection";
+                String why = "second HELLO: rank " + p.getKey() + " sent more after its HELLO; one HELLO per"
+                        + " connection";
                 note(refused, from + ": " + why);
                 refused.say.refused("rank 0 refused a connection from " + from + ": " + why);
                 sendError(s, why);
