@@ -516,9 +516,10 @@ public final class Rendezvous {
             try {
                 c.configureBlocking(false);
                 c.socket().setTcpNoDelay(true);
-                Pending p = new Pending(c, from, refused.say.now(),
-                        Math.min(deadline, System.nanoTime() + handshakeTimeout.toNanos()), System.nanoTime() + handshakeTimeout.toNanos() <= deadline ? handshakeTimeout.toMillis()
-                                : Math.max(1, remainingMillis(deadline)));
+                long now = System.nanoTime();
+                long until = now + handshakeTimeout.toNanos();
+                Pending p = new Pending(c, from, refused.say.now(), Math.min(deadline, until),
+                        until <= deadline ? handshakeTimeout.toMillis() : Math.max(1, remainingMillis(deadline)));
                 ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
                         : RendezvousWire.CHALLENGE, p.nonce));
                 c.write(challenge);
