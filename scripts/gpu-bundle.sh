@@ -73,8 +73,8 @@ jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.un
 if command -v strip >/dev/null; then
   find "$out/jre" -name '*.so' -exec strip --strip-unneeded {} +
 fi
-cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/nccl4j-doctor scripts/departures.sh scripts/env.sh "$out/"
+cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/nccl4j-doctor scripts/departures.sh scripts/ports-attack.sh scripts/env.sh "$out/"
 # departures.sh's torch rows (TORCH=1) run the PyTorch counterpart, which it looks for in bench/ beside itself
 mkdir -p "$out/bench"
-cp scripts/bench/torch_departures.py "$out/bench/"
+cp scripts/bench/torch_departures.py scripts/bench/ports_attack.py "$out/bench/"
 echo "bundle: $out, $(du -sh "$out" | cut -f1)"

@@ -86,7 +86,7 @@ import org.slf4j.LoggerFactory;
  * refused without reading it whole. A connection has {@value #HELLO_MILLIS} ms to authenticate and say hello
  * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections wait for
  * their hello at once (one thread each), further ones are closed at accept, said once per burst at WARN (a burst
- * ends after {@value #BURST_GAP_MILLIS} ms without such a close).</li>
+ * ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close).</li>
  * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
  * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
  * </ul>
@@ -123,15 +123,11 @@ final class Liveness implements AutoCloseable {
     /** Rank 0: the connections that have not said hello yet. */
     private final AtomicInteger pending = new AtomicInteger();
     /**
-     * Rank 0: when the last connection was closed at accept (too many pending), {@link System#nanoTime()}; a burst
-     * ends after {@value #BURST_GAP_MILLIS} ms without one, and each burst is said once.
+     * Rank 0: says refused connections, one WARN line per burst, and each flood of connections closed at accept once
+     * (a flood ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after its last close; the connections
+     * that waited during it are said at DEBUG).
      */
-    private long lastClosedAtAccept;
-    private boolean closingAtAccept;
-    /** Rank 0: says refused connections, one WARN line per burst (a flood's waiting connections at DEBUG). */
     private final org.nccl4j.launch.Refusals refusals = new org.nccl4j.launch.Refusals(LOG);
-    /** The quiet that ends a burst of connections closed at accept. */
-    static final long BURST_GAP_MILLIS = 10_000;
     /** Rank 0: by launch rank, the address each rank said hello from. */
     private final Map<Integer, InetAddress> joinedFrom = new ConcurrentHashMap<>();
     /** Rank 0 refused this rank, or this rank refused rank 0 (the secret): retrying cannot help. */
@@ -496,7 +492,12 @@ final class Liveness implements AutoCloseable {
 
     /** For tests: rank 0 says every refusal at WARN (no bursts). */
     Liveness everyRefusalAtWarn() {
-        refusals.quietMillis(0);
+        return refusalQuiet(Duration.ZERO);
+    }
+
+    /** For tests: the quiet time that ends a burst of refusals ({@link org.nccl4j.launch.Refusals#QUIET_MILLIS}). */
+    Liveness refusalQuiet(Duration d) {
+        refusals.quietMillis(d.toMillis());
         return this;
     }
 
@@ -619,12 +620,7 @@ final class Liveness implements AutoCloseable {
             }
             if (pending.get() >= MAX_PENDING) {   // at most MAX_PENDING threads wait for a hello
                 closeQuietly(s);
-                long now = System.nanoTime();
-                boolean newBurst = !closingAtAccept || now - lastClosedAtAccept > BURST_GAP_MILLIS * 1_000_000L;
-                closingAtAccept = true;
-                lastClosedAtAccept = now;
-                refusals.flooded();
-                if (newBurst) {
+                if (refusals.flooded()) {
                     LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
                             + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
                             + "goes on", MAX_PENDING, helloMillis, remote(s));

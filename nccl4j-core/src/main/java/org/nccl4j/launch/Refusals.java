@@ -10,9 +10,10 @@ import org.slf4j.Logger;
  *
  * <p>A refusal is said at WARN when it starts a burst (none came in the {@link #QUIET_MILLIS} ms before it) or when
  * {@link #REMIND_MILLIS} ms have passed since the last WARN of an unbroken burst; every other one at DEBUG, and the
- * next WARN line says how many were said only there. A connection that was waiting to identify itself when the port's
- * cap on such connections closed another at accept is part of that flood, which its own line (see
- * {@link #flooded()}) has said already: its refusal (it said nothing in time, or left) goes to DEBUG.
+ * next WARN line says how many were said only there. A flood is the time from the first connection that the port's
+ * cap on connections waiting to identify themselves closes at accept to {@link #FLOOD_GAP_MILLIS} ms after the last
+ * one (see {@link #flooded()}; the port says the flood at WARN itself). A connection that waited during a flood is
+ * part of it: its refusal (it said nothing in time, or left) goes to DEBUG.
  *
  * <p>Thread-safe: the liveness channel refuses from one thread per connection.
  */
@@ -21,6 +22,8 @@ public final class Refusals {
     public static final long QUIET_MILLIS = 2000;
     /** During an unbroken burst, a WARN line again after this long (ms), saying how many were said at DEBUG. */
     public static final long REMIND_MILLIS = 60_000;
+    /** A flood ends this long after the last connection closed at accept (ms). */
+    public static final long FLOOD_GAP_MILLIS = 10_000;
 
     private final Logger log;
     private final LongSupplier nanos;
@@ -29,8 +32,9 @@ public final class Refusals {
     private long lastWarn;
     private boolean any;
     private int unsaid;
-    private volatile long floodedAt;
-    private volatile boolean flooded;
+    private long floodStart;
+    private long floodLast;
+    private boolean flooded;
 
     /**
      * @param log the logger of the port's class (its lines keep their origin)
@@ -73,12 +77,20 @@ public final class Refusals {
     }
 
     /**
-     * Records that the cap on connections waiting to identify themselves closed one at accept (the caller says that
-     * at WARN itself, once per flood): connections accepted before now are part of the flood.
+     * Records that the cap on connections waiting to identify themselves closed one at accept: the connections
+     * waiting now, or accepted until {@link #FLOOD_GAP_MILLIS} ms after the last such close, are part of the flood.
+     *
+     * @return whether this close began a flood: the caller says it at WARN then, and only then
      */
-    public void flooded() {
-        floodedAt = nanos.getAsLong();
+    public synchronized boolean flooded() {
+        long now = nanos.getAsLong();
+        boolean starts = !flooded || now - floodLast > TimeUnit.MILLISECONDS.toNanos(FLOOD_GAP_MILLIS);
+        if (starts) {
+            floodStart = now;
+        }
+        floodLast = now;
         flooded = true;
+        return starts;
     }
 
     /**
@@ -91,14 +103,19 @@ public final class Refusals {
     }
 
     /**
-     * Says a refused connection accepted at {@code acceptedNanos} ({@link #now()} then): at DEBUG when a flood began
-     * while it waited, else as {@link #refused(String)}.
+     * Says a refused connection accepted at {@code acceptedNanos} ({@link #now()} then): at DEBUG when it waited
+     * during a flood, else as {@link #refused(String)}.
      *
      * @param line the whole line
      * @param acceptedNanos when the connection was accepted, on {@link #now()}'s clock
      */
     public void refused(String line, long acceptedNanos) {
-        say(line, flooded && floodedAt - acceptedNanos >= 0);
+        boolean member;
+        synchronized (this) {
+            member = flooded && nanos.getAsLong() - floodStart >= 0
+                    && floodLast + TimeUnit.MILLISECONDS.toNanos(FLOOD_GAP_MILLIS) - acceptedNanos >= 0;
+        }
+        say(line, member);
     }
 
     private void say(String line, boolean partOfFlood) {

@@ -393,7 +393,6 @@ public final class Rendezvous {
             if (onListening != null) {
                 onListening.accept(local);
             }
-            Burst burst = new Burst();
             while (peers.size() < worldSize - 1) {
                 long remaining = remainingMillis(deadline);
                 if (remaining <= 0) {
@@ -406,7 +405,7 @@ public final class Rendezvous {
                 }
                 selector.select(Math.max(1, wait));
                 selector.selectedKeys().clear();
-                acceptAll(server, selector, pending, deadline, burst, refused);
+                acceptAll(server, selector, pending, deadline, refused);
                 // connections whose first frame is complete, broke the format, ended or ran out of time
                 List<Pending> ready = new ArrayList<>();
                 for (Pending p : pending.values()) {
@@ -429,7 +428,6 @@ public final class Rendezvous {
                         dropChatty(peers, refused);
                     }
                 }
-                burst.endIfBelow(pending.size(), maxPending);
             }
             // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
             // rendezvous on this port; were this socket still open, the kernel could complete that connection's
@@ -479,37 +477,20 @@ public final class Rendezvous {
     /** The connections that may wait to identify themselves at once; more are closed at accept. */
     static final int MAX_PENDING = 16;
 
-    /** Whether connections are being closed at accept for the cap: one WARN line per burst. */
-    private static final class Burst {
-        boolean on;
-        int dropped;
-
-        void endIfBelow(int waiting, int cap) {
-            if (on && waiting < cap) {
-                LOG.debug("rank 0 closed {} connections at accept in the last burst", dropped);
-                on = false;
-                dropped = 0;
-            }
-        }
-    }
-
     /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
     private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
-            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Burst burst, Strangers refused)
+            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Strangers refused)
             throws IOException {
         java.nio.channels.SocketChannel c;
         while ((c = server.accept()) != null) {
             String from = String.valueOf(c.socket().getRemoteSocketAddress());
             if (pending.size() >= maxPending) {
-                refused.say.flooded();
-                if (!burst.on) {
-                    burst.on = true;
+                if (refused.say.flooded()) {   // one line per flood
                     LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
                             + " identify themselves; further ones are closed at accept without a line until fewer"
                             + " wait", from, pending.size());
                     note(refused, from + ": closed at accept, " + pending.size() + " connections already waiting");
                 }
-                burst.dropped++;
                 closeQuietly(c);
                 continue;
             }

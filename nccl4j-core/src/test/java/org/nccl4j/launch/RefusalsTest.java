@@ -1,6 +1,7 @@
 package org.nccl4j.launch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -78,19 +79,32 @@ class RefusalsTest {
     }
 
     @Test
-    void aFloodsWaitingConnectionsAreDebugButOneAcceptedAfterItIsSaid() {
+    void aConnectionThatWaitedDuringAFloodIsDebugOneBeforeOrAfterItIsSaid() {
+        long before = refusals.now();
+        advanceMillis(100);
+        refusals.refused("refused before: no hello within 100 ms", before);   // no flood yet
         long early = refusals.now();
         advanceMillis(10);
-        refusals.flooded();
+        assertTrue(refusals.flooded(), "the first close at accept begins a flood");   // t = 0
+        advanceMillis(3000);
+        refusals.refused("refused early: no hello within 3010 ms", early);   // waiting when the flood began
+        advanceMillis(Refusals.FLOOD_GAP_MILLIS - 3000);
+        assertFalse(refusals.flooded(), "a close within the gap after the last one is the same flood");   // t = gap
+        advanceMillis(Refusals.FLOOD_GAP_MILLIS - 1);
+        long during = refusals.now();   // accepted while the flood is on: within the gap after its last close
+        advanceMillis(4000);
+        refusals.refused("refused during: left before its hello", during);
+        assertEquals(List.of("refused before: no hello within 100 ms"), at(Level.WARN));
+        assertEquals(List.of("refused early: no hello within 3010 ms (part of the flood said above)",
+                "refused during: left before its hello (part of the flood said above)"), at(Level.DEBUG));
+        long after = refusals.now();   // the flood ended a gap after its last close at accept
         advanceMillis(5000);
-        refusals.refused("refused early: no hello within 5000 ms", early);
-        assertEquals(List.of(), at(Level.WARN));
-        assertEquals(List.of("refused early: no hello within 5000 ms (part of the flood said above)"),
-                at(Level.DEBUG));
-        long late = refusals.now();
-        advanceMillis(5000);
-        refusals.refused("refused late: no hello within 5000 ms", late);
-        assertEquals(List.of("refused late: no hello within 5000 ms"), at(Level.WARN));
+        refusals.refused("refused after: no hello within 5000 ms", after);
+        assertEquals("refused after: no hello within 5000 ms", at(Level.WARN).get(1));
+        assertTrue(refusals.flooded(), "a new flood");   // a connection that waited across it is part of it
+        advanceMillis(1000);
+        refusals.refused("refused across: no hello within 6000 ms", after);
+        assertEquals(2, at(Level.WARN).size(), at(Level.WARN).toString());
     }
 
     @Test
