@@ -376,9 +376,16 @@ final class Liveness implements AutoCloseable {
     /** A refusal: a line or a connection that is not accepted; on a rank's side, one that retrying cannot mend. */
     static final class Refused extends IOException {
         private static final long serialVersionUID = 1L;
+        /** A connection that ended without sending a byte (a port probe): said at DEBUG only. */
+        final boolean silent;
 
         Refused(String message) {
+            this(message, false);
+        }
+
+        Refused(String message, boolean silent) {
             super(message);
+            this.silent = silent;
         }
     }
 
@@ -662,6 +669,7 @@ final class Liveness implements AutoCloseable {
         int who = -1;
         boolean early = true;
         String refused = null;
+        boolean silent = false;
         String why = "its connection ended without a goodbye";
         try {
             LineReader in = new LineReader(s, MAX_OPS_LINE);
@@ -684,6 +692,7 @@ final class Liveness implements AutoCloseable {
             }
         } catch (Refused e) {
             refused = e.getMessage();
+            silent = e.silent;
         } catch (SocketTimeoutException e) {
             if (early) {
                 refused = "it did not authenticate and say hello within " + helloMillis + " ms";
@@ -705,7 +714,9 @@ final class Liveness implements AutoCloseable {
             agreement.left(who);
         }
         if (refused != null) {
-            if (!closing) {
+            if (silent) {   // connected and left without a byte: a port probe, no claim to refuse
+                LOG.debug("nccl4j liveness: the connection from {} ended without a byte", remote(s));
+            } else if (!closing) {
                 refusals.refused("nccl4j liveness: refused the connection from " + remote(s) + ": " + refused
                         + "; the job goes on", accepted);
             }
@@ -775,7 +786,7 @@ final class Liveness implements AutoCloseable {
     private String early(LineReader in, long deadline) throws IOException {
         String line = in.readLine(MAX_EARLY_LINE, deadline);
         if (line == null) {
-            throw new Refused("it closed the connection before its hello");
+            throw new Refused("it closed the connection before its hello", in.silent());
         }
         return line;
     }
@@ -1409,6 +1420,7 @@ final class Liveness implements AutoCloseable {
         private int pos;
         private int end;
         private boolean ended;
+        private boolean any;
 
         LineReader(Socket socket, int longest) throws IOException {
             this.socket = socket;
@@ -1443,6 +1455,7 @@ final class Liveness implements AutoCloseable {
                     }
                     pos = 0;
                     end = r;
+                    any |= r > 0;
                 }
                 byte b = buffer[pos++];
                 if (b == '\n') {
@@ -1453,6 +1466,11 @@ final class Liveness implements AutoCloseable {
                 }
                 line[n++] = b;
             }
+        }
+
+        /** @return whether nothing at all has been read from the connection */
+        boolean silent() {
+            return !any;
         }
 
         /** @return whether the stream ended */

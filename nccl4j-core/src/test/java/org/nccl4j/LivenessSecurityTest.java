@@ -431,6 +431,27 @@ class LivenessSecurityTest {
         assertEquals(List.of(), warnings("is lost"));
     }
 
+    @Test
+    void aConnectionThatLeavesWithoutAByteIsAProbeSaidAtDebugOnly() throws Exception {
+        logger.setLevel(Level.DEBUG);   // reset in release()
+        Liveness r0 = serve(2, SECRET, null, false);
+        for (int i = 0; i < 3; i++) {
+            try (Raw raw = new Raw()) {
+                assertTrue(raw.line().startsWith("CHALLENGE "));
+            }   // closed without a byte, as a port scanner does
+        }
+        StubFixture.within(3000, () -> said(Level.DEBUG, "ended without a byte").size() == 3 ? true : null,
+                "three probes at DEBUG: " + said(Level.DEBUG, ""));
+        try (Raw raw = new Raw()) {
+            raw.line();
+            raw.send("AU");   // a byte or two, then gone: that is said
+        }
+        StubFixture.within(3000, () -> warnings("it closed the connection before its hello").size() == 1 ? true
+                : null, "one WARN: " + warnings(""));
+        assertEquals(1, warnings("").size(), warnings("").toString());
+        nothingHappened(r0);
+    }
+
     // ------------------------------------------------------------------ bounds
 
     @Test

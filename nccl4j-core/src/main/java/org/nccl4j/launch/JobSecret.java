@@ -105,6 +105,22 @@ public final class JobSecret {
     }
 
     /**
+     * Whether a variable's value must never be shown (in a trace dump, a report or a log): a secret, a token or a
+     * password by its name, misspelt ones included ({@code NCCL4J_JOB_SECRET}, {@code NCCL4J_RENDEZVOUS_TOKEN}); the
+     * {@code _FILE} variables, which only name where a secret lies, are shown.
+     *
+     * @param name a variable's name
+     * @return whether its value is to be replaced by {@link #NOT_SHOWN}
+     */
+    public static boolean hidden(String name) {
+        return name != null && !name.endsWith("_FILE") && name.toUpperCase(java.util.Locale.ROOT)
+                .matches(".*(SECR|TOK|PASSW).*");
+    }
+
+    /** What is shown instead of a {@link #hidden} variable's value. */
+    public static final String NOT_SHOWN = "(set, not shown)";
+
+    /**
      * A fresh random nonce, as hex.
      *
      * @return {@value #NONCE_BYTES} random bytes in hex

@@ -553,6 +553,11 @@ public final class Rendezvous {
             RANDOM.nextBytes(nonce);
         }
 
+        /** @return whether the connection has sent nothing at all */
+        boolean silent() {
+            return payload == null && buf.position() == 0;
+        }
+
         /** Reads what has arrived; true when this connection is done waiting (a frame, a failure, the end, late). */
         boolean poll(long now) {
             try {
@@ -644,8 +649,12 @@ public final class Rendezvous {
                 return;
             } catch (EOFException e) {
                 note(refused, from + ": closed the connection before its HELLO");
-                refused.say.refused("rank 0 dropped a connection from " + from + ": closed before its HELLO",
-                        p.accepted);
+                if (p.silent()) {   // connected and left without a byte: a port probe, no claim to refuse
+                    LOG.debug("rank 0: the connection from {} ended without a byte", from);
+                } else {
+                    refused.say.refused("rank 0 dropped a connection from " + from + ": closed before its HELLO",
+                            p.accepted);
+                }
                 return;
             }
             String who = "rank " + hello.rank + " (" + from + ")";

@@ -301,7 +301,9 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     }
 
     /**
-     * The variables a dump records: those whose name starts with {@code NCCL_} or {@code NCCL4J_}.
+     * The variables a dump records: those whose name starts with {@code NCCL_} or {@code NCCL4J_}; a secret's value
+     * (the job's secret, a token: {@link org.nccl4j.launch.JobSecret#hidden}) is recorded as
+     * {@value org.nccl4j.launch.JobSecret#NOT_SHOWN}.
      *
      * @param env an environment
      * @return those variables, sorted by name
@@ -310,7 +312,7 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
         Map<String, String> out = new TreeMap<>();
         env.forEach((k, v) -> {
             if (k.startsWith("NCCL_") || k.startsWith("NCCL4J_")) {
-                out.put(k, v);
+                out.put(k, org.nccl4j.launch.JobSecret.hidden(k) ? org.nccl4j.launch.JobSecret.NOT_SHOWN : v);
             }
         });
         return out;

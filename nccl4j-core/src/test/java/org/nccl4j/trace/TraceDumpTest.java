@@ -90,10 +90,14 @@ class TraceDumpTest {
         r.completed(1);
         r.failed(2);
         r.completed(4);
-        Map<String, String> env = Map.of("NCCL_DEBUG", "INFO", "NCCL4J_TRACE_DIR", "/x", "PATH", "/bin", "HOME", "/h");
+        Map<String, String> env = Map.of("NCCL_DEBUG", "INFO", "NCCL4J_TRACE_DIR", "/x", "PATH", "/bin", "HOME", "/h",
+                "NCCL4J_JOB_SECRET", "0123456789abcdef-the-secret", "NCCL4J_JOB_SECRET_FILE", "/run/secrets/job",
+                "NCCL4J_RENDEZVOUS_TOKEN", "t0ken-value");
         TraceDump d = TraceDump.capture(r, 3, 4, "dp \"main\"", "2.28.3", TraceDump.REASON_ERROR,
                 "ncclInternalError: line one\nline two, \u00e9t\u00e9 \u2713", env);
-        assertEquals(Map.of("NCCL_DEBUG", "INFO", "NCCL4J_TRACE_DIR", "/x"), d.environment());
+        assertEquals(Map.of("NCCL_DEBUG", "INFO", "NCCL4J_TRACE_DIR", "/x", "NCCL4J_JOB_SECRET", "(set, not shown)",
+                "NCCL4J_JOB_SECRET_FILE", "/run/secrets/job", "NCCL4J_RENDEZVOUS_TOKEN", "(set, not shown)"),
+                d.environment(), "a dump records that a secret is set, never its value");
         assertEquals(5, d.lastEnqueued());
         assertEquals(1, d.lastCompleted());
         assertEquals(ProcessHandle.current().pid(), d.pid());

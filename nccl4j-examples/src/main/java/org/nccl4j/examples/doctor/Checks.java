@@ -331,7 +331,7 @@ public final class Checks {
 
     private static Finding unknown(String name, String rawValue, Set<String> known) {
         // a misspelt secret is still a secret: its value is never shown
-        String value = name.matches(".*(SECR|TOK|PASSW).*") ? "(value not shown)" : rawValue;
+        String value = org.nccl4j.launch.JobSecret.hidden(name) ? "(value not shown)" : rawValue;
         String best = null;
         int bestDistance = Integer.MAX_VALUE;
         for (String k : new TreeSet<>(known)) {
