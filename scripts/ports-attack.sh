@@ -75,7 +75,7 @@ sniff=0
 now_ms() { date +%s%3N; }
 
 captures=()
-failed=0
+bad=0
 n=0
 : > "$out/ports.tsv"
 for launcher in $launchers; do
@@ -197,11 +197,11 @@ for launcher in $launchers; do
     worst=$(python3 -c 'import json,sys; print(max([json.loads(l)["warn_lines"] for l in open(sys.argv[1])] or [0]))' \
       "$dir/attacks.jsonl" 2> /dev/null || echo "?")
     [ "$worst" = 0 ] || [ "$worst" = 1 ] || verdict=fail
-    [ "$verdict" = ok ] || failed=1
+    [ "$verdict" = ok ] || bad=1
     printf '%s\t%s\t%s\tRESULT ok %s of %s\texit %s\tWARN lines %s\tmost per attack %s\t%s\n' "$launcher" "$np" \
       "$verdict" "$ok" "$np" "${statuses[*]}" "$warns" "$worst" "$secret_check" | tee -a "$out/ports.tsv"
   done
 done
-python3 "$attacker" report --out "$out/ports.md" "$out"/*/ > /dev/null || failed=1
+python3 "$attacker" report --out "$out/ports.md" "$out"/*/ > /dev/null || bad=1
 echo "$tool: $(grep -c $'\tok\t' "$out/ports.tsv") of $(wc -l < "$out/ports.tsv") jobs ok; report $out/ports.md"
-exit "$failed"
+exit "$bad"
