@@ -85,7 +85,7 @@ import org.slf4j.LoggerFactory;
  * {@value #MAX_RANK_LINE} ({@code OPS}: {@value #MAX_OPS_LINE}), rank 0's at most {@value #MAX_LINE}; a longer one is
  * refused without reading it whole. A connection has {@value #HELLO_MILLIS} ms to authenticate and say hello
  * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections wait for
- * their hello at once (one thread each), further ones are closed at accept, said once per burst at WARN (a burst
+ * their hello at once (one thread each), further ones are closed at accept, said once per flood at WARN (a flood
  * ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close).</li>
  * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
  * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
@@ -497,12 +497,10 @@ final class Liveness implements AutoCloseable {
         }
     }
 
-    /** For tests: rank 0 says every refusal at WARN (no bursts). */
-    Liveness everyRefusalAtWarn() {
-        return refusalQuiet(Duration.ZERO);
-    }
-
-    /** For tests: the quiet time that ends a burst of refusals ({@link org.nccl4j.launch.Refusals#QUIET_MILLIS}). */
+    /**
+     * For tests: the quiet time that ends a burst of refusals ({@link org.nccl4j.launch.Refusals#QUIET_MILLIS}); zero
+     * says every refusal at WARN.
+     */
     Liveness refusalQuiet(Duration d) {
         refusals.quietMillis(d.toMillis());
         return this;

@@ -107,7 +107,7 @@ class LivenessSecurityTest {
         port = freePort();
         Liveness served = Liveness.serve(port, Liveness.DEFAULT_TIMEOUT, size, secret, null);
         if (everyAtWarn) {
-            served.everyRefusalAtWarn();
+            served.refusalQuiet(Duration.ZERO);
         }
         if (hello != null) {
             served.helloDeadline(hello);

@@ -32,7 +32,6 @@ public final class Refusals {
     private long lastWarn;
     private boolean any;
     private int unsaid;
-    private long floodStart;
     private long floodLast;
     private boolean flooded;
 
@@ -85,9 +84,6 @@ public final class Refusals {
     public synchronized boolean flooded() {
         long now = nanos.getAsLong();
         boolean starts = !flooded || now - floodLast > TimeUnit.MILLISECONDS.toNanos(FLOOD_GAP_MILLIS);
-        if (starts) {
-            floodStart = now;
-        }
         floodLast = now;
         flooded = true;
         return starts;
@@ -112,8 +108,8 @@ public final class Refusals {
     public void refused(String line, long acceptedNanos) {
         boolean member;
         synchronized (this) {
-            member = flooded && nanos.getAsLong() - floodStart >= 0
-                    && floodLast + TimeUnit.MILLISECONDS.toNanos(FLOOD_GAP_MILLIS) - acceptedNanos >= 0;
+            // it waited during a flood: one began before it was refused (now), and had not ended when it was accepted
+            member = flooded && floodLast + TimeUnit.MILLISECONDS.toNanos(FLOOD_GAP_MILLIS) - acceptedNanos >= 0;
         }
         say(line, member);
     }

@@ -179,7 +179,6 @@ public final class Rendezvous {
     private final Duration timeout;
     private final Duration handshakeTimeout;
     private final int maxPending;
-    private final long refusalQuietMillis;
     private final Duration pollInterval;
     private final ProcessEnvironment processEnvironment;
 
@@ -200,7 +199,6 @@ public final class Rendezvous {
         this.timeout = b.timeout;
         this.handshakeTimeout = b.handshakeTimeout;
         this.maxPending = b.maxPending;
-        this.refusalQuietMillis = b.refusalQuietMillis;
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
     }
@@ -365,7 +363,7 @@ public final class Rendezvous {
     private byte[] serve(Supplier<byte[]> idSupplier) {
         long deadline = System.nanoTime() + timeout.toNanos();
         Map<Integer, Socket> peers = new TreeMap<>();
-        Strangers refused = new Strangers(new Refusals(LOG).quietMillis(refusalQuietMillis));
+        Strangers refused = new Strangers(new Refusals(LOG));
         java.nio.channels.ServerSocketChannel server = null;
         java.nio.channels.Selector selector = null;
         Map<java.nio.channels.SocketChannel, Pending> pending = new java.util.LinkedHashMap<>();
@@ -1341,7 +1339,6 @@ public final class Rendezvous {
         private Duration timeout = DEFAULT_TIMEOUT;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
         private int maxPending = MAX_PENDING;
-        private long refusalQuietMillis = Refusals.QUIET_MILLIS;
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
@@ -1545,12 +1542,6 @@ public final class Rendezvous {
          */
         public Builder pollInterval(Duration interval) {
             this.pollInterval = positive("pollInterval", interval);
-            return this;
-        }
-
-        /** Tests: 0 says every refused connection at WARN; otherwise once per burst ({@link Refusals}). */
-        Builder refusalQuietMillis(long millis) {
-            this.refusalQuietMillis = Math.max(0, millis);
             return this;
         }
 
