@@ -29,7 +29,8 @@
 # A rank's end is its process's exit as the script sees it (exactly for plain ranks; under a launcher, by polling
 # every 0.1 s for the processes that carry the row's marker, -Dnccl4j.row=ID or --row ID), else its RESULT time.
 # Every rank is timed but the one that leaves where it cannot end by itself (kill, stop: a stopped plain rank is
-# killed once the others have ended) or keeps running by design (abort-live, cpu-stuck).
+# killed once the others have ended) or keeps running by design (abort-live). The stuck rank of cpu-stuck is timed:
+# nccl4j ends it (NCCL4J_LEFT_BEHIND_EXIT) once its peers gave up on it.
 # SIGTERM or SIGINT to the script kills this run's ranks and the row's launcher before it exits (143).
 #
 # Other variables: ROW_LIMIT (default 60): seconds per row, after which its processes are killed and each rank still
@@ -108,7 +109,7 @@ render() {
       print ""
       print "Bound: 2 s after the EVENT; stop: NCCL4J_LIVENESS_TIMEOUT (default 4 s) + 1 s; cpu-stuck: NCCL4J_TIMEOUT=20s + 2 s."
       print "The rank that leaves is not timed where it cannot end by itself (kill, stop) or keeps running by design"
-      print "(abort-live, cpu-stuck). A cell: within the bound, the last timed end after the EVENT, what a user sees."
+      print "(abort-live). A cell: within the bound, the last timed end after the EVENT, what a user sees."
       print ""
       print "## Overview"
       print ""
@@ -383,6 +384,10 @@ seen_line() {
   local dir=$1 r=$2 res=""
   res=$(grep -ahom1 "RESULT rank=$r t=[0-9]* .*" "$dir"/*.log 2> /dev/null | head -1 | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
   if [ -n "$res" ] && [ "$res" != ok ]; then echo "$res"; return; fi
+  if [ -f "$dir/rank$r.err" ] && grep -aq 'was left behind and is stuck' "$dir/rank$r.err"; then
+    grep -aom1 'nccl4j: rank [0-9]* of [0-9]* was left behind.*' "$dir/rank$r.err" | cut -c1-200
+    return
+  fi
   if [ -f "$dir/rank$r.err" ]; then
     grep -aE 'Error|error|ERROR|Exception|abort|Abort|[Tt]imeout|[Ww]atchdog' "$dir/rank$r.err" | tail -1 | cut -c1-200
   fi
@@ -565,6 +570,10 @@ run_row() {
     # still running when the limit killed the row: ended (or seen gone) no earlier than the kill
     local still=0
     if [ "$at_limit" = 1 ] && { [ -z "$ems" ] || [ "$ems" -ge "$t_kill" ]; }; then still=1; fi
+    if [ -z "$res" ]; then   # a rank that nccl4j ended as left behind says so on its log, not on a RESULT line
+      res=$(grep -aho "nccl4j: rank $r of [0-9]* was left behind and is stuck.*" "${logs[@]}" 2> /dev/null \
+        | head -1 | cut -c1-160)
+    fi
     if [ -z "$res" ]; then
       case " $stopped_by_us " in
         *" $r "*) res="stopped (killed by the script once the others had ended)" ;;
@@ -575,7 +584,7 @@ run_row() {
     fi
     results[r]=$(clean "$res")
     local timed=1
-    case "$scenario" in kill|stop|abort-live|cpu-stuck) [ "$r" = "$leaver" ] && timed=0 ;; esac
+    case "$scenario" in kill|stop|abort-live) [ "$r" = "$leaver" ] && timed=0 ;; esac
     [ "$timed" = 1 ] && measured+=" $r"
     if [ "$still" = 1 ]; then
       ends[r]="still waiting at $limit s"

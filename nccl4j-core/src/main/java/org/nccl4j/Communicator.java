@@ -1112,7 +1112,7 @@ public final class Communicator implements AutoCloseable {
     private RuntimeException closedError() {
         CommunicatorFailedException f = failure;
         if (f != null) {
-            return f.again();
+            return f.toProgram();
         }
         String why = closedAtExit;
         return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
@@ -1343,7 +1343,7 @@ public final class Communicator implements AutoCloseable {
     void throwIfFailed() {
         CommunicatorFailedException f = failure;
         if (f != null) {
-            throw f.again();
+            throw f.toProgram();
         }
     }
 
@@ -1437,7 +1437,24 @@ public final class Communicator implements AutoCloseable {
      * @return the failure (the watchdog's own instance), or null while the communicator is healthy
      */
     public CommunicatorFailedException failure() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            f.told();   // the program has seen it (LeftBehind)
+        }
+        return f;
+    }
+
+    /** The watchdog's failure, if any, for nccl4j's own look at it (the program is not told by it). */
+    CommunicatorFailedException recordedFailure() {
         return failure;
+    }
+
+    /** The program closes or aborts this communicator: it needs no telling of its failure any more. */
+    private void failureAcknowledged() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            f.told();
+        }
     }
 
     /**
@@ -2182,6 +2199,7 @@ public final class Communicator implements AutoCloseable {
      * never issued, or one it cancelled, fails within about a second ({@link PeerDepartedException}).
      */
     public void abort() {
+        failureAcknowledged();
         if (check != null) {
             check.release();
         }
@@ -2263,6 +2281,7 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
+        failureAcknowledged();
         if (check != null) {
             check.release();
         }

@@ -31,7 +31,7 @@ final class Departing {
 
     /** News from the channel that a peer failed, left uncleanly or diverged: {@code c}'s flight record, once. */
     static void peerNews(Communicator c, String news) {
-        if (c.recorder() == null || c.traceDumped() || c.failure() != null) {
+        if (c.recorder() == null || c.traceDumped() || c.recordedFailure() != null) {
             return;
         }
         try {

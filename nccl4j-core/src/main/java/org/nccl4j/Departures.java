@@ -78,8 +78,12 @@ final class Departures {
         }
     }
 
-    /** What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0. */
-    record Verdict(String text, boolean mismatch, int[] ranks) {
+    /**
+     * What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0;
+     * {@code leftBehind} when a peer that issued an operation this rank has not issued failed, aborted or exited
+     * (this rank can never catch up: {@link LeftBehind}).
+     */
+    record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind) {
     }
 
     private final Map<Integer, Departure> byLaunchRank = new ConcurrentHashMap<>();
@@ -209,7 +213,7 @@ final class Departures {
             java.util.function.IntUnaryOperator rankOf, long now) {
         String m = mismatch(generation);
         if (m != null) {
-            return new Verdict(m, true, new int[0]);
+            return new Verdict(m, true, new int[0], false);
         }
         if (byLaunchRank.isEmpty()) {
             return null;
@@ -219,6 +223,7 @@ final class Departures {
         boolean anyPending = recorder.oldestPending() != 0;
         List<Departure> blocking = new ArrayList<>();
         long first = 0;
+        boolean behind = false;
         for (Departure d : others(self, generation, rankOf)) {
             boolean beyond = mine > d.last() && !completedThrough(ledger, d.last() + 1, completed);
             if (beyond && d.kind() == Kind.CLOSE && d.cause() == null && now - d.heardNanos() < CAUSE_WAIT_NANOS) {
@@ -229,6 +234,7 @@ final class Departures {
             boolean unclean = d.kind() != Kind.CLOSE && (!anyPending || now - d.heardNanos() > GRACE_NANOS);
             if (beyond || unclean) {
                 blocking.add(d);
+                behind |= unclean && d.last() > mine;
                 long n = beyond ? d.last() + 1 : anyPending ? Math.max(1, Math.min(mine, d.last())) : 0;
                 first = first == 0 ? n : n == 0 ? first : Math.min(first, n);
             }
@@ -254,7 +260,7 @@ final class Departures {
             ranks[i] = rankOf.applyAsInt(d.rank());
             sb.append(i == 0 ? "" : "; ").append(d.describe(ranks[i]));
         }
-        return new Verdict(sb.toString(), false, ranks);
+        return new Verdict(sb.toString(), false, ranks, behind);
     }
 
     /** A failure caused by another rank's departure (its peer's news relayed again). */

@@ -9,7 +9,10 @@ package org.nccl4j;
 public enum FailurePolicy {
     /**
      * The default: threads waiting on the communicator's streams and every later call on it throw a
-     * {@link CommunicatorFailedException}; the program decides what to do.
+     * {@link CommunicatorFailedException}; the program decides what to do. A rank that cannot be told, stuck in its
+     * own code while its peers gave up waiting for it, is halted with {@link #EXIT_STATUS} once it has issued nothing
+     * for the operation timeout and a grace has passed ({@code NCCL4J_LEFT_BEHIND_EXIT}, 500 ms; {@code off} keeps it
+     * running until its next call).
      */
     THROW,
     /**

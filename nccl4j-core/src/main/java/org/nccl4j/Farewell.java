@@ -37,6 +37,7 @@ final class Farewell {
     private static volatile boolean installed;
     private static volatile String uncaught;
     private static volatile String signal;
+    private static volatile boolean exiting;
 
     private Farewell() {
     }
@@ -129,6 +130,7 @@ final class Farewell {
 
     /** The shutdown hook: the departures first (news travels while the rest is done), then the aborts. */
     private static void atExit() {
+        exiting = true;
         if (OPEN.isEmpty()) {
             awaitTeardowns();
             return;
@@ -164,6 +166,11 @@ final class Farewell {
         for (Liveness l : OPEN) {
             l.close();
         }
+    }
+
+    /** @return whether the process is ending: nccl4j's shutdown hook has started */
+    static boolean exiting() {
+        return exiting;
     }
 
     /** Waits (at most {@link #ABORT_WAIT_MILLIS}) until no NCCL teardown is under way in the process. */

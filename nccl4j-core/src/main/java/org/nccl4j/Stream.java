@@ -166,14 +166,18 @@ public final class Stream implements AutoCloseable {
      * @return the failure, or null
      */
     public CommunicatorFailedException failure() {
-        return failure;
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            f.told();   // the program has seen it (LeftBehind)
+        }
+        return f;
     }
 
     /** Throws the watchdog's failure of a communicator that used this stream, if there is one. */
     void throwIfFailed() {
         CommunicatorFailedException f = failure;
         if (f != null) {
-            throw f.again();
+            throw f.toProgram();
         }
     }
 

@@ -88,7 +88,7 @@ final class Teardown {
     }
 
     private static String reasonToAbort(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
-        if (c.failure() != null) {
+        if (c.recordedFailure() != null) {
             return "its communicator failed";
         }
         if (l.anyLost()) {

@@ -73,6 +73,8 @@ final class Watchdog implements Runnable {
     /** Every communicator with a recorder, watched or not, for the dumps at exit after a failure. */
     private final List<java.lang.ref.WeakReference<Communicator>> recorded = new CopyOnWriteArrayList<>();
     private final long pollNanos;
+    /** {@link LeftBehind#grace()}: read once, with the other process-wide settings; null: off. */
+    private final Duration leftBehindGrace;
     private final Thread thread;
     private volatile boolean exitHook;
     /** {@link System#nanoTime()} at the start of the loop's latest iteration: the monitor's sign of life. */
@@ -80,6 +82,7 @@ final class Watchdog implements Runnable {
 
     private Watchdog(Duration poll) {
         this.pollNanos = poll.toNanos();
+        this.leftBehindGrace = LeftBehind.grace();
         this.thread = new Thread(this, "nccl4j-watchdog");
         thread.setDaemon(true);
     }
@@ -213,6 +216,10 @@ final class Watchdog implements Runnable {
         final Settings settings;
         final FlightRecorder recorder;
         final long timeoutNanos;
+        /** When the watch began (the communicator's creation): its last issue when it never issued. */
+        final long startNanos = System.nanoTime();
+        /** The failure found leaves this rank behind its peers ({@link LeftBehind}). */
+        boolean leftBehind;
         final ArrayDeque<Marker> markers = new ArrayDeque<>();
         /** Idle events of this communicator's device, for the next markers. */
         final ArrayDeque<Long> idle = new ArrayDeque<>();
@@ -282,6 +289,11 @@ final class Watchdog implements Runnable {
                 comm.lifecycle().unlock();
             }
             after(failure);
+            if (leftBehind && settings.policy() == FailurePolicy.THROW) {
+                long last = recorder.lastEnqueued();
+                long issued = last > 0 ? recorder.enqueuedNanos(last) : 0;
+                LeftBehind.watch(comm, failure, issued != 0 ? issued : startNanos, settings.timeout(), leftBehindGrace);
+            }
             return false;
         }
 
@@ -322,6 +334,7 @@ final class Watchdog implements Runnable {
                 Departures.Verdict v = liveness.departures().verdict(liveness.launchRankOfSelf(), comm.ledger(),
                         recorder, comm.generationForChannel(), liveness::currentRank, now);
                 if (v != null) {
+                    leftBehind = v.leftBehind();
                     long pending = recorder.oldestPending();
                     return failure(v.mismatch() ? Kind.MISMATCH : Kind.DEPARTED, pending, 0, v.text(), now);
                 }

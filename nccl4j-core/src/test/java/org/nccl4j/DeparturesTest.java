@@ -58,7 +58,7 @@ class DeparturesTest extends StubFixture {
         }
     }
 
-    private static Liveness[] channel(int ranks) throws Exception {
+    static Liveness[] channel(int ranks) throws Exception {
         int port = freePort();
         Liveness[] joined = new Liveness[ranks];
         joined[0] = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
@@ -78,14 +78,14 @@ class DeparturesTest extends StubFixture {
 
     // ------------------------------------------------------------------ the verdict, unit by unit
 
-    private static Departures.Departure departure(int rank, Departures.Kind kind, long last, String cause,
+    static Departures.Departure departure(int rank, Departures.Kind kind, long last, String cause,
             long heardAgoMillis) {
         return new Departures.Departure(rank, "h1", 7, kind, 0, last, last == 0 ? "none" : "allReduce #" + last,
                 cause, System.nanoTime() - heardAgoMillis * 1_000_000L);
     }
 
     /** A ledger and recorder with {@code issued} all-reduces, the first {@code completed} of them completed. */
-    private static Object[] issued(int issued, int completed) {
+    static Object[] issued(int issued, int completed) {
         Ledger ledger = new Ledger();
         FlightRecorder rec = new FlightRecorder(64);
         for (int i = 1; i <= issued; i++) {
@@ -98,7 +98,7 @@ class DeparturesTest extends StubFixture {
         return new Object[] {ledger, rec};
     }
 
-    private static Departures.Verdict verdict(Departures d, Object[] state) {
+    static Departures.Verdict verdict(Departures d, Object[] state) {
         return d.verdict(0, (Ledger) state[0], (FlightRecorder) state[1], 0, r -> r, System.nanoTime());
     }
 

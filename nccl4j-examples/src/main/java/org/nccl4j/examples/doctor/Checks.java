@@ -69,7 +69,8 @@ public final class Checks {
             "NCCL4J_TRACE_DIR",
             "NCCL4J_DEVICE", "NCCL4J_LIBRARY", "NCCL4J_RENDEZVOUS_FILE", "NCCL4J_RENDEZVOUS_TOKEN", "NCCL4J_RUN_ID",
             "NCCL4J_LIVENESS_PORT", "NCCL4J_LIVENESS_TIMEOUT", "NCCL4J_NCCL_LOG", "NCCL4J_BUNDLE",
-            "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE", "NCCL4J_RENDEZVOUS_BIND");
+            "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE", "NCCL4J_RENDEZVOUS_BIND", "NCCL4J_LIVENESS_BIND",
+            "NCCL4J_CLOSE_TIMEOUT", "NCCL4J_LEFT_BEHIND_EXIT", "NCCL4J_RUN_TAG");
 
     /** The bits of {@code nvmlDeviceGetCurrentClocksEventReasons} that mean the GPU is held back. */
     static final long HW_SLOWDOWN = 0x8L;

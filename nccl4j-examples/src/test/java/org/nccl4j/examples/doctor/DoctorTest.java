@@ -274,4 +274,23 @@ class DoctorTest {
                 new PrintWriter(err)));
         assertTrue(err.toString().startsWith("nccl4j-doctor: Unknown option: '--fast'\n"), err.toString());
     }
+
+    @Test
+    void everyNccl4jVariableTheSourcesReadIsKnownToTheDoctor() throws Exception {
+        java.util.regex.Pattern named = java.util.regex.Pattern.compile("\"(NCCL4J_[A-Z_]+)\"");
+        java.util.Set<String> read = new java.util.TreeSet<>();
+        for (String module : new String[] {"../nccl4j-core/src/main/java", "src/main/java"}) {
+            try (var files = java.nio.file.Files.walk(java.nio.file.Path.of(module))) {
+                for (java.nio.file.Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                    java.util.regex.Matcher m = named.matcher(java.nio.file.Files.readString(f));
+                    while (m.find()) {
+                        read.add(m.group(1));
+                    }
+                }
+            }
+        }
+        assertTrue(read.contains("NCCL4J_TIMEOUT") && read.contains("NCCL4J_LEFT_BEHIND_EXIT"), read.toString());
+        read.removeAll(Checks.NCCL4J_VARIABLES);
+        assertEquals(java.util.Set.of(), read, "variables nccl4j reads that the doctor would call unknown");
+    }
 }

@@ -1,0 +1,217 @@
+package org.nccl4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.nccl4j.trace.TraceDump;
+
+/**
+ * A rank that its peers left behind while it was stuck in its own code is ended ({@link LeftBehind}), against the stub
+ * NCCL, FakeCuda and a liveness channel on loopback; a rank that calls in time, one that is only slower than its
+ * peers and one whose peers leave after the same collective are not. The end is recorded ({@link #ENDINGS}), not done.
+ */
+class LeftBehindTest extends StubFixture {
+    private static final String HOST = TraceDump.localHost();
+    private static final long PID = ProcessHandle.current().pid();
+
+    @BeforeEach
+    void shortCloseDeadline() {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "3s");
+        ENDINGS.clear();
+    }
+
+    @AfterEach
+    void defaults() {
+        System.clearProperty(Teardown.TIMEOUT_PROPERTY);
+        System.clearProperty(LeftBehind.PROPERTY);
+    }
+
+    private Communicator rank(int r, Liveness l, Duration timeout) {
+        Communicator c = later(Communicator.create(r, 2, testId(), 0, CommConfig.builder().watchdog(true)
+                .timeout(timeout).commName("behind").build()));
+        c.useLiveness(l);
+        return c;
+    }
+
+    /**
+     * Both ranks complete allReduce #1; rank 0 then waits in #2 on a stalled stream and times out after
+     * {@code timeout}; rank 1 issues nothing more. Returns rank 1's communicator once its watchdog failed it.
+     */
+    private Communicator[] rankOneLeftBehind(Duration timeout) throws Exception {
+        Liveness[] ch = DeparturesTest.channel(2);
+        Communicator c0 = rank(0, ch[0], timeout);
+        Communicator c1 = rank(1, ch[1], timeout);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b0 = buffer(0, 8, DataType.FLOAT32);
+        DeviceBuffer b1 = buffer(0, 8, DataType.FLOAT32);
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        s0.synchronize();
+        s1.synchronize();
+        cuda.stall(s0.handle());
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #2, which rank 1 never issues
+        within(10_000, c1::recordedFailure, "rank 1's watchdog failure (without telling the program)");
+        cuda.release(s0.handle());
+        return new Communicator[] {c0, c1};
+    }
+
+    @Test
+    void aRankStuckInItsOwnCodeWhenItsPeerGaveUpIsEndedAfterTheTimeoutAndTheGraceNamingWhereItIs() throws Exception {
+        long t0 = System.nanoTime();
+        Communicator[] c = rankOneLeftBehind(Duration.ofSeconds(1));
+        String end = within(5000, () -> ENDINGS.isEmpty() ? null : ENDINGS.get(0), "the end of the stuck rank");
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertEquals(1, ENDINGS.size(), ENDINGS.toString());
+        assertTrue(end.startsWith(FailurePolicy.EXIT_STATUS + " nccl4j: rank 1 of 2 was left behind and is stuck in "
+                + "its own code: no collective can complete any more: rank 0 (" + HOST + ", pid " + PID + ") failed "
+                + "after allReduce #2, its last (CollectiveTimeoutException: "), end);
+        assertTrue(end.contains("; it has issued no operation on the communicator for "), end);
+        assertTrue(end.contains("and no thread took the failure within 500 ms; its thread \""
+                + Thread.currentThread().getName() + "\" is at "), end);
+        assertTrue(end.endsWith("Halting the process with status 70 (NCCL4J_LEFT_BEHIND_EXIT=off lets it run on until "
+                + "its next nccl4j call, which throws)"), end);
+        assertTrue(ms >= 1500, "ended " + ms + " ms after the start: before rank 1 was silent for its timeout "
+                + "(1 s after #1) and the grace (500 ms after the failure, itself 1 s after #2)");
+        assertTrue(ms < 6000, "ended " + ms + " ms after the start");
+        assertTrue(c[1].recordedFailure() instanceof PeerDepartedException, String.valueOf(c[1].recordedFailure()));
+    }
+
+    @Test
+    void aRankThatCallsWithinTheGraceIsToldByItsExceptionAndNotEnded() throws Exception {
+        Communicator[] c = rankOneLeftBehind(Duration.ofSeconds(1));
+        Stream s = stream(0);
+        PeerDepartedException e = assertThrows(PeerDepartedException.class,
+                () -> c[1].allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s));
+        assertTrue(e.getMessage().contains("failed after allReduce #2, its last"), e.getMessage());
+        Thread.sleep(2000);   // past the timeout since #1 and the grace since the failure
+        assertEquals(List.of(), ENDINGS);
+    }
+
+    @Test
+    void aRankThatAsksForItsFailureOrClosesIsNotEnded() throws Exception {
+        Communicator[] c = rankOneLeftBehind(Duration.ofSeconds(1));
+        assertNotNull(c[1].failure(), "the program asks");
+        Thread.sleep(2500);
+        assertEquals(List.of(), ENDINGS);
+    }
+
+    @Test
+    void aRankThatIssuedWithinItsTimeoutIsNotStuckUntilItHasBeenSilentForIt() throws Exception {
+        Liveness[] ch = DeparturesTest.channel(2);
+        Duration timeout = Duration.ofSeconds(3);
+        Communicator c0 = rank(0, ch[0], timeout);
+        Communicator c1 = rank(1, ch[1], timeout);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b0 = buffer(0, 8, DataType.FLOAT32);
+        DeviceBuffer b1 = buffer(0, 8, DataType.FLOAT32);
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+        c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        s0.synchronize();
+        s1.synchronize();
+        cuda.stall(s0.handle());
+        long t0 = System.nanoTime();
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #2, which rank 1 never issues
+        Thread.sleep(2000);
+        c1.send(b1, DataType.FLOAT32, 0, s1);   // rank 1 is busy, only behind (a send is no collective)
+        s1.synchronize();
+        long sent = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        within(10_000, c1::recordedFailure, "rank 1's watchdog failure");   // about 3 s after #2
+        cuda.release(s0.handle());
+        while (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < sent + 2700) {
+            assertEquals(List.of(), ENDINGS, "ended before rank 1 was silent for its timeout since its send at "
+                    + sent + " ms");
+            Thread.sleep(50);
+        }
+        String end = within(2000, () -> ENDINGS.isEmpty() ? null : ENDINGS.get(0), "the end, once silent for 3 s");
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue(ms >= sent + 3000 && ms < sent + 4500, "ended at " + ms + " ms, the send at " + sent + " ms");
+        assertTrue(end.contains("it has issued no operation on the communicator for 3."), end);
+    }
+
+    @Test
+    void offKeepsTheRankRunning() throws Exception {
+        // the watchdog reads the grace once per process: the decision is LeftBehind.watch's, given null
+        assertNull(LeftBehind.watch(null, null, System.nanoTime(), Duration.ofSeconds(1), null));
+        System.setProperty(LeftBehind.PROPERTY, "off");
+        assertNull(LeftBehind.grace());
+        System.setProperty(LeftBehind.PROPERTY, "false");
+        assertNull(LeftBehind.grace());
+    }
+
+    @Test
+    void theGraceIsHalfASecondUnlessSetAndABadValueIsRefusedNamingItAndTheForms() {
+        assertEquals(Duration.ofMillis(500), LeftBehind.grace());
+        System.setProperty(LeftBehind.PROPERTY, "250ms");
+        assertEquals(Duration.ofMillis(250), LeftBehind.grace());
+        System.setProperty(LeftBehind.PROPERTY, "soon");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, LeftBehind::grace);
+        assertEquals("nccl4j.leftBehindExit=soon is not a duration: use " + Durations.FORMS + "; or off to let a rank "
+                + "that its peers left behind run on until its next nccl4j call (default: 500ms)", e.getMessage());
+        System.setProperty(LeftBehind.PROPERTY, "-1s");
+        e = assertThrows(IllegalArgumentException.class, LeftBehind::grace);
+        assertTrue(e.getMessage().startsWith("nccl4j.leftBehindExit=-1s is not a duration"), e.getMessage());
+    }
+
+    // ------------------------------------------------------------------ the verdict's part
+
+    @Test
+    void aPeerThatFailedAbortedOrExitedAfterACollectiveThisRankNeverIssuedLeavesItBehind() {
+        for (Departures.Kind k : new Departures.Kind[] {Departures.Kind.FAILURE, Departures.Kind.ABORT,
+            Departures.Kind.EXIT}) {
+            Departures d = new Departures();
+            d.heard(DeparturesTest.departure(1, k, 3, "CollectiveTimeoutException: allReduce #3", 0));
+            Departures.Verdict v = DeparturesTest.verdict(d, DeparturesTest.issued(2, 2));
+            assertNotNull(v, k.toString());
+            assertTrue(v.leftBehind(), k + ": " + v);
+        }
+    }
+
+    @Test
+    void peersThatLeaveAfterTheSameCollectiveOrCloseCleanlyDoNotLeaveItBehind() {
+        Departures same = new Departures();   // a rank writing a checkpoint: its peers' close deadline passed
+        same.heard(DeparturesTest.departure(1, Departures.Kind.ABORT, 2, null, 0));
+        Departures.Verdict v = DeparturesTest.verdict(same, DeparturesTest.issued(2, 2));
+        assertNotNull(v, "the communicator cannot go on");
+        assertFalse(v.leftBehind(), v.toString());
+        Departures closed = new Departures();   // went further and closed: its finalize completes what it issued
+        closed.heard(DeparturesTest.departure(1, Departures.Kind.CLOSE, 3, null, 0));
+        assertNull(DeparturesTest.verdict(closed, DeparturesTest.issued(2, 2)));
+        Departures ahead = new Departures();   // this rank is the one ahead
+        ahead.heard(DeparturesTest.departure(1, Departures.Kind.FAILURE, 1, "x", 0));
+        Departures.Verdict a = DeparturesTest.verdict(ahead, DeparturesTest.issued(2, 1));
+        assertNotNull(a);
+        assertFalse(a.leftBehind(), a.toString());
+    }
+
+    @Test
+    void whereNamesTheFirstFrameOfTheProgramsOwnCode() throws Exception {
+        Object lock = new Object();
+        Thread t = new Thread(() -> {
+            synchronized (lock) {
+                try {
+                    lock.wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }, "spinner");
+        t.setDaemon(true);
+        t.start();
+        within(3000, () -> t.getState() == Thread.State.WAITING ? true : null, "the thread waits");
+        String w = LeftBehind.where(t);
+        t.interrupt();
+        assertTrue(w.startsWith("org.nccl4j.LeftBehindTest.lambda$"), w);
+    }
+}
