@@ -15,7 +15,9 @@ import org.nccl4j.trace.FlightRecorder;
  * loaded version and the first release that has it (the NCCL release tags show: blocking 2.14.3;
  * cgaClusterSize, minCTAs, maxCTAs, netName 2.17.1; splitShare 2.18.1; trafficClass 2.26.2; commName,
  * collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs 2.27.3; nChannelsPerNetPeer, nvlinkCentricSched 2.28.3;
- * graphUsageMode, numRmaCtx 2.29.2; maxP2pPeers 2.30.3; graphStreamOrdering 2.30.7).
+ * graphUsageMode, numRmaCtx 2.29.2; maxP2pPeers 2.30.3; graphStreamOrdering 2.30.7). Some values came later than
+ * their field: CTAPolicy's {@link CtaPolicy#ZERO} 2.28.3, and EFFICIENCY and ZERO together (3, as bits) 2.29.2; the
+ * NCCL releases before refuse them as invalid, and nccl4j refuses them first, naming the release.
  */
 public final class CommConfig {
     /** NCCL's defaults everywhere. */
@@ -32,6 +34,8 @@ public final class CommConfig {
      */
     private static final int[] SINCE = {21403, 21701, 21701, 21701, 21801, 22602, 22703, 22703, 22703, 22703,
         22803, 22803, 22902, 22902, 23003, 23007};
+    /** CTAPolicy 3 (EFFICIENCY | ZERO): NCCL reads the policy as bits from 2.29.2 (ctaPolicyIsValid in init.cc). */
+    private static final int CTA_POLICY_BITS_SINCE = 22902;
     private static final int NET_NAME_SINCE = 21701;
     private static final int COMM_NAME_SINCE = 22703;
 
@@ -131,6 +135,13 @@ public final class CommConfig {
                 throw unsupported(NAMES[i], SINCE[i], library);
             }
         }
+        int cta = ints[NcclNative.CFG_CTA_POLICY];   // set and older than its field: refused above
+        if (cta == (CtaPolicy.EFFICIENCY.value() | CtaPolicy.ZERO.value()) && version < CTA_POLICY_BITS_SINCE) {
+            throw unsupportedValue("CTAPolicy " + cta + " (EFFICIENCY | ZERO)", CTA_POLICY_BITS_SINCE, library);
+        }
+        if (cta == CtaPolicy.ZERO.value() && version < CtaPolicy.ZERO.sinceCode()) {
+            throw unsupportedValue("CTAPolicy ZERO (NCCL_CTA_POLICY_ZERO, 2)", CtaPolicy.ZERO.sinceCode(), library);
+        }
         if (netName != null && version < NET_NAME_SINCE) {
             throw unsupported("netName", NET_NAME_SINCE, library);
         }
@@ -144,6 +155,12 @@ public final class CommConfig {
                 + " or newer, but the loaded NCCL is " + library.version() + " (" + library.path() + "), whose "
                 + "ncclConfig_t has no " + field + " and would silently ignore it. Leave " + field
                 + " unset, or load a newer NCCL.");
+    }
+
+    private static IllegalArgumentException unsupportedValue(String what, int since, NcclLibrary library) {
+        return Errors.argument("CommConfig " + what + " needs NCCL " + NcclLibrary.versionString(since)
+                + " or newer, but the loaded NCCL is " + library.version() + " (" + library.path() + "), which refuses"
+                + " it as invalid. Choose another CTA policy, or load a newer NCCL.");
     }
 
     /** @return whether operations on the communicator block the caller (the default) or return ncclInProgress */
@@ -327,13 +344,32 @@ public final class CommConfig {
         }
 
         /**
-         * {@code CTAPolicy}: NCCL_CTA_POLICY_DEFAULT 0, EFFICIENCY 1, ZERO 2 (NCCL 2.27+).
+         * {@code CTAPolicy} as an {@code NCCL_CTA_POLICY_*} value: DEFAULT 0, EFFICIENCY 1 (NCCL 2.27.3+), ZERO 2
+         * (2.28.3+), or EFFICIENCY | ZERO 3 (2.29.2+, where NCCL reads the policy as bits and ZERO wins). Prefer
+         * {@link #ctaPolicy(CtaPolicy)}.
          *
          * @param policy the policy bits
          * @return this builder
          */
         public Builder ctaPolicy(int policy) {
             return set(NcclNative.CFG_CTA_POLICY, range("CTAPolicy", policy, 0, 3));
+        }
+
+        /**
+         * {@code CTAPolicy}: how many CTAs (SMs) the communicator's collectives may take (see {@link CtaPolicy}).
+         * A communicator is not made with a policy the loaded NCCL lacks: {@link CtaPolicy#DEFAULT} and
+         * {@link CtaPolicy#EFFICIENCY} need NCCL 2.27.3, {@link CtaPolicy#ZERO} (copy-engine collectives on
+         * symmetric windows) 2.28.3.
+         *
+         * @param policy the policy
+         * @return this builder
+         * @throws NullPointerException when {@code policy} is null
+         */
+        public Builder ctaPolicy(CtaPolicy policy) {
+            if (policy == null) {
+                throw Errors.nullArgument("policy");
+            }
+            return set(NcclNative.CFG_CTA_POLICY, policy.value());
         }
 
         /**

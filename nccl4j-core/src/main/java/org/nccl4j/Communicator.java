@@ -893,7 +893,7 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    private static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
+    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
         return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
                 + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
                 + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
@@ -1073,6 +1073,26 @@ public final class Communicator implements AutoCloseable {
         Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),
                 NcclFunction.ncclCommRegister, this);
         return new Registration(this, h[0]);
+    }
+
+    /**
+     * {@code ncclCommWindowRegister(comm, buff, size, &win, NCCL_WIN_COLL_SYMMETRIC)} (NCCL 2.27+): registers a
+     * buffer as a symmetric window, the memory NCCL's symmetric kernels use. Collective: every rank calls it, in the
+     * same order, with a buffer of the same size. {@link Window} says what NCCL asks of the buffer and what it gives;
+     * {@link Window#allocate(Communicator, long, DataType)} allocates and registers in one call.
+     *
+     * @param buffer on this communicator's device, of CUDA virtual memory (from {@link DeviceBuffer#allocateNccl},
+     *     or a slice of it starting at a multiple of 4096 bytes; cudaMalloc memory is refused)
+     * @return the window; close it ({@code ncclCommWindowDeregister}) after the collectives that use it, before
+     *     freeing the buffer
+     * @throws UnsupportedOperationException when the loaded NCCL is older than 2.27
+     * @throws IllegalStateException when the communicator or the buffer is closed, inside a group, on a nonblocking
+     *     communicator, or while the calling thread captures a CUDA graph
+     * @throws IllegalArgumentException when the buffer is on another device, from cudaMalloc, or misaligned
+     * @throws NcclException when ncclCommWindowRegister fails
+     */
+    public Window registerWindow(DeviceBuffer buffer) {
+        return Window.register(this, buffer);
     }
 
     /** A buffer registration made by {@link #register(DeviceBuffer)}. */

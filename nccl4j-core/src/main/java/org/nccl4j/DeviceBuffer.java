@@ -173,6 +173,25 @@ public final class DeviceBuffer implements AutoCloseable {
         return address;
     }
 
+    /** The address whether or not the buffer (or its parent) is closed: for messages. */
+    long addressUnchecked() {
+        return address;
+    }
+
+    /** @return who owns the memory: for a slice, {@link Owner#VIEW} (its {@link #root()} owns it) */
+    Owner owner() {
+        return owner;
+    }
+
+    /** @return the buffer whose memory this one points into: itself, or for a slice the buffer first sliced */
+    DeviceBuffer root() {
+        DeviceBuffer b = this;
+        while (b.parent != null) {
+            b = b.parent;
+        }
+        return b;
+    }
+
     /** @return the size in bytes */
     public long bytes() {
         return bytes;

@@ -25,6 +25,8 @@ public final class GradientBuckets implements AutoCloseable {
     private final Stream commStream;
     private final boolean ownsStream;
     private final DeviceBuffer[] storage;
+    /** Per bucket, the symmetric window holding its storage ({@link Builder#symmetric}), or null without. */
+    private final Window[] windows;
     private final DeviceBuffer[] gradients;
     private final int[] bucketOf;
     private final int[] members;
@@ -63,6 +65,7 @@ public final class GradientBuckets implements AutoCloseable {
         }
         int nb = bucketMembers.size();
         this.storage = new DeviceBuffer[nb];
+        this.windows = b.symmetric ? new Window[nb] : null;
         this.gradients = new DeviceBuffer[n];
         this.members = new int[nb];
         this.pending = new int[nb];
@@ -71,7 +74,12 @@ public final class GradientBuckets implements AutoCloseable {
         this.done = new Event[nb];
         try {
             for (int k = 0; k < nb; k++) {
-                storage[k] = DeviceBuffer.allocate(comm.device(), bucketBytes.get(k));
+                if (windows != null) {
+                    windows[k] = Window.allocate(comm, bucketBytes.get(k));
+                    storage[k] = windows[k].buffer();
+                } else {
+                    storage[k] = DeviceBuffer.allocate(comm.device(), bucketBytes.get(k));
+                }
                 long offset = 0;
                 // within a bucket, lay gradients out in forward order so that views are contiguous per layer
                 List<Integer> m = bucketMembers.get(k);
@@ -102,6 +110,11 @@ public final class GradientBuckets implements AutoCloseable {
             throw Errors.nullArgument("comm");
         }
         return new Builder(comm);
+    }
+
+    /** @return whether the buckets lie in symmetric windows ({@link Builder#symmetric}) */
+    public boolean isSymmetric() {
+        return windows != null;
     }
 
     /** @return the number of buckets */
@@ -205,7 +218,10 @@ public final class GradientBuckets implements AutoCloseable {
         return new float[] {started[bucket].elapsedSince(reference), done[bucket].elapsedSince(reference)};
     }
 
-    /** Frees the bucket storage, events and the stream it created. Idempotent. */
+    /**
+     * Frees the bucket storage ({@code ncclCommWindowDeregister} then {@code ncclMemFree} for symmetric buckets),
+     * events and the stream it created. Idempotent.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -219,9 +235,17 @@ public final class GradientBuckets implements AutoCloseable {
                 }
             }
         }
-        for (DeviceBuffer s : storage) {
-            if (s != null) {
-                s.close();
+        if (windows != null) {
+            for (Window w : windows) {
+                if (w != null) {
+                    w.close();   // deregisters, then frees the memory
+                }
+            }
+        } else {
+            for (DeviceBuffer s : storage) {
+                if (s != null) {
+                    s.close();
+                }
             }
         }
         if (ownsStream) {
@@ -237,6 +261,7 @@ public final class GradientBuckets implements AutoCloseable {
         private double capMB = 25;
         private boolean average = true;
         private Stream stream;
+        private boolean symmetric;
 
         private Builder(Communicator comm) {
             this.comm = comm;
@@ -298,6 +323,30 @@ public final class GradientBuckets implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Puts each bucket in a symmetric window ({@link Window#allocate(Communicator, long)}: {@code ncclMemAlloc},
+         * then {@code ncclCommWindowRegister} with {@code NCCL_WIN_COLL_SYMMETRIC}, NCCL 2.27+) instead of
+         * {@code cudaMalloc} memory, so that NCCL may run its symmetric all-reduce kernels on them. Off by default.
+         *
+         * <p>{@link #build()} then registers one window per bucket, which is collective: every rank builds with the
+         * same gradients in the same order (as the all-reduces need anyway), so the windows are registered in the
+         * same order, with the same sizes and the same layout on every rank, as NCCL requires.
+         *
+         * <p>When it helps: ranks within one NVLink domain (NCCL 2.27 and 2.28 run the symmetric kernels over
+         * NVLink and PCIe peer-to-peer only), buckets of {@link DataType#FLOAT32} or a smaller floating point type,
+         * and small to medium buckets, where the kernels' lower latency counts most. NCCL's symmetric all-reduce
+         * kernels take {@link ReduceOp#SUM} only (through 2.30): with {@link #average(boolean) average(true)}, the
+         * default, NCCL all-reduces the buckets with its other kernels, so use {@code average(false)} and scale the
+         * sum yourself. Elsewhere the buckets work as plain ones, at the cost of the registration at build.
+         *
+         * @param on true to put the buckets in symmetric windows
+         * @return this
+         */
+        public Builder symmetric(boolean on) {
+            this.symmetric = on;
+            return this;
+        }
+
         /** Registers {@code counts} in order and builds (a shorthand for tests and simple models). */
         GradientBuckets build0(long... counts) {
             for (long c : counts) {
@@ -306,7 +355,11 @@ public final class GradientBuckets implements AutoCloseable {
             return build();
         }
 
-        /** @return the buckets, with their device storage allocated */
+        /**
+         * @return the buckets, with their device storage allocated (and, with {@link #symmetric(boolean)},
+         *     registered as windows: collective)
+         * @throws UnsupportedOperationException with {@code symmetric(true)} when the loaded NCCL is older than 2.27
+         */
         public GradientBuckets build() {
             if (counts.isEmpty()) {
                 throw Errors.argument("register at least one gradient with add(count)");

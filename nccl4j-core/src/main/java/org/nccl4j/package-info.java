@@ -18,8 +18,12 @@
  *       rank, which is used at the root only) that the one path reads.</li>
  *   <li>{@link org.nccl4j.Group} ({@code ncclGroupStart/End}), {@link org.nccl4j.DataType}, {@link org.nccl4j.ReduceOp}
  *       (built-in operators and PreMulSum), {@link org.nccl4j.UniqueId}, {@link org.nccl4j.CommConfig}
- *       ({@code ncclConfig_t} and nccl4j's per-communicator settings), {@link org.nccl4j.Nccl} (the loaded library,
- *       groups, open resources), {@link org.nccl4j.GradientBuckets} (bucketed gradient all-reduce).</li>
+ *       ({@code ncclConfig_t} and nccl4j's per-communicator settings) with {@link org.nccl4j.CtaPolicy},
+ *       {@link org.nccl4j.Nccl} (the loaded library, groups, open resources), {@link org.nccl4j.GradientBuckets}
+ *       (bucketed gradient all-reduce).</li>
+ *   <li>{@link org.nccl4j.Window}: a buffer registered as a symmetric window ({@code ncclCommWindowRegister}),
+ *       alone or with the memory it allocates ({@code ncclMemAlloc}); what NCCL asks of it and what its symmetric
+ *       kernels give. Kept out of Communicator, which only delegates to it.</li>
  *   <li>Errors: {@link org.nccl4j.NcclException} with {@link org.nccl4j.NcclResult}; {@code Errors} maps NCCL's
  *       status codes to them and holds the argument-error helpers.</li>
  * </ul>

@@ -44,7 +44,9 @@ class CollectiveAllocationTest {
                 CommConfig.builder().watchdog(true).build());
              Stream stream = Stream.create(0);
              DeviceBuffer send = DeviceBuffer.allocate(0, 1 << 20);
-             DeviceBuffer recv = DeviceBuffer.allocate(0, 1 << 20)) {
+             DeviceBuffer recv = DeviceBuffer.allocate(0, 1 << 20);
+             Window window = Window.allocate(comm, 1 << 20)) {
+            DeviceBuffer symmetric = window.buffer();
             Loop[] loops = {
                 n -> {
                     for (int i = 0; i < n; i++) {
@@ -69,6 +71,11 @@ class CollectiveAllocationTest {
                 },
                 n -> {
                     for (int i = 0; i < n; i++) {
+                        comm.allReduce(symmetric, DataType.FLOAT32, ReduceOp.SUM, stream);
+                    }
+                },
+                n -> {
+                    for (int i = 0; i < n; i++) {
                         Nccl.groupStart();
                         try {
                             comm.send(send, DataType.INT8, 0, stream);
@@ -79,7 +86,8 @@ class CollectiveAllocationTest {
                     }
                 },
             };
-            String[] names = {"allReduce", "broadcast", "allGather", "send+recv", "groupStart+send+recv+groupEnd"};
+            String[] names = {"allReduce", "broadcast", "allGather", "send+recv", "allReduce(symmetric window)",
+                "groupStart+send+recv+groupEnd"};
             for (int round = 0; round < 3; round++) { // warm up: JNI linking and JIT compilation happen here
                 for (Loop l : loops) {
                     l.run(CALLS);
@@ -93,7 +101,7 @@ class CollectiveAllocationTest {
                 long bytes = bean.getCurrentThreadAllocatedBytes() - before - overhead;
                 assertTrue(bytes < 1024, CALLS + " " + names[k] + " calls allocated " + bytes + " bytes");
             }
-            assertEquals(3L * CALLS * 7 + 7L * CALLS, comm.operationsEnqueued());
+            assertEquals(3L * CALLS * 8 + 8L * CALLS, comm.operationsEnqueued());
         }
     }
 

@@ -16,7 +16,8 @@ import org.nccl4j.jni.NcclNative;
 
 /**
  * The hot path of the idiomatic API: a collective call, checks included (the whole-element check of the count,
- * the liveness of a slice's parent), allocates nothing on the Java heap;
+ * the liveness of a slice's parent), allocates nothing on the Java heap, on any kind of buffer (cudaMalloc, a slice,
+ * a symmetric window's memory);
  * and the {@link OperationObserver} sees each enqueued operation once, in order.
  *
  * <p>Allocation is measured with HotSpot's per-thread counter (com.sun.management.ThreadMXBean), which counts
@@ -36,6 +37,7 @@ class HotPathTest extends StubFixture {
     private DeviceBuffer large;
     private DeviceBuffer slice;
     private ReduceOp.PreMulSum preMulSum;
+    private Window window;
 
     @BeforeEach
     void setUp() {
@@ -45,6 +47,7 @@ class HotPathTest extends StubFixture {
         large = buffer(0, 1024, DataType.FLOAT32);
         slice = large.slice(1024, 1024); // 256 floats, as small
         preMulSum = later(comm.createPreMulSum(0.5, DataType.FLOAT32));
+        window = later(Window.allocate(comm, 256, DataType.FLOAT32));
     }
 
     interface Loop {
@@ -102,13 +105,19 @@ class HotPathTest extends StubFixture {
                     comm.allReduce(slice, small, DataType.FLOAT32, ReduceOp.SUM, stream);
                 }
             }),
+            allocatedBy(bean, n -> {
+                DeviceBuffer w = window.buffer();
+                for (int i = 0; i < n; i++) {
+                    comm.allReduce(w, DataType.FLOAT32, ReduceOp.SUM, stream);
+                }
+            }),
         };
         String[] names = {"allReduce(in place)", "allReduce(send, recv)", "allReduce(raw, PreMulSum)",
-            "allGather(in place)", "send(raw)", "allReduce(slice, recv)"};
+            "allGather(in place)", "send(raw)", "allReduce(slice, recv)", "allReduce(symmetric window, in place)"};
         for (int i = 0; i < results.length; i++) {
             report.add(names[i] + ": " + results[i] + " bytes");
         }
-        assertEquals(6 * 4L * CALLS, comm.operationsEnqueued(), "every call was enqueued: " + report);
+        assertEquals(7 * 4L * CALLS, comm.operationsEnqueued(), "every call was enqueued: " + report);
         for (int i = 0; i < results.length; i++) {
             assertTrue(results[i] < 1024, CALLS + " calls allocated too much: " + report);
         }

@@ -354,4 +354,29 @@ class OldNcclFallbackTest extends StubFixture {
         assertEquals("IB", only("ncclCommInitRankConfig").get("netName"));
         assertEquals(0, ok.rank());
     }
+
+    @Test
+    void symmetricWindowsAndTheCtaPolicyAreRefusedNamingNccl227() {
+        DeviceBuffer b = later(DeviceBuffer.allocateNccl(0, 4096));
+        String tail = ", added in NCCL 2.27; the loaded NCCL is 2.19.3 (" + oldPath + "): load NCCL 2.27 or newer "
+                + "(-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)";
+        mark();
+        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                () -> comm.registerWindow(b));
+        assertEquals("Communicator.registerWindow (ncclCommWindowRegister) needs ncclCommWindowRegister" + tail,
+                e.getMessage());
+        e = assertThrows(UnsupportedOperationException.class, () -> Window.allocate(comm, 16, DataType.FLOAT32));
+        assertEquals("Window.allocate (ncclMemAlloc, ncclCommWindowRegister) needs ncclCommWindowRegister" + tail,
+                e.getMessage());
+        e = assertThrows(UnsupportedOperationException.class,
+                () -> GradientBuckets.builder(comm).symmetric(true).add(4).build());
+        assertTrue(e.getMessage().endsWith("needs ncclCommWindowRegister" + tail), e.getMessage());
+        assertEquals(List.of(), newCalls(), "nothing allocated or registered");
+        assertEquals(1, later(GradientBuckets.builder(comm).add(4).build()).bucketCount(), "the default needs no window");
+
+        IllegalArgumentException a = assertThrows(IllegalArgumentException.class, () -> later(
+                Communicator.create(0, 1, testId(), 0, CommConfig.builder().ctaPolicy(CtaPolicy.EFFICIENCY).build())));
+        assertTrue(a.getMessage().startsWith("CommConfig field CTAPolicy needs NCCL 2.27.3 or newer, but the loaded "
+                + "NCCL is 2.19.3 (" + oldPath + ")"), a.getMessage());
+    }
 }

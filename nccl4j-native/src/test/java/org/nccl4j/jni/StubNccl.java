@@ -67,6 +67,17 @@ public final class StubNccl {
         return fresh();
     }
 
+    /**
+     * Loads the full stub anew, reporting {@code versionCode} (NCCL_STUB_VERSION, read once at load) instead of
+     * 2.28.3: an NCCL of that release that exports every entry point. Undo with {@link #reloadFull()}; no
+     * communicator may be open across either call.
+     */
+    public static synchronized StubNccl reloadFullAs(int versionCode) {
+        setenv("NCCL_STUB_VERSION", Integer.toString(versionCode));
+        NcclLibrary.reload(full().toString());
+        return fresh();
+    }
+
     /** Loads the given stub library, unless already loaded, and starts an empty record. */
     public static synchronized StubNccl use(Path library) {
         NcclLibrary current = NcclNative.isLoaded() != 0 ? NcclLibrary.load() : null;
