@@ -665,8 +665,8 @@ final class Bench implements AutoCloseable {
     @Override
     public void close() {
         List<RuntimeException> failures = new ArrayList<>();
-        for (Object[] group : new Object[][] {registrations.toArray(), graphs, marks == null ? new Object[0] : marks, start, stop, scratch, recv,
-                send, streams}) {
+        for (Object[] group : new Object[][] {registrations.toArray(), graphs, marks == null ? new Object[0] : marks,
+            start, stop, scratch, recv, send, streams}) {
             for (Object r : group) {
                 if (r != null) {
                     try {
