@@ -7,7 +7,7 @@
 #                      [--order cj|jc|alternate] [--perf PROGRAM]
 #                      [--variant NAME[:VAR=VALUE[,VAR=VALUE...]]]... -- <arguments for both programs>
 #   e.g. scripts/bench/perf-ab.sh --variant default --variant cdmc1:CUDA_DEVICE_MAX_CONNECTIONS=1 \
-#            -- -t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0
+#            -- all_reduce_perf -b 64M -e 64M -n 200 -w 20 -c 0
 #
 #   --bundle     a bundle made by scripts/gpu-bundle.sh (default: bundle/ of this checkout)
 #   --baseline   scripts/bench/native/build/nccl_perf_baseline (built with scripts/bench/native/build.sh when missing)
@@ -56,7 +56,7 @@ perf=$root/scripts/nccl4j-perf
 specs=()          # the --variant arguments, in order
 prog=()           # the arguments after --
 dashdash=0
-example="-- -t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0"
+example="-- all_reduce_perf -b 64M -e 64M -n 200 -w 20 -c 0"
 need() { # OPTION [VALUE]: exits 2 unless the option has its value
   [ $# -ge 2 ] || { echo "perf-ab: $1 needs a value (--help)" >&2; exit 2; }
 }

@@ -25,7 +25,7 @@
 #    the first timed loop, enough for HotSpot's C2 to compile nccl4j's issuing path; C gets the same) eager for a, b, c, d; and CUDA graph for a, b, c: 100 iterations captured once and the
 #    graph launched 10 times (-n 100 -G 10), i.e. also 1000 timed operations.
 # 2. the all_reduce curve for the plot: 8 B..1 GiB by 4x, -n 50 -w 5 (a, b, c).
-# 3. every operation at 64 MiB, 256 MiB, 1 GiB: -t all -b 64M -e 1G -f 4 -n 100 -w 5, R repeats (a, b, c;
+# 3. every operation at 64 MiB, 256 MiB, 1 GiB: --ops all -b 64M -e 1G -f 4 -n 100 -w 5, R repeats (a, b, c;
 #    torch: all_reduce); the report takes the median bus bandwidth of the repeats.
 # JMH_ALLOC=<file>: the output of scripts/bench/jmh-alloc.sh (run on a CPU machine): the report's alloc_bytes_per_call
 # then comes from JMH's gc.alloc.rate.norm, as the target asks, and the in-loop counts are listed beside it.
@@ -117,13 +117,13 @@ trio() {
 }
 
 start=$(date +%s)
-init=(-t all_reduce -b 8 -e 8 -n 10 -w 2 -c 0 --init_repeats "${INIT_REPEATS:-10}")
+init=(all_reduce_perf -b 8 -e 8 -n 10 -w 2 -c 0 --init_repeats "${INIT_REPEATS:-10}")
 untimed_jit=(--jit_quiet_ms 0)   # nccl4j-perf only: no JIT wait where the first timed loops are not host-bound
 for r in $(seq 1 "$repeats"); do
   trio "init-$r" "${init[@]}"
 done
-trio check -t all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all
-small=(-t all_reduce -b 8 -e 64K -f 2 -c 0)
+trio check --ops all -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -r all
+small=(all_reduce_perf -b 8 -e 64K -f 2 -c 0)
 small_repeats=${small_repeats:-$repeats}
 for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
   if [ "$r" -le "$small_repeats" ]; then
@@ -136,8 +136,8 @@ for r in $(seq 1 $(( small_repeats > repeats ? small_repeats : repeats ))); do
   mpi "java-np-graph-small-$r" "$perf" "${small[@]}" -n 100 -G 10 -w 1000 -J "$(j "java-np-graph-small-$r")"
   one "java-g-graph-small-$r" "$perf" "${small[@]}" -g "$np" -n 100 -G 10 -w 1000 -J "$(j "java-g-graph-small-$r")"
 done
-trio eager-curve -t all_reduce -b 8 -e 1G -f 4 -n 50 -w 5 -c 0
-large=(-t all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
+trio eager-curve all_reduce_perf -b 8 -e 1G -f 4 -n 50 -w 5 -c 0
+large=(--ops all -b 64M -e 1G -f 4 -n 100 -w 5 -c 0)
 # Large sizes are repeated too (C and Java interleaved): the report takes the median bus bandwidth per case,
 # as run-to-run variation at these sizes (about 1%) is larger than the difference being measured.
 for r in $(seq 1 "${large_repeats:-$repeats}"); do

@@ -65,7 +65,7 @@ nccl4j_cuda_libs
 export NCCL4J_BUNDLE=$bundle
 unset NCCL_COMM_ID
 nccl4j_mpi_root_args
-args=(-t "$op" -b "$size" -e "$size" -n "$iters" -w 5 -c 0)
+args=(--ops "$op" -b "$size" -e "$size" -n "$iters" -w 5 -c 0)
 port=29640
 mpi() { # name cmd...: one process per GPU, logs in $out/<name>.log
   local name=$1; shift

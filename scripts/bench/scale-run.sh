@@ -52,18 +52,18 @@ if has 1; then
     for l in "${ladders[@]}"; do
       k=$((k + 1))
       # shellcheck disable=SC2086
-      both "all-$k-$r" -t all $l -c 0
+      both "all-$k-$r" --ops all $l -c 0
     done
   done
 fi
 if has 2 && [ "$quick" != 1 ]; then
   for r in $(seq 1 "$repeats"); do
-    both "small-$r" -t all_reduce -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0
+    both "small-$r" all_reduce_perf -b 8 -e 64K -f 2 -n 1000 -w 1000 -c 0
   done
 fi
 if has 3; then
   for algo in Ring Tree; do
-    run "java-$algo" mpi -x JAVA_OPTS="-Dnccl.algo=$algo" "$perf" -t all_reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 0 \
+    run "java-$algo" mpi -x JAVA_OPTS="-Dnccl.algo=$algo" "$perf" all_reduce_perf -b 8 -e 1G -f 4 -n 20 -w 5 -c 0 \
         -J "$out/java-$algo.json"
   done
 fi
@@ -71,7 +71,7 @@ if has 4; then
   cat > "$out/hostid-rank.sh" <<EOS
 #!/usr/bin/env bash
 export NCCL_HOSTID=simhost\$(( OMPI_COMM_WORLD_RANK * 2 / OMPI_COMM_WORLD_SIZE ))
-exec "$perf" -t all -b 1K -e 1M -f 32 -n 5 -w 1 -c 1
+exec "$perf" --ops all -b 1K -e 1M -f 32 -n 5 -w 1 -c 1
 EOS
   chmod +x "$out/hostid-rank.sh"
   run hostid mpi -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET "$out/hostid-rank.sh"

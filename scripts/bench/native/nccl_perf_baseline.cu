@@ -6,10 +6,11 @@
  * One process per GPU under mpirun; rank 0 makes the NCCL unique id and MPI_Bcast gives it to the others. The
  * flags, the sizes, the measuring loop, the data check, the text columns and the -J JSON are those of
  * nccl4j-perf (which are nccl-tests' flags and columns); see nccl4j-examples/.../perf/Operation.java for the
- * size rules and PerfArgs.java for the flags. -g other than 1 is not supported here (use one process per GPU).
+ * size rules and PerfArgs.java for the flags: the operation first as nccl-tests' program (all_reduce_perf), or
+ * --ops for several; -t (threads per process) and -g other than 1 are not supported here (one process per GPU).
  *
  * Build: scripts/bench/native/build.sh (nvcc, NCCL, Open MPI). Run:
- *   mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE scripts/bench/native/build/nccl_perf_baseline -t all_reduce -b 8 -e 128M -f 2
+ *   mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE scripts/bench/native/build/nccl_perf_baseline all_reduce_perf -b 8 -e 128M -f 2
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -130,7 +131,7 @@ typedef struct {
   const char* json_file;
 } args_t;
 
-static const char* FLAGS[][2] = {{"-t", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"},
+static const char* FLAGS[][2] = {{"-t", "--nthreads"}, {"--ops", "--operation"}, {"-b", "--minbytes"}, {"-e", "--maxbytes"},
   {"-i", "--stepbytes"}, {"-f", "--stepfactor"}, {"-n", "--iters"}, {"-w", "--warmup_iters"}, {"-c", "--check"},
   {"-o", "--op"}, {"-d", "--datatype"}, {"-r", "--root"}, {"-g", "--ngpus"}, {"-G", "--cudagraph"},
   {"-z", "--blocking"}, {"-a", "--average"}, {"-J", "--output_file"}, {"--init_repeats", "--init_repeats"}, {"--op_times", "--op_times"},
@@ -170,6 +171,29 @@ static long long parse_int(const char* flag, const char* v, long long min, long 
   return x;
 }
 
+/* the operations of --ops (a list, or all), or of the program named first (all_reduce_perf, ./build/x_perf_mpi) */
+static void parse_ops(args_t* a, const char* flag, const char* value) {
+  if (strcasecmp(value, "all") == 0) {
+    for (int o = 0; o < NUM_OPS; o++) a->ops[o] = o;
+    a->nops = NUM_OPS;
+    return;
+  }
+  char buf[512];
+  const char* slash = strrchr(value, '/');
+  snprintf(buf, sizeof(buf), "%s", slash ? slash + 1 : value);
+  a->nops = 0;
+  for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    char* perf = strstr(tok, "_perf");
+    if (perf != NULL && perf != tok) *perf = '\0';
+    int found = -1;
+    for (int o = 0; o < NUM_OPS; o++) if (strcasecmp(tok, OP_NAMES[o]) == 0) found = o;
+    if (found < 0) usage_error("%s: '%s' is not an operation", flag, tok);
+    int dup = 0;
+    for (int k = 0; k < a->nops; k++) dup |= a->ops[k] == found;
+    if (!dup) a->ops[a->nops++] = found;
+  }
+}
+
 static void parse_args(int argc, char** argv, args_t* a) {
   memset(a, 0, sizeof(*a));
   a->min_bytes = a->max_bytes = 32LL << 20;
@@ -179,7 +203,12 @@ static void parse_args(int argc, char** argv, args_t* a) {
   a->ops[0] = ALL_REDUCE; a->nops = 1;
   a->redops[0] = 0; a->nredops = 1;
   a->types[0] = 7; a->ntypes = 1;
-  for (int i = 1; i < argc; i++) {
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') { /* the operation as nccl-tests' program, first */
+    parse_ops(a, "the operation", argv[1]);
+    first = 2;
+  }
+  for (int i = first; i < argc; i++) {
     char name[64];
     const char* value = NULL;
     const char* arg = argv[i];
@@ -208,26 +237,14 @@ static void parse_args(int argc, char** argv, args_t* a) {
     }
     if (strcmp(f, "--init_repeats") == 0) { a->init_repeats = (int)parse_int(f, value, 0, 100000); continue; }
     if (strcmp(f, "--op_times") == 0) { a->op_times = (int)parse_int(f, value, 0, 1); continue; }
+    if (strcmp(f, "--ops") == 0) {
+      if (first == 2) usage_error("--ops: '%s' cannot be combined with the operation named first%s", value, "");
+      parse_ops(a, f, value);
+      continue;
+    }
     switch (f[1]) {
       case 't':
-        if (strcasecmp(value, "all") == 0) {
-          for (int o = 0; o < NUM_OPS; o++) a->ops[o] = o;
-          a->nops = NUM_OPS;
-        } else {
-          char buf[512];
-          snprintf(buf, sizeof(buf), "%s", value);
-          a->nops = 0;
-          for (char* tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            size_t l = strlen(tok);
-            if (l > 5 && strcmp(tok + l - 5, "_perf") == 0) tok[l - 5] = '\0';
-            int found = -1;
-            for (int o = 0; o < NUM_OPS; o++) if (strcasecmp(tok, OP_NAMES[o]) == 0) found = o;
-            if (found < 0) usage_error("-t: '%s' is not an operation%s", tok, "");
-            int dup = 0;
-            for (int k = 0; k < a->nops; k++) dup |= a->ops[k] == found;
-            if (!dup) a->ops[a->nops++] = found;
-          }
-        }
+        if (parse_int(f, value, 1, 1 << 30) != 1) usage_error("-t: '%s' threads per process: the C baseline runs one (one process per GPU)%s", value, "");
         break;
       case 'b': a->min_bytes = parse_size(f, value); break;
       case 'e': a->max_bytes = parse_size(f, value); break;

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
 import org.nccl4j.CudaGraph;
@@ -17,7 +18,9 @@ import org.nccl4j.Event;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
+import org.nccl4j.UniqueId;
 import org.nccl4j.examples.Examples;
+import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
 
@@ -30,10 +33,16 @@ import org.nccl4j.launch.Rendezvous;
  * a barrier; then a CUDA event on each stream, the {@code -n} iterations (or, with {@code -G}, the iterations
  * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
  * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
- * processes as {@code -a} says. In eager runs the Java heap bytes this thread allocated while issuing the
- * iterations are counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall
- * time on the GPU from the first call to the last completion, so the host's cost of issuing each call is inside the
- * measurement whenever it is the bottleneck.
+ * processes as {@code -a} says. With {@code -m M} each iteration is M operations in one NCCL group, and the time is
+ * over iterations x M. In eager runs the Java heap bytes this thread allocated while issuing the iterations are
+ * counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU
+ * from the first call to the last completion, so the host's cost of issuing each call is inside the measurement
+ * whenever it is the bottleneck; {@code -C} reports the host's time to issue instead (this process's own).
+ *
+ * <p>Buffers, as nccl-tests makes them: from {@code ncclMemAlloc} where NCCL has it (2.19+), else {@code cudaMalloc};
+ * {@code -u} pads them and starts the operations that many elements in; {@code -R 1} registers the send and
+ * receive buffers with {@link Communicator#register}, {@code -R 2} as symmetric windows ({@link SymmetricWindow}).
+ * {@code -y 1} issues on the legacy default stream.
  */
 final class Bench implements AutoCloseable {
     private static final int CHUNK_BYTES = 16 << 20;
@@ -49,6 +58,10 @@ final class Bench implements AutoCloseable {
     private final DeviceBuffer[] send;
     private final DeviceBuffer[] recv;
     private final DeviceBuffer[] scratch;
+    /** -R: the registrations of the send and receive buffers, closed before them. */
+    private final List<AutoCloseable> registrations = new ArrayList<>();
+    /** Whether the buffers came from ncclMemAlloc. */
+    private final boolean ncclMemory;
     private final Event[] start;
     private final Event[] stop;
     private final int[] rank;
@@ -62,6 +75,8 @@ final class Bench implements AutoCloseable {
     /** The JIT's compilation clock for --jit_quiet_ms, or null when it does not wait. */
     private final CompilationMXBean jit;
     private double jitWaitMs;
+    /** -C: this process's host time to issue the last measurement's operations, per operation, in us. */
+    private double cpuUs;
 
     private Bench(PerfArgs args, List<Communicator> comms, boolean perProcess, double initMs) {
         this.args = args;
@@ -81,17 +96,24 @@ final class Bench implements AutoCloseable {
         recvAddr = new long[local];
         graphs = new CudaGraph[local];
         marks = args.opTimes != 0 ? new Event[args.iters] : null; // close() skips the ones not created
-        long bytes = Math.max(args.maxBytes, 256);
+        long bytes = Math.max(args.maxBytes, 256) + 8L * args.unalign; // -u: room for the largest type's shift
+        ncclMemory = PerfArgs.ncclMemAlloc(Nccl.library().versionCode());
         try {
             for (int k = 0; k < local; k++) {
                 Communicator c = comms.get(k);
                 rank[k] = c.rank();
-                streams[k] = Stream.create(c.device());
-                send[k] = DeviceBuffer.allocate(c.device(), bytes).fill(0);
-                recv[k] = DeviceBuffer.allocate(c.device(), bytes).fill(0);
+                streams[k] = args.streamNull != 0 ? Stream.defaultStream(c.device()) : Stream.create(c.device());
+                send[k] = buffer(c.device(), bytes).fill(0);
+                recv[k] = buffer(c.device(), bytes).fill(0);
                 scratch[k] = DeviceBuffer.allocate(c.device(), 64).fill(0);
                 start[k] = Event.create(c.device());
                 stop[k] = Event.create(c.device());
+            }
+            for (int k = 0; k < local && args.localRegister != 0; k++) {
+                Communicator c = comms.get(k);
+                for (DeviceBuffer b : new DeviceBuffer[] {send[k], recv[k]}) {
+                    registrations.add(args.localRegister == 1 ? c.register(b) : SymmetricWindow.register(c, b));
+                }
             }
             for (int k = 0; k < local; k++) {
                 Stream.defaultStream(comms.get(k).device()).synchronize(); // the fills above are done
@@ -108,6 +130,19 @@ final class Bench implements AutoCloseable {
         host = args.check > 0
                 ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
                 : null;
+    }
+
+    /** A send or receive buffer: ncclMemAlloc where NCCL has it, as nccl-tests allocates them, else cudaMalloc. */
+    private DeviceBuffer buffer(int device, long bytes) {
+        return ncclMemory ? DeviceBuffer.allocateNccl(device, bytes) : DeviceBuffer.allocate(device, bytes);
+    }
+
+    /** @return "ncclMemAlloc" or "cudaMalloc", and the registration -R asked for, for the header */
+    String bufferText() {
+        String reg = args.localRegister == 1 ? ", registered (ncclCommRegister)"
+                : args.localRegister == 2 ? ", symmetric windows (ncclCommWindowRegister)" : "";
+        return (ncclMemory ? "ncclMemAlloc" : "cudaMalloc") + reg + (args.unalign > 0 ? ", unaligned by "
+                + args.unalign + " elements" : "") + (args.streamNull != 0 ? ", legacy default stream" : "");
     }
 
     /** The JIT's total compilation time, where this JVM keeps it; else null (--jit_quiet_ms then waits for nothing). */
@@ -190,7 +225,9 @@ final class Bench implements AutoCloseable {
      * first communicator and closed right after; the C baseline does the same with {@code MPI_Barrier}.
      */
     static Bench open(PerfArgs args) {
-        Nccl.library();
+        NcclLibrary lib = Nccl.library();
+        args.requireSupportedBy(lib.versionCode(), lib.version());
+        CommConfig config = config(args);
         LaunchInfo launch = LaunchInfo.detect();
         if (launch.worldSize() > 1) { // launched per rank, as Examples.launchedPerRank() tells
             if (args.gpus > 1) {
@@ -200,10 +237,10 @@ final class Bench implements AutoCloseable {
             Cuda.setDevice(launch.device()); // creates the CUDA context outside the measured init
             align(launch);
             long t0 = System.nanoTime();
-            Communicator comm = Communicator.fromEnvironment();
+            Communicator comm = Communicator.fromEnvironment(config);
             double ms = (System.nanoTime() - t0) / 1e6;
             Bench b = new Bench(args, List.of(comm), true, ms);
-            b.repeatInit(() -> List.of(Communicator.fromEnvironment()));
+            b.repeatInit(() -> List.of(Communicator.fromEnvironment(config)));
             return b;
         }
         int visible = Cuda.deviceCount();
@@ -217,12 +254,33 @@ final class Bench implements AutoCloseable {
             Cuda.setDevice(d);
         }
         Cuda.setDevice(0);
+        // -x and -T need a configuration, which ncclCommInitAll does not take (PerfArgs refuses them with -g > 1)
+        Supplier<List<Communicator>> create = config == null ? () -> Communicator.initAll(devices)
+                : () -> List.of(Communicator.create(0, 1, UniqueId.generate(), 0, config));
         long t0 = System.nanoTime();
-        List<Communicator> comms = Communicator.initAll(devices);
+        List<Communicator> comms = create.get();
         double ms = (System.nanoTime() - t0) / 1e6;
         Bench b = new Bench(args, comms, false, ms);
-        b.repeatInit(() -> Communicator.initAll(devices));
+        b.repeatInit(create);
         return b;
+    }
+
+    /**
+     * The communicators' configuration: -x sets the CTA policy, -T the watchdog's timeout of an operation; null
+     * (NCCL's defaults, nccl4j's environment) when neither is given.
+     */
+    static CommConfig config(PerfArgs args) {
+        if (args.ctaPolicy < 0 && args.timeoutSeconds == 0) {
+            return null;
+        }
+        CommConfig.Builder b = CommConfig.builder();
+        if (args.ctaPolicy >= 0) {
+            b.ctaPolicy(args.ctaPolicy);
+        }
+        if (args.timeoutSeconds > 0) {
+            b.timeout(java.time.Duration.ofSeconds(args.timeoutSeconds));
+        }
+        return b.build();
     }
 
     /**
@@ -332,6 +390,22 @@ final class Bench implements AutoCloseable {
         }
     }
 
+    /** One timed iteration: -m operations, in one NCCL group when more than one (nccl-tests' aggregation). */
+    private void iteration(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        if (args.aggIters == 1) {
+            issueAll(o, c, t, op, root);
+            return;
+        }
+        Nccl.groupStart();
+        try {
+            for (int m = 0; m < args.aggIters; m++) {
+                issueAll(o, c, t, op, root);
+            }
+        } finally {
+            Nccl.groupEnd();
+        }
+    }
+
     private void syncAll() {
         for (int k = 0; k < local; k++) {
             streams[k].synchronize();
@@ -383,14 +457,15 @@ final class Bench implements AutoCloseable {
     private Operation.Counts place(Operation o, DataType t, long size, boolean inPlace) {
         Operation.Counts c = o.counts(size, t.size(), nranks);
         long ws = t.size();
+        long shift = args.unalign * ws; // -u
         for (int k = 0; k < local; k++) {
             if (inPlace) {
-                long base = recv[k].address();
+                long base = recv[k].address() + shift;
                 sendAddr[k] = base + c.sendInPlaceOffset() * rank[k] * ws;
                 recvAddr[k] = base + c.recvInPlaceOffset() * rank[k] * ws;
             } else {
-                sendAddr[k] = send[k].address();
-                recvAddr[k] = recv[k].address();
+                sendAddr[k] = send[k].address() + shift;
+                recvAddr[k] = recv[k].address() + shift;
             }
         }
         return c;
@@ -418,6 +493,7 @@ final class Bench implements AutoCloseable {
      */
     Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
+        long hostNanos;
         Operation.Counts c = place(o, t, size, inPlace);
         int shownRoot = o.rooted() ? root : -1;
         issueAll(o, c, t, redop, root);
@@ -432,7 +508,7 @@ final class Bench implements AutoCloseable {
                     streams[begun].beginCapture();
                 }
                 for (int i = 0; i < args.iters; i++) {
-                    issueAll(o, c, t, redop, root);
+                    iteration(o, c, t, redop, root);
                 }
             } finally {
                 for (int k = 0; k < begun; k++) {
@@ -446,18 +522,21 @@ final class Bench implements AutoCloseable {
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
             }
+            long h0 = System.nanoTime();
             for (int l = 0; l < args.graphLaunches; l++) {
                 for (int k = 0; k < local; k++) {
                     graphs[k].launch(streams[k]);
                 }
             }
+            hostNanos = System.nanoTime() - h0;
         } else {
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
             }
             long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
+            long h0 = System.nanoTime();
             for (int i = 0; i < args.iters; i++) {
-                issueAll(o, c, t, redop, root);
+                iteration(o, c, t, redop, root);
                 if (marks != null) {
                     marks[i].record(streams[0]);
                 }
@@ -468,6 +547,7 @@ final class Bench implements AutoCloseable {
                     }
                 }
             }
+            hostNanos = System.nanoTime() - h0;
             if (threads != null && args.blocking == 0) {
                 allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
             }
@@ -487,7 +567,9 @@ final class Bench implements AutoCloseable {
             }
         }
         double[] opTimes = marks != null ? opTimes() : null; // PerfArgs refuses --op_times with -G
-        double us = combineTime(ms * 1000.0 / ((double) args.iters * Math.max(1, args.graphLaunches)));
+        double operations = (double) args.iters * args.aggIters * Math.max(1, args.graphLaunches);
+        double us = combineTime(ms * 1000.0 / operations);
+        cpuUs = hostNanos / 1000.0 / operations;
         long sizeBytes = c.sizeBytes(t.size());
         double algbw = us > 0 ? sizeBytes / (us * 1e-6) / 1e9 : 0;
         double busbw = algbw * o.busFactor(nranks);
@@ -500,15 +582,20 @@ final class Bench implements AutoCloseable {
                 wrong += check(o, c, t, redop, root);
             }
         }
+        double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
         return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
-                shownRoot, inPlace, us, algbw, busbw, wrong, allocated, opTimes);
+                shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
     }
 
-    /** This process's first GPU's per-operation times of the last eager loop: p10, p50, p90 and max, in us. */
+    /**
+     * This process's first GPU's per-operation times of the last eager loop, leaving out the first -K: p10, p50,
+     * p90 and max, in us (an iteration's time over -m).
+     */
     private double[] opTimes() {
-        double[] t = new double[args.iters];
-        for (int i = 0; i < t.length; i++) {
-            t[i] = 1000.0 * marks[i].elapsedSince(i == 0 ? start[0] : marks[i - 1]);
+        double[] t = new double[args.iters - args.perIterSkip];
+        for (int i = args.perIterSkip; i < args.iters; i++) {
+            t[i - args.perIterSkip] = 1000.0 * marks[i].elapsedSince(i == 0 ? start[0] : marks[i - 1])
+                    / args.aggIters;
         }
         return percentiles(t);
     }
@@ -578,8 +665,8 @@ final class Bench implements AutoCloseable {
     @Override
     public void close() {
         List<RuntimeException> failures = new ArrayList<>();
-        for (Object[] group : new Object[][] {graphs, marks == null ? new Object[0] : marks, start, stop, scratch, recv,
-                send, streams}) {
+        for (Object[] group : new Object[][] {registrations.toArray(), graphs, marks == null ? new Object[0] : marks,
+            start, stop, scratch, recv, send, streams}) {
             for (Object r : group) {
                 if (r != null) {
                     try {

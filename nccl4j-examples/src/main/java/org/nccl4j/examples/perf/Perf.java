@@ -28,8 +28,9 @@ import org.nccl4j.jni.NcclLibrary;
  * bandwidth formulas, so that its numbers can be laid beside those of {@code all_reduce_perf} and friends.
  *
  * <pre>
- * scripts/nccl4j-perf -t all_reduce -b 8 -e 128M -f 2 -g 2                       one process, 2 GPUs
- * mpirun -np 2 ... scripts/nccl4j-perf -t all_reduce -b 8 -e 128M -f 2           one process per GPU
+ * scripts/nccl4j-perf all_reduce_perf -b 8 -e 128M -f 2 -g 2                    one process, 2 GPUs
+ * mpirun -np 2 ... scripts/nccl4j-perf all_reduce_perf -b 8 -e 128M -f 2        one process per GPU
+ * scripts/nccl4j-perf --ops all -b 8 -e 128M -f 2 -g 2                           every operation in one run
  * </pre>
  * The flags are in {@link PerfArgs}; sizes, counts and bus-bandwidth factors in {@link Operation}; the data
  * check in {@link Pattern}; the loop in {@link Bench}. Exit status: 0, 1 when an element was wrong, 2 on a
@@ -134,7 +135,7 @@ public final class Perf {
                         for (int root : opRoots) {
                             bench.barrier();
                             bench.warmup(o, t, redop, root);
-                            for (long size : args.sizes()) {
+                            for (long size : cycles(args.sizes(), args.runCycles)) {
                                 Result oop = bench.measure(o, t, redop, root, size, false);
                                 Result ip = bench.measure(o, t, redop, root, size, true);
                                 for (Result r : List.of(oop, ip)) {
@@ -144,7 +145,8 @@ public final class Perf {
                                     wrongOp += Math.max(0, r.wrong());
                                 }
                                 if (print) {
-                                    out.println(Table.line(oop, ip));
+                                    out.println(Table.line(oop, ip, args.reportTimestamps != 0 ? Table.now()
+                                            : null));
                                     if (oop.opTimeUs() != null && ip.opTimeUs() != null) {
                                         out.println(opTimesLine(bench.communicators().get(0).rank(), oop.opTimeUs(),
                                                 ip.opTimeUs()));
@@ -187,6 +189,38 @@ public final class Perf {
         return wrongTotal == 0 ? 0 : 1;
     }
 
+    /**
+     * -N: the sizes {@code cycles} times over, or without end for 0 (nccl-tests' run cycles).
+     *
+     * @param sizes one ladder of sizes
+     * @param cycles how many times; 0 for ever
+     * @return the sizes to measure, in order
+     */
+    static Iterable<Long> cycles(List<Long> sizes, int cycles) {
+        return () -> new java.util.Iterator<Long>() {
+            private int cycle;
+            private int next;
+
+            @Override
+            public boolean hasNext() {
+                return !sizes.isEmpty() && (cycles == 0 || cycle < cycles);
+            }
+
+            @Override
+            public Long next() {
+                if (!hasNext()) {
+                    throw new java.util.NoSuchElementException();
+                }
+                Long s = sizes.get(next++);
+                if (next == sizes.size()) {
+                    next = 0;
+                    cycle++;
+                }
+                return s;
+            }
+        };
+    }
+
     private static void write(Path file, String text) {
         try {
             Path parent = file.toAbsolutePath().getParent();
@@ -225,12 +259,17 @@ public final class Perf {
                 lib.version(), lib.path());
         out.println("# Collective test starting: " + o.perfName());
         out.printf(Locale.ROOT, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d "
-                + "agg iters: 1 validation: %d graph: %d%n", bench.localRanks(), a.minBytes, a.maxBytes, a.stepText(),
-                a.warmup, a.iters, a.check, a.graphLaunches);
+                + "agg iters: %d validation: %d graph: %d%n", bench.localRanks(), a.minBytes, a.maxBytes, a.stepText(),
+                a.warmup, a.iters, a.aggIters, a.check, a.graphLaunches);
         if (a.blocking == 1) {
             out.println("# Blocking Enabled: wait and barrier after each iteration");
         } else if (a.blocking == 2) {
             out.println("# Blocking Enabled: wait after each iteration, no barrier");
+        }
+        out.println("# Buffers: " + bench.bufferText());
+        if (a.ctaPolicy >= 0 || a.timeoutSeconds > 0) {
+            out.println("# Communicator config:" + (a.ctaPolicy >= 0 ? " CTAPolicy " + a.ctaPolicy : "")
+                    + (a.timeoutSeconds > 0 ? " timeout " + a.timeoutSeconds + " s" : ""));
         }
         out.println("#");
         out.println("# Using devices");
@@ -253,7 +292,7 @@ public final class Perf {
                     Arrays.stream(again).max().getAsDouble());
         }
         out.println("#");
-        Table.header().forEach(out::println);
+        Table.header(a.reportCputime != 0, a.reportTimestamps != 0).forEach(out::println);
     }
 
     static String version() {
@@ -304,11 +343,19 @@ public final class Perf {
         c.put("stepfactor", a.stepFactor);
         c.put("stepbytes", a.stepBytes);
         c.put("iters", a.iters);
+        c.put("agg_iters", a.aggIters);
         c.put("warmup_iters", a.warmup);
+        c.put("run_cycles", a.runCycles);
         c.put("check", a.check);
         c.put("cudagraph", a.graphLaunches);
         c.put("blocking", a.blocking);
         c.put("average", a.average);
+        c.put("local_register", a.localRegister);
+        c.put("cta_policy", a.ctaPolicy);
+        c.put("stream_null", a.streamNull);
+        c.put("unalign", a.unalign);
+        c.put("report_cputime", a.reportCputime);
+        c.put("timeout", a.timeoutSeconds);
         c.put("jit_quiet_ms", a.jitQuietMs);
         return c;
     }

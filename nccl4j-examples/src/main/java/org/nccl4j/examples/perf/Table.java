@@ -11,18 +11,41 @@ public final class Table {
     private Table() {
     }
 
+    /** The format of -S's timestamps, nccl-tests' {@code %Y-%m-%d %H:%M:%S}. */
+    static final java.time.format.DateTimeFormatter TIMESTAMP =
+            java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss", Locale.ROOT);
+
     /** @return the three header lines above the results */
     public static List<String> header() {
+        return header(false, false);
+    }
+
+    /**
+     * The header lines, as nccl-tests prints them with {@code -C} and {@code -S}.
+     *
+     * @param cputime -C: the time columns are "cputime"
+     * @param timestamps -S: a "timestamp" column at the end
+     * @return the three header lines above the results
+     */
+    public static List<String> header(boolean cputime, boolean timestamps) {
+        String time = cputime ? "cputime" : "time";
+        String ts = timestamps ? String.format(Locale.ROOT, " %19s", "timestamp") : "";
+        String tsFormat = timestamps ? String.format(Locale.ROOT, " %19s", "%Y-%m-%d %H:%M:%S") : "";
         return List.of(
                 String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s           out-of-place"
                         + "                       in-place          ",
                         "", "", "", "", ""),
                 String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
-                        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-                        "busbw", "#wrong"),
+                        "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw",
+                        "busbw", "#wrong") + ts,
                 String.format(Locale.ROOT, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s",
                         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-                        ""));
+                        "") + tsFormat);
+    }
+
+    /** @return the local date and time as -S prints it */
+    static String now() {
+        return java.time.LocalDateTime.now().format(TIMESTAMP);
     }
 
     /**
@@ -33,10 +56,25 @@ public final class Table {
      * @return the line, without a newline
      */
     public static String line(Result outOfPlace, Result inPlace) {
+        return line(outOfPlace, inPlace, null);
+    }
+
+    /**
+     * One result line, ended by a timestamp (-S).
+     *
+     * @param outOfPlace the out-of-place measurement
+     * @param inPlace the in-place measurement of the same size
+     * @param timestamp the date and time to print at the end (nccl-tests' {@code %21s}), or null for none
+     * @return the line, without a newline
+     */
+    public static String line(Result outOfPlace, Result inPlace, String timestamp) {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d", outOfPlace.size(),
                 outOfPlace.count(), outOfPlace.type(), outOfPlace.redop(), outOfPlace.root()));
         body(sb, outOfPlace);
         body(sb, inPlace);
+        if (timestamp != null) {
+            sb.append(String.format(Locale.ROOT, "%21s", timestamp));
+        }
         return sb.toString();
     }
 

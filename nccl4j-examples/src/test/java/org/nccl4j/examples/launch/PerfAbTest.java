@@ -42,7 +42,7 @@ import org.nccl4j.examples.launch.Tools.Run;
 @Timeout(120)
 class PerfAbTest {
     private static final Path REPORT = ROOT.resolve("scripts/bench/ab_report.py");
-    private static final List<String> PROG = List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "200", "-w", "20",
+    private static final List<String> PROG = List.of("all_reduce_perf", "-b", "64M", "-e", "64M", "-n", "200", "-w", "20",
             "-c", "0");
     private static final long MIB = 1 << 20;
 
@@ -170,7 +170,7 @@ class PerfAbTest {
     void defaultsAreFourRoundsOfOneVariantTwoRanksAndTheCheckoutsBundleBaselineAndOut() throws Exception {
         ScriptSandbox b = box();
         Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_GPUS", "8", "FAKE_UID", "1000", "RUN_TIMEOUT", "7",
-                "BIND", "numa"), argv("--", "-t", "all_reduce"));
+                "BIND", "numa"), argv("--", "all_reduce_perf"));
         assertEquals(0, r.status(), r.toString());
         Path out = b.root.resolve("perf-results/ab");
         assertEquals(List.of("c-default-1", "java-default-1", "c-default-2", "java-default-2", "c-default-3", "java-default-3",
@@ -184,7 +184,7 @@ class PerfAbTest {
         for (Call t : r.of("timeout")) {
             assertEquals(List.of("7", "mpirun"), t.args().subList(0, 2));
         }
-        assertEquals(List.of("-t", "all_reduce", "-J", out.resolve("json/c-default-1.json").toString()),
+        assertEquals(List.of("all_reduce_perf", "-J", out.resolve("json/c-default-1.json").toString()),
                 r.first("nccl_perf_baseline").args());
         assertEquals(b.bundle.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(args(b.root.resolve("scripts/bench/ab_report.py"), "--json-dir", out.resolve("json"), "--variants", "default",
@@ -296,54 +296,54 @@ class PerfAbTest {
         String sets = "perf-ab: the programs' arguments: '%s': the script sets -J (--output_file) itself, to " + out
                 + "/json/<c|java>-<variant>-<round>.json";
         String oneGpu = "perf-ab: %s: '%s': -g (--ngpus) is not for this script: it runs one process per GPU (--np)";
-        String eg = "(e.g. -- -t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0)";
+        String eg = "(e.g. -- all_reduce_perf -b 64M -e 64M -n 200 -w 20 -c 0)";
         List<List<String>> cases = List.of(
-                List.of("perf-ab: unknown argument --bogus (--help)", "--bogus", "--", "-t", "all_reduce"),
+                List.of("perf-ab: unknown argument --bogus (--help)", "--bogus", "--", "all_reduce_perf"),
                 List.of("perf-ab: --rounds needs a value (--help)", "--rounds"),
                 List.of("perf-ab: --variant needs a value (--help)", "--variant"),
                 List.of("perf-ab: --order needs a value (--help)", "--order"),
                 List.of("perf-ab: --perf needs a value (--help)", "--perf"),
-                List.of("perf-ab: --order 'x' must be cj (C first), jc (Java first) or alternate", "--order", "x", "--", "-t",
-                        "all_reduce"),
+                List.of("perf-ab: --order 'x' must be cj (C first), jc (Java first) or alternate", "--order", "x", "--",
+                        "all_reduce_perf"),
                 List.of("perf-ab: --order 'CJ' must be cj (C first), jc (Java first) or alternate", "--order", "CJ", "--",
-                        "-t", "all_reduce"),
+                        "all_reduce_perf"),
                 List.of("perf-ab: --perf '" + b.base.resolve("nothing") + "' is not an executable file", "--perf",
-                        b.base.resolve("nothing").toString(), "--", "-t", "all_reduce"),
-                List.of("perf-ab: --rounds '0' must be a whole number >= 1", "--rounds", "0", "--", "-t", "all_reduce"),
-                List.of("perf-ab: --rounds '1.5' must be a whole number >= 1", "--rounds", "1.5", "--", "-t", "all_reduce"),
-                List.of("perf-ab: --rounds 'x' must be a whole number >= 1", "--rounds", "x", "--", "-t", "all_reduce"),
-                List.of("perf-ab: --np '0' must be a whole number >= 1", "--np", "0", "--", "-t", "all_reduce"),
+                        b.base.resolve("nothing").toString(), "--", "all_reduce_perf"),
+                List.of("perf-ab: --rounds '0' must be a whole number >= 1", "--rounds", "0", "--", "all_reduce_perf"),
+                List.of("perf-ab: --rounds '1.5' must be a whole number >= 1", "--rounds", "1.5", "--", "all_reduce_perf"),
+                List.of("perf-ab: --rounds 'x' must be a whole number >= 1", "--rounds", "x", "--", "all_reduce_perf"),
+                List.of("perf-ab: --np '0' must be a whole number >= 1", "--np", "0", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant 'a b': the name 'a b' must be letters, digits, '_' or '-' (one at least)",
-                        "--variant", "a b", "--", "-t", "all_reduce"),
+                        "--variant", "a b", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant 'a.b:X=1': the name 'a.b' must be letters, digits, '_' or '-' (one at least)",
-                        "--variant", "a.b:X=1", "--", "-t", "all_reduce"),
+                        "--variant", "a.b:X=1", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant ':X=1': the name '' must be letters, digits, '_' or '-' (one at least)",
-                        "--variant", ":X=1", "--", "-t", "all_reduce"),
+                        "--variant", ":X=1", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant 'a:X=2': the name 'a' is given twice", "--variant", "a", "--variant", "a:X=2", "--",
-                        "-t", "all_reduce"),
-                List.of("perf-ab: --variant 'a:X': 'X' is not VAR=VALUE", "--variant", "a:X", "--", "-t", "all_reduce"),
-                List.of("perf-ab: --variant 'a:': '' is not VAR=VALUE", "--variant", "a:", "--", "-t", "all_reduce"),
-                List.of("perf-ab: --variant 'a:X=1,': '' is not VAR=VALUE", "--variant", "a:X=1,", "--", "-t", "all_reduce"),
+                        "all_reduce_perf"),
+                List.of("perf-ab: --variant 'a:X': 'X' is not VAR=VALUE", "--variant", "a:X", "--", "all_reduce_perf"),
+                List.of("perf-ab: --variant 'a:': '' is not VAR=VALUE", "--variant", "a:", "--", "all_reduce_perf"),
+                List.of("perf-ab: --variant 'a:X=1,': '' is not VAR=VALUE", "--variant", "a:X=1,", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant 'a:1X=2': '1X' is not a variable name (letters, digits and '_', not first a digit)",
-                        "--variant", "a:1X=2", "--", "-t", "all_reduce"),
+                        "--variant", "a:1X=2", "--", "all_reduce_perf"),
                 List.of("perf-ab: --variant 'a:X=1,Y-Z=2': 'Y-Z' is not a variable name (letters, digits and '_', not first "
-                        + "a digit)", "--variant", "a:X=1,Y-Z=2", "--", "-t", "all_reduce"),
+                        + "a digit)", "--variant", "a:X=1,Y-Z=2", "--", "all_reduce_perf"),
                 List.of("perf-ab: no '--' before the programs' arguments " + eg, "--rounds", "2"),
                 List.of("perf-ab: no '--' before the programs' arguments " + eg),
                 List.of("perf-ab: no arguments for the programs after '--' " + eg, "--rounds", "2", "--"),
-                List.of(String.format(sets, "-J"), "--", "-t", "all_reduce", "-J", "x.json"),
-                List.of(String.format(sets, "-Jx.json"), "--", "-t", "all_reduce", "-Jx.json"),
+                List.of(String.format(sets, "-J"), "--", "all_reduce_perf", "-J", "x.json"),
+                List.of(String.format(sets, "-Jx.json"), "--", "all_reduce_perf", "-Jx.json"),
                 List.of(String.format(sets, "--output_file"), "--", "--output_file", "x.json"),
                 List.of(String.format(sets, "--output_file=x.json"), "--", "--output_file=x.json"),
-                List.of(String.format(oneGpu, "the programs' arguments", "-g"), "--", "-t", "all_reduce", "-g", "2"),
+                List.of(String.format(oneGpu, "the programs' arguments", "-g"), "--", "all_reduce_perf", "-g", "2"),
                 List.of(String.format(oneGpu, "the programs' arguments", "-g2"), "--", "-g2"),
                 List.of(String.format(oneGpu, "the programs' arguments", "--ngpus"), "--", "--ngpus", "2"),
                 List.of(String.format(oneGpu, "the programs' arguments", "--ngpus=2"), "--", "--ngpus=2"),
                 List.of("perf-ab: --java-args: '-J': the script sets -J (--output_file) itself, to " + out
-                        + "/json/<c|java>-<variant>-<round>.json", "--java-args", "--op_times 1 -J y", "--", "-t", "all_reduce"),
-                List.of(String.format(oneGpu, "--java-args", "--ngpus"), "--java-args", "--ngpus 2", "--", "-t", "all_reduce"),
+                        + "/json/<c|java>-<variant>-<round>.json", "--java-args", "--op_times 1 -J y", "--", "all_reduce_perf"),
+                List.of(String.format(oneGpu, "--java-args", "--ngpus"), "--java-args", "--ngpus 2", "--", "all_reduce_perf"),
                 List.of("perf-ab: no bundle at " + b.base.resolve("nothing") + " (scripts/gpu-bundle.sh)", "--bundle",
-                        b.base.resolve("nothing").toString(), "--", "-t", "all_reduce"));
+                        b.base.resolve("nothing").toString(), "--", "all_reduce_perf"));
         for (List<String> c : cases) {
             Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), c.subList(1, c.size()).toArray(new String[0]));
             String what = c.subList(1, c.size()) + "\n" + r;
@@ -380,7 +380,7 @@ class PerfAbTest {
     /** A document as nccl_perf_baseline (c-...) or nccl4j-perf (java-...) writes it with -J. */
     private static void doc(Path dir, String name, String... results) throws Exception {
         boolean c = name.startsWith("c-");
-        String cl = "\"-t\", \"all_reduce\", \"-b\", \"64M\", \"-e\", \"64M\", \"-n\", \"200\", \"-w\", \"20\", \"-c\", \"0\", "
+        String cl = "\"all_reduce_perf\", \"-b\", \"64M\", \"-e\", \"64M\", \"-n\", \"200\", \"-w\", \"20\", \"-c\", \"0\", "
                 + (c ? "" : "\"--jit_quiet_ms\", \"0\", ") + "\"-J\", \"/out/json/" + name + ".json\"";
         Files.writeString(dir.resolve(name + ".json"), "{\"tool\": \"" + (c ? "nccl_perf_baseline" : "nccl4j-perf")
                 + "\", \"hostname\": \"test\", \"nccl_version\": \"2.99.1\", \"ranks\": 2, \"processes\": 2, "
@@ -403,8 +403,8 @@ class PerfAbTest {
         doc(d, "java-default-3", ar64("out-of-place", 252.25), ar64("in-place", 248.25), result("broadcast", 8, "out-of-place", 13.0));
         String md = markdown(d, "default", 3);
         assertLines(md, "# C baseline against nccl4j-perf: 3 rounds, alternating", "",
-                "NCCL 2.99.1, 2 ranks, host test. Command lines without -J: C `-t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0`, "
-                        + "nccl4j-perf `-t all_reduce -b 64M -e 64M -n 200 -w 20 -c 0 --jit_quiet_ms 0`.");
+                "NCCL 2.99.1, 2 ranks, host test. Command lines without -J: C `all_reduce_perf -b 64M -e 64M -n 200 -w 20 -c 0`, "
+                        + "nccl4j-perf `all_reduce_perf -b 64M -e 64M -n 200 -w 20 -c 0 --jit_quiet_ms 0`.");
         assertLines(md, "All 6 results present.", "", "## Variant default", "",
                 HEAD + " round 1: C / Java | round 2: C / Java | round 3: C / Java | C median | Java median | Java - C | Java / C "
                         + "| Java - C per round |",

@@ -1384,13 +1384,13 @@ class ScriptsTest {
     void nccl4jPerfTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
         Path jar = box.makeBuild();
         Path other = box.makeBundle(base.resolve("other-bundle"));
-        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "-t", "all_reduce",
+        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "all_reduce_perf",
                 "-b", "8");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         Call c = r.first("java");
         assertEquals(other.resolve("jre/bin/java").toString(), c.exe());
-        assertEquals(perf(other + "/lib/*", JAVA_OPTS, "-t", "all_reduce", "-b", "8"), c.args());
+        assertEquals(perf(other + "/lib/*", JAVA_OPTS, "all_reduce_perf", "-b", "8"), c.args());
         assertLd("/opt/ld", c);
 
         r = box.run(other.resolve("nccl4j-perf"), job(), "-g", "2");   // the copy in a bundle outside a checkout
@@ -1599,7 +1599,7 @@ class ScriptsTest {
         List<String> mpi = args("--allow-run-as-root", "--bind-to", "none", "-np", "2",
                 x("NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH", "NCCL4J_BUNDLE", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=PORT"));
         String port = "MASTER_PORT=298\\d\\d";
-        List<String> ladder = List.of("-t", "all", "-b", "8", "-e", "256M", "-f", "32", "-n", "20", "-w", "5", "-c", "0");
+        List<String> ladder = List.of("--ops", "all", "-b", "8", "-e", "256M", "-f", "32", "-n", "20", "-w", "5", "-c", "0");
         List<Call> mpiruns = r.of("mpirun");
         assertEquals(args(mpi, baseline, ladder, "-J", out.resolve("c-all-1-1.json")), masked(mpiruns.get(0).args(), port, "MASTER_PORT=PORT"));
         assertEquals(args("240", "mpirun"), r.of("timeout").get(0).args().subList(0, 2));
@@ -1621,7 +1621,7 @@ class ScriptsTest {
             assertEquals(bundle.toString(), c.env("NCCL4J_BUNDLE"));
             assertLd(ld, c);
         }
-        List<String> algo = List.of("-t", "all_reduce", "-b", "8", "-e", "1G", "-f", "4", "-n", "20", "-w", "5", "-c", "0");
+        List<String> algo = List.of("all_reduce_perf", "-b", "8", "-e", "1G", "-f", "4", "-n", "20", "-w", "5", "-c", "0");
         for (int a = 0; a < 2; a++) {
             String name = a == 0 ? "Ring" : "Tree";
             assertEquals(args(mpi, "-x", "JAVA_OPTS=-Dnccl.algo=" + name, perfScript, algo, "-J", out.resolve("java-" + name + ".json")),
@@ -1634,7 +1634,7 @@ class ScriptsTest {
                 masked(mpiruns.get(4).args(), port, "MASTER_PORT=PORT"));
         for (int k = 0; k < 2; k++) {
             Call c = javas.get(6 + k);
-            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, "-t", "all", "-b", "1K", "-e", "1M", "-f", "32", "-n", "5", "-w",
+            assertEquals(perf(bundle + "/lib/*", JAVA_OPTS, "--ops", "all", "-b", "1K", "-e", "1M", "-f", "32", "-n", "5", "-w",
                     "1", "-c", "1"), c.args());
             assertEquals("simhost" + k, c.env("NCCL_HOSTID"));
             assertEquals("INFO", c.env("NCCL_DEBUG"));
@@ -1663,7 +1663,7 @@ class ScriptsTest {
         assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
                 "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
         assertEquals("9", r.of("timeout").get(1).args().get(0));
-        List<String> small = List.of("-t", "all_reduce", "-b", "8", "-e", "64K", "-f", "2", "-n", "1000", "-w", "1000", "-c", "0");
+        List<String> small = List.of("all_reduce_perf", "-b", "8", "-e", "64K", "-f", "2", "-n", "1000", "-w", "1000", "-c", "0");
         assertEquals(args("--allow-run-as-root", "--bind-to", "none", "-np", "3", x("NCCL_NVLS_ENABLE", "LD_LIBRARY_PATH",
                 "NCCL4J_BUNDLE", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=PORT"), root.resolve("scripts/nccl4j-perf"), small, "-J",
                 out.resolve("java-small-1.json")), masked(r.of("mpirun").get(1).args(), "MASTER_PORT=298\\d\\d", "MASTER_PORT=PORT"));
@@ -1754,7 +1754,7 @@ class ScriptsTest {
         for (int i = 0; i < 4; i++) {
             List<String> a = mpiruns.get(i).args();
             String json = out.resolve(sides[i] + "-op-times-" + (i / 2 + 1) + ".json").toString();
-            assertTrue(a.containsAll(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "--op_times", "1",
+            assertTrue(a.containsAll(List.of("--ops", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "--op_times", "1",
                     "-J", json)), a.toString());
             assertTrue(String.join(" ", a).contains(sides[i].equals("c") ? "scripts/bench/native/build/nccl_perf_baseline"
                     : "scripts/nccl4j-perf"), a.toString());
@@ -1805,7 +1805,7 @@ class ScriptsTest {
                     : root.resolve("scripts/nccl4j-perf").toString();
             int p = a.indexOf(program);
             assertEquals(inject, a.subList(p - 6, p), a.toString());
-            assertEquals(List.of("-t", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "-w", "5", "-c", "0"),
+            assertEquals(List.of("--ops", "all_reduce", "-b", "64M", "-e", "64M", "-n", "100", "-w", "5", "-c", "0"),
                     a.subList(p + 1, a.size()), a.toString());
             assertTrue(a.contains("MASTER_PORT=" + (29641 + i)), a.toString());
         }
@@ -1930,7 +1930,7 @@ class ScriptsTest {
         for (Call c : r.calls()) {
             assertEquals(null, c.env("NCCL_COMM_ID"), "NCCL_COMM_ID reached " + c.tool() + " " + c.args());
         }
-        List<String> init = List.of("-t", "all_reduce", "-b", "8", "-e", "8", "-n", "10", "-w", "2", "-c", "0",
+        List<String> init = List.of("all_reduce_perf", "-b", "8", "-e", "8", "-n", "10", "-w", "2", "-c", "0",
                 "--init_repeats", "10");
         List<String> fwd = x("CUDA_VISIBLE_DEVICES", "JAVA_OPTS", "LD_LIBRARY_PATH", "NCCL4J_BUNDLE", "NCCL4J_TEST_VAR",
                 "NCCL_DEBUG", "NVSHMEM_DISABLE", "TORCH_NCCL_TRACE");

@@ -43,11 +43,27 @@ class PerfArgsTest {
         assertEquals(List.of(Operation.ALL_REDUCE), a.operations);
         assertFalse(a.help);
         assertEquals(List.of(32L << 20), a.sizes());
+        assertEquals(1, a.threads);
+        assertEquals(1, a.aggIters);
+        assertEquals(1, a.runCycles);
+        assertEquals(0, a.parallelInit);
+        assertEquals(0, a.streamNull);
+        assertEquals(0, a.timeoutSeconds);
+        assertEquals(0, a.reportCputime);
+        assertEquals(0, a.reportTimestamps);
+        assertEquals(0, a.localRegister);
+        assertEquals(-1, a.ctaPolicy);
+        assertEquals(0, a.deviceImpl);
+        assertEquals(16, a.deviceCtaCount);
+        assertEquals(0, a.memoryReport);
+        assertEquals(0, a.unalign);
+        assertEquals(0, a.opTimes);
+        assertEquals(0, a.perIterSkip);
     }
 
     @Test
     void everyFlagShortForm() {
-        PerfArgs a = PerfArgs.parse("-t", "all_gather,broadcast", "-b", "8", "-e", "128M", "-f", "2", "-i", "4K",
+        PerfArgs a = PerfArgs.parse("--ops", "all_gather,broadcast", "-b", "8", "-e", "128M", "-f", "2", "-i", "4K",
                 "-n", "1000", "-w", "5", "-c", "0", "-o", "max", "-d", "bfloat16", "-r", "1", "-g", "2", "-G", "10",
                 "-z", "0", "-a", "3", "-J", "out.json", "--plot", "bw.png");
         assertEquals(List.of(Operation.ALL_GATHER, Operation.BROADCAST), a.operations);
@@ -94,9 +110,9 @@ class PerfArgsTest {
         assertTrue(PerfArgs.parse("--help").help);
         assertTrue(PerfArgs.parse("-h").help);
         assertTrue(PerfArgs.parse("--version").version);
-        assertTrue(PerfArgs.parse("-V").version);
+        assertEquals(8, PerfArgs.parse("-V", "8").deviceCtaCount, "-V is nccl-tests' device_cta_count");
         assertTrue(PerfArgs.versionText().startsWith("nccl4j-perf (nccl4j "), PerfArgs.versionText());
-        assertTrue(PerfArgs.USAGE.startsWith("Usage: nccl4j-perf [-hV] [-a=<0|1|2|3>] [-b=<size>]"),
+        assertTrue(PerfArgs.USAGE.startsWith("Usage: nccl4j-perf [-h] [--version] [-a=<0|1|2|3>] [-b=<size>]"),
                 PerfArgs.USAGE);
         assertEquals(2, PerfArgs.parse("-z", "2").blocking);
         assertEquals(12, PerfArgs.parse("--init_repeats", "12").initRepeats);
@@ -111,7 +127,7 @@ class PerfArgsTest {
 
     @Test
     void attachedShortValues() {
-        PerfArgs a = PerfArgs.parse("-b8", "-e64K", "-f2", "-g2", "-G1", "-dhalf", "-oall", "-tall");
+        PerfArgs a = PerfArgs.parse("-b8", "-e64K", "-f2", "-g2", "-G1", "-dhalf", "-oall", "--ops=all", "-t1");
         assertEquals(8, a.minBytes);
         assertEquals(65536, a.maxBytes);
         assertEquals(2, a.gpus);
@@ -150,10 +166,12 @@ class PerfArgsTest {
             assertEquals(op, Elements.name(PerfArgs.parse("-o", op).ops.get(0)));
         }
         for (Operation o : Operation.values()) {
-            assertEquals(List.of(o), PerfArgs.parse("-t", o.perfName()).operations);
-            assertEquals(List.of(o), PerfArgs.parse("-t", o.perfName() + "_perf").operations);
+            assertEquals(List.of(o), PerfArgs.parse(o.perfName() + "_perf").operations);
+            assertEquals(List.of(o), PerfArgs.parse(o.perfName()).operations);
+            assertEquals(List.of(o), PerfArgs.parse("--ops", o.perfName()).operations);
+            assertEquals(List.of(o), PerfArgs.parse("--ops", o.perfName() + "_perf").operations);
         }
-        assertEquals(List.of(Operation.ALL_REDUCE), PerfArgs.parse("-t", "allreduce").operations);
+        assertEquals(List.of(Operation.ALL_REDUCE), PerfArgs.parse("--ops", "allreduce").operations);
     }
 
     @Test
@@ -184,6 +202,10 @@ class PerfArgsTest {
         assertTrue(m.contains("-G (--cudagraph)") && m.contains("'-1'"), m);
         m = refused("-z", "3");
         assertTrue(m.contains("-z (--blocking)") && m.contains("'3'") && m.contains("not supported"), m);
+        m = refused("-o", "mulsum");
+        assertTrue(m.startsWith("-o (--op): 'mulsum' is not supported") && m.contains("ncclRedOpCreatePreMulSum"), m);
+        m = refused("-z", "3");
+        assertTrue(m.contains("-z (--blocking)") && m.contains("'3'") && m.contains("not supported"), m);
         m = refused("-z", "4");
         assertTrue(m.contains("-z (--blocking)") && m.contains("0..3"), m);
         m = refused("-a", "4");
@@ -207,12 +229,12 @@ class PerfArgsTest {
         assertTrue(m.contains("--jit_quiet_ms: '1001' must be in 0..1000"), m);
         m = refused("--jit_quiet_ms", "-1");
         assertTrue(m.contains("--jit_quiet_ms: '-1' must be in 0..1000"), m);
-        m = refused("-t", "allgather_v");
-        assertTrue(m.contains("-t (--operation)") && m.contains("'allgather_v'") && m.contains("all_reduce"), m);
+        m = refused("--ops", "allgather_v");
+        assertTrue(m.contains("--ops: 'allgather_v' is not an operation") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
-        assertTrue(m.contains("thread count is not supported"), m);
-        m = refused("-x", "1");
-        assertTrue(m.startsWith("Unknown options: '-x', '1'"), m);
+        assertTrue(m.startsWith("-t (--nthreads): '4' nccl4j-perf runs one thread per process"), m);
+        m = refused("-Q", "1");
+        assertTrue(m.startsWith("Unknown option: '-Q'"), m);
         m = refused("-b");
         assertTrue(m.startsWith("Missing required parameter for option '--minbytes' (<size>)"), m);
         m = refused("stray");
