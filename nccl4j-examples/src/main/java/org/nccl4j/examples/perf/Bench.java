@@ -41,7 +41,8 @@ import org.nccl4j.launch.Rendezvous;
  *
  * <p>Buffers, as nccl-tests makes them: from {@code ncclMemAlloc} where NCCL has it (2.19+), else {@code cudaMalloc};
  * {@code -u} pads them and starts the operations that many elements in; {@code -R 1} registers the send and
- * receive buffers with {@link Communicator#register}, {@code -R 2} as symmetric windows ({@link SymmetricWindow}).
+ * receive buffers with {@link Communicator#register}, {@code -R 2} as symmetric windows
+ * ({@link Communicator#registerWindow}).
  * {@code -y 1} issues on the legacy default stream.
  */
 final class Bench implements AutoCloseable {
@@ -112,7 +113,7 @@ final class Bench implements AutoCloseable {
             for (int k = 0; k < local && args.localRegister != 0; k++) {
                 Communicator c = comms.get(k);
                 for (DeviceBuffer b : new DeviceBuffer[] {send[k], recv[k]}) {
-                    registrations.add(args.localRegister == 1 ? c.register(b) : SymmetricWindow.register(c, b));
+                    registrations.add(args.localRegister == 1 ? c.register(b) : c.registerWindow(b));
                 }
             }
             for (int k = 0; k < local; k++) {
