@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
  *
  * <pre>
  * DdpTraining [--steps N] [--bucket-cap-mb MB] [--trace FILE] [--seed N] [--no-comm]
- *             [--size N] [--batch N] [--lr X]
+ *             [--size N] [--batch N] [--lr X] [--symmetric] [--cta-policy P] [--comm-priority high|normal]
  * </pre>
  * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
@@ -40,6 +40,19 @@ final class DdpOptions {
     int batch = 1000;
     @Option(names = "--lr", paramLabel = "X", description = "SGD learning rate (default: ${DEFAULT-VALUE}).")
     float lr = 0.001f;
+    @Option(names = "--symmetric", description = "Gradient buckets in symmetric windows (ncclMemAlloc + "
+            + "ncclCommWindowRegister, NCCL 2.27+), summed instead of averaged (NCCL's symmetric kernels take sum "
+            + "only) with the 1/ranks folded into the learning rate.")
+    boolean symmetric;
+    @Option(names = "--cta-policy", paramLabel = "P", description = "The communicator's CTA policy: default, "
+            + "efficiency (2.27+), zero (2.28+) (default: NCCL's own).")
+    String ctaPolicyName;
+    /** {@code --cta-policy} as NCCL's constant, or null for NCCL's own choice. */
+    org.nccl4j.CtaPolicy ctaPolicy;
+    @Option(names = "--comm-priority", paramLabel = "P", description = "The all-reduce stream's priority: normal or "
+            + "high (CUDA's greatest, so that NCCL's kernels are scheduled before the GEMMs') (default: "
+            + "${DEFAULT-VALUE}).")
+    String commPriority = "normal";
 
     private DdpOptions() {
     }
@@ -68,6 +81,20 @@ final class DdpOptions {
         if ((long) o.size * o.size > Integer.MAX_VALUE || (long) o.size * o.batch > Integer.MAX_VALUE) {
             throw new Tools.UsageException("--size " + o.size + " with --batch " + o.batch
                     + " makes a matrix of more than 2^31-1 elements (cuBLAS' 32-bit API)");
+        }
+        if (o.ctaPolicyName != null) {
+            try {
+                o.ctaPolicy = org.nccl4j.CtaPolicy.valueOf(o.ctaPolicyName.toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw bad("--cta-policy", o.ctaPolicyName + " (default, efficiency or zero)");
+            }
+        }
+        if (!o.commPriority.equals("normal") && !o.commPriority.equals("high")) {
+            throw bad("--comm-priority", o.commPriority + " (normal or high)");
+        }
+        if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high"))) {
+            throw new Tools.UsageException("--symmetric, --cta-policy and --comm-priority set the communication: "
+                    + "leave them out with --no-comm");
         }
         return o;
     }
@@ -109,7 +136,9 @@ final class DdpOptions {
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "steps=%d bucket_cap_mb=%s seed=%d size=%d batch=%d lr=%s%s", steps,
-                bucketCapMB, seed, size, batch, lr, noComm ? " no-comm" : "");
+        return String.format(Locale.ROOT, "steps=%d bucket_cap_mb=%s seed=%d size=%d batch=%d lr=%s%s%s%s%s", steps,
+                bucketCapMB, seed, size, batch, lr, noComm ? " no-comm" : "", symmetric ? " symmetric" : "",
+                ctaPolicy == null ? "" : " cta_policy=" + ctaPolicy.name().toLowerCase(Locale.ROOT),
+                commPriority.equals("high") ? " comm_priority=high" : "");
     }
 }

@@ -16,6 +16,7 @@ import org.bytedeco.cuda.global.nvrtc;
 import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
+import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
 import org.nccl4j.DataType;
@@ -37,8 +38,14 @@ import org.nccl4j.launch.LaunchInfo;
  * <pre>
  * mpirun -np 2 --bind-to none -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE \
  *     java -cp "$CP" org.nccl4j.examples.DdpTraining [--steps 30] [--bucket-cap-mb 25] [--trace FILE] [--seed N]
+ *     [--symmetric] [--cta-policy default|efficiency|zero] [--comm-priority high]
  * java -cp "$CP" org.nccl4j.examples.DdpTraining --no-comm
  * </pre>
+ * {@code --symmetric} puts the buckets in symmetric windows ({@link GradientBuckets.Builder#symmetric}) and sums
+ * them (NCCL's symmetric kernels take sum only), folding 1/ranks into the step size; {@code --cta-policy} sets the
+ * communicator's CTA policy ({@link CommConfig.Builder#ctaPolicy(org.nccl4j.CtaPolicy)}); {@code --comm-priority high}
+ * runs the all-reduces on a stream of CUDA's greatest priority, so that NCCL's blocks are scheduled before the
+ * backward GEMMs' waiting ones.
  *
  * <h2>What runs where</h2>
  * Forward and backward are cuBLAS calls and three small NVRTC-compiled kernels, the data comes from cuRAND
@@ -180,7 +187,8 @@ public final class DdpTraining {
                 device = launch.device();
                 Cuda.setDevice(device);
             } else {
-                comm = track(Communicator.fromEnvironment());
+                comm = track(o.ctaPolicy == null ? Communicator.fromEnvironment()
+                        : Communicator.fromEnvironment(CommConfig.builder().ctaPolicy(o.ctaPolicy).build()));
                 rank = comm.rank();
                 world = comm.size();
                 device = comm.device();
@@ -239,7 +247,9 @@ public final class DdpTraining {
             System.out.printf(Locale.ROOT, "DdpTraining: mode %s, %d rank(s), model Linear(%d,%d)-ReLU-Linear(%d,%d)"
                     + "-ReLU-Linear(%d,%d) float32 (TF32 off), batch %d per rank, MSE, SGD lr %s, %d steps, %s%n",
                     mode, world, dims[0], dims[1], dims[1], dims[2], dims[2], dims[3], batch, o.lr, steps,
-                    ddp ? "bucket cap " + o.bucketCapMB + " MB" : "no communication");
+                    ddp ? "bucket cap " + o.bucketCapMB + " MB" + (o.symmetric ? ", symmetric buckets (sum, lr / ranks)"
+                    : "") + (o.ctaPolicy == null ? "" : ", CTA policy " + o.ctaPolicy) + (o.commPriority.equals("high")
+                    ? ", all-reduce stream at high priority" : "") : "no communication");
             if (ddp) {
                 System.out.println("NCCL " + Nccl.version() + " (" + Nccl.library().path() + ")");
             }
@@ -258,6 +268,12 @@ public final class DdpTraining {
         GradientBuckets buckets = null;
         if (ddp) {
             GradientBuckets.Builder b = GradientBuckets.builder(comm).bucketCapMB(o.bucketCapMB);
+            if (o.symmetric) {
+                b.symmetric(true).average(false);   // symmetric kernels sum only: 1/ranks goes into the step size
+            }
+            if (o.commPriority.equals("high")) {
+                b.stream(prioritized(device));
+            }
             for (int i = 0; i < Mlp.PARAMS; i++) {
                 b.add(Mlp.paramCount(dims, i));
             }
@@ -321,6 +337,7 @@ public final class DdpTraining {
         }
 
         // ---- the loop
+        final float stepSize = ddp && o.symmetric ? o.lr / world : o.lr;   // summed gradients: the mean's step
         Event[] ev = new Event[EVENTS];
         for (int e = 0; e < EVENTS; e++) {
             ev[e] = track(Event.create(device));
@@ -356,7 +373,7 @@ public final class DdpTraining {
                 gb.finish(compute);
             }
             ev[E_OPT].record(compute);
-            mlp.sgd(ops, o.lr);
+            mlp.sgd(ops, stepSize);
             ev[E_END].record(compute);
             ev[E_END].synchronize();
 
@@ -449,6 +466,21 @@ public final class DdpTraining {
                     !ddp ? "single" : identical ? "identical" : "different");
         }
         return finite && identical ? 0 : 1;
+    }
+
+    /**
+     * A non-blocking stream at CUDA's greatest priority ({@code cudaStreamCreateWithPriority}), for the all-reduces:
+     * a block of NCCL's kernel is then scheduled before the waiting blocks of the backward GEMMs.
+     */
+    private Stream prioritized(int device) {
+        int[] least = new int[1];
+        int[] greatest = new int[1];
+        check(cudart.cudaDeviceGetStreamPriorityRange(least, greatest), "cudaDeviceGetStreamPriorityRange");
+        org.bytedeco.cuda.cudart.CUstream_st s = new org.bytedeco.cuda.cudart.CUstream_st();
+        check(cudart.cudaStreamCreateWithPriority(s, cudart.cudaStreamNonBlocking, greatest[0]),
+                "cudaStreamCreateWithPriority");
+        resources.push(() -> check(cudart.cudaStreamDestroy(s), "cudaStreamDestroy"));   // after its users
+        return Stream.wrap(s.address(), device);
     }
 
     private static void check(int cudaStatus, String what) {

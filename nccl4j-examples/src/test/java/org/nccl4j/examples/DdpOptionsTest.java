@@ -77,4 +77,25 @@ class DdpOptionsTest {
         assertEquals("dir.d/trace_rank1", DdpOptions.parse("--trace", "dir.d/trace").traceFile(1, 2));
         assertEquals(".trace_rank1", DdpOptions.parse("--trace", ".trace").traceFile(1, 2));
     }
+
+    @Test
+    void theCommunicationFlagsParseAndRefuseWhatTheyCannotTake() {
+        DdpOptions o = DdpOptions.parse("--symmetric", "--cta-policy", "Efficiency", "--comm-priority", "high");
+        assertTrue(o.symmetric);
+        assertEquals(org.nccl4j.CtaPolicy.EFFICIENCY, o.ctaPolicy);
+        assertEquals("high", o.commPriority);
+        assertTrue(o.toString().endsWith(" symmetric cta_policy=efficiency comm_priority=high"), o.toString());
+        DdpOptions d = DdpOptions.parse();
+        assertEquals(null, d.ctaPolicy);
+        assertEquals("normal", d.commPriority);
+        assertEquals("Invalid value for option '--cta-policy': fast (default, efficiency or zero)",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--cta-policy", "fast"))
+                        .getMessage());
+        assertEquals("Invalid value for option '--comm-priority': low (normal or high)",
+                assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--comm-priority", "low"))
+                        .getMessage());
+        assertEquals("--symmetric, --cta-policy and --comm-priority set the communication: leave them out with "
+                + "--no-comm", assertThrows(IllegalArgumentException.class,
+                        () -> DdpOptions.parse("--no-comm", "--symmetric")).getMessage());
+    }
 }
