@@ -341,12 +341,17 @@ class LivenessCostTest {
         long pid = ProcessHandle.current().pid();
         assumeTrue(Files.exists(Path.of("/proc/" + pid + "/task/" + pid + "/schedstat")), "no schedstat here");
         Object lock = new Object();
+        java.util.concurrent.CountDownLatch spun = new java.util.concurrent.CountDownLatch(1);
         Thread spin = new Thread(() -> {
-            long end = System.nanoTime() + 300_000_000L;
+            // 300 ms of its own CPU time (not wall time: on a loaded machine the thread may get a fraction)
+            java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+            long cpu0 = mx.getCurrentThreadCpuTime();
+            long giveUp = System.nanoTime() + 20_000_000_000L;
             long x = 0;
-            while (System.nanoTime() < end) {
+            while (mx.getCurrentThreadCpuTime() - cpu0 < 300_000_000L && System.nanoTime() < giveUp) {
                 x++;
             }
+            spun.countDown();
             synchronized (lock) {
                 try {
                     lock.wait(60_000);
@@ -361,7 +366,7 @@ class LivenessCostTest {
         spin.setDaemon(true);
         spin.start();
         try {
-            Thread.sleep(1000);
+            assertTrue(spun.await(30, java.util.concurrent.TimeUnit.SECONDS), "the thread spun");
             Path file = tmp.resolve("self.json");
             Run r = helper(Map.of(), "sample", file.toString(), "0:" + pid);
             assertEquals(0, r.status(), r.out());
@@ -369,8 +374,8 @@ class LivenessCostTest {
             Matcher m = Pattern.compile("\"comm\": \"nccl4j-liveness\", \"cpu_ns\": (\\d+)").matcher(json);
             assertTrue(m.find(), json);
             long ns = Long.parseLong(m.group(1));
-            // it spun for 300 ms of wall time: at least 100 ms of CPU on a loaded machine, at most the 1 s slept
-            assertTrue(ns >= 100_000_000L && ns <= 1_500_000_000L, ns + " ns");
+            // it spun for 300 ms of its own CPU time, then waited: the sample reads at least that, and not much more
+            assertTrue(ns >= 280_000_000L && ns <= 1_500_000_000L, ns + " ns");
             assertFalse(m.find(), "one such thread: " + json);
             assertTrue(json.contains("\"pid\": " + pid + ", \"alive\": true"), json);
         } finally {
