@@ -185,6 +185,31 @@ public final class GradientBuckets implements AutoCloseable {
     }
 
     /**
+     * Makes {@code compute} wait for one bucket's all-reduce of this step (launching it first if a gradient of it
+     * was never marked ready), so that the optimizer can update that bucket's parameters while later buckets are
+     * still being reduced, as PyTorch's DDP optimizer overlap does. {@link #finish} still ends the step.
+     *
+     * @param bucket a bucket index, 0 being the first launched (see {@link #bucketOf})
+     * @param compute the stream on which the optimizer will read the bucket's gradients
+     * @throws IllegalArgumentException when {@code bucket} is not a bucket's index
+     */
+    public void await(int bucket, Stream compute) {
+        if (closed) {
+            throw new IllegalStateException("GradientBuckets is closed");
+        }
+        if (bucket < 0 || bucket >= storage.length) {
+            throw Errors.argument("bucket must be in 0.." + (storage.length - 1) + ", got " + bucket);
+        }
+        if (compute == null) {
+            throw Errors.nullArgument("compute");
+        }
+        if (pending[bucket] != 0) {
+            launch(bucket, compute);   // a gradient never marked ready keeps its written value, as in finish
+        }
+        compute.waitFor(done[bucket]);
+    }
+
+    /**
      * Ends a step: launches any bucket not yet launched (a gradient never marked ready keeps its written
      * value), then makes {@code compute} wait for every bucket's all-reduce, and resets for the next step.
      *

@@ -473,6 +473,33 @@ class DeviceBufferTest extends StubFixture {
     }
 
     @Test
+    void awaitMakesTheComputeStreamWaitForOneBucketLaunchingItWhenPendingAndRefusesABadIndex() {
+        Communicator comm = comm(0, 2);
+        Stream compute = stream(0);
+        GradientBuckets buckets = GradientBuckets.builder(comm).bucketCapMB(20.0 / (1 << 20)).add(3).add(5).build();
+        List<String> seen = new java.util.ArrayList<>();
+        comm.observe((c, seq, fn, bytes, st) -> seen.add(fn + " " + bytes));
+        buckets.ready(1, compute);   // bucket 0 launched
+        int waits = cuda.calls("streamWaitEvent").size();
+        buckets.await(0, compute);
+        assertEquals(List.of("ncclAllReduce 20"), seen, "nothing launched again");
+        assertEquals(waits + 1, cuda.calls("streamWaitEvent").size(), "one wait of the compute stream");
+        assertEquals("0x" + Long.toHexString(compute.handle()),
+                FakeCuda.args(cuda.calls("streamWaitEvent").get(waits)).get("stream"));
+        buckets.await(1, compute);   // bucket 1 was never marked ready: launched first, as finish would
+        assertEquals(List.of("ncclAllReduce 20", "ncclAllReduce 12"), seen);
+        buckets.finish(compute);
+        assertEquals(2, seen.size(), "finish launches nothing that await launched");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> buckets.await(2, compute));
+        assertTrue(e.getMessage().contains("bucket must be in 0..1, got 2"), e.getMessage());
+        assertEquals("compute must not be null",
+                assertThrows(NullPointerException.class, () -> buckets.await(0, null)).getMessage());
+        buckets.close();
+        assertEquals("GradientBuckets is closed",
+                assertThrows(IllegalStateException.class, () -> buckets.await(0, compute)).getMessage());
+    }
+
+    @Test
     void gradientBucketsLaunchEachBucketOncePerStepAndFinishLaunchesTheRest() {
         Communicator comm = comm(0, 2);
         Stream compute = stream(0);

@@ -11,6 +11,7 @@ import picocli.CommandLine.Option;
  * <pre>
  * DdpTraining [--steps N] [--bucket-cap-mb MB] [--trace FILE] [--seed N] [--no-comm]
  *             [--size N] [--batch N] [--lr X] [--symmetric] [--cta-policy P] [--comm-priority high|normal]
+ *             [--overlap-optimizer]
  * </pre>
  * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
@@ -53,6 +54,9 @@ final class DdpOptions {
             + "high (CUDA's greatest, so that NCCL's kernels are scheduled before the GEMMs') (default: "
             + "${DEFAULT-VALUE}).")
     String commPriority = "normal";
+    @Option(names = "--overlap-optimizer", description = "Update each bucket's parameters as soon as its all-reduce "
+            + "completes (GradientBuckets.await), while later buckets are still being reduced.")
+    boolean overlapOptimizer;
 
     private DdpOptions() {
     }
@@ -92,9 +96,9 @@ final class DdpOptions {
         if (!o.commPriority.equals("normal") && !o.commPriority.equals("high")) {
             throw bad("--comm-priority", o.commPriority + " (normal or high)");
         }
-        if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high"))) {
-            throw new Tools.UsageException("--symmetric, --cta-policy and --comm-priority set the communication: "
-                    + "leave them out with --no-comm");
+        if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high") || o.overlapOptimizer)) {
+            throw new Tools.UsageException("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the "
+                    + "communication: leave them out with --no-comm");
         }
         return o;
     }
@@ -139,6 +143,7 @@ final class DdpOptions {
         return String.format(Locale.ROOT, "steps=%d bucket_cap_mb=%s seed=%d size=%d batch=%d lr=%s%s%s%s%s", steps,
                 bucketCapMB, seed, size, batch, lr, noComm ? " no-comm" : "", symmetric ? " symmetric" : "",
                 ctaPolicy == null ? "" : " cta_policy=" + ctaPolicy.name().toLowerCase(Locale.ROOT),
-                commPriority.equals("high") ? " comm_priority=high" : "");
+                commPriority.equals("high") ? " comm_priority=high" : "")
+                + (overlapOptimizer ? " overlap_optimizer" : "");
     }
 }

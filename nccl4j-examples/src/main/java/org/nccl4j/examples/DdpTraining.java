@@ -249,7 +249,8 @@ public final class DdpTraining {
                     mode, world, dims[0], dims[1], dims[1], dims[2], dims[2], dims[3], batch, o.lr, steps,
                     ddp ? "bucket cap " + o.bucketCapMB + " MB" + (o.symmetric ? ", symmetric buckets (sum, lr / ranks)"
                     : "") + (o.ctaPolicy == null ? "" : ", CTA policy " + o.ctaPolicy) + (o.commPriority.equals("high")
-                    ? ", all-reduce stream at high priority" : "") : "no communication");
+                    ? ", all-reduce stream at high priority" : "") + (o.overlapOptimizer ? ", optimizer per bucket"
+                    : "") : "no communication");
             if (ddp) {
                 System.out.println("NCCL " + Nccl.version() + " (" + Nccl.library().path() + ")");
             }
@@ -369,11 +370,24 @@ public final class DdpTraining {
                 mlp.backward(ops, l, ready);
                 ev[E_BWD3 + (Mlp.LAYERS - l)].record(compute);
             }
-            if (ddp) {
+            if (ddp && o.overlapOptimizer) {
+                ev[E_OPT].record(compute);   // the optimizer starts with the first bucket's wait
+                for (int k = 0; k < gb.bucketCount(); k++) {
+                    gb.await(k, compute);
+                    for (int i = 0; i < Mlp.PARAMS; i++) {
+                        if (gb.bucketOf(i) == k) {
+                            mlp.sgd(ops, i, stepSize);
+                        }
+                    }
+                }
                 gb.finish(compute);
+            } else {
+                if (ddp) {
+                    gb.finish(compute);
+                }
+                ev[E_OPT].record(compute);
+                mlp.sgd(ops, stepSize);
             }
-            ev[E_OPT].record(compute);
-            mlp.sgd(ops, stepSize);
             ev[E_END].record(compute);
             ev[E_END].synchronize();
 

@@ -204,7 +204,18 @@ final class Mlp {
      */
     void sgd(Ops ops, float lr) {
         for (int i = 0; i < PARAMS; i++) {
-            ops.axpy(Math.toIntExact(paramCount(dims, i)), -lr, grads[i], params[i]);
+            sgd(ops, i, lr);
         }
+    }
+
+    /**
+     * p -= lr * dp for parameter {@code i} alone (an optimizer that follows the gradient buckets).
+     *
+     * @param ops where to run
+     * @param i the parameter (W1, b1, W2, b2, W3, b3)
+     * @param lr the learning rate
+     */
+    void sgd(Ops ops, int i, float lr) {
+        ops.axpy(Math.toIntExact(paramCount(dims, i)), -lr, grads[i], params[i]);
     }
 }

@@ -80,11 +80,14 @@ class DdpOptionsTest {
 
     @Test
     void theCommunicationFlagsParseAndRefuseWhatTheyCannotTake() {
-        DdpOptions o = DdpOptions.parse("--symmetric", "--cta-policy", "Efficiency", "--comm-priority", "high");
+        DdpOptions o = DdpOptions.parse("--symmetric", "--cta-policy", "Efficiency", "--comm-priority", "high",
+                "--overlap-optimizer");
         assertTrue(o.symmetric);
         assertEquals(org.nccl4j.CtaPolicy.EFFICIENCY, o.ctaPolicy);
         assertEquals("high", o.commPriority);
-        assertTrue(o.toString().endsWith(" symmetric cta_policy=efficiency comm_priority=high"), o.toString());
+        assertTrue(o.overlapOptimizer);
+        assertTrue(o.toString().endsWith(" symmetric cta_policy=efficiency comm_priority=high overlap_optimizer"),
+                o.toString());
         DdpOptions d = DdpOptions.parse();
         assertEquals(null, d.ctaPolicy);
         assertEquals("normal", d.commPriority);
@@ -94,8 +97,8 @@ class DdpOptionsTest {
         assertEquals("Invalid value for option '--comm-priority': low (normal or high)",
                 assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--comm-priority", "low"))
                         .getMessage());
-        assertEquals("--symmetric, --cta-policy and --comm-priority set the communication: leave them out with "
-                + "--no-comm", assertThrows(IllegalArgumentException.class,
-                        () -> DdpOptions.parse("--no-comm", "--symmetric")).getMessage());
+        assertEquals("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the communication: leave "
+                + "them out with --no-comm", assertThrows(IllegalArgumentException.class,
+                        () -> DdpOptions.parse("--no-comm", "--overlap-optimizer")).getMessage());
     }
 }
