@@ -273,8 +273,8 @@ public final class Communicator implements AutoCloseable {
     /**
      * Makes this process's rank of a new communicator from what the launcher says:
      * <ol>
-     *   <li>rank, world size and device from {@link LaunchInfo#detect()} (Open MPI, PMIx/PMI, Slurm, torchrun-style
-     *       variables, or a single process);</li>
+     *   <li>rank, world size and device from {@link LaunchInfo#detect()} (Open MPI, PMIx/PMI, Slurm, Kubeflow, an
+     *       Indexed Job, torchrun-style variables, or a single process);</li>
      *   <li>the unique id through a {@link Rendezvous}: {@code NCCL_COMM_ID} set: NCCL's own bootstrap, nothing
      *       exchanged; else {@code NCCL4J_RENDEZVOUS_FILE} set: that file on a shared filesystem; else
      *       {@code MASTER_ADDR}/{@code MASTER_PORT}: TCP served by rank 0; a world of one needs none;</li>

@@ -1587,7 +1587,8 @@ public final class Rendezvous {
             boolean incomplete = rank == null || worldSize == null
                     || route == Route.TCP && (host == null || port == null);
             if (l == null && incomplete) {
-                l = LaunchInfo.detect(env);
+                // the JVM's own environment may need the GPU count (PET_NPROC_PER_NODE=auto); a given map is a test's
+                l = environment == null ? LaunchInfo.detect() : LaunchInfo.detect(env);
             }
             int r = rank != null ? rank : l.rank();
             int n = worldSize != null ? worldSize : l.worldSize();

@@ -39,7 +39,8 @@ import org.nccl4j.launch.JobSecret;
  * {@code Communicator.fromEnvironment()} needs for its TCP rendezvous. {@code NCCL4J_RUN_ID} (the run id of
  * the file rendezvous) is set to an id of this launch unless already set. When the environment holds another
  * launcher's rank variables ({@code OMPI_COMM_WORLD_RANK}, {@code PMIX_RANK}, {@code PMI_RANK},
- * {@code SLURM_PROCID}), say because nccl4j-run itself runs inside {@code srun}, {@code TORCHELASTIC_RUN_ID}
+ * {@code SLURM_PROCID}, {@code PET_NODE_RANK}, {@code JOB_COMPLETION_INDEX}), say because nccl4j-run itself runs
+ * inside {@code srun} or a Kubernetes pod, {@code TORCHELASTIC_RUN_ID}
  * is set too (unless already set), which makes {@code LaunchInfo} prefer this launcher's variables.
  * {@code NCCL4J_JOB_SECRET} is set to a random secret made for this launch ({@link JobSecret#random()}), which
  * authenticates the job's rendezvous and liveness connections, unless the user set {@code NCCL4J_JOB_SECRET} or
@@ -90,7 +91,7 @@ public final class Launcher {
     /** The variable, set in every rank's environment, that marks the processes of one launch. */
     static final String TAG_VARIABLE = "NCCL4J_RUN_TAG";
     private static final String[] FOREIGN_LAUNCHER_VARIABLES = {
-        "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+        "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "PET_NODE_RANK", "JOB_COMPLETION_INDEX"};
 
     private final LaunchOptions options;
     private final GpuSharing gpus;

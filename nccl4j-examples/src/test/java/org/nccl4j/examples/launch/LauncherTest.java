@@ -37,7 +37,8 @@ class LauncherTest {
     /** Variables of other launchers, removed from the launcher's environment unless a test sets them. */
     private static final String[] FOREIGN = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
         "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "NCCL4J_RUN_ID", "JAVA_OPTS", "RANK",
-        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE"};
+        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NCCL4J_JOB_SECRET", "NCCL4J_JOB_SECRET_FILE", "PET_NODE_RANK",
+        "PET_NNODES", "PET_NPROC_PER_NODE", "JOB_COMPLETION_INDEX"};
     /** Longer than any test: a rank still sleeping at the end was not stopped. */
     private static final String SLEEP = "30";
 
@@ -330,6 +331,22 @@ class LauncherTest {
         for (int k = 0; k < 2; k++) {
             String expected = "[" + k + "] rank " + k + " of 2, local " + k + " of 2, device " + k + ", master 127.0.0.1:"
                     + port + ", source TORCHRUN, per rank true, probe yes, args a b";
+            assertTrue(got.contains(expected), "expected " + expected + " in\n" + r.out());
+        }
+        assertTrue(r.err().contains("TORCHELASTIC_RUN_ID"), r.err());
+    }
+
+    @Test
+    void insideAKubeflowPodTheRanksWinOverThePodsVariables() throws Exception {
+        // nccl4j-run in node 1's pod of a TrainJob: PET_* describe the pod, RANK/WORLD_SIZE the ranks it starts
+        Run r = launch(Map.of("PET_NODE_RANK", "1", "PET_NNODES", "2", "PET_NPROC_PER_NODE", "1",
+                "JOB_COMPLETION_INDEX", "1"), "-np", "2", "LaunchProbe");
+        assertEquals(0, r.status(), r.out() + r.err());
+        Set<String> got = new HashSet<>(r.outLines());
+        String port = r.outLines().get(0).replaceAll(".*master 127\\.0\\.0\\.1:(\\d+),.*", "$1");
+        for (int k = 0; k < 2; k++) {
+            String expected = "[" + k + "] rank " + k + " of 2, local " + k + " of 2, device " + k + ", master 127.0.0.1:"
+                    + port + ", source TORCHRUN, per rank true, probe null, args ";
             assertTrue(got.contains(expected), "expected " + expected + " in\n" + r.out());
         }
         assertTrue(r.err().contains("TORCHELASTIC_RUN_ID"), r.err());
