@@ -43,27 +43,33 @@ class LeftBehindTest extends StubFixture {
         return c;
     }
 
+    /** Two ranks on a channel with their streams and buffers. */
+    private record Pair(Communicator c0, Communicator c1, Stream s0, Stream s1, DeviceBuffer b0, DeviceBuffer b1) {
+    }
+
     /**
-     * Both ranks complete allReduce #1; rank 0 then waits in #2 on a stalled stream and times out after
-     * {@code timeout}; rank 1 issues nothing more. Returns rank 1's communicator once its watchdog failed it.
+     * Both ranks complete allReduce #1; rank 0 then issues #2, which rank 1 never issues, on a stalled stream, where
+     * it times out after {@code timeout}.
      */
-    private Communicator[] rankOneLeftBehind(Duration timeout) throws Exception {
+    private Pair rankZeroWaitsInTheSecond(Duration timeout) throws Exception {
         Liveness[] ch = DeparturesTest.channel(2);
-        Communicator c0 = rank(0, ch[0], timeout);
-        Communicator c1 = rank(1, ch[1], timeout);
-        Stream s0 = stream(0);
-        Stream s1 = stream(0);
-        DeviceBuffer b0 = buffer(0, 8, DataType.FLOAT32);
-        DeviceBuffer b1 = buffer(0, 8, DataType.FLOAT32);
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
-        c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
-        s0.synchronize();
-        s1.synchronize();
-        cuda.stall(s0.handle());
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #2, which rank 1 never issues
-        within(10_000, c1::recordedFailure, "rank 1's watchdog failure (without telling the program)");
-        cuda.release(s0.handle());
-        return new Communicator[] {c0, c1};
+        Pair p = new Pair(rank(0, ch[0], timeout), rank(1, ch[1], timeout), stream(0), stream(0),
+                buffer(0, 8, DataType.FLOAT32), buffer(0, 8, DataType.FLOAT32));
+        p.c0().allReduce(p.b0(), DataType.FLOAT32, ReduceOp.SUM, p.s0());
+        p.c1().allReduce(p.b1(), DataType.FLOAT32, ReduceOp.SUM, p.s1());
+        p.s0().synchronize();
+        p.s1().synchronize();
+        cuda.stall(p.s0().handle());
+        p.c0().allReduce(p.b0(), DataType.FLOAT32, ReduceOp.SUM, p.s0());
+        return p;
+    }
+
+    /** As {@link #rankZeroWaitsInTheSecond}, rank 1 issuing nothing more; once rank 1's watchdog failed it. */
+    private Communicator[] rankOneLeftBehind(Duration timeout) throws Exception {
+        Pair p = rankZeroWaitsInTheSecond(timeout);
+        within(10_000, p.c1()::recordedFailure, "rank 1's watchdog failure (without telling the program)");
+        cuda.release(p.s0().handle());
+        return new Communicator[] {p.c0(), p.c1()};
     }
 
     @Test
@@ -108,27 +114,15 @@ class LeftBehindTest extends StubFixture {
 
     @Test
     void aRankThatIssuedWithinItsTimeoutIsNotStuckUntilItHasBeenSilentForIt() throws Exception {
-        Liveness[] ch = DeparturesTest.channel(2);
-        Duration timeout = Duration.ofSeconds(3);
-        Communicator c0 = rank(0, ch[0], timeout);
-        Communicator c1 = rank(1, ch[1], timeout);
-        Stream s0 = stream(0);
-        Stream s1 = stream(0);
-        DeviceBuffer b0 = buffer(0, 8, DataType.FLOAT32);
-        DeviceBuffer b1 = buffer(0, 8, DataType.FLOAT32);
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
-        c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
-        s0.synchronize();
-        s1.synchronize();
-        cuda.stall(s0.handle());
         long t0 = System.nanoTime();
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #2, which rank 1 never issues
+        Pair p = rankZeroWaitsInTheSecond(Duration.ofSeconds(3));
+        Communicator c1 = p.c1();
         Thread.sleep(2000);
-        c1.send(b1, DataType.FLOAT32, 0, s1);   // rank 1 is busy, only behind (a send is no collective)
-        s1.synchronize();
+        c1.send(p.b1(), DataType.FLOAT32, 0, p.s1());   // rank 1 is busy, only behind (a send is no collective)
+        p.s1().synchronize();
         long sent = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         within(10_000, c1::recordedFailure, "rank 1's watchdog failure");   // about 3 s after #2
-        cuda.release(s0.handle());
+        cuda.release(p.s0().handle());
         while (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < sent + 2700) {
             assertEquals(List.of(), ENDINGS, "ended before rank 1 was silent for its timeout since its send at "
                     + sent + " ms");
