@@ -154,8 +154,8 @@ public final class Checks {
                 int version = n.links().stream().mapToInt(Machine.Link::version).max().orElse(-1);
                 TreeMap<String, Integer> peers = new TreeMap<>();
                 for (Machine.Link l : n.links()) {
-                    if (l.active() && l.remoteBusId() != null) {
-                        peers.merge(l.remoteBusId(), 1, Integer::sum);
+                    if (l.active() && (l.remoteBusId() != null || l.remote() != Machine.Remote.UNKNOWN)) {
+                        peers.merge(peer(m, l), 1, Integer::sum);
                     }
                 }
                 String detail = active + " of " + n.links().size() + " NVLinks active, version " + version
@@ -200,6 +200,22 @@ public final class Checks {
         return out;
     }
 
+    /** The other end of a link: {@code NVSwitch}, {@code GPU <k>} for a GPU of this machine, else its bus id. */
+    private static String peer(Machine m, Machine.Link l) {
+        if (l.remote() == Machine.Remote.SWITCH) {
+            return "NVSwitch";
+        }
+        if (l.remote() == Machine.Remote.CPU) {
+            return "CPU";
+        }
+        for (Machine.Gpu g : m.gpus()) {
+            if (l.remoteBusId() != null && Probe.sameBus(l.remoteBusId(), g.busId())) {
+                return "GPU " + g.index();
+            }
+        }
+        return l.remoteBusId() == null ? "?" : l.remoteBusId();
+    }
+
     private static String reasons(long bits) {
         List<String> r = new ArrayList<>();
         if ((bits & HW_SLOWDOWN) != 0) {
@@ -217,12 +233,15 @@ public final class Checks {
         return String.join(", ", r);
     }
 
-    /** The topology matrix as nvidia-smi topo -m prints it, and peer access where a link should give it. */
+    /**
+     * The topology matrix as nvidia-smi topo -m prints it ({@link Paths}), each kind of path once in words with what
+     * it should carry, and peer access where a link should give it.
+     */
     static List<Finding> topology(Machine m) {
         List<Finding> out = new ArrayList<>();
-        String[][] t = m.topology();
         int n = m.gpus().size();
-        if (t == null || n == 0) {
+        String[][] t = n == 0 ? null : Paths.matrix(m);
+        if (t == null) {
             return out;
         }
         StringBuilder head = new StringBuilder("      ");
@@ -237,9 +256,26 @@ public final class Checks {
             }
             out.add(Finding.info("topology", "matrix", row.toString().stripTrailing()));
         }
+        // each kind of path once, with the pairs it joins (i < j: a path is the same both ways)
+        java.util.LinkedHashMap<String, List<String>> kinds = new java.util.LinkedHashMap<>();
+        int pairs = 0;
+        for (int i = 0; i < n; i++) {
+            for (int j = i + 1; j < n; j++) {
+                Paths.Path p = Paths.between(m, i, j);
+                String what = p.word() + ", " + p.description() + (p.expectedGBps() > 0 ? String.format(Locale.ROOT,
+                        ", %.0f GB/s each way", p.expectedGBps()) : ", no expectation");
+                kinds.computeIfAbsent(what, k -> new ArrayList<>()).add(i + "-" + j);
+                pairs++;
+            }
+        }
+        for (Map.Entry<String, List<String>> e : kinds.entrySet()) {
+            String which = e.getValue().size() == pairs && pairs > 1 ? "every pair"
+                    : (e.getValue().size() == 1 ? "GPU pair " : "GPU pairs ") + String.join(", ", e.getValue());
+            out.add(Finding.info("topology", "path", which + ": " + e.getKey()));
+        }
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < n; j++) {
-                if (i != j && m.p2p() != null && t[i][j] != null && t[i][j].startsWith("NV") && !m.p2p()[i][j]) {
+                if (i != j && m.p2p() != null && t[i][j].startsWith("NV") && !m.p2p()[i][j]) {
                     out.add(Finding.warn("topology", "GPU " + i + " -> GPU " + j, "joined by " + t[i][j]
                             + " but peer access is refused", "check the driver and IOMMU/ACS settings; NCCL falls back"
                             + " to copies through host memory"));
@@ -287,10 +323,33 @@ public final class Checks {
                     + "traffic goes through host memory instead", "unset NCCL_P2P_DISABLE"));
         }
         String ifname = env.get(NcclEnvironment.SOCKET_IFNAME);
-        if (ifname != null && !ifname.isBlank() && !interfaceMatches(ifname, m.interfaces())) {
-            out.add(Finding.fail("env", NcclEnvironment.SOCKET_IFNAME, "NCCL_SOCKET_IFNAME=" + ifname + " names no "
-                    + "interface of this host (up: " + m.interfaces() + ")", "set it to one of " + m.interfaces()
-                    + " (a prefix such as eth matches eth0), or unset it"));
+        if (ifname != null && !ifname.isBlank()) {
+            if (!interfaceMatches(ifname, m.interfaces())) {
+                out.add(Finding.fail("env", NcclEnvironment.SOCKET_IFNAME, "NCCL_SOCKET_IFNAME=" + ifname + " names "
+                        + "no interface of this host (up: " + m.interfaces() + ")", "set it to one of "
+                        + m.interfaces() + " (a prefix such as eth matches eth0), or unset it"));
+            } else {
+                NameList list = NameList.parse(ifname);
+                List<String> missing = new ArrayList<>();
+                for (NameList.Entry e : list.entries()) {
+                    if (m.interfaces().stream().noneMatch(itf -> e.matches(itf, -1, list.exact()))) {
+                        missing.add(e.toString());
+                    }
+                }
+                if (!missing.isEmpty()) {
+                    out.add(Finding.warn("env", NcclEnvironment.SOCKET_IFNAME, "NCCL_SOCKET_IFNAME=" + ifname
+                            + (list.exclude() ? " excludes " : " names ") + String.join(", ", missing) + ", which "
+                            + "this host lacks (up: " + m.interfaces() + ")", "correct or drop "
+                            + String.join(", ", missing)));
+                }
+            }
+        }
+        String hca = env.get(NcclEnvironment.IB_HCA);
+        String ibOff = env.get(NcclEnvironment.IB_DISABLE);
+        if (hca != null && !hca.isBlank() && (ibOff == null || !ibOff.trim().equals("1"))) {
+            List<Finding> lines = ibHca(hca, m.hcas());
+            out.removeIf(f -> f.subject().equals(NcclEnvironment.IB_HCA) && f.status() == Status.OK);
+            out.addAll(lines);
         }
         out.addAll(nccl4jValues(env, m));
         // a value that is well formed but wrong for this machine: its OK line goes
@@ -374,32 +433,139 @@ public final class Checks {
      * Whether NCCL_SOCKET_IFNAME's list selects an interface: prefixes, {@code =} exact names, {@code ^} exclusions.
      */
     static boolean interfaceMatches(String spec, List<String> interfaces) {
-        String s = spec.trim();
-        boolean exclude = s.startsWith("^");
-        if (exclude) {
-            s = s.substring(1);
-        }
-        boolean exact = s.startsWith("=");
-        if (exact) {
-            s = s.substring(1);
-        }
-        List<String> items = new ArrayList<>();
-        for (String part : s.split(",")) {
-            String p = part.trim().replaceAll(":[0-9]+$", "");
-            if (!p.isEmpty()) {
-                items.add(p);
-            }
-        }
+        NameList list = NameList.parse(spec);
         for (String itf : interfaces) {
-            boolean hit = false;
-            for (String p : items) {
-                hit |= exact ? itf.equals(p) : itf.startsWith(p);
-            }
-            if (hit != exclude) {
+            if (list.selects(itf, -1)) {
                 return true;
             }
         }
         return false;
+    }
+
+    /**
+     * NCCL_IB_HCA against this host's RDMA devices: a name (with its port, when given) that matches no device is a
+     * WARN naming it and the devices present; a list that leaves NCCL no device is a WARN (NCCL then falls back to its
+     * socket transport between hosts); otherwise OK with the ports it selects.
+     *
+     * @param spec the variable's value
+     * @param hcas the host's devices
+     * @return the findings, one or two
+     */
+    static List<Finding> ibHca(String spec, List<Machine.Hca> hcas) {
+        String var = NcclEnvironment.IB_HCA;
+        String name = var + "=" + spec.trim();
+        List<Finding> out = new ArrayList<>();
+        NameList list = NameList.parse(spec);
+        List<String> present = new ArrayList<>();
+        List<String> selected = new ArrayList<>();
+        for (Machine.Hca h : hcas) {
+            List<Integer> ports = h.ports().isEmpty() ? List.of(-1) : h.ports();
+            for (int port : ports) {
+                String id = port < 0 ? h.name() : h.name() + ":" + port;
+                present.add(id);
+                if (list.selects(h.name(), port)) {
+                    selected.add(id);
+                }
+            }
+        }
+        if (hcas.isEmpty()) {
+            if (!list.exclude()) {
+                out.add(Finding.warn("env", var, name + " but this host has no RDMA device (/sys/class/infiniband "
+                        + "is empty or absent): NCCL uses sockets between hosts", "load the HCA's driver (ibv_devices "
+                        + "lists the devices), or unset " + var));
+            }
+            return out;
+        }
+        List<String> missing = new ArrayList<>();
+        for (NameList.Entry e : list.entries()) {
+            boolean found = false;
+            for (Machine.Hca h : hcas) {
+                List<Integer> ports = h.ports().isEmpty() ? List.of(-1) : h.ports();
+                for (int port : ports) {
+                    found |= e.matches(h.name(), port, list.exact());
+                }
+            }
+            if (!found) {
+                missing.add(e.toString());
+            }
+        }
+        String here = " (present: " + String.join(", ", present) + ")";
+        if (!missing.isEmpty()) {
+            out.add(Finding.warn("env", var, name + (list.exclude() ? " excludes " : " names ")
+                    + String.join(", ", missing) + ", which this host lacks" + here
+                    + (list.exclude() ? ": that exclusion has no effect" : ""), "name devices from the present list"
+                    + " (a port after ':', '=' in front for exact names), or unset " + var));
+        }
+        if (selected.isEmpty()) {
+            out.add(Finding.warn("env", var, name + " leaves NCCL no RDMA device of this host" + here + ": it uses "
+                    + "sockets between hosts", "select a present device, or unset " + var));
+        } else if (missing.isEmpty()) {
+            out.add(Finding.ok("env", var, name + " selects " + String.join(", ", selected)));
+        }
+        return out;
+    }
+
+    /**
+     * A list of names as NCCL_SOCKET_IFNAME and NCCL_IB_HCA take it (NCCL's environment-variable documentation):
+     * comma-separated; {@code ^} in front makes it an exclusion list, then {@code =} in front makes every name exact
+     * (otherwise each is a prefix: {@code mlx5_1} also selects {@code mlx5_10}); NCCL_IB_HCA's entries are
+     * {@code <hca>[:<port>[:<rail>[:<plane>]]]}, an empty or absent port meaning every port.
+     *
+     * @param exclude whether the list excludes
+     * @param exact whether names are exact
+     * @param entries its entries
+     */
+    record NameList(boolean exclude, boolean exact, List<Entry> entries) {
+        /**
+         * One name and its port.
+         *
+         * @param name the name or prefix
+         * @param port the port, or -1 for every port
+         */
+        record Entry(String name, int port) {
+            boolean matches(String device, int devicePort, boolean exact) {
+                boolean named = exact ? device.equals(name) : device.startsWith(name);
+                return named && (port < 0 || devicePort < 0 || port == devicePort);
+            }
+
+            @Override
+            public String toString() {
+                return port < 0 ? name : name + ":" + port;
+            }
+        }
+
+        static NameList parse(String spec) {
+            String s = spec.trim();
+            boolean exclude = s.startsWith("^");
+            if (exclude) {
+                s = s.substring(1);
+            }
+            boolean exact = s.startsWith("=");
+            if (exact) {
+                s = s.substring(1);
+            }
+            List<Entry> entries = new ArrayList<>();
+            for (String part : s.split(",")) {
+                String[] fields = part.trim().split(":", -1);
+                int port = -1;
+                if (fields.length > 1 && fields[1].trim().matches("[0-9]{1,4}")) {
+                    port = Integer.parseInt(fields[1].trim());
+                }
+                if (!fields[0].trim().isEmpty()) {
+                    entries.add(new Entry(fields[0].trim(), port));
+                }
+            }
+            return new NameList(exclude, exact, List.copyOf(entries));
+        }
+
+        /** Whether NCCL would use this device (and port; -1 for a device without ports). */
+        boolean selects(String device, int port) {
+            boolean hit = false;
+            for (Entry e : entries) {
+                hit |= e.matches(device, port, exact);
+            }
+            return hit != exclude;
+        }
     }
 
     /** The worst status among the findings. */

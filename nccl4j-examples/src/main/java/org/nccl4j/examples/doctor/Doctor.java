@@ -31,7 +31,8 @@ import picocli.CommandLine.Spec;
  *
  * <p>Exit status: 0 nothing to fix, 1 a WARN or FAIL, 2 it cannot run (no driver or GPU; a usage error), 3 the
  * doctor failed. {@code --json} prints one JSON object (format version {@value #FORMAT_VERSION}, described in
- * docs/diagnostics.md); {@code --quick} skips the measurements.
+ * docs/diagnostics.md and docs/formats.md): the findings, a bandwidth finding with its measured and expected rates,
+ * and each GPU pair's path ({@link Paths}); {@code --quick} skips the measurements.
  */
 @Command(name = "nccl4j-doctor", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
         sortOptions = false, usageHelpWidth = 100,
@@ -75,7 +76,8 @@ public final class Doctor implements Callable<Integer> {
         int status = machine.cudaError() != null ? 2 : Checks.worst(findings).compareTo(Status.WARN) >= 0 ? 1 : 0;
         double seconds = (System.nanoTime() - t0) / 1e9;
         PrintWriter out = spec.commandLine().getOut();
-        out.print(json ? json(findings, status, seconds) : text(findings, status, seconds));
+        List<Paths.Path> paths = machine.cudaError() == null ? Paths.all(machine) : List.of();
+        out.print(json ? json(findings, status, seconds, paths) : text(findings, status, seconds));
         out.flush();
         return status;
     }
@@ -134,7 +136,7 @@ public final class Doctor implements Callable<Integer> {
         return sw.toString();
     }
 
-    static String json(List<Finding> findings, int status, double seconds) {
+    static String json(List<Finding> findings, int status, double seconds, List<Paths.Path> paths) {
         StringWriter sw = new StringWriter();
         try (JsonGenerator g = new JsonFactory().createGenerator(sw)) {
             g.useDefaultPrettyPrinter();
@@ -160,6 +162,31 @@ public final class Doctor implements Callable<Integer> {
                 if (!f.fix().isEmpty()) {
                     g.writeStringField("fix", f.fix());
                 }
+                if (f.measurement() != null) {
+                    g.writeStringField("path", f.measurement().path());
+                    g.writeNumberField("measuredGBps", round(f.measurement().measuredGBps()));
+                    gbps(g, "expectedGBps", f.measurement().expectedGBps());
+                }
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeArrayFieldStart("paths");
+            for (Paths.Path p : paths) {
+                g.writeStartObject();
+                g.writeNumberField("from", p.from());
+                g.writeNumberField("to", p.to());
+                g.writeStringField("path", p.word());
+                g.writeStringField("kind", p.kind().json());
+                g.writeNumberField("links", p.links());
+                g.writeNumberField("linksBuilt", p.linksBuilt());
+                if (p.nvlinkVersion() > 0) {
+                    g.writeNumberField("nvlinkVersion", p.nvlinkVersion());
+                } else {
+                    g.writeNullField("nvlinkVersion");
+                }
+                gbps(g, "expectedGBps", p.expectedGBps());
+                g.writeBooleanField("judged", p.judged());
+                g.writeStringField("description", p.description());
                 g.writeEndObject();
             }
             g.writeEndArray();
@@ -168,6 +195,19 @@ public final class Doctor implements Callable<Integer> {
             throw new UncheckedIOException(e);
         }
         return sw + System.lineSeparator();
+    }
+
+    /** A rate in GB/s to one decimal, or null when there is none (0). */
+    private static void gbps(JsonGenerator g, String field, double value) throws IOException {
+        if (value > 0) {
+            g.writeNumberField(field, round(value));
+        } else {
+            g.writeNullField(field);
+        }
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 10) / 10.0;
     }
 
     private static Map<Status, Integer> counts(List<Finding> findings) {

@@ -14,9 +14,9 @@ import org.nccl4j.Stream;
 
 /**
  * The doctor's measurements: copy bandwidth for each GPU pair ({@code cudaMemcpyPeer}, 256 MiB, 1 warm-up and 5
- * timed) against its link's expectation, and an all-reduce's bus bandwidth over all local GPUs (one process,
- * {@code ncclCommInitAll}, 256 MiB float sum, nccl-tests' busbw) against the slowest link's. On one GPU: the
- * device-local copy bandwidth, for information.
+ * timed) against its path's expectation, and an all-reduce's bus bandwidth over all local GPUs (one process,
+ * {@code ncclCommInitAll}, 256 MiB float sum, nccl-tests' busbw) against the slowest path's; {@link Paths} judges
+ * both. On one GPU: the device-local copy bandwidth, for information.
  */
 final class Measure {
     static final long BYTES = 256L << 20;
@@ -38,57 +38,12 @@ final class Measure {
             out.add(Finding.info("bandwidth", "all-reduce", "one GPU: a one-rank all-reduce has no bus to measure"));
             return out;
         }
-        double slowest = Double.MAX_VALUE;
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < n; j++) {
-                if (i == j) {
-                    continue;
-                }
-                double expected = expected(m, i, j);
-                slowest = Math.min(slowest, expected);
-                double gbps = copy(i, j);
-                out.add(judge("GPU " + i + " -> GPU " + j, String.format(Locale.ROOT, "copy %.1f GB/s over %s",
-                        gbps, link(m, i, j)), gbps, expected));
-            }
+        List<Paths.Path> paths = Paths.all(m);
+        for (Paths.Path p : paths) {
+            out.add(Paths.judgeCopy(p, copy(p.from(), p.to())));
         }
-        double bus = allReduce(n);
-        out.add(judge("all-reduce", String.format(Locale.ROOT, "bus bandwidth %.1f GB/s over %d GPUs at 256 MiB",
-                bus, n), bus, slowest));
+        out.add(Paths.judgeAllReduce(allReduce(n), n, paths));
         return out;
-    }
-
-    private static Finding judge(String subject, String detail, double measured, double expected) {
-        if (expected <= 0) {
-            return Finding.info("bandwidth", subject, detail + " (no expectation for this link)");
-        }
-        String with = String.format(Locale.ROOT, "%s: %.0f %% of the %.0f GB/s the link should carry", detail,
-                100 * measured / expected, expected);
-        if (measured < Expectations.WARN_FRACTION * expected) {
-            return Finding.warn("bandwidth", subject, with, "below 70 %: look at the topology and PCIe lines above, "
-                    + "NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, and other processes on the GPUs");
-        }
-        return Finding.ok("bandwidth", subject, with);
-    }
-
-    static String link(Machine m, int i, int j) {
-        String t = m.topology() == null ? null : m.topology()[i][j];
-        return t == null ? "an unknown link" : t;
-    }
-
-    /** The expectation for GPU i to j: NVLink from the link count and version, else the narrower PCIe link. */
-    static double expected(Machine m, int i, int j) {
-        String t = m.topology() == null ? null : m.topology()[i][j];
-        Machine.NvmlGpu a = m.gpus().get(i).nvml();
-        Machine.NvmlGpu b = m.gpus().get(j).nvml();
-        if (t != null && t.startsWith("NV") && a != null) {
-            int version = a.links().stream().mapToInt(Machine.Link::version).max().orElse(-1);
-            return Expectations.nvlinkGBps(version, Integer.parseInt(t.substring(2)));
-        }
-        if (a == null || b == null || a.pcieGenMax() <= 0 || b.pcieGenMax() <= 0) {
-            return 0;
-        }
-        return Math.min(Expectations.pcieGBps(a.pcieGenMax(), a.pcieWidthMax()),
-                Expectations.pcieGBps(b.pcieGenMax(), b.pcieWidthMax()));
     }
 
     private static double copy(int src, int dst) {

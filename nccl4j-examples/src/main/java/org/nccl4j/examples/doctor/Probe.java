@@ -16,11 +16,12 @@ import org.bytedeco.javacpp.IntPointer;
 
 /**
  * Reads a {@link Machine} off this host: CUDA ({@code cudaDriverGetVersion}, {@code cudaRuntimeGetVersion},
- * {@code cudaGetDeviceProperties}, {@code cudaDeviceCanAccessPeer}) and NVML ({@code nvmlDeviceGetNvLinkState},
- * {@code ...NvLinkVersion}, {@code ...NvLinkRemotePciInfo_v2}, {@code ...TopologyCommonAncestor},
- * {@code ...CurrPcieLinkGeneration/Width}, {@code ...MaxPcieLinkGeneration/Width},
+ * {@code cudaGetDeviceProperties}, {@code cudaDeviceCanAccessPeer}), NVML ({@code nvmlDeviceGetNvLinkState},
+ * {@code ...NvLinkVersion}, {@code ...NvLinkRemotePciInfo_v2}, {@code ...NvLinkRemoteDeviceType},
+ * {@code ...TopologyCommonAncestor}, {@code ...CurrPcieLinkGeneration/Width}, {@code ...MaxPcieLinkGeneration/Width},
  * {@code ...CurrentClocksEventReasons}, {@code ...TotalEccErrors}, {@code ...ComputeRunningProcesses_v3}), through
- * the JavaCPP Presets for CUDA. A part that cannot be read is named in the machine (its error), never thrown.
+ * the JavaCPP Presets for CUDA, and sysfs ({@code /sys/class/infiniband}). A part that cannot be read is named in the
+ * machine (its error), never thrown.
  */
 final class Probe {
     private Probe() {
@@ -43,12 +44,12 @@ final class Probe {
             if (rc != 0) {
                 return new Machine(driver, runtime, "cudaGetDeviceCount failed: " + cudart.cudaGetErrorName(rc)
                         .getString() + " (" + cudart.cudaGetErrorString(rc).getString() + ")", List.of(), null, null,
-                        null, null, interfaces);
+                        null, null, interfaces, hcas());
             }
             count = v[0];
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
             return new Machine(0, 0, "the CUDA runtime cannot be loaded (" + e.getMessage() + "): no NVIDIA driver or "
-                    + "CUDA on this machine", List.of(), null, null, null, null, interfaces);
+                    + "CUDA on this machine", List.of(), null, null, null, null, interfaces, hcas());
         }
         List<String> busIds = new ArrayList<>();
         List<int[]> caps = new ArrayList<>();
@@ -75,7 +76,7 @@ final class Probe {
         String nvmlError = null;
         String nvmlDriver = null;
         Machine.NvmlGpu[] facts = new Machine.NvmlGpu[count];
-        String[][] topology = null;
+        String[][] pcie = null;
         try {
             int rc = nvml.nvmlInit_v2();
             if (rc != 0) {
@@ -91,7 +92,7 @@ final class Probe {
                         devs[d] = byBus(busIds.get(d));
                         facts[d] = devs[d] == null ? null : gpu(devs[d]);
                     }
-                    topology = topology(devs, facts, busIds);
+                    pcie = pcie(devs);
                 } finally {
                     nvml.nvmlShutdown();
                 }
@@ -104,7 +105,7 @@ final class Probe {
             gpus.add(new Machine.Gpu(d, names.get(d), memory.get(d), busIds.get(d), caps.get(d)[0], caps.get(d)[1],
                     facts[d]));
         }
-        return new Machine(driver, runtime, null, gpus, p2p, nvmlError, nvmlDriver, topology, interfaces);
+        return new Machine(driver, runtime, null, gpus, p2p, nvmlError, nvmlDriver, pcie, interfaces, hcas());
     }
 
     private static nvmlDevice_st byBus(String busId) {
@@ -122,14 +123,25 @@ final class Probe {
                 continue;   // no such link
             }
             boolean active = v[0] == nvml.NVML_FEATURE_ENABLED;
-            int version = nvml.nvmlDeviceGetNvLinkVersion(dev, l, v) == 0 ? v[0] : -1;
+            int version = nvml.nvmlDeviceGetNvLinkVersion(dev, l, v) == 0 ? nvlinkVersion(v[0]) : -1;
             String remote = null;
+            int domain = 0;
             try (nvmlPciInfo_t pci = new nvmlPciInfo_t()) {
                 if (active && nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2(dev, l, pci) == 0) {
                     remote = pci.busId().getString().trim();
+                    domain = pci.domain();
                 }
             }
-            links.add(new Machine.Link(l, active, version, remote));
+            Machine.Remote end;
+            if (!active) {
+                end = Machine.Remote.UNKNOWN;
+            } else if (nvml.nvmlDeviceGetNvLinkRemoteDeviceType(dev, l, v) == 0) {
+                end = remoteType(v[0]);
+            } else {
+                end = remote == null ? Machine.Remote.UNKNOWN : domain == -1 || Machine.Link.switchBusId(remote)
+                        ? Machine.Remote.SWITCH : Machine.Remote.GPU;
+            }
+            links.add(new Machine.Link(l, active, version, remote, end));
         }
         int gen = nvml.nvmlDeviceGetCurrPcieLinkGeneration(dev, v) == 0 ? v[0] : -1;
         int genMax = nvml.nvmlDeviceGetMaxPcieLinkGeneration(dev, v) == 0 ? v[0] : -1;
@@ -156,7 +168,38 @@ final class Probe {
         return new Machine.NvmlGpu(List.copyOf(links), gen, genMax, width, widthMax, reasons, ecc, others);
     }
 
-    private static String[][] topology(nvmlDevice_st[] devs, Machine.NvmlGpu[] facts, List<String> busIds) {
+    /**
+     * NVML's NVLink version ({@code nvmlNvlinkVersion_t}: 1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0,
+     * 7 = 5.0, 8 = 6.0; an A100 answers 5, an H100 6) as the major version.
+     *
+     * @param nvmlVersion what {@code nvmlDeviceGetNvLinkVersion} wrote
+     * @return 1-6, or -1 for a code this table does not know
+     */
+    static int nvlinkVersion(int nvmlVersion) {
+        return switch (nvmlVersion) {
+            case 1 -> 1;
+            case 2, 3 -> 2;
+            case 4, 5 -> 3;
+            case 6 -> 4;
+            case 7 -> 5;
+            case 8 -> 6;
+            default -> -1;
+        };
+    }
+
+    /** {@code nvmlDeviceGetNvLinkRemoteDeviceType}'s answer as a {@link Machine.Remote}. */
+    static Machine.Remote remoteType(int type) {
+        if (type == nvml.NVML_NVLINK_DEVICE_TYPE_GPU) {
+            return Machine.Remote.GPU;
+        }
+        if (type == nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+            return Machine.Remote.SWITCH;
+        }
+        return type == nvml.NVML_NVLINK_DEVICE_TYPE_IBMNPU ? Machine.Remote.CPU : Machine.Remote.UNKNOWN;
+    }
+
+    /** Where each pair's PCIe paths meet ({@code nvmlDeviceGetTopologyCommonAncestor}), in nvidia-smi's words. */
+    private static String[][] pcie(nvmlDevice_st[] devs) {
         int n = devs.length;
         String[][] t = new String[n][n];
         int[] level = new int[1];
@@ -164,31 +207,59 @@ final class Probe {
             for (int j = 0; j < n; j++) {
                 if (i == j) {
                     t[i][j] = "X";
-                    continue;
-                }
-                int links = 0;
-                if (facts[i] != null) {
-                    String peer = busIds.get(j);
-                    for (Machine.Link l : facts[i].links()) {
-                        if (l.active() && l.remoteBusId() != null && sameBus(l.remoteBusId(), peer)) {
-                            links++;
-                        }
-                    }
-                }
-                if (links > 0) {
-                    t[i][j] = "NV" + links;
                 } else if (devs[i] == null || devs[j] == null
                         || nvml.nvmlDeviceGetTopologyCommonAncestor(devs[i], devs[j], level) != 0) {
                     t[i][j] = "?";
                 } else {
-                    t[i][j] = level[0] <= nvml.NVML_TOPOLOGY_SINGLE ? "PIX"
-                            : level[0] == nvml.NVML_TOPOLOGY_MULTIPLE ? "PXB"
-                            : level[0] == nvml.NVML_TOPOLOGY_HOSTBRIDGE ? "PHB"
-                            : level[0] == nvml.NVML_TOPOLOGY_NODE ? "NODE" : "SYS";
+                    t[i][j] = pcieWord(level[0]);
                 }
             }
         }
         return t;
+    }
+
+    /** An {@code nvmlGpuTopologyLevel_t} in nvidia-smi topo's words. */
+    static String pcieWord(int level) {
+        return level <= nvml.NVML_TOPOLOGY_SINGLE ? "PIX"
+                : level == nvml.NVML_TOPOLOGY_MULTIPLE ? "PXB"
+                : level == nvml.NVML_TOPOLOGY_HOSTBRIDGE ? "PHB"
+                : level == nvml.NVML_TOPOLOGY_NODE ? "NODE" : "SYS";
+    }
+
+    /** This host's RDMA devices and their ports, from {@code /sys/class/infiniband}. */
+    static List<Machine.Hca> hcas() {
+        return hcas(java.nio.file.Path.of("/sys/class/infiniband"));
+    }
+
+    /**
+     * The RDMA devices under a directory laid out as {@code /sys/class/infiniband}: one entry per device, its ports
+     * under {@code ports/<n>}.
+     *
+     * @param root the directory
+     * @return the devices by name; empty when the directory is absent or unreadable
+     */
+    static List<Machine.Hca> hcas(java.nio.file.Path root) {
+        List<Machine.Hca> out = new ArrayList<>();
+        try (var devices = java.nio.file.Files.list(root)) {
+            for (java.nio.file.Path d : devices.sorted().toList()) {
+                List<Integer> ports = new ArrayList<>();
+                try (var ps = java.nio.file.Files.list(d.resolve("ports"))) {
+                    for (java.nio.file.Path p : ps.toList()) {
+                        String name = p.getFileName().toString();
+                        if (name.matches("[0-9]{1,3}")) {
+                            ports.add(Integer.parseInt(name));
+                        }
+                    }
+                } catch (java.io.IOException | RuntimeException e) {
+                    // a device whose ports cannot be listed: named without them
+                }
+                Collections.sort(ports);
+                out.add(new Machine.Hca(d.getFileName().toString(), List.copyOf(ports)));
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            return List.of();
+        }
+        return List.copyOf(out);
     }
 
     static boolean sameBus(String a, String b) {

@@ -41,7 +41,7 @@ class DoctorTest {
         Machine.Gpu g0 = gpu(0, healthy(nvlinks(18, "00000000:19:00.0")));
         Machine.Gpu g1 = gpu(1, healthy(nvlinks(18, "00000000:18:00.0")));
         return new Machine(13000, 13000, null, List.of(g0, g1), new boolean[][] {{false, true}, {true, false}}, null,
-                "580.159.04", new String[][] {{"X", "NV18"}, {"NV18", "X"}}, List.of("eth0", "lo"));
+                "580.159.04", new String[][] {{"X", "NODE"}, {"NODE", "X"}}, List.of("eth0", "lo"));
     }
 
     private static Machine oneGpu(Machine.NvmlGpu nvml) {
@@ -144,7 +144,8 @@ class DoctorTest {
         Finding f = only(Checks.nvml(oneGpu(healthy(links))).stream().filter(x -> x.section().equals("nvlink"))
                 .toList(), "GPU 0");
         assertEquals(Status.WARN, f.status());
-        assertEquals("17 of 18 NVLinks active, version 4, to {00000000:19:00.0=17}", f.detail());
+        assertEquals("17 of 18 NVLinks active, version 4, to {00000000:19:00.0=17}", f.detail(), "a GPU CUDA does "
+                + "not see is named by its bus id");
     }
 
     @Test
@@ -175,7 +176,7 @@ class DoctorTest {
     void nvlinkWithoutPeerAccessIsAWarnAndTheMatrixIsPrinted() {
         Machine m = twoNvlinked();
         Machine refused = new Machine(m.driverVersion(), m.runtimeVersion(), null, m.gpus(),
-                new boolean[][] {{false, false}, {false, false}}, null, "580", m.topology(), m.interfaces());
+                new boolean[][] {{false, false}, {false, false}}, null, "580", m.pcie(), m.interfaces());
         List<Finding> fs = Checks.topology(refused);
         assertEquals(List.of("      GPU0  GPU1", "GPU0  X     NV18", "GPU1  NV18  X"), fs.stream()
                 .filter(f -> f.subject().equals("matrix")).map(Finding::detail).toList());
@@ -223,7 +224,7 @@ class DoctorTest {
         assertEquals(450.0, Expectations.nvlinkGBps(4, 18), 0.01);
         assertEquals(0.0, Expectations.pcieGBps(9, 16));
         Machine m = twoNvlinked();
-        assertEquals(450.0, Measure.expected(m, 0, 1), 0.01, "NV18 of NVLink 4");
+        assertEquals(450.0, Paths.between(m, 0, 1).expectedGBps(), 0.01, "NV18 of NVLink 4");
     }
 
     // ---------------------------------------------------------------- the report and the run here
@@ -231,7 +232,7 @@ class DoctorTest {
     @Test
     void theJsonReportHasItsVersionSummaryAndFindings() throws Exception {
         List<Finding> fs = List.of(Finding.ok("cuda", "CUDA", "fine"), Finding.warn("env", "NCCL_ALOG", "typo", "fix"));
-        String json = Doctor.json(fs, 1, 0.42);
+        String json = Doctor.json(fs, 1, 0.42, List.of());
         JsonParser p = new JsonFactory().createParser(json);
         assertEquals(JsonToken.START_OBJECT, p.nextToken());
         List<String> fields = new ArrayList<>();
@@ -241,7 +242,7 @@ class DoctorTest {
             p.skipChildren();
         }
         assertEquals(List.of("format", "version", "nccl4j", "host", "seconds", "exitStatus", "summary",
-                "findings"), fields);
+                "findings", "paths"), fields);
         assertTrue(json.contains("\"format\" : \"nccl4j-doctor\""), json);
         assertTrue(json.contains("\"version\" : 1"), json);
         assertTrue(json.contains("\"WARN\" : 1"), json);
