@@ -49,6 +49,8 @@ final class LaunchOptions {
     private final boolean help;
     private boolean elastic;
     private boolean version;
+    private Nodes nodes;
+    private String masterAddr;
 
     private LaunchOptions(int ranks, boolean shareGpu, int port, Duration grace, String mainClass, List<String> command,
             boolean help) {
@@ -104,8 +106,28 @@ final class LaunchOptions {
                     + "required");
         }
         int port = line.port == null ? 0 : line.port;
+        Nodes nodes = nodesOf(line, env);
+        String masterAddr = null;
+        if (nodes.nnodes() > 1 && !nodes.rehearsal()) {
+            masterAddr = line.masterAddr != null ? line.masterAddr : env.get("MASTER_ADDR");
+            if (masterAddr == null || masterAddr.isBlank()) {
+                throw new UsageException("--nnodes " + nodes.nnodes() + " needs --master-addr ADDR (or MASTER_ADDR in"
+                        + " the environment): the address of node 0, where rank 0 serves the rendezvous");
+            }
+            if (port == 0) {
+                String p = env.get("MASTER_PORT");
+                if (p == null || !p.strip().matches("[0-9]{1,5}")) {
+                    throw new UsageException("--nnodes " + nodes.nnodes() + " needs --port P (or MASTER_PORT in the"
+                            + " environment): the same port on every node" + (p == null ? "" : "; MASTER_PORT=" + p
+                            + " is not a port"));
+                }
+                port = Integer.parseInt(p.strip());
+                range("MASTER_PORT", port, 1, 65535);
+            }
+        }
         if (line.cmd) {
-            return new LaunchOptions(line.ranks, line.shareGpu, port, grace, null, rest, false).elastic(line.elastic);
+            return new LaunchOptions(line.ranks, line.shareGpu, port, grace, null, rest, false).elastic(line.elastic)
+                    .nodes(nodes, masterAddr);
         }
         String main = mainClassOf(rest.get(0));
         List<String> command = new ArrayList<>();
@@ -115,7 +137,67 @@ final class LaunchOptions {
         command.add(classPath);
         command.add(main);
         command.addAll(rest.subList(1, rest.size()));
-        return new LaunchOptions(line.ranks, line.shareGpu, port, grace, main, command, false).elastic(line.elastic);
+        return new LaunchOptions(line.ranks, line.shareGpu, port, grace, main, command, false).elastic(line.elastic)
+                .nodes(nodes, masterAddr);
+    }
+
+    /** The nodes of {@code --nnodes}/{@code --node-rank} or {@code --hosts}/{@code --as}, checked together. */
+    private static Nodes nodesOf(Line line, Map<String, String> env) {
+        if (line.as != null && line.hosts == null) {
+            throw new UsageException("--as " + line.as + " is for --hosts rehearsals only: under srun or mpirun those"
+                    + " launchers set their variables themselves; add --hosts H or leave out --as");
+        }
+        if (line.hosts != null) {
+            range("--hosts", line.hosts, 1, 64);
+            for (Object[] o : new Object[][] {{"--nnodes", line.nnodes}, {"--node-rank", line.nodeRank},
+                {"--master-addr", line.masterAddr}}) {
+                if (o[1] != null) {
+                    throw new UsageException(o[0] + " cannot be combined with --hosts: --hosts rehearses every node on"
+                            + " this machine; leave out " + o[0] + ", or --hosts to run one node of a real job");
+                }
+            }
+            if (line.shareGpu) {
+                throw new UsageException("--share-gpu cannot be combined with --hosts: each rehearsed host gets GPUs of"
+                        + " its own (--hosts H -np G needs H x G GPUs); leave out --share-gpu, or --hosts");
+            }
+            Nodes.Style style = Nodes.Style.TORCHRUN;
+            if (line.as != null) {
+                style = Nodes.Style.parse(line.as);
+                if (style == null) {
+                    throw new UsageException("--as " + line.as + " is not one of torchrun, srun, mpirun: the launcher"
+                            + " whose variables each rank gets");
+                }
+            }
+            if ((long) line.hosts * line.ranks > 4096) {
+                throw new UsageException("--hosts " + line.hosts + " -np " + line.ranks + " is more than 4096 ranks");
+            }
+            return Nodes.rehearsal(line.hosts, line.ranks, style);
+        }
+        int nnodes = line.nnodes == null ? 1 : line.nnodes;
+        range("--nnodes", nnodes, 1, 4096);
+        if (line.nodeRank == null) {
+            if (nnodes > 1) {
+                throw new UsageException("--nnodes " + nnodes + " needs --node-rank K (0.." + (nnodes - 1) + "): which"
+                        + " node this is, for example $JOB_COMPLETION_INDEX, $SLURM_NODEID or $PET_NODE_RANK");
+            }
+            if (line.masterAddr != null) {
+                throw new UsageException("--master-addr is for jobs of several nodes: add --nnodes N --node-rank K, or"
+                        + " leave it out (one node: MASTER_ADDR=127.0.0.1)");
+            }
+            return Nodes.single(line.ranks);
+        }
+        range("--node-rank", line.nodeRank, 0, nnodes - 1);
+        if ((long) nnodes * line.ranks > 1 << 20) {
+            throw new UsageException("--nnodes " + nnodes + " -np " + line.ranks + " is more ranks than nccl4j-run"
+                    + " takes (2^20)");
+        }
+        String ws = env.get("WORLD_SIZE");
+        if (nnodes > 1 && ws != null && !ws.strip().equals(Integer.toString(nnodes * line.ranks))) {
+            throw new UsageException("WORLD_SIZE=" + ws + " in the environment, but --nnodes " + nnodes + " -np "
+                    + line.ranks + " makes " + nnodes * line.ranks + " ranks: fix the job's WORLD_SIZE or -np"
+                    + " (ranks per node, one per GPU)");
+        }
+        return Nodes.multiNode(nnodes, line.nodeRank, line.ranks);
     }
 
     private static void range(String option, int v, int min, int max) {
@@ -143,7 +225,10 @@ final class LaunchOptions {
                 "nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] <main class | example name> "
                         + "[args...]",
                 "       nccl4j-run -np N [--share-gpu] [--elastic] [--port P] [--grace SECONDS] --cmd [--] <command> "
-                        + "[args...]"},
+                        + "[args...]",
+                "       nccl4j-run --nnodes N --node-rank K --master-addr ADDR --port P -np G [...] "
+                        + "<main class | --cmd ...>",
+                "       nccl4j-run --hosts H [--as torchrun|srun|mpirun] -np G [...] <main class | --cmd ...>"},
             description = "Starts N ranks of a program on this machine, one per GPU, and stops them all when one "
                     + "fails (unless --elastic).",
             footer = {"", "An example name without a dot (AllReduce, DdpSimple, ZeroShards, ReadmeSum) means "
@@ -161,8 +246,25 @@ final class LaunchOptions {
                 + "shrink their communicator); exit 0 when a rank ran to the end with 0. Without it the first failure "
                 + "stops every rank.")
         boolean elastic;
-        @Option(names = "--port", paramLabel = "P", description = "MASTER_PORT for the ranks (default: a free port).")
+        @Option(names = "--port", paramLabel = "P", description = "MASTER_PORT for the ranks (default: a free port; "
+                + "with --nnodes: MASTER_PORT of the environment).")
         Integer port;
+        @Option(names = "--nnodes", paramLabel = "N", description = "The job has N nodes, each running nccl4j-run with "
+                + "the same -np, --port, --master-addr and NCCL4J_JOB_SECRET (default 1).")
+        Integer nnodes;
+        @Option(names = "--node-rank", paramLabel = "K", description = "With --nnodes: this node is K (0..N-1); its "
+                + "ranks are K x np .. K x np + np - 1.")
+        Integer nodeRank;
+        @Option(names = "--master-addr", paramLabel = "ADDR", description = "With --nnodes: node 0's address "
+                + "(default: MASTER_ADDR of the environment).")
+        String masterAddr;
+        @Option(names = "--hosts", paramLabel = "H", description = "Rehearse a job of H hosts on this machine, -np "
+                + "ranks (GPUs) each: each host's ranks get their own NCCL_HOSTID, its GPUs in CUDA_VISIBLE_DEVICES, "
+                + "NCCL_SOCKET_IFNAME=lo and NCCL_NVLS_ENABLE=0.")
+        Integer hosts;
+        @Option(names = "--as", paramLabel = "LAUNCHER", description = "With --hosts: the variables each rank gets are "
+                + "those torchrun (default), srun or mpirun set across hosts.")
+        String as;
         @Option(names = "--grace", paramLabel = "SECONDS", description = "How long ranks get between SIGTERM and "
                 + "SIGKILL when stopped (default 5).")
         Double grace;
@@ -171,6 +273,22 @@ final class LaunchOptions {
         @Parameters(paramLabel = "ARGS", description = "The main class or example name (or, with --cmd, the command) "
                 + "and its arguments.")
         List<String> rest = new ArrayList<>();
+    }
+
+    private LaunchOptions nodes(Nodes n, String addr) {
+        this.nodes = n;
+        this.masterAddr = addr;
+        return this;
+    }
+
+    /** @return the nodes of the job and which of them this launcher starts */
+    Nodes nodes() {
+        return nodes != null ? nodes : Nodes.single(ranks);
+    }
+
+    /** @return node 0's address given by {@code --master-addr} or MASTER_ADDR, or null on one machine */
+    String masterAddr() {
+        return masterAddr;
     }
 
     private LaunchOptions elastic(boolean on) {

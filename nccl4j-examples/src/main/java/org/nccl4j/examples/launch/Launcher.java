@@ -48,6 +48,17 @@ import org.nccl4j.launch.JobSecret;
  * A Java rank runs {@code <java> [JAVA_OPTS] -cp <class path> <main class> [args]} with the launcher's own
  * {@code java} and class path. Its stdin is {@code /dev/null}.
  *
+ * <h2>Several nodes, and rehearsing them</h2>
+ * With {@code --nnodes N --node-rank K} (and node 0's {@code --master-addr} and {@code --port}, or MASTER_ADDR and
+ * MASTER_PORT in the environment) the launcher is one node's agent of a job across N nodes, as torchrun is: it starts
+ * ranks K x np .. K x np + np - 1 of N x np, with {@code LOCAL_RANK} 0 .. np - 1, {@code GROUP_RANK=K} and the same
+ * MASTER_ADDR and MASTER_PORT as every other node; it needs {@code NCCL4J_JOB_SECRET} (or its file) set, the same on
+ * every node; {@code TORCHELASTIC_RUN_ID} and {@code NCCL4J_RUN_ID} (unless set) are made of the master's address and
+ * port, so that they agree across nodes. With {@code --hosts H} it starts every node of such a job on this machine,
+ * each with its own {@code NCCL_HOSTID} and GPUs, and with {@code --as srun} or {@code --as mpirun} the variables of
+ * that launcher instead of torchrun's: a rehearsal of a job across hosts on one multi-GPU machine. {@link Nodes} has
+ * the details.
+ *
  * <h2>GPUs</h2>
  * Each rank needs a GPU of its own: {@code -np} above the number of GPUs found is refused. With
  * {@code --share-gpu} several ranks share a GPU, for development, CI and tests: rank r gets
@@ -171,9 +182,23 @@ public final class Launcher {
                 return 2;
             }
         }
+        Nodes nodes = options.nodes();
+        if (nodes.nnodes() > 1 && !nodes.rehearsal() && secretFor(env) != null) {
+            err.println("nccl4j-run: --nnodes " + nodes.nnodes() + " needs NCCL4J_JOB_SECRET (or"
+                    + " NCCL4J_JOB_SECRET_FILE) set to the same secret on every node: a secret made here would differ"
+                    + " from the other nodes' (for example: a Kubernetes Secret as an environment variable, or an"
+                    + " sbatch script's export)");
+            return 2;
+        }
         GpuSharing gpus;
         try {
-            gpus = GpuSharing.plan(options.ranks(), options.shareGpu(), GpuSharing.count(env, Path.of("/proc")), env);
+            GpuSharing.Count count = GpuSharing.count(env, Path.of("/proc"));
+            if (nodes.rehearsal()) {
+                gpus = GpuSharing.plan(options.ranks(), false, new GpuSharing.Count(0, "--hosts"), env);
+                nodes.planDevices(env, count).forEach(n -> err.println("nccl4j-run: " + n));
+            } else {
+                gpus = GpuSharing.plan(options.ranks(), options.shareGpu(), count, env);
+            }
         } catch (GpuSharing.Refusal e) {
             err.println("nccl4j-run: " + e.getMessage());
             return 2;
@@ -196,20 +221,25 @@ public final class Launcher {
             err.println("nccl4j-run: cannot find a free port for MASTER_PORT: " + e);
             return 2;
         }
-        String runId = "nccl4j-run-" + tag;
+        Nodes nodes = options.nodes();
+        String addr = options.masterAddr() != null ? options.masterAddr() : MASTER_ADDR;
+        // the nodes of one job must agree on the run id: one made of what they share
+        String runId = nodes.multiNode() ? "nccl4j-run-" + addr + "-" + port : "nccl4j-run-" + tag;
         boolean foreign = false;
         for (String v : FOREIGN_LAUNCHER_VARIABLES) {
             foreign |= env.containsKey(v);
         }
-        boolean setElasticId = foreign && !env.containsKey("TORCHELASTIC_RUN_ID");
-        if (setElasticId) {
+        boolean torchrun = nodes.style() == Nodes.Style.TORCHRUN;
+        boolean setElasticId = torchrun && (nodes.rehearsal()
+                || (foreign || nodes.multiNode()) && !env.containsKey("TORCHELASTIC_RUN_ID"));
+        if (setElasticId && foreign && !nodes.rehearsal()) {
             err.println("nccl4j-run: the environment holds another launcher's rank variables; setting"
                     + " TORCHELASTIC_RUN_ID=" + runId + " so that the ranks use RANK and WORLD_SIZE");
         }
         Thread hook = new Thread(this::onSignal, "nccl4j-run shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
-            return runRanks(port, runId, setElasticId, !env.containsKey("NCCL4J_RUN_ID"), secretFor(env));
+            return runRanks(nodes, addr, port, runId, setElasticId, !env.containsKey("NCCL4J_RUN_ID"), secretFor(env));
         } finally {
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
@@ -233,19 +263,16 @@ public final class Launcher {
         return JobSecret.random();
     }
 
-    private int runRanks(int port, String runId, boolean setElasticId, boolean setRunId, String secret) {
-        int n = options.ranks();
+    private int runRanks(Nodes nodes, String addr, int port, String runId, boolean setElasticId, boolean setRunId,
+            String secret) {
+        int n = nodes.ranksHere();
         BlockingQueue<Rank> exited = new LinkedBlockingQueue<>();
         try {
-            for (int r = 0; r < n; r++) {
+            for (int i = 0; i < n; i++) {
+                int r = nodes.rank(i);
                 ProcessBuilder pb = new ProcessBuilder(options.command());
                 Map<String, String> e = pb.environment(); // a copy of the launcher's, added to, never cleared
-                e.put("RANK", Integer.toString(r));
-                e.put("WORLD_SIZE", Integer.toString(n));
-                e.put("LOCAL_RANK", Integer.toString(r));
-                e.put("LOCAL_WORLD_SIZE", Integer.toString(n));
-                e.put("MASTER_ADDR", MASTER_ADDR);
-                e.put("MASTER_PORT", Integer.toString(port));
+                nodes.addTo(i, e, addr, port);
                 e.put(TAG_VARIABLE, tag);
                 if (secret != null) {
                     e.put(JobSecret.VARIABLE, secret);
@@ -256,7 +283,7 @@ public final class Launcher {
                 if (setElasticId) {
                     e.put("TORCHELASTIC_RUN_ID", runId);
                 }
-                gpus.addTo(r, e);
+                gpus.addTo(i, e);
                 pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
                 Rank rank;
                 synchronized (stopLock) {
