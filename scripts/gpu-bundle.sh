@@ -45,6 +45,7 @@ for f in "$out"/deps/*.jar; do
   case "$name" in
     junit-*|opentest4j-*|apiguardian-*) ;;             # inside the console launcher already
     jmh-*|jopt-simple-*|commons-math3-*) ;;           # the allocation benchmark (JMH) runs on CPU machines only
+    kubernetes-model-*|jackson-*-3.[0-9]*.jar|snakeyaml-engine-*) ;;  # the recipes' check (ClusterRecipesTest): CPU only
     cuda-*-"$javacpp_platform".jar)
       src=$(cd "$(dirname "$f")" && pwd)/$name
       dst=$out/lib/$name
