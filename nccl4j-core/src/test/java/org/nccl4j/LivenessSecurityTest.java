@@ -535,7 +535,8 @@ class LivenessSecurityTest {
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue(ms < 2000, "closed after " + ms + " ms");
-        StubFixture.within(3000, () -> warnings("it did not authenticate and say hello within 500 ms").size() == 2
+        // 10 s: the lines come at once on an idle machine, but a loaded one (a parallel build) took over 3 s
+        StubFixture.within(10_000, () -> warnings("it did not authenticate and say hello within 500 ms").size() == 2
                 ? true : null, "two WARN lines: " + warnings(""));
         nothingHappened(r0);
     }
