@@ -1,5 +1,5 @@
 /*
- * nccl_perf_baseline: the native twin of nccl4j-perf (org.nccl4j.examples.perf.Perf), written in plain C
+ * nccl_perf_baseline: the native twin of nccl4j-perf (org.nccl4j.tools.perf.Perf), written in plain C
  * against nccl.h, the CUDA runtime and MPI, so that nccl4j's numbers can be laid beside those of a C program
  * that makes the same calls in the same loop.
  *
