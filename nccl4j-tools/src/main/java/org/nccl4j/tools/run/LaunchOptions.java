@@ -22,8 +22,9 @@ import java.util.Map;
  *
  * A name without a dot, such as {@code AllReduce}, means {@code org.nccl4j.examples.AllReduce}, or, where the class
  * path has no such example, the GPU-run harness {@code org.nccl4j.tools.harness.<name>} (such as {@code NcclLogCheck});
- * the examples are looked up by name at run time, never compiled against. Each rank of a Java class runs {@code <java> [JAVA_OPTS] -cp <class path> <main class> [args...]}, with the launcher's own
- * {@code java} and class path; {@code JAVA_OPTS} is split on white space.
+ * the examples are looked up by name at run time, never compiled against. Each rank of a Java class runs
+ * {@code <java> [JAVA_OPTS] -cp <class path> <main class> [args...]}, with the launcher's own {@code java} and class
+ * path; {@code JAVA_OPTS} is split on white space.
  */
 final class LaunchOptions {
     /** The package a short example name belongs to. */

@@ -628,7 +628,8 @@ class ScriptsTest {
         List<String> junit = args(JAVA_OPTS, "-jar", bundle.resolve("lib/" + CONSOLE), "execute", "--class-path",
                 classpath(bundle), "--scan-classpath", bundle.resolve("lib/nccl4j-core-0.1.0-SNAPSHOT-tests.jar"),
                 "--scan-classpath", bundle.resolve("lib/nccl4j-examples-0.1.0-SNAPSHOT-tests.jar"), "--scan-classpath",
-                bundle.resolve("lib/nccl4j-native-0.1.0-SNAPSHOT-tests.jar"), "--disable-banner", "--disable-ansi-colors",
+                bundle.resolve("lib/nccl4j-native-0.1.0-SNAPSHOT-tests.jar"), "--scan-classpath",
+                bundle.resolve("lib/nccl4j-tools-0.1.0-SNAPSHOT-tests.jar"), "--disable-banner", "--disable-ansi-colors",
                 "--details=tree", "--details-theme=ascii");
         Call timeout1 = r.of("timeout").get(0);
         assertEquals(List.of("900", "bash", "-c"), timeout1.args().subList(0, 3));
@@ -1180,7 +1181,8 @@ class ScriptsTest {
         // JUnit's jars are in the console launcher; nccl4j's own from the modules' target/
         assertEquals(List.of(cuda, CONSOLE, "nccl4j-core-0.1.0-SNAPSHOT-tests.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
                 "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar", "nccl4j-examples-0.1.0-SNAPSHOT.jar",
-                "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+                "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar",
+                "nccl4j-tools-0.1.0-SNAPSHOT-tests.jar", "nccl4j-tools-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
         assertFalse(Files.exists(out.resolve("deps")));
         assertTrue(Files.exists(out.resolve("jre/bin/java")));
         for (String s : bundledScripts()) {
