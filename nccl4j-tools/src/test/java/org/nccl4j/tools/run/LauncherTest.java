@@ -465,7 +465,7 @@ class LauncherTest {
     @Test
     void theScriptRunsTheLauncherAndPassesSignalsOn() throws Exception {
         Path script = Path.of("..", "scripts", "nccl4j-run").toAbsolutePath().normalize();
-        assumeTrue(Files.isExecutable(script), script + " not found (tests run from nccl4j-examples)");
+        assumeTrue(Files.isExecutable(script), script + " not found (tests run from nccl4j-tools)");
         ProcessBuilder pb = launcher(Map.of("NCCL4J_CLASSPATH", System.getProperty("java.class.path"),
                 "JAVA_HOME", System.getProperty("java.home")), shArgs(2, "echo $RANK of $WORLD_SIZE; " + writePid("$RANK")
                 + "; exec sleep " + SLEEP));

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * shape.
  */
 final class ScriptKit {
-    /** The checkout: the parent of nccl4j-examples, where Maven runs the tests. */
+    /** The checkout: the parent of nccl4j-tools, where Maven runs the tests. */
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
     /** The environment the Python reports run with, so that they print their non-ASCII characters on any locale. */
     static final Map<String, String> PYTHON_ENV = Map.of("PYTHONIOENCODING", "utf-8");
