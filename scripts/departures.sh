@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # departures.sh: every way a rank leaves a job, under each launcher and GPU layout, and how soon every other rank
-# knows. Each row runs org.nccl4j.examples.DepartureScenarios (the README's program shape: a loop of checked
+# knows. Each row runs org.nccl4j.tools.harness.DepartureScenarios (the README's program shape: a loop of checked
 # all-reduces of COUNT floats) with one scenario, launcher and config, and records every rank's RESULT line, the time
 # from the EVENT (the departure) to each rank's end, the exit statuses, the trace dumps and nccl4j-trace's verdict,
 # hs_err files and the processes left running. The claim under test: every rank ends within the row's bound, 2 s
@@ -58,7 +58,7 @@ set -uo pipefail
 . "$(dirname "$0")/env.sh"
 tool=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
-main=org.nccl4j.examples.DepartureScenarios
+main=org.nccl4j.tools.harness.DepartureScenarios
 all_scenarios="kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher cpu-stuck"
 known_scenarios="$all_scenarios none"
 tsv_header="row	scenario	launcher	config	framework	ranks	bound_s	event_rank	event_t	r0	r1	r2	r3	end0	end1	end2	end3	measured	worst	exits	traces	trace_verdict	hs_err	left	within	seconds	seen	notes"

@@ -22,9 +22,12 @@
 #                             prints DIR/lib/* (java expands it: every jar, the console launcher included)
 #   nccl4j_examples_jar ROOT  prints the nccl4j-examples jar of the checkout ROOT's build (not the -tests jar),
 #                             or nothing
+#   nccl4j_tools_jar ROOT     the same for nccl4j-tools (the tools and the harnesses), or nothing
 #   nccl4j_build_classpath ROOT
-#                             prints JAR:ROOT/nccl4j-examples/target/lib/* (JAR: nccl4j_examples_jar ROOT); returns
-#                             1 when ROOT has no such build (no jar or no target/lib), after printing
+#                             prints TOOLS:EXAMPLES:ROOT/nccl4j-tools/target/lib/*:ROOT/nccl4j-examples/target/lib/*
+#                             (TOOLS: nccl4j_tools_jar ROOT, EXAMPLES: nccl4j_examples_jar ROOT): the tools, and the
+#                             examples that nccl4j-run starts by name; returns 1 when ROOT has no such build (a jar or
+#                             a target/lib missing), after printing
 #   nccl4j_cuda_libs [--first] [--reverse] [--always] [--dedupe] [--print]
 #                             puts the CUDA library directories that exist in front of LD_LIBRARY_PATH and exports
 #                             it (unchanged, and not exported, when none exists). By default they come in the order
@@ -116,11 +119,17 @@ nccl4j_examples_jar() { # ROOT
   ls "$1"/nccl4j-examples/target/nccl4j-examples-*.jar 2>/dev/null | grep -v -- -tests | head -1 || true
 }
 
+nccl4j_tools_jar() { # ROOT
+  # shellcheck disable=SC2010  # as nccl4j_examples_jar
+  ls "$1"/nccl4j-tools/target/nccl4j-tools-*.jar 2>/dev/null | grep -v -- -tests | head -1 || true
+}
+
 nccl4j_build_classpath() { # ROOT
-  local jar
-  jar=$(nccl4j_examples_jar "$1")
-  echo "$jar:$1/nccl4j-examples/target/lib/*"
-  [ -n "$jar" ] && [ -d "$1/nccl4j-examples/target/lib" ]
+  local tools examples
+  tools=$(nccl4j_tools_jar "$1")
+  examples=$(nccl4j_examples_jar "$1")
+  echo "$tools:$examples:$1/nccl4j-tools/target/lib/*:$1/nccl4j-examples/target/lib/*"
+  [ -n "$tools" ] && [ -n "$examples" ] && [ -d "$1/nccl4j-tools/target/lib" ] && [ -d "$1/nccl4j-examples/target/lib" ]
 }
 
 # shellcheck disable=SC2120  # its arguments are options, all optional

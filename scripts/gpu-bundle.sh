@@ -60,7 +60,7 @@ for f in "$out"/deps/*.jar; do
   esac
 done
 rm -rf "$out/deps"
-for m in nccl4j-native nccl4j-core nccl4j-examples; do
+for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
   cp $m/target/$m-*-SNAPSHOT.jar "$out/lib/" 2>/dev/null || true
   cp $m/target/$m-*-tests.jar "$out/lib/" 2>/dev/null || true
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hang-scenarios.sh: the watchdog's failure scenarios on a GPU machine, with and without a launcher, each
-# checked by the program itself (org.nccl4j.examples.HangScenarios exits 0 when the watchdog did what it promises),
+# checked by the program itself (org.nccl4j.tools.harness.HangScenarios exits 0 when the watchdog did what it promises),
 # followed by scripts/nccl4j-trace over the ranks' traces and a check that no rank is left running.
 #
 #   scripts/hang-scenarios.sh [BUNDLE]       BUNDLE: a directory made by scripts/gpu-bundle.sh (default: bundle/)
@@ -24,7 +24,7 @@ export NCCL4J_TIMEOUT=${NCCL4J_TIMEOUT:-10s}
 nccl4j_cuda_libs --reverse
 java="$bundle/jre/bin/java"
 cp=$(nccl4j_classpath "$bundle")
-main=org.nccl4j.examples.HangScenarios
+main=org.nccl4j.tools.harness.HangScenarios
 limit=${CASE_TIMEOUT:-90}   # seconds a case may take before its processes are killed (status 137): a hang
 share=()
 [ "$gpus" -lt 2 ] && share=(--share-gpu)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ports-attack.sh: attacks on a running job's two ports (the rendezvous, MASTER_PORT, and the liveness channel,
 # MASTER_PORT + 50) from a process outside the job, under each launcher, and what the job did. Each job is
-# org.nccl4j.examples.DepartureScenarios none (a loop of all-reduces, every element checked against the host's sum) with
+# org.nccl4j.tools.harness.DepartureScenarios none (a loop of all-reduces, every element checked against the host's sum) with
 # the job's secret; its last rank (rank 1 of 2) waits to start until the rendezvous attacks are done, so that rank 0
 # is waiting for it meanwhile. Two phases, each attack followed by SETTLE seconds to collect the WARN lines it caused:
 #   rendezvous  (rank 0 waits for the last rank) impostor HELLO, LOST/LEFT/JOINED lines, 128 MiB, 64 KiB random,
@@ -30,7 +30,7 @@ set -uo pipefail
 . "$(dirname "$0")/env.sh"
 tool=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
-main=org.nccl4j.examples.DepartureScenarios
+main=org.nccl4j.tools.harness.DepartureScenarios
 attacker=$here/bench/ports_attack.py
 die() { echo "$tool: $*" >&2; exit 2; }
 case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac

@@ -16,7 +16,7 @@
 # Each of ROUNDS rounds (default 2) runs the before side, then the after side; a side's run is
 #   heartbeat CPU  SIZE ranks (default 4; 2 or 4, one per GPU) of plain java with RANK, WORLD_SIZE, LOCAL_RANK,
 #                  MASTER_ADDR=127.0.0.1, MASTER_PORT and NCCL_NVLS_ENABLE=0, as departures.sh's java launcher starts
-#                  them, running org.nccl4j.examples.DepartureScenarios none --steps HB_STEPS --step 1 --sleep-ms
+#                  them, running org.nccl4j.tools.harness.DepartureScenarios none --steps HB_STEPS --step 1 --sleep-ms
 #                  HB_SLEEP_MS (default 50) --count HB_COUNT (default 1024): per step a checked all-reduce and a
 #                  sleep, so the process is mostly idle. HB_SETTLE s (default 5) after every rank's START line, and
 #                  HB_WINDOW s (default 20) later, scripts/bench/liveness_cost.py reads every thread of every rank from
@@ -53,7 +53,7 @@ scripts=$(cd "$here/.." && pwd)
 [ -f "$scripts/env.sh" ] || { echo "$tool: $scripts/env.sh is missing" >&2; exit 2; }
 # shellcheck source=../env.sh
 . "$scripts/env.sh"
-main=org.nccl4j.examples.DepartureScenarios
+main=org.nccl4j.tools.harness.DepartureScenarios
 departures=$scripts/departures.sh
 helper=$here/liveness_cost.py
 

@@ -156,7 +156,7 @@ echo "== runs took $(( $(date +%s) - start )) s, $failures failed"
 # the plot (nccl4j's Plot, XChart) and the report
 png_name="$date_tag-benchmark-all_reduce-busbw.png"
 "$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath --wildcard "$bundle")" \
-    org.nccl4j.examples.perf.Plot "$out/$png_name" \
+    org.nccl4j.tools.perf.Plot "$out/$png_name" \
     --title "all_reduce bus bandwidth, $np ranks: C vs nccl4j (eager)" \
     "C mpirun=$(j c-eager-curve)" "nccl4j mpirun=$(j java-np-eager-curve)" "nccl4j -g $np=$(j java-g-eager-curve)" \
     > "$out/raw/plot.log" 2>&1 || { echo "   plot failed (see $out/raw/plot.log)"; failures=$((failures + 1)); }

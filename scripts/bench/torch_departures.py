@@ -3,7 +3,7 @@
 
 One process per rank (plain python with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT, i.e. env://, or under
 torchrun; OMPI_COMM_WORLD_* are read too). Each rank runs the same program shape as
-org.nccl4j.examples.DepartureScenarios: init_process_group("nccl", device_id=...), then `try:` a loop of steps
+org.nccl4j.tools.harness.DepartureScenarios: init_process_group("nccl", device_id=...), then `try:` a loop of steps
 `finally: destroy_process_group()` (Python's try-with-resources); a step fills a float32 tensor of --count elements
 with rank + 1, all_reduces it, synchronizes, checks every element against the sum of 1..world and sleeps 50 ms.
 At step --step, rank --rank (default: the last) does the scenario:

@@ -1,11 +1,11 @@
 /*
- * nccl_perf_baseline: the native twin of nccl4j-perf (org.nccl4j.examples.perf.Perf), written in plain C
+ * nccl_perf_baseline: the native twin of nccl4j-perf (org.nccl4j.tools.perf.Perf), written in plain C
  * against nccl.h, the CUDA runtime and MPI, so that nccl4j's numbers can be laid beside those of a C program
  * that makes the same calls in the same loop.
  *
  * One process per GPU under mpirun; rank 0 makes the NCCL unique id and MPI_Bcast gives it to the others. The
  * flags, the sizes, the measuring loop, the data check, the text columns and the -J JSON are those of
- * nccl4j-perf (which are nccl-tests' flags and columns); see nccl4j-examples/.../perf/Operation.java for the
+ * nccl4j-perf (which are nccl-tests' flags and columns); see nccl4j-tools/.../perf/Operation.java for the
  * size rules and PerfArgs.java for the flags: the operation first as nccl-tests' program (all_reduce_perf), or
  * --ops for several; -t (threads per process) and -g other than 1 are not supported here (one process per GPU).
  *

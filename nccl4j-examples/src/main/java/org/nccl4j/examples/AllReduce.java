@@ -2,7 +2,6 @@ package org.nccl4j.examples;
 
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -39,19 +38,19 @@ public final class AllReduce {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         long bytes;
         try {
             bytes = Examples.parseSize(o.bytes);
         } catch (IllegalArgumentException e) {
             System.err.println("AllReduce: Invalid value for option '--bytes': " + o.bytes + " (e.g. 64M, 4096)");
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
             return;
         }
         if (o.iters < 1 || o.warmup < 0) {
             System.err.println("AllReduce: --iters must be >= 1 and --warmup >= 0; got " + o.iters + " and "
                     + o.warmup);
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
         }
         long count = bytes / 4;
         System.exit(Examples.exitStatus("AllReduce", () -> run(count, o.iters, o.warmup)));
@@ -164,7 +163,7 @@ public final class AllReduce {
     }
 
     /** The command line ({@code --help} lists it). */
-    @Command(name = "AllReduce", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "AllReduce", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "A float32 sum all-reduce across GPUs, checked element by element, then timed.")
     static final class Options {
         @Option(names = "--bytes", paramLabel = "N", description = "Size, with K, M or G (default: ${DEFAULT-VALUE}).")

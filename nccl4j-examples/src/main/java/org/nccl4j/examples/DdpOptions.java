@@ -1,12 +1,11 @@
 package org.nccl4j.examples;
 
 import java.util.Locale;
-import org.nccl4j.examples.cli.Tools;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The command line of {@link DdpTraining}, parsed by picocli ({@link Tools#parse}).
+ * The command line of {@link DdpTraining}, parsed by picocli ({@link Args#parse}).
  *
  * <pre>
  * DdpTraining [--steps N] [--bucket-cap-mb MB] [--trace FILE] [--seed N] [--no-comm]
@@ -16,7 +15,7 @@ import picocli.CommandLine.Option;
  * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
  */
-@Command(name = "DdpTraining", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+@Command(name = "DdpTraining", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
         sortOptions = false, usageHelpWidth = 100,
         description = "Data-parallel training of a three-layer MLP, launched per rank, timed per step and traced.")
 final class DdpOptions {
@@ -64,10 +63,10 @@ final class DdpOptions {
     /**
      * @param args the command line
      * @return the options
-     * @throws Tools.UsageException on an unknown option or a bad value, naming it
+     * @throws Args.UsageException on an unknown option or a bad value, naming it
      */
     static DdpOptions parse(String... args) {
-        DdpOptions o = Tools.parse(new DdpOptions(), args);
+        DdpOptions o = Args.parse(new DdpOptions(), args);
         positive("--steps", o.steps);
         positive("--size", o.size);
         positive("--batch", o.batch);
@@ -79,11 +78,11 @@ final class DdpOptions {
         }
         // cuRAND's normal generator makes pairs: the batch's element count must be even.
         if (((long) o.size * o.batch) % 2 != 0) {
-            throw new Tools.UsageException("--size x --batch must be even (cuRAND draws normals in pairs), got "
+            throw new Args.UsageException("--size x --batch must be even (cuRAND draws normals in pairs), got "
                     + o.size + " x " + o.batch);
         }
         if ((long) o.size * o.size > Integer.MAX_VALUE || (long) o.size * o.batch > Integer.MAX_VALUE) {
-            throw new Tools.UsageException("--size " + o.size + " with --batch " + o.batch
+            throw new Args.UsageException("--size " + o.size + " with --batch " + o.batch
                     + " makes a matrix of more than 2^31-1 elements (cuBLAS' 32-bit API)");
         }
         if (o.ctaPolicyName != null) {
@@ -97,7 +96,7 @@ final class DdpOptions {
             throw bad("--comm-priority", o.commPriority + " (normal or high)");
         }
         if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high") || o.overlapOptimizer)) {
-            throw new Tools.UsageException("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the "
+            throw new Args.UsageException("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the "
                     + "communication: leave them out with --no-comm");
         }
         return o;
@@ -109,8 +108,8 @@ final class DdpOptions {
         }
     }
 
-    private static Tools.UsageException bad(String flag, String v) {
-        return new Tools.UsageException("Invalid value for option '" + flag + "': " + v);
+    private static Args.UsageException bad(String flag, String v) {
+        return new Args.UsageException("Invalid value for option '" + flag + "': " + v);
     }
 
     /**

@@ -2,7 +2,6 @@ package org.nccl4j.examples;
 
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -55,7 +54,7 @@ public final class DdpSimple {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         System.exit(Examples.exitStatus("DdpSimple", () -> run(o.average == Average.avg, o.lr)));
     }
 
@@ -188,7 +187,7 @@ public final class DdpSimple {
     }
 
     /** The command line ({@code --help} lists it). */
-    @Command(name = "DdpSimple", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "DdpSimple", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "The seed's two-layer DDP example, launched per rank; checks the averaged gradients.")
     static final class Options {
         @Option(names = "--average", paramLabel = "sum|avg", description = "Average with a sum divided on the host, "

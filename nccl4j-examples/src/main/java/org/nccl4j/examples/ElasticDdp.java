@@ -2,7 +2,6 @@ package org.nccl4j.examples;
 
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -51,11 +50,11 @@ public final class ElasticDdp {
      * @param args {@code [--steps N] [--kill-rank R] [--kill-step K] [--lr X]}
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         if (o.steps < 1 || o.killStep >= o.steps || !(o.lr > 0)) {
             System.err.println("ElasticDdp: --steps must be >= 1, --kill-step below --steps, --lr > 0; got steps "
                     + o.steps + ", kill-step " + o.killStep + ", lr " + o.lr);
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
         }
         System.exit(Examples.exitStatus("ElasticDdp", () -> run(o.steps, o.killRank, o.killStep, o.lr)));
     }
@@ -189,7 +188,7 @@ public final class ElasticDdp {
     }
 
     /** The command line ({@code --help} lists it). */
-    @Command(name = "ElasticDdp", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "ElasticDdp", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "Data-parallel training that survives a lost rank: detect, agree, recover, go on.")
     static final class Options {
         @Option(names = "--steps", paramLabel = "N", description = "Training steps (default: ${DEFAULT-VALUE}).")

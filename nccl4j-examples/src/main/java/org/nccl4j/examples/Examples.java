@@ -131,18 +131,6 @@ public final class Examples {
     }
 
     /**
-     * Stops this process (SIGSTOP to itself), as a frozen process or an unreachable host would be: its sockets stay
-     * open but nothing more is sent. Does not return; the launcher or the script kills it.
-     */
-    static void stopSelf() throws IOException, InterruptedException {
-        System.out.flush();
-        new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).inheritIO().start()
-                .waitFor();
-        Thread.sleep(600_000);   // stopped: the launcher or the script kills it
-        throw new IllegalStateException("kill -STOP of this process did not stop it");
-    }
-
-    /**
      * Ends this process as abruptly as a crash does: SIGKILL to itself, so that no shutdown hook, finalizer or
      * goodbye runs (the failure scenarios' lost rank). Does not return.
      */

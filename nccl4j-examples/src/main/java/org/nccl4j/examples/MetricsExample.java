@@ -10,7 +10,6 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.diagnostics.NcclMetrics;
-import org.nccl4j.examples.cli.Tools;
 import picocli.CommandLine.Command;
 
 /**
@@ -30,7 +29,7 @@ public final class MetricsExample {
      * @param args none
      */
     public static void main(String[] args) {
-        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("MetricsExample", MetricsExample::run));
     }
 
@@ -69,7 +68,7 @@ public final class MetricsExample {
     }
 
     /** The command line: no option but {@code --help} and {@code --version}. */
-    @Command(name = "MetricsExample", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "MetricsExample", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "nccl4j's metrics scraped as Prometheus text.")
     static final class Options {
     }

@@ -9,7 +9,6 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.diagnostics.SlowRankMonitor;
-import org.nccl4j.examples.cli.Tools;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -36,11 +35,11 @@ public final class SlowRank {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         if (o.steps < 1 || o.every < 1 || o.sleepMs < 0) {
             System.err.println("SlowRank: --steps and --every must be >= 1 and --sleep-ms >= 0; got steps " + o.steps
                     + ", every " + o.every + ", sleep-ms " + o.sleepMs);
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
         }
         System.exit(Examples.exitStatus("SlowRank", () -> {
             try {
@@ -84,7 +83,7 @@ public final class SlowRank {
     }
 
     /** The command line ({@code --help} lists it). */
-    @Command(name = "SlowRank", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "SlowRank", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "The slow-rank monitor at work: one rank sleeps before each all-reduce and is named.")
     static final class Options {
         @Option(names = "--sleep-rank", paramLabel = "R", description = "The rank that sleeps (default: none).")

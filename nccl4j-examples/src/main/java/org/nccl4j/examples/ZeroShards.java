@@ -2,7 +2,6 @@ package org.nccl4j.examples;
 
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
-import org.nccl4j.examples.cli.Tools;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -63,13 +62,13 @@ public final class ZeroShards {
      * @param args see the class documentation
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         long c;
         try {
             c = Examples.parseCount(o.count);
         } catch (IllegalArgumentException e) {
             System.err.println("ZeroShards: Invalid value for option '--count': " + o.count + " (e.g. 1M, 4096)");
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
             return;
         }
         System.exit(Examples.exitStatus("ZeroShards", () -> run(c, o.average)));
@@ -228,7 +227,7 @@ public final class ZeroShards {
     }
 
     /** The command line ({@code --help} lists it). */
-    @Command(name = "ZeroShards", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+    @Command(name = "ZeroShards", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,
             description = "ZeRO-style sharded optimizer step (reduce-scatter, update, all-gather), launched per rank.")
     static final class Options {
         @Option(names = "--count", paramLabel = "N", description = "Parameters, with an optional k, M or G suffix "

@@ -128,7 +128,7 @@ class DocsTest {
 
     private static String testSources() throws IOException {
         StringBuilder all = new StringBuilder();
-        for (String module : List.of("nccl4j-core", "nccl4j-examples")) {
+        for (String module : List.of("nccl4j-core", "nccl4j-examples", "nccl4j-tools")) {
             try (Stream<Path> s = Files.walk(ROOT.resolve(module).resolve("src/test/java"))) {
                 for (Path p : s.filter(p -> p.toString().endsWith(".java")).collect(Collectors.toList())) {
                     if (!p.getFileName().toString().equals("DocsTest.java")) {

@@ -14,9 +14,9 @@ import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /**
- * {@link Examples#exitStatus}: the examples' and nccl4j-perf's exit status, 2 with one message for a machine with
- * no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and every other failure passed on
- * unchanged.
+ * {@link Examples#exitStatus}: the examples' exit status (nccl4j-tools' Programs has the tools'), 2 with one
+ * message for a machine with no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and
+ * every other failure passed on unchanged.
  */
 class ExitStatusTest {
     private static final String NL = System.lineSeparator();

@@ -20,7 +20,7 @@ class SourcesTest {
     void noMainSourceLineIsWiderThan120Columns() throws IOException {
         List<String> wide = new ArrayList<>();
         int files = 0;
-        for (String module : List.of("nccl4j-native", "nccl4j-core", "nccl4j-examples")) {
+        for (String module : ModulesTest.MODULES) {
             try (Stream<Path> s = Files.walk(ROOT.resolve(module).resolve("src/main"))) {
                 for (Path p : s.filter(f -> f.toString().matches(".*\\.(java|h|c)$")).sorted().toList()) {
                     files++;

@@ -1,0 +1,696 @@
+package org.nccl4j.tools.perf;
+
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.Cuda;
+import org.nccl4j.CudaGraph;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.Event;
+import org.nccl4j.Nccl;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+import org.nccl4j.UniqueId;
+import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.Rendezvous;
+
+/**
+ * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
+ * or another launcher; {@link Communicator#fromEnvironment()}) or {@code -g} of them ({@link Communicator#initAll}
+ * and a group around each iteration's calls).
+ *
+ * <p>One measurement, as nccl-tests takes it: (check only) write the input pattern; one operation and a wait;
+ * a barrier; then a CUDA event on each stream, the {@code -n} iterations (or, with {@code -G}, the iterations
+ * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
+ * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
+ * processes as {@code -a} says. With {@code -m M} each iteration is M operations in one NCCL group, and the time is
+ * over iterations x M. In eager runs the Java heap bytes this thread allocated while issuing the iterations are
+ * counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU
+ * from the first call to the last completion, so the host's cost of issuing each call is inside the measurement
+ * whenever it is the bottleneck; {@code -C} reports the host's time to issue instead (this process's own).
+ *
+ * <p>Buffers, as nccl-tests makes them: from {@code ncclMemAlloc} where NCCL has it (2.19+), else {@code cudaMalloc};
+ * {@code -u} pads them and starts the operations that many elements in; {@code -R 1} registers the send and
+ * receive buffers with {@link Communicator#register}, {@code -R 2} as symmetric windows
+ * ({@link Communicator#registerWindow}).
+ * {@code -y 1} issues on the legacy default stream.
+ */
+final class Bench implements AutoCloseable {
+    private static final int CHUNK_BYTES = 16 << 20;
+
+    private final PerfArgs args;
+    private final List<Communicator> comms;
+    private final int local;
+    private final int nranks;
+    private final boolean perProcess;
+    private final double initMs;
+    private double[] initRepeatMs = new double[0];
+    private final Stream[] streams;
+    private final DeviceBuffer[] send;
+    private final DeviceBuffer[] recv;
+    private final DeviceBuffer[] scratch;
+    /** -R: the registrations of the send and receive buffers, closed before them. */
+    private final List<AutoCloseable> registrations = new ArrayList<>();
+    /** Whether the buffers came from ncclMemAlloc. */
+    private final boolean ncclMemory;
+    private final Event[] start;
+    private final Event[] stop;
+    private final int[] rank;
+    private final long[] sendAddr;
+    private final long[] recvAddr;
+    private final CudaGraph[] graphs;
+    /** --op_times: an event per eager iteration on this process's first GPU, else null. */
+    private final Event[] marks;
+    private final ByteBuffer host;
+    private final com.sun.management.ThreadMXBean threads;
+    /** The JIT's compilation clock for --jit_quiet_ms, or null when it does not wait. */
+    private final CompilationMXBean jit;
+    private double jitWaitMs;
+    /** -C: this process's host time to issue the last measurement's operations, per operation, in us. */
+    private double cpuUs;
+
+    private Bench(PerfArgs args, List<Communicator> comms, boolean perProcess, double initMs) {
+        this.args = args;
+        this.comms = comms;
+        this.local = comms.size();
+        this.nranks = comms.get(0).size();
+        this.perProcess = perProcess;
+        this.initMs = initMs;
+        streams = new Stream[local];
+        send = new DeviceBuffer[local];
+        recv = new DeviceBuffer[local];
+        scratch = new DeviceBuffer[local];
+        start = new Event[local];
+        stop = new Event[local];
+        rank = new int[local];
+        sendAddr = new long[local];
+        recvAddr = new long[local];
+        graphs = new CudaGraph[local];
+        marks = args.opTimes != 0 ? new Event[args.iters] : null; // close() skips the ones not created
+        long bytes = Math.max(args.maxBytes, 256) + 8L * args.unalign; // -u: room for the largest type's shift
+        ncclMemory = PerfArgs.ncclMemAlloc(Nccl.library().versionCode());
+        try {
+            for (int k = 0; k < local; k++) {
+                Communicator c = comms.get(k);
+                rank[k] = c.rank();
+                streams[k] = args.streamNull != 0 ? Stream.defaultStream(c.device()) : Stream.create(c.device());
+                send[k] = buffer(c.device(), bytes).fill(0);
+                recv[k] = buffer(c.device(), bytes).fill(0);
+                scratch[k] = DeviceBuffer.allocate(c.device(), 64).fill(0);
+                start[k] = Event.create(c.device());
+                stop[k] = Event.create(c.device());
+            }
+            for (int k = 0; k < local && args.localRegister != 0; k++) {
+                Communicator c = comms.get(k);
+                for (DeviceBuffer b : new DeviceBuffer[] {send[k], recv[k]}) {
+                    registrations.add(args.localRegister == 1 ? c.register(b) : c.registerWindow(b));
+                }
+            }
+            for (int k = 0; k < local; k++) {
+                Stream.defaultStream(comms.get(k).device()).synchronize(); // the fills above are done
+            }
+            for (int i = 0; marks != null && i < marks.length; i++) {
+                marks[i] = Event.create(comms.get(0).device());
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        threads = allocationCounter();
+        jit = args.jitQuietMs > 0 ? compilationClock() : null;
+        host = args.check > 0
+                ? ByteBuffer.allocateDirect((int) Math.min(CHUNK_BYTES, bytes)).order(ByteOrder.LITTLE_ENDIAN)
+                : null;
+    }
+
+    /** A send or receive buffer: ncclMemAlloc where NCCL has it, as nccl-tests allocates them, else cudaMalloc. */
+    private DeviceBuffer buffer(int device, long bytes) {
+        return ncclMemory ? DeviceBuffer.allocateNccl(device, bytes) : DeviceBuffer.allocate(device, bytes);
+    }
+
+    /** @return "ncclMemAlloc" or "cudaMalloc", and the registration -R asked for, for the header */
+    String bufferText() {
+        String reg = args.localRegister == 1 ? ", registered (ncclCommRegister)"
+                : args.localRegister == 2 ? ", symmetric windows (ncclCommWindowRegister)" : "";
+        return (ncclMemory ? "ncclMemAlloc" : "cudaMalloc") + reg + (args.unalign > 0 ? ", unaligned by "
+                + args.unalign + " elements" : "") + (args.streamNull != 0 ? ", legacy default stream" : "");
+    }
+
+    /** The JIT's total compilation time, where this JVM keeps it; else null (--jit_quiet_ms then waits for nothing). */
+    private static CompilationMXBean compilationClock() {
+        CompilationMXBean c = ManagementFactory.getCompilationMXBean();
+        return c != null && c.isCompilationTimeMonitoringSupported() ? c : null;
+    }
+
+    /**
+     * --jit_quiet_ms: waits until the JIT compiler has finished no compilation for that long (its total compilation
+     * time stands still), at most {@link PerfArgs#MAX_JIT_WAIT_MS}. It spins rather than sleeps, so that the core that
+     * issues the timed loop stays awake. Compilations that the warm-up queued would otherwise finish, and have their
+     * code installed, during the first timed loop, which is host-bound for small sizes.
+     *
+     * @return the milliseconds waited
+     */
+    double jitQuiet() {
+        if (jit == null) {
+            return 0;
+        }
+        double ms = quietWait(jit::getTotalCompilationTime, System::nanoTime, args.jitQuietMs * 1_000_000L,
+                PerfArgs.MAX_JIT_WAIT_MS * 1_000_000L) / 1e6;
+        jitWaitMs += ms;
+        return ms;
+    }
+
+    /**
+     * Spins until {@code total} has stood still for {@code quietNanos} of {@code clock}, or {@code limitNanos} have
+     * passed.
+     *
+     * @param total a running total (the JIT's compilation milliseconds)
+     * @param clock nanoseconds
+     * @param quietNanos how long {@code total} must stand still
+     * @param limitNanos the longest wait
+     * @return the nanoseconds waited
+     */
+    static long quietWait(LongSupplier total, LongSupplier clock, long quietNanos, long limitNanos) {
+        long start = clock.getAsLong();
+        long last = total.getAsLong();
+        long since = start;
+        while (true) {
+            long now = clock.getAsLong();
+            long t = total.getAsLong();
+            if (t != last) {
+                last = t;
+                since = now;
+            }
+            if (now - since >= quietNanos || now - start >= limitNanos) {
+                return now - start;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** @return the milliseconds that --jit_quiet_ms waits took so far */
+    double jitWaitMs() {
+        return jitWaitMs;
+    }
+
+    private static com.sun.management.ThreadMXBean allocationCounter() {
+        if (ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean) {
+            com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            if (t.isThreadAllocatedMemorySupported()) {
+                t.setThreadAllocatedMemoryEnabled(true);
+                return t.isThreadAllocatedMemoryEnabled() ? t : null;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Makes the communicators: one per process when a launcher started this process as one of several ranks,
+     * else one per GPU of {@code -g} in this process. The time of the communicator's creation is measured after
+     * NCCL is loaded and the CUDA contexts exist, so it holds the id exchange and {@code ncclCommInitRank} (or
+     * {@code ncclCommInitAll}) alone. With one process per rank, the ranks first meet in an untimed id exchange
+     * (the route {@link Communicator#fromEnvironment()} takes), so that the clock starts when every process is up,
+     * as the C baseline's {@code MPI_Barrier} does: the difference in JVM start-up between ranks is not init time.
+     *
+     * <p>{@code --init_repeats R} then times R more creations in the same process, each one after a barrier on the
+     * first communicator and closed right after; the C baseline does the same with {@code MPI_Barrier}.
+     */
+    static Bench open(PerfArgs args) {
+        NcclLibrary lib = Nccl.library();
+        args.requireSupportedBy(lib.versionCode(), lib.version());
+        CommConfig config = config(args);
+        LaunchInfo launch = LaunchInfo.detect();
+        if (launch.worldSize() > 1) { // launched per rank, as Programs.launchedPerRank() tells
+            if (args.gpus > 1) {
+                throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is not supported with one process per rank "
+                        + "(launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
+            }
+            Cuda.setDevice(launch.device()); // creates the CUDA context outside the measured init
+            align(launch);
+            long t0 = System.nanoTime();
+            Communicator comm = Communicator.fromEnvironment(config);
+            double ms = (System.nanoTime() - t0) / 1e6;
+            Bench b = new Bench(args, List.of(comm), true, ms);
+            b.repeatInit(() -> List.of(Communicator.fromEnvironment(config)));
+            return b;
+        }
+        int visible = Cuda.deviceCount();
+        if (args.gpus > visible) {
+            throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is more than the " + visible
+                    + " GPUs this process sees");
+        }
+        int[] devices = new int[args.gpus];
+        for (int d = 0; d < args.gpus; d++) {
+            devices[d] = d;
+            Cuda.setDevice(d);
+        }
+        Cuda.setDevice(0);
+        // -x and -T need a configuration, which ncclCommInitAll does not take (PerfArgs refuses them with -g > 1)
+        Supplier<List<Communicator>> create = config == null ? () -> Communicator.initAll(devices)
+                : () -> List.of(Communicator.create(0, 1, UniqueId.generate(), 0, config));
+        long t0 = System.nanoTime();
+        List<Communicator> comms = create.get();
+        double ms = (System.nanoTime() - t0) / 1e6;
+        Bench b = new Bench(args, comms, false, ms);
+        b.repeatInit(create);
+        return b;
+    }
+
+    /**
+     * The communicators' configuration: -x sets the CTA policy, -T the watchdog's timeout of an operation; null
+     * (NCCL's defaults, nccl4j's environment) when neither is given.
+     */
+    static CommConfig config(PerfArgs args) {
+        if (args.ctaPolicy < 0 && args.timeoutSeconds == 0) {
+            return null;
+        }
+        CommConfig.Builder b = CommConfig.builder();
+        if (args.ctaPolicy >= 0) {
+            b.ctaPolicy(args.ctaPolicy);
+        }
+        if (args.timeoutSeconds > 0) {
+            b.timeout(java.time.Duration.ofSeconds(args.timeoutSeconds));
+        }
+        return b.build();
+    }
+
+    /**
+     * Waits until every rank's process is up: an id exchange by the route {@link Communicator#fromEnvironment()}
+     * will take (TCP or a shared file), whose id is thrown away. With {@code NCCL_COMM_ID} there is no exchange to
+     * meet in, and the ranks start the clock unaligned.
+     */
+    private static void align(LaunchInfo launch) {
+        if (launch.worldSize() == 1) {
+            return;
+        }
+        Rendezvous r = Rendezvous.forLaunch(launch);
+        if (r.route() != Rendezvous.Route.COMM_ID) {
+            r.exchange(() -> new byte[Rendezvous.UNIQUE_ID_BYTES]);
+        }
+    }
+
+    /** Times {@code args.initRepeats} creations of communicators like the first, each after a barrier. */
+    private void repeatInit(Supplier<List<Communicator>> create) {
+        initRepeatMs = new double[args.initRepeats];
+        try {
+            for (int r = 0; r < args.initRepeats; r++) {
+                barrier();
+                long t0 = System.nanoTime();
+                List<Communicator> made = create.get();
+                initRepeatMs[r] = (System.nanoTime() - t0) / 1e6;
+                for (Communicator c : made) {
+                    c.close();
+                }
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    int nranks() {
+        return nranks;
+    }
+
+    int localRanks() {
+        return local;
+    }
+
+    int processes() {
+        return nranks / local;
+    }
+
+    boolean perProcess() {
+        return perProcess;
+    }
+
+    double initMs() {
+        return initMs;
+    }
+
+    /** The times of the {@code --init_repeats} creations after the first, in ms (empty without the option). */
+    double[] initRepeatMs() {
+        return initRepeatMs.clone();
+    }
+
+    /** @return whether this process holds rank 0 (and prints) */
+    boolean printer() {
+        return rank[0] == 0;
+    }
+
+    List<Communicator> communicators() {
+        return comms;
+    }
+
+    // ------------------------------------------------------------------ issuing
+
+    private void issue(int k, Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        Communicator comm = comms.get(k);
+        Stream s = streams[k];
+        long n = c.param();
+        switch (o) {
+            case ALL_REDUCE: comm.allReduce(sendAddr[k], recvAddr[k], n, t, op, s); break;
+            case ALL_GATHER: comm.allGather(sendAddr[k], recvAddr[k], n, t, s); break;
+            case REDUCE_SCATTER: comm.reduceScatter(sendAddr[k], recvAddr[k], n, t, op, s); break;
+            case BROADCAST: comm.broadcast(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case REDUCE: comm.reduce(sendAddr[k], recvAddr[k], n, t, op, root, s); break;
+            case ALLTOALL: comm.alltoAll(sendAddr[k], recvAddr[k], n, t, s); break;
+            case GATHER: comm.gather(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case SCATTER: comm.scatter(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case SENDRECV:
+                comm.send(sendAddr[k], n, t, (rank[k] + 1) % nranks, s);
+                comm.recv(recvAddr[k], n, t, (rank[k] - 1 + nranks) % nranks, s);
+                break;
+            default: throw new IllegalArgumentException(String.valueOf(o));
+        }
+    }
+
+    /** One iteration: the operation on every local rank, in a group when there are several (or for sendrecv). */
+    private void issueAll(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        if (local == 1 && o != Operation.SENDRECV) {
+            issue(0, o, c, t, op, root);
+            return;
+        }
+        Nccl.groupStart(); // the allocation-free form of Nccl.group(), for the timed loop
+        try {
+            for (int k = 0; k < local; k++) {
+                issue(k, o, c, t, op, root);
+            }
+        } finally {
+            Nccl.groupEnd();
+        }
+    }
+
+    /** One timed iteration: -m operations, in one NCCL group when more than one (nccl-tests' aggregation). */
+    private void iteration(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        if (args.aggIters == 1) {
+            issueAll(o, c, t, op, root);
+            return;
+        }
+        Nccl.groupStart();
+        try {
+            for (int m = 0; m < args.aggIters; m++) {
+                issueAll(o, c, t, op, root);
+            }
+        } finally {
+            Nccl.groupEnd();
+        }
+    }
+
+    private void syncAll() {
+        for (int k = 0; k < local; k++) {
+            streams[k].synchronize();
+        }
+    }
+
+    /** Every rank reaches this point before any leaves it: an all-reduce of 8 bytes and a wait, across processes. */
+    void barrier() {
+        if (processes() > 1) {
+            combine(0, ReduceOp.SUM);
+        } else {
+            syncAll();
+        }
+    }
+
+    /**
+     * Combines one value per process across processes (an NCCL all-reduce of a double).
+     *
+     * @param v this process's value
+     * @param op SUM, MIN or MAX
+     * @return the combined value
+     */
+    double combine(double v, ReduceOp op) {
+        if (processes() == 1) {
+            return v;
+        }
+        double identity = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY
+                : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
+        for (int k = 0; k < local; k++) {
+            scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
+        }
+        Programs.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
+        syncAll();
+        return scratch[0].copyTo(new double[1])[0];
+    }
+
+    /** The time across processes as -a says: 0 rank 0's, 1 the average, 2 the minimum, 3 the maximum. */
+    private double combineTime(double us) {
+        switch (args.average) {
+            case 0: return combine(rank[0] == 0 ? us : 0, ReduceOp.SUM);
+            case 2: return combine(us, ReduceOp.MIN);
+            case 3: return combine(us, ReduceOp.MAX);
+            default: return combine(us, ReduceOp.SUM) / processes();
+        }
+    }
+
+    // ------------------------------------------------------------------ measuring
+
+    private Operation.Counts place(Operation o, DataType t, long size, boolean inPlace) {
+        Operation.Counts c = o.counts(size, t.size(), nranks);
+        long ws = t.size();
+        long shift = args.unalign * ws; // -u
+        for (int k = 0; k < local; k++) {
+            if (inPlace) {
+                long base = recv[k].address() + shift;
+                sendAddr[k] = base + c.sendInPlaceOffset() * rank[k] * ws;
+                recvAddr[k] = base + c.recvInPlaceOffset() * rank[k] * ws;
+            } else {
+                sendAddr[k] = send[k].address() + shift;
+                recvAddr[k] = recv[k].address() + shift;
+            }
+        }
+        return c;
+    }
+
+    /** nccl-tests' warm-up: {@code -w} iterations at each size from -b doubling to -e, out of place. */
+    void warmup(Operation o, DataType t, ReduceOp op, int root) {
+        if (args.warmup == 0) {
+            return;
+        }
+        for (long size : args.warmupSizes()) {
+            Operation.Counts c = place(o, t, size, false);
+            for (int i = 0; i < args.warmup; i++) {
+                issueAll(o, c, t, op, root);
+            }
+        }
+        syncAll();
+    }
+
+    /**
+     * Measures one size and placement.
+     *
+     * @param redop the reduction operator, or null for an operation that does not reduce
+     * @return the result (time combined across processes; wrong summed over ranks)
+     */
+    Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
+        double allocated = Double.NaN;
+        long hostNanos;
+        Operation.Counts c = place(o, t, size, inPlace);
+        int shownRoot = o.rooted() ? root : -1;
+        issueAll(o, c, t, redop, root);
+        syncAll();
+        jitQuiet();
+        barrier();
+
+        if (args.graphLaunches > 0) {
+            int begun = 0;
+            try {
+                for (; begun < local; begun++) {
+                    streams[begun].beginCapture();
+                }
+                for (int i = 0; i < args.iters; i++) {
+                    iteration(o, c, t, redop, root);
+                }
+            } finally {
+                for (int k = 0; k < begun; k++) {
+                    graphs[k] = streams[k].endCapture();
+                }
+            }
+            for (int k = 0; k < local; k++) {
+                graphs[k].instantiate(); // outside the timed launches (cudaGraphInstantiate takes ~100s of us)
+            }
+            barrier();
+            for (int k = 0; k < local; k++) {
+                start[k].record(streams[k]);
+            }
+            long h0 = System.nanoTime();
+            for (int l = 0; l < args.graphLaunches; l++) {
+                for (int k = 0; k < local; k++) {
+                    graphs[k].launch(streams[k]);
+                }
+            }
+            hostNanos = System.nanoTime() - h0;
+        } else {
+            for (int k = 0; k < local; k++) {
+                start[k].record(streams[k]);
+            }
+            long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
+            long h0 = System.nanoTime();
+            for (int i = 0; i < args.iters; i++) {
+                iteration(o, c, t, redop, root);
+                if (marks != null) {
+                    marks[i].record(streams[0]);
+                }
+                if (args.blocking != 0) {
+                    syncAll();
+                    if (args.blocking == 1) {
+                        barrier();
+                    }
+                }
+            }
+            hostNanos = System.nanoTime() - h0;
+            if (threads != null && args.blocking == 0) {
+                allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
+            }
+        }
+        double ms = 0;
+        for (int k = 0; k < local; k++) {
+            stop[k].record(streams[k]);
+        }
+        for (int k = 0; k < local; k++) {
+            stop[k].synchronize();
+            ms = Math.max(ms, stop[k].elapsedSince(start[k]));
+        }
+        for (int k = 0; k < local; k++) {
+            if (graphs[k] != null) {
+                graphs[k].close();
+                graphs[k] = null;
+            }
+        }
+        double[] opTimes = marks != null ? opTimes() : null; // PerfArgs refuses --op_times with -G
+        double operations = (double) args.iters * args.aggIters * Math.max(1, args.graphLaunches);
+        double us = combineTime(ms * 1000.0 / operations);
+        cpuUs = hostNanos / 1000.0 / operations;
+        long sizeBytes = c.sizeBytes(t.size());
+        double algbw = us > 0 ? sizeBytes / (us * 1e-6) / 1e9 : 0;
+        double busbw = algbw * o.busFactor(nranks);
+        long wrong = -1;
+        // NCCL defines no in-place send/recv or all-to-all (concurrent transfers read and write the same
+        // buffer): those are timed but not checked, and print N/A, as in the C baseline.
+        if (args.check > 0 && !(inPlace && (o == Operation.SENDRECV || o == Operation.ALLTOALL))) {
+            wrong = 0;
+            for (int rep = 0; rep < args.check; rep++) {
+                wrong += check(o, c, t, redop, root);
+            }
+        }
+        double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
+        return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
+                shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
+    }
+
+    /**
+     * This process's first GPU's per-operation times of the last eager loop, leaving out the first -K: p10, p50,
+     * p90 and max, in us (an iteration's time over -m).
+     */
+    private double[] opTimes() {
+        double[] t = new double[args.iters - args.perIterSkip];
+        for (int i = args.perIterSkip; i < args.iters; i++) {
+            t[i - args.perIterSkip] = 1000.0 * marks[i].elapsedSince(i == 0 ? start[0] : marks[i - 1])
+                    / args.aggIters;
+        }
+        return percentiles(t);
+    }
+
+    /** p10, p50, p90 and the maximum of {@code values} (nearest rank), which it sorts. */
+    static double[] percentiles(double[] values) {
+        java.util.Arrays.sort(values);
+        return new double[] {nearestRank(values, 10), nearestRank(values, 50), nearestRank(values, 90),
+            values[values.length - 1]};
+    }
+
+    /** The {@code p}th percentile of sorted values, by nearest rank: the ceil(p/100 n)-th smallest. */
+    private static double nearestRank(double[] sorted, int p) {
+        int n = sorted.length;
+        return sorted[Math.min(n - 1, Math.max(0, (int) Math.ceil(p / 100.0 * n) - 1))];
+    }
+
+    // ------------------------------------------------------------------ checking
+
+    private DeviceBuffer owner(int k, long address) {
+        return address >= recv[k].address() && address < recv[k].address() + recv[k].bytes() ? recv[k] : send[k];
+    }
+
+    /** Writes the input, runs the operation once, and counts the wrong elements of every rank's result. */
+    private long check(Operation o, Operation.Counts c, DataType t, ReduceOp redop, int root) {
+        int ws = t.size();
+        int perChunk = host.capacity() / ws;
+        for (int k = 0; k < local; k++) {
+            DeviceBuffer b = owner(k, sendAddr[k]);
+            long off = sendAddr[k] - b.address();
+            for (long s = 0; s < c.send(); s += perChunk) {
+                int n = (int) Math.min(perChunk, c.send() - s);
+                host.clear();
+                for (int i = 0; i < n; i++) {
+                    Elements.put(host, t, Pattern.input(redop, rank[k], s + i));
+                }
+                host.flip();
+                b.slice(off + s * ws, (long) n * ws).copyFrom(host); // returns once the data has landed
+            }
+        }
+        issueAll(o, c, t, redop, root);
+        syncAll();
+        long wrong = 0;
+        for (int k = 0; k < local; k++) {
+            if (!Pattern.checked(o, rank[k], root)) {
+                continue;
+            }
+            DeviceBuffer b = owner(k, recvAddr[k]);
+            long off = recvAddr[k] - b.address();
+            for (long s = 0; s < c.recv(); s += perChunk) {
+                int n = (int) Math.min(perChunk, c.recv() - s);
+                host.clear();
+                host.limit(n * ws);
+                b.slice(off + s * ws, (long) n * ws).copyTo(host);
+                for (int i = 0; i < n; i++) {
+                    double want = Pattern.expected(o, redop, t, nranks, root, rank[k], c.param(), s + i);
+                    double got = Elements.get(host, t, i * ws);
+                    if (!(Math.abs(got - want) <= Pattern.tolerance(t, redop, want))) {
+                        wrong++;
+                    }
+                }
+            }
+        }
+        return Math.round(combine(wrong, ReduceOp.SUM));
+    }
+
+    @Override
+    public void close() {
+        List<RuntimeException> failures = new ArrayList<>();
+        for (Object[] group : new Object[][] {registrations.toArray(), graphs, marks == null ? new Object[0] : marks,
+            start, stop, scratch, recv, send, streams}) {
+            for (Object r : group) {
+                if (r != null) {
+                    try {
+                        ((AutoCloseable) r).close();
+                    } catch (RuntimeException e) {
+                        failures.add(e);
+                    } catch (Exception e) {
+                        failures.add(new IllegalStateException(e));
+                    }
+                }
+            }
+        }
+        for (Communicator c : comms) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                failures.add(e);
+            }
+        }
+        if (!failures.isEmpty()) {
+            RuntimeException first = failures.get(0);
+            failures.stream().skip(1).forEach(first::addSuppressed);
+            throw first;
+        }
+    }
+}

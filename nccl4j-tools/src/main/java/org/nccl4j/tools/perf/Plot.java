@@ -1,0 +1,208 @@
+package org.nccl4j.tools.perf;
+
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Command;
+import org.nccl4j.tools.cli.Tools;
+import org.nccl4j.tools.cli.JsonDocs;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.XYStyler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
+
+/**
+ * Bus bandwidth against size as a PNG, drawn with XChart: sizes on a log2 axis labelled in bytes (8, 1K, 1M,
+ * 1G), one line per series. Runs headless ({@code java.awt.headless} is set when not given).
+ *
+ * <p>As a program it draws one or more nccl4j-perf (or nccl_perf_baseline) JSON files, one line per operation,
+ * placement and file:
+ * <pre>
+ * Plot out.png [--title TEXT] [--placement out-of-place|in-place|both] [LABEL=]results.json ...
+ * </pre>
+ */
+public final class Plot {
+    private Plot() {
+    }
+
+    /**
+     * One line of the chart.
+     *
+     * @param name the legend text
+     * @param sizes sizes in bytes, increasing, all above 0
+     * @param busbw bus bandwidth in GB/s for each size
+     */
+    public record Series(String name, double[] sizes, double[] busbw) {
+    }
+
+    /**
+     * The series of a run: one per operation and placement (out-of-place, in-place), sizes above 0 only.
+     *
+     * @param results the measurements
+     * @param prefix put before each name (e.g. a run's label), or ""
+     * @param placements which placements to draw: "out-of-place", "in-place", or both
+     * @return the series
+     */
+    public static List<Series> seriesOf(List<Result> results, String prefix, List<String> placements) {
+        Map<String, List<Result>> by = new LinkedHashMap<>();
+        for (Result r : results) {
+            if (r.size() <= 0 || !placements.contains(r.placement())) {
+                continue;
+            }
+            String key = prefix + r.operation().perfName() + (placements.size() > 1 ? " " + r.placement() : "")
+                    + (r.type().equals("float") ? "" : " " + r.type())
+                    + (r.redop().equals("none") || r.redop().equals("sum") ? "" : " " + r.redop());
+            by.computeIfAbsent(key, k -> new ArrayList<>()).add(r);
+        }
+        List<Series> out = new ArrayList<>();
+        for (Map.Entry<String, List<Result>> e : by.entrySet()) {
+            // keep the first measurement of each size (several roots give several)
+            Map<Long, Result> bySize = new LinkedHashMap<>();
+            for (Result r : e.getValue()) {
+                bySize.putIfAbsent(r.size(), r);
+            }
+            double[] x = new double[bySize.size()];
+            double[] y = new double[bySize.size()];
+            int i = 0;
+            for (Result r : bySize.values()) {
+                x[i] = r.size();
+                y[i++] = r.busbw();
+            }
+            out.add(new Series(e.getKey(), x, y));
+        }
+        return out;
+    }
+
+    /**
+     * Writes the chart as a PNG.
+     *
+     * @param file the PNG to write
+     * @param title the chart's title
+     * @param series the lines
+     * @throws IOException when the file cannot be written
+     */
+    public static void write(Path file, String title, List<Series> series) throws IOException {
+        if (System.getProperty("java.awt.headless") == null) {
+            System.setProperty("java.awt.headless", "true");
+        }
+        XYChart chart = new XYChartBuilder().width(1000).height(600).title(title)
+                .xAxisTitle("size (bytes, log2 scale)").yAxisTitle("bus bandwidth (GB/s)").build();
+        XYStyler st = chart.getStyler();
+        st.setLegendPosition(Styler.LegendPosition.InsideNW);
+        st.setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
+        st.setXAxisDecimalPattern("0");
+        st.setChartBackgroundColor(java.awt.Color.WHITE);
+        st.setAntiAlias(true);
+        if (series.isEmpty()) {
+            chart.addSeries("no data", new double[] {0, 1}, new double[] {0, 0});
+        }
+        for (Series s : series) {
+            double[] x = new double[s.sizes().length];
+            for (int i = 0; i < x.length; i++) {
+                x[i] = Math.log(s.sizes()[i]) / Math.log(2);
+            }
+            XYSeries xy = chart.addSeries(s.name(), x, s.busbw());
+            xy.setMarker(SeriesMarkers.CIRCLE);
+        }
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        try (OutputStream out = Files.newOutputStream(file)) {
+            BitmapEncoder.saveBitmap(chart, out, BitmapEncoder.BitmapFormat.PNG);
+        }
+    }
+
+    /** A log2 axis position as a byte size: 3 becomes "8", 10 "1K", 20 "1M", 23 "8M", 30 "1G". */
+    static String bytesLabel(Double log2) {
+        double v = Math.pow(2, log2);
+        String[] units = {"", "K", "M", "G", "T"};
+        int u = 0;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return (Math.abs(v - Math.rint(v)) < 1e-9 ? String.valueOf((long) Math.rint(v))
+                : String.format(Locale.ROOT, "%.1f", v)) + units[u];
+    }
+
+    /**
+     * Reads results from a JSON file written by nccl4j-perf -J or nccl_perf_baseline -J.
+     *
+     * @param file the JSON file
+     * @return its measurements
+     * @throws IOException when it cannot be read
+     */
+    @SuppressWarnings("unchecked")
+    public static List<Result> readResults(Path file) throws IOException {
+        Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(Files.readString(file));
+        List<Result> out = new ArrayList<>();
+        for (Object o : (List<Object>) doc.getOrDefault("results", List.of())) {
+            Map<String, Object> r = (Map<String, Object>) o;
+            Operation op = Operation.byName((String) r.get("op"));
+            if (op == null) {
+                continue;
+            }
+            Object wrong = r.get("wrong");
+            out.add(new Result(op, num(r, "size").longValue(), num(r, "count").longValue(), (String) r.get("type"),
+                    (String) r.get("redop"), num(r, "root").intValue(), "in-place".equals(r.get("placement")),
+                    num(r, "time_us"), num(r, "algbw"), num(r, "busbw"),
+                    wrong == null ? -1 : ((Double) wrong).longValue(),
+                    r.get("alloc_bytes") instanceof Double ? (Double) r.get("alloc_bytes") : Double.NaN, null));
+        }
+        return out;
+    }
+
+    private static Double num(Map<String, Object> r, String key) {
+        Object v = r.get(key);
+        return v instanceof Double ? (Double) v : Double.NaN;
+    }
+
+    /**
+     * Draws JSON result files: {@code Plot out.png [--title T] [--placement P] [LABEL=]file.json ...}.
+     *
+     * @param args see the class documentation
+     * @throws IOException when a file cannot be read or written
+     */
+    public static void main(String[] args) throws IOException {
+        Options o = Tools.parseOrExit(new Options(), args);
+        List<String> placements = o.placement.equals("both") ? List.of("out-of-place", "in-place")
+                : List.of(o.placement);
+        List<Series> all = new ArrayList<>();
+        for (String spec : o.files) {
+            int eq = spec.indexOf('=');
+            String label = eq > 0 ? spec.substring(0, eq) + ": " : "";
+            Path f = Path.of(eq > 0 ? spec.substring(eq + 1) : spec);
+            all.addAll(seriesOf(readResults(f), label, placements));
+        }
+        write(o.png, o.title, all);
+        System.out.println("wrote " + o.png);
+    }
+
+    /** The command line ({@code --help} lists it). */
+    @Command(name = "Plot", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
+            description = "Draws bus bandwidth against size from result files of nccl4j-perf -J or the C baseline.")
+    static final class Options {
+        @Parameters(index = "0", paramLabel = "OUT.png", description = "The PNG to write.")
+        Path png;
+        @Parameters(index = "1..*", arity = "1..*", paramLabel = "[LABEL=]RESULTS.json", description = "Result files, "
+                + "each with an optional label.")
+        List<String> files = new ArrayList<>();
+        @Option(names = "--title", paramLabel = "TEXT", description = "The title (default: ${DEFAULT-VALUE}).")
+        String title = "Bus bandwidth";
+        @Option(names = "--placement", paramLabel = "out-of-place|in-place|both", description = "Which runs to draw "
+                + "(default: ${DEFAULT-VALUE}).")
+        String placement = "out-of-place";
+    }
+}

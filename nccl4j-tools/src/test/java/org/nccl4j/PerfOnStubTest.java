@@ -1,0 +1,184 @@
+package org.nccl4j;
+
+import org.nccl4j.tools.cli.JsonDocs;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.tools.perf.Perf;
+import org.nccl4j.tools.perf.PerfArgs;
+import org.nccl4j.jni.NcclNative;
+import org.nccl4j.jni.StubNccl;
+
+/**
+ * nccl4j-perf end to end on the CPU: the stub NCCL answers every call at once and the fake CUDA runtime reports
+ * 1 ms between any two events, so the numbers mean nothing, but every path runs: one process driving 2 "GPUs",
+ * every operation, eager and CUDA graph, in and out of place, the report, -J and --plot. (Which calls reach NCCL
+ * is the core tests' business; the data check needs real GPUs.)
+ *
+ * <p>The stub's ncclMemAlloc hands out addresses the fake CUDA runtime never allocated; {@link #stubMemory} lets
+ * the fake's memset and memcpy pass over them (copying nothing), as nccl4j-perf allocates with ncclMemAlloc.
+ */
+class PerfOnStubTest {
+    private FakeCuda cuda;
+
+    @BeforeEach
+    void fake() {
+        cuda = FakeCuda.install(2).elapsedMs(1.0f);
+        Cuda.useBackend(stubMemory(cuda));
+        StubNccl.useFull();
+        NcclNative.unsetenv("NCCL_STUB_LOG");
+    }
+
+    /** The stub NCCL's ncclMemAlloc addresses: 0xA0000000 upwards, 4 KiB apart (nccl_stub.c). */
+    private static boolean stubAddress(long a) {
+        return a >= 0xA0000000L && a < 0xB0000000L;
+    }
+
+    /** {@code fake}, whose memset and memcpy accept the stub's ncclMemAlloc addresses and do nothing there. */
+    private static CudaBackend stubMemory(FakeCuda fake) {
+        return (CudaBackend) java.lang.reflect.Proxy.newProxyInstance(CudaBackend.class.getClassLoader(),
+                new Class<?>[] {CudaBackend.class}, (proxy, method, args) -> {
+                    String m = method.getName();
+                    if ((m.equals("memset") && stubAddress((Long) args[0]))
+                            || (m.equals("memcpy") && (stubAddress((Long) args[0]) || stubAddress((Long) args[1])))) {
+                        return 0;
+                    }
+                    try {
+                        return method.invoke(fake, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    @AfterEach
+    void restore() {
+        Cuda.useBackend(null);
+    }
+
+    private static String run(int expectedStatus, String... argv) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        int status = Perf.run(PerfArgs.parse(argv), new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        String out = bytes.toString(StandardCharsets.UTF_8);
+        assertEquals(expectedStatus, status, out);
+        return out;
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void everyOperationEagerWithJsonAndPlot(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("r.json");
+        Path png = dir.resolve("r.png");
+        String out = run(0, "--ops", "all", "-b", "8", "-e", "1K", "-f", "4", "-n", "10", "-w", "1", "-c", "0", "-g", "2",
+                "-J", json.toString(), "--plot", png.toString());
+        assertTrue(out.contains("# Collective test starting: all_reduce"), out);
+        assertTrue(out.contains("# Collective test concluded: scatter"), out);
+        assertTrue(out.contains("#  Rank  1 Group  0"), out);
+        // sizes 8, 32, 128, 512; 1 ms per 10 iterations = 100 us; 512 B all_reduce: algbw 512 B / 100 us
+        assertTrue(out.contains("         512           128     float     sum      -1   100.00    0.01    0.01    N/A"
+                + "   100.00    0.01    0.01    N/A"), out);
+        Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(Files.readString(json));
+        assertEquals("nccl4j-perf", doc.get("format"));
+        assertEquals(1.0, doc.get("version"), "the results format's version (docs/formats.md)");
+        assertEquals("single-process", doc.get("mode"));
+        assertEquals(2.0, doc.get("ranks"));
+        List<Object> results = (List<Object>) doc.get("results");
+        assertEquals(9 * 4 * 2, results.size(), "9 operations x 4 sizes x 2 placements");
+        Map<String, Object> r = (Map<String, Object>) results.get(0);
+        assertEquals(100.0, (Double) r.get("time_us"), 1e-6);
+        assertTrue(r.containsKey("alloc_bytes"), r.toString());
+        assertTrue(Files.size(png) > 1000);
+    }
+
+    @Test
+    void cudaGraphRunsCaptureAndReplay() {
+        int before = cuda.calls().size();
+        String out = run(0, "--ops", "all_reduce,sendrecv", "-b", "1K", "-e", "1K", "-n", "5", "-G", "4", "-c", "0", "-g", "2");
+        List<String> all = cuda.calls();
+        List<String> calls = all.subList(before, all.size());
+        long launches = calls.stream().filter(c -> c.startsWith("graphLaunch ")).count();
+        // 2 operations x 2 placements x 4 launches x 2 GPUs
+        assertEquals(32, launches, calls.toString());
+        assertEquals(8, calls.stream().filter(c -> c.startsWith("streamBeginCapture ")).count());
+        // 1 ms over 5 iterations x 4 launches = 50 us
+        assertTrue(out.contains("    50.00"), out);
+        assertEquals(0, Capture.active());
+    }
+
+    @Test
+    void checkedRunsReportWrongElementsOnTheFake() {
+        // the fake CUDA runtime copies nothing, so the check must find wrong elements and fail the run
+        String out = run(1, "broadcast_perf", "-b", "1K", "-e", "1K", "-n", "2", "-c", "1", "-g", "2", "-r", "0");
+        assertTrue(out.contains("FAILED"), out);
+    }
+
+    @Test
+    void buffersComeFromNcclMemAllocAndRegisterWithR1() {
+        StubNccl stub = StubNccl.fresh();
+        String out = run(0, "all_reduce_perf", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-c", "0", "-g", "2",
+                "-R", "1");
+        assertTrue(out.contains("# Buffers: ncclMemAlloc, registered (ncclCommRegister)"), out);
+        // send and receive buffer on each of 2 GPUs, of -e bytes
+        assertEquals(4, stub.calls("ncclMemAlloc").size(), stub.calls().toString());
+        assertTrue(stub.calls("ncclMemAlloc").stream().allMatch(c -> c.equals("ncclMemAlloc size=4096")),
+                stub.calls("ncclMemAlloc").toString());
+        assertEquals(4, stub.calls("ncclCommRegister").size());
+        assertEquals(4, stub.calls("ncclCommDeregister").size());
+        assertEquals(4, stub.calls("ncclMemFree").size());
+        assertEquals(0, stub.calls("ncclCommWindowRegister").size());
+    }
+
+    @Test
+    void symmetricWindowsWithR2AndTheConfigOfX() {
+        StubNccl stub = StubNccl.fresh();
+        String out = run(0, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "2", "-c", "0", "-R", "2", "-x", "1",
+                "-u", "3");
+        assertTrue(out.contains("# Buffers: ncclMemAlloc, symmetric windows (ncclCommWindowRegister), unaligned by 3"
+                + " elements"), out);
+        assertTrue(out.contains("# Communicator config: CTAPolicy 1"), out);
+        List<String> windows = stub.calls("ncclCommWindowRegister");
+        assertEquals(2, windows.size(), stub.calls().toString());
+        // -u 3 pads the allocation by 8 bytes an element, and the window covers it all
+        assertTrue(windows.stream().allMatch(c -> c.endsWith("size=1048 flags=1")), windows.toString());
+        assertEquals(2, stub.calls("ncclCommWindowDeregister").size());
+        assertEquals(1, stub.calls("ncclCommInitRankConfig").size(), stub.calls().toString());
+        assertEquals(0, stub.calls("ncclCommRegister").size());
+    }
+
+    @Test
+    void aggregationCyclesCputimeAndTimestamps() {
+        StubNccl stub = StubNccl.fresh();
+        String out = run(0, "all_reduce_perf", "-b", "1K", "-e", "2K", "-f", "2", "-n", "5", "-m", "4", "-N", "3",
+                "-c", "0", "-w", "0", "-C", "1", "-S", "1", "-g", "2", "--jit_quiet_ms", "0");
+        assertTrue(out.contains("agg iters: 4"), out);
+        assertTrue(out.contains(" cputime   algbw   busbw  #wrong  cputime ") && out.contains("timestamp"), out);
+        long rows = out.lines().filter(l -> l.matches(" +(1024|2048) +\\d+ +float.*")).count();
+        assertEquals(6, rows, "2 sizes x 3 cycles: " + out);
+        assertTrue(out.lines().filter(l -> l.matches(" +1024 .*")).allMatch(l -> l.matches(
+                ".* \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d")), out);
+        // 2 GPUs x (1 untimed + 5 iterations x 4 aggregated) x 2 placements x 2 sizes x 3 cycles, plus barriers
+        assertTrue(stub.calls("ncclAllReduce").size() >= 2 * 21 * 2 * 2 * 3, stub.calls("ncclAllReduce").size()
+                + " calls");
+    }
+
+    @Test
+    void theLoadedNcclRefusesWhatItCannotHonour() {
+        PerfArgs a = PerfArgs.parse("all_reduce_perf", "-R", "2");
+        String m = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> a.requireSupportedBy(22605, "2.26.5")).getMessage();
+        assertEquals("-R (--local_register): '2' needs NCCL 2.27 or newer (ncclCommWindowRegister, symmetric "
+                + "windows); the loaded NCCL is 2.26.5: use -R 1", m);
+        a.requireSupportedBy(22700, "2.27.0");
+    }
+}

@@ -1,0 +1,106 @@
+package org.nccl4j.tools.run;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.nccl4j.tools.run.ScriptSandbox.env;
+import static org.nccl4j.tools.run.ScriptKit.assertLines;
+import static org.nccl4j.tools.run.ScriptKit.executable;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * scripts/bench/frontier.sh on the CPU, in the script sandbox: a stand-in for nccl-tests' all_reduce_perf that prints
+ * nccl-tests' lines (its time depends on -R), the fake mpirun and java; the runs' order, the library each side gets,
+ * the report's medians and differences, and the usage errors.
+ */
+class FrontierScriptTest {
+    @TempDir
+    Path tmp;
+    private ScriptSandbox box;
+    private Path tests;
+
+    @BeforeEach
+    void sandbox() throws Exception {
+        box = new ScriptSandbox(tmp);
+        tests = Files.createDirectories(tmp.resolve("nccl-tests"));
+        // rank 0 prints a size line: out-of-place 6.5 us (-R 0) or 5.5 us (-R 2), bus bandwidth 1.25
+        executable(tests.resolve("all_reduce_perf"), String.join("\n", "#!/usr/bin/env bash",
+                "[ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] || exit 0",
+                "reg=0; while [ $# -gt 0 ]; do [ \"$1\" = -R ] && reg=$2; shift; done",
+                "t=6.50; [ \"$reg\" = 2 ] && t=5.50",
+                "echo '#       size         count      type   redop    root     time   algbw   busbw  #wrong'",
+                "printf '%12d  %12d  %8s  %6s  %6d  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\\n' 8 2 float sum -1 "
+                        + "\"$t\" 0.00 1.25 0 6.00 0.00 0.00 0",
+                ""));
+    }
+
+    private ScriptSandbox.Result run(Map<String, String> extra) throws Exception {
+        Map<String, String> e = env("NCCL_TESTS_BIN", tests.toString(), "LIBS", "sys=/opt/nccl/libnccl.so.2",
+                "NPS", "2", "REGS", "0 2", "ROUNDS", "2", "OUT_DIR", tmp.resolve("out").toString(),
+                "FAKE_JAVA_OUT_RANK", "           8             2     float     sum      -1     6.40    0.00    1.50"
+                        + "    N/A     6.10    0.00    0.00    N/A\\n");
+        e.putAll(extra);
+        return box.run(box.root.resolve("scripts/bench/frontier.sh"), e, box.bundle.toString());
+    }
+
+    @Test
+    void runsBothSidesAlternatelyOnTheirLibraryAndReportsMediansAndDifferences() throws Exception {
+        ScriptSandbox.Result r = run(Map.of());
+        assertEquals(0, r.status(), r.toString());
+        List<ScriptSandbox.Call> mpi = r.of("mpirun");
+        assertEquals(8, mpi.size(), "2 -R values x 2 rounds x 2 sides\n" + r);
+        List<String> sides = mpi.stream().map(c -> c.args().contains("NCCL4J_LIBRARY=/opt/nccl/libnccl.so.2")
+                ? "java" : "c").collect(Collectors.toList());
+        assertEquals(List.of("c", "java", "java", "c", "c", "java", "java", "c"), sides, "C first in odd rounds");
+        for (ScriptSandbox.Call c : mpi) {
+            assertEquals("0", c.env("NCCL_NVLS_ENABLE"));
+            assertTrue(c.args().contains("NCCL_NVLS_ENABLE"), c.args().toString());
+            assertEquals("2", c.args().get(c.args().indexOf("-np") + 1), c.args().toString());
+            if (!c.args().contains("NCCL4J_LIBRARY=/opt/nccl/libnccl.so.2")) {
+                assertTrue(c.args().stream().anyMatch(a -> a.startsWith("LD_LIBRARY_PATH=/opt/nccl:")),
+                        c.args().toString());
+            }
+        }
+        Path tsv = tmp.resolve("out/frontier.tsv");
+        List<String> rows = Files.readAllLines(tsv);
+        assertEquals("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw", rows.get(0));
+        String c = "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0";
+        assertTrue(rows.contains("sys\t2\t2\t" + c + "\t2\tc\t8\t5.50\t1.25"), rows.toString());
+        assertTrue(rows.contains("sys\t2\t0\t" + c + "\t1\tjava\t8\t6.40\t1.50"), rows.toString());
+        // the sandbox's python3 is a fake: the report, from the real one
+        ScriptKit.assumeOnPath("python3");
+        ScriptKit.Run rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString()));
+        assertEquals(0, rep.status(), rep.out());
+        String md = rep.out();
+        assertLines(md, "| size | C us | Java us | Java - C us | Java / C | C busbw | Java busbw | busbw J / C "
+                + "| rounds J - C |", "|---|---|---|---|---|---|---|---|---|",
+                "| 8 | 6.50 | 6.40 | -0.10 | 0.985 | 1.25 | 1.50 | 1.2000 | -0.10 -0.10 |");
+        assertLines(md, "| 8 | 5.50 | 6.40 | +0.90 | 1.164 | 1.25 | 1.50 | 1.2000 | +0.90 +0.90 |");
+        assertTrue(md.contains("## sys, 2 GPUs, -R 0: `all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0`"), md);
+        assertTrue(md.contains("## sys, 2 GPUs, -R 2: "), md);
+        assertTrue(r.out().contains("== runs took "), r.out());
+    }
+
+    @Test
+    void usageErrorsNameTheVariable() throws Exception {
+        ScriptSandbox.Result r = run(Map.of("ROUNDS", "0"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("frontier.sh: ROUNDS=0 is not a whole number above 0\n", r.err());
+        r = run(Map.of("NCCL_TESTS_BIN", "", "NCCL_TESTS_SRC", tmp.resolve("none").toString()));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("frontier.sh: NCCL_TESTS_SRC must name a copy of NVIDIA/nccl-tests' source (it has "
+                + "src/common.cu)\n", r.err());
+        r = run(Map.of("NPS", "", "FAKE_GPUS", "1"));
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("frontier.sh: no two GPUs here (nvidia-smi -L lists 1)\n", r.err());
+        assertEquals(List.of(), r.of("mpirun"));
+    }
+}
