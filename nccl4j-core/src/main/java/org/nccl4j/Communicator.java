@@ -13,7 +13,6 @@ import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.LaunchInfo;
-import org.nccl4j.launch.NcclEnvironment;
 import org.nccl4j.launch.Rendezvous;
 import org.nccl4j.launch.RendezvousException;
 import org.nccl4j.trace.FlightRecorder;
@@ -251,7 +250,7 @@ public final class Communicator implements AutoCloseable {
      * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
      * leaving it alive with no owner.
      */
-    private static Communicator adopt(long handle, int device, boolean blocking, Watchdog.Settings settings) {
+    static Communicator adopt(long handle, int device, boolean blocking, Watchdog.Settings settings) {
         try {
             return new Communicator(handle, device, blocking, settings);
         } catch (RuntimeException | Error e) {
@@ -292,99 +291,9 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the id cannot be exchanged
      */
     public static Communicator fromEnvironment(CommConfig config) {
-        LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
-        Nccl.library();
-        java.time.Duration timeout = CommConfig.initTimeout(config);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        UniqueId id;
-        if (launch.worldSize() == 1) {
-            id = UniqueId.generate();
-        } else {
-            Rendezvous rv = Rendezvous.forLaunch(launch, timeout);
-            id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
-            rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
-        }
-        String[] where = launch.worldSize() == 1 ? null : livenessAddress();
-        Liveness served = null;
-        if (where != null && launch.rank() == 0) {
-            try {
-                // before the communicator: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
-                served = Liveness.serve(Integer.parseInt(where[1]), where[0], launch.worldSize());
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
-                        + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
-                where = null;
-            }
-        }
-        // joined in the background while NCCL makes the communicator: its roster names who never arrived
-        Liveness live = where == null ? null
-                : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
-        InitDeadline until = new InitDeadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
-        if (live != null) {
-            // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
-            boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
-            if (!live.awaitArrivals(launch.worldSize(), deadline, commId)) {
-                live.close();
-                throw until.expired("the arrival of every rank on the liveness channel", null, false);
-            }
-        }
-        Communicator c;
-        try {
-            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config, until);
-        } catch (RuntimeException | Error e) {
-            if (live != null) {
-                live.close();
-            }
-            throw e;
-        }
-        if (live != null) {
-            c.attachChannel(live);
-        }
-        return c;
-    }
-    /**
-     * Where the liveness channel is: {@code MASTER_ADDR} at {@code MASTER_PORT + 50}, or, without them,
-     * {@code NCCL_COMM_ID}'s host at its port + 50 (mpirun); {@code NCCL4J_LIVENESS_PORT} chooses the port. Null
-     * when neither is set.
-     */
-    /**
-     * Where rank 0 is: {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing), or, without
-     * {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun); null when neither is set or NCCL_COMM_ID does
-     * not parse (the rendezvous refuses it, naming the fix).
-     */
-    private static String[] masterAddress() {
-        String host = NcclNative.getenv("MASTER_ADDR");
-        if (host != null && !host.isBlank()) {
-            return new String[] {host.trim(), NcclNative.getenv("MASTER_PORT")};
-        }
-        String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
-        if (commId == null || commId.isBlank()) {
-            return null;
-        }
-        try {
-            return NcclEnvironment.parseHostPort(NcclEnvironment.COMM_ID, commId.trim());
-        } catch (IllegalArgumentException e) {
-            return null;
-        }
+        return Bootstrap.fromEnvironment(config);
     }
 
-    private static String[] livenessAddress() {
-        String[] master = masterAddress();
-        if (master == null) {
-            return null;
-        }
-        String host = master[0];
-        String base = master[1];
-        String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
-        if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
-            return new String[] {host.trim(), explicit.trim()};
-        }
-        if (base == null || !base.trim().matches("[0-9]{1,5}")) {
-            return null;
-        }
-        int p = Integer.parseInt(base.trim()) + Liveness.PORT_OFFSET;
-        return p <= 65535 ? new String[] {host.trim(), Integer.toString(p)} : null;
-    }
     /**
      * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
      * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
@@ -431,7 +340,7 @@ public final class Communicator implements AutoCloseable {
     }
 
     /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
-    private void attachChannel(Liveness l) {
+    void attachChannel(Liveness l) {
         liveness = l;
         l.attach(this, news -> Departing.peerNews(this, news));
     }
@@ -546,7 +455,7 @@ public final class Communicator implements AutoCloseable {
      * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or this
      * one's. Null when NCCL made none ({@link #NO_COLOR}).
      */
-    private Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
+    Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
@@ -559,12 +468,7 @@ public final class Communicator implements AutoCloseable {
         return adopt(made, device, childBlocking, childSettings);
     }
 
-    // ------------------------------------------------------------------ recovery
-
-    /** {@code NCCL_SHRINK_DEFAULT}. */
-    private static final int SHRINK_DEFAULT = 0;
-    /** {@code NCCL_SHRINK_ABORT}: abort the parent's pending operations first. */
-    private static final int SHRINK_ABORT = 1;
+    // ------------------------------------------------------------------ recovery (see Recovery)
 
     /**
      * {@code ncclCommShrink} (NCCL 2.27+) with the parent's configuration.
@@ -598,22 +502,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommShrink} fails
      */
     public Communicator shrink(CommConfig config, int... excludedRanks) {
-        if (closed && !kept) {
-            throw closedError();
-        }
-        checkExcluded(excludedRanks);
-        requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
-        if (config != null) {
-            config.requireSupportedBy(library);
-        }
-        int flags = failure != null || reportedBroken() ? SHRINK_ABORT : SHRINK_DEFAULT;
-        long[] out = new long[1];
-        int[] excluded = excludedRanks.clone();
-        int rc = config == null
-                ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
-                : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
-                        config.commName(), flags);
-        return child(rc, out, config, NcclFunction.ncclCommShrink);
+        return Recovery.shrink(this, config, excludedRanks);
     }
 
     /**
@@ -631,20 +520,7 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the remaining ranks cannot exchange the id
      */
     public Communicator reform(Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
-        if (closed && !kept) {
-            throw closedError();
-        }
-        checkExcluded(excludedRanks);
-        if (route == null) {
-            throw Errors.nullArgument("route");
-        }
-        int newRank = rankAfterShrink(rank, excludedRanks);
-        int newSize = size - excludedRanks.length;
-        UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
-                .exchange(() -> UniqueId.generate().toBytes()));
-        Communicator c = create(newRank, newSize, id, device, config != null ? config : this.config);
-        c.generation = generation + 1;
-        return c;
+        return Recovery.reform(this, route, config, excludedRanks);
     }
 
     /**
@@ -665,104 +541,7 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
-        Communicator c = recover0(config, excludedRanks);
-        Liveness l = liveness;
-        if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
-            liveness = null;
-            l.renumber(excludedRanks);
-            c.attachChannel(l);
-        }
-        return c;
-    }
-
-    private Communicator recover0(CommConfig config, int... excludedRanks) {
-        boolean broken = failure != null || closed || reportedBroken();
-        if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
-            try {
-                Communicator c = shrink(config, excludedRanks);
-                c.config = config != null ? config : this.config;
-                c.generation = generation + 1;
-                return c;
-            } catch (NcclException e) {
-                if (e.result() != NcclResult.REMOTE_ERROR) {
-                    throw e;
-                }
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: ncclCommShrink refused to shrink "
-                        + "rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator afresh",
-                        rank, size, e.ncclName());
-            }
-        }
-        return reform(recoveryRoute(generation + 1, excludedRanks), config, excludedRanks);
-    }
-
-    /**
-     * The rendezvous of the remaining ranks: the file, or TCP served by the lowest remaining rank, on its host as
-     * the liveness channel's roster names it when that is not the launch's rank 0 host (rank 0 lost), else on
-     * {@code MASTER_ADDR} (or {@code NCCL_COMM_ID}'s host).
-     */
-    private Rendezvous.Builder recoveryRoute(int n, int[] excludedRanks) {
-        String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
-        if (file != null && !file.isBlank()) {
-            return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
-        }
-        String[] master = masterAddress();
-        String host = master == null ? null : master[0];
-        String port = master == null ? null : master[1];
-        if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
-            throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
-                    + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
-                    + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
-        }
-        Liveness l = liveness;
-        if (l != null) {
-            int lowest = 0;
-            while (contains(excludedRanks, lowest)) {
-                lowest++;
-            }
-            Liveness.Lost root = l.roster().get(l.launchRank(lowest));
-            Liveness.Lost first = l.roster().get(0);
-            if (root != null && first != null && root.host() != null && !root.host().equals(first.host())) {
-                host = root.host();   // the launch's rank 0 host is not the new root's
-            }
-        }
-        return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
-    }
-
-    private static boolean contains(int[] values, int v) {
-        for (int x : values) {
-            if (x == v) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
-    private boolean reportedBroken() {
-        int[] state = new int[1];
-        return NcclNative.ncclCommGetAsyncError(handle, state) == Errors.SUCCESS && Errors.isFailure(state[0]);
-    }
-
-    private void checkExcluded(int[] excluded) {
-        if (excluded == null || excluded.length == 0) {
-            throw Errors.argument("excludedRanks must name at least one rank to leave out, got none");
-        }
-        for (int i = 0; i < excluded.length; i++) {
-            int r = excluded[i];
-            if (r < 0 || r >= size) {
-                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is not a rank of this communicator (0.."
-                        + (size - 1) + ")");
-            }
-            if (r == rank) {
-                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is this rank: a rank cannot shrink itself "
-                        + "out; the ranks that leave do not call shrink (they close or abort their communicator)");
-            }
-            for (int j = 0; j < i; j++) {
-                if (excluded[j] == r) {
-                    throw Errors.argument("excludedRanks names rank " + r + " twice (at " + j + " and " + i + ")");
-                }
-            }
-        }
+        return Recovery.recover(this, config, excludedRanks);
     }
 
     /**
@@ -775,19 +554,7 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException when {@code rank} is negative or itself excluded
      */
     public static int rankAfterShrink(int rank, int... excludedRanks) {
-        if (rank < 0) {
-            throw Errors.argument("rank must be >= 0, got " + rank);
-        }
-        int below = 0;
-        for (int r : excludedRanks) {
-            if (r == rank) {
-                throw Errors.argument("rank " + rank + " is excluded: it has no rank after the shrink");
-            }
-            if (r < rank) {
-                below++;
-            }
-        }
-        return rank - below;
+        return Recovery.rankAfterShrink(rank, excludedRanks);
     }
 
     /**
@@ -798,13 +565,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommRevoke} fails
      */
     public void revoke() {
-        ensureOpen();
-        requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
-        int rc = NcclNative.ncclCommRevoke(handle, 0);
-        if (rc == Errors.IN_PROGRESS) {
-            rc = InitDeadline.waitWhileInProgress(handle);
-        }
-        Errors.check(rc, NcclFunction.ncclCommRevoke, this);
+        Recovery.revoke(this);
     }
 
     /**
@@ -815,11 +576,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public UniqueId growId() {
-        ensureOpen();
-        requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
-        byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(handle, id), NcclFunction.ncclCommGetUniqueId, this);
-        return UniqueId.of(id);
+        return Recovery.growId(this);
     }
 
     /**
@@ -835,17 +592,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public Communicator grow(int newSize, UniqueId id, CommConfig config) {
-        ensureOpen();
-        if (newSize <= size) {
-            throw Errors.argument("newSize must be more than the communicator's " + size + " ranks, got " + newSize);
-        }
-        requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
-        long[] out = new long[1];
-        byte[] bytes = id == null ? null : id.internalBytes();
-        int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
-                : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
-                        config.commName());
-        return child(rc, out, config, NcclFunction.ncclCommGrow);
+        return Recovery.grow(this, newSize, id, config);
     }
 
     /**
@@ -862,32 +609,10 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
-        if (rank < 1 || rank >= newSize) {
-            throw Errors.argument("rank must be in 1.." + (newSize - 1) + " (a joining rank comes after the existing "
-                    + "ones), got " + rank);
-        }
-        if (id == null) {
-            throw Errors.nullArgument("id");
-        }
-        if (device < 0) {
-            throw Errors.argument("device must be >= 0, got " + device);
-        }
-        NcclLibrary lib = Nccl.library();
-        if (!lib.has(NcclFunction.ncclCommGrow)) {
-            throw unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
-        }
-        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        Cuda.setDevice(device);
-        long[] out = new long[1];
-        int rc = config == null ? NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, null, null, null)
-                : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
-                        config.commName());
-        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return adopt(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
-                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
+        return Recovery.join(newSize, rank, id, device, config);
     }
 
-    private void requireFunction(NcclFunction fn, String api) {
+    void requireFunction(NcclFunction fn, String api) {
         if (!library.has(fn)) {
             throw unsupported(api, fn, library);
         }
@@ -925,6 +650,33 @@ public final class Communicator implements AutoCloseable {
     public long handle() {
         ensureOpen();
         return handle;
+    }
+
+    /** The handle, closed or not: for recovery, which works on a communicator kept after its failure. */
+    long nativeHandle() {
+        return handle;
+    }
+
+    NcclLibrary library() {
+        return library;
+    }
+
+    /** The configuration it was made with (null: NCCL's defaults). */
+    CommConfig config() {
+        return config;
+    }
+
+    /** Made by a recovery: with {@code config} and the {@code generation} after its parent's. */
+    void recovered(CommConfig config, int generation) {
+        this.config = config;
+        this.generation = generation;
+    }
+
+    /** The liveness channel no longer serves this communicator: it is handed on (see Recovery); null if none. */
+    Liveness detachChannel() {
+        Liveness l = liveness;
+        liveness = null;
+        return l;
     }
 
     long handleUnchecked() {
@@ -1123,13 +875,20 @@ public final class Communicator implements AutoCloseable {
 
     // ------------------------------------------------------------------ checks (cold paths out of line)
 
-    private void ensureOpen() {
+    void ensureOpen() {
         if (closed) {
             throw closedError();
         }
     }
 
-    private RuntimeException closedError() {
+    /** Open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}): shrink and reform take it then. */
+    void ensureOpenOrKept() {
+        if (closed && !kept) {
+            throw closedError();
+        }
+    }
+
+    RuntimeException closedError() {
         CommunicatorFailedException f = failure;
         if (f != null) {
             return f.toProgram();
