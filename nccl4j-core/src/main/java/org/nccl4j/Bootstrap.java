@@ -66,7 +66,7 @@ final class Bootstrap {
             throw e;
         }
         if (live != null) {
-            c.attachChannel(live);
+            c.health().attachChannel(live);
         }
         return c;
     }

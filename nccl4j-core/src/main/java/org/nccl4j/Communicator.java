@@ -1,14 +1,10 @@
 package org.nccl4j;
 
 import java.io.IOException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.locks.ReentrantLock;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -62,71 +58,11 @@ public final class Communicator implements AutoCloseable {
     private final boolean nativeAlltoAll;
     private final boolean nativeGather;
     private final boolean nativeScatter;
-    private final Leaks.Token leak;
-    private volatile boolean closed;
-    private long sequence;
+    /** What the watchdog, the recorder, the metrics and the liveness channel see of it, and its lifecycle state. */
+    private final Watched health;
     private volatile OperationObserver observer;
-
-    // ---- the watchdog's view (see Watchdog) ----
-    private static final VarHandle PUBLISHED;
-    private static final VarHandle NOTIFIED;
-    private static final VarHandle IN_CALL;
-    private static final Stream[] NO_STREAMS = {};
-
-    static {
-        try {
-            PUBLISHED = MethodHandles.lookup().findVarHandle(Communicator.class, "published", long.class);
-            NOTIFIED = MethodHandles.lookup().findVarHandle(Communicator.class, "notifiedThrough", long.class);
-            IN_CALL = MethodHandles.lookup().findVarHandle(Communicator.class, "inCall", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final Watchdog.Settings settings;
     /** The configuration it was made with (null: NCCL's defaults), for {@link #reform}. */
     private CommConfig config;
-    /** How many recoveries led to this communicator: 0 for one made directly; each {@link #recover} adds one. */
-    private int generation;
-    /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
-    private volatile Liveness liveness;
-    /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
-    private final FlightRecorder recorder;
-    /** Held by close(), abort() and the watchdog while it looks at this communicator. */
-    private final ReentrantLock lifecycle = new ReentrantLock();
-    /** The last recorded sequence number that NCCL has launched (not inside an open group): the watchdog's to mark. */
-    @SuppressWarnings("unused")
-    private volatile long published;
-    /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
-    private volatile long syncedThrough;
-    /** The last recorded operation whose completion the observer has been told of. */
-    private volatile long notifiedThrough;
-    /** Recorded inside an open group: published at the group's end. */
-    private volatile boolean deferred;
-    /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
-    private volatile Stream[] streams = NO_STREAMS;
-    /** The stream of the last operation: the hot path's test of whether the stream is known. */
-    private Stream lastStream;
-    /** The failure the watchdog found, thrown by every later call; null while healthy. */
-    private volatile CommunicatorFailedException failure;
-    private volatile boolean traceDumped;
-    /** Failed, closed for calls, but not aborted: kept for shrink ({@link FailurePolicy#RECOVER}). */
-    private volatile boolean kept;
-
-    /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
-    private final CollectiveCheck check;
-    /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
-    private final Ledger ledger = new Ledger();
-    /** Why the process's exit aborted it (a signal, System.exit), for the message of later calls; null otherwise. */
-    private volatile String closedAtExit;
-    /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
-    @SuppressWarnings("unused")
-    private volatile int inCall;
-    /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
-    private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
-            new java.util.concurrent.atomic.AtomicInteger();
-    /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
-    private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
     private boolean fingerprinted = true;
 
@@ -147,16 +83,15 @@ public final class Communicator implements AutoCloseable {
         this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
         this.nativeGather = library.has(NcclFunction.ncclGather);
         this.nativeScatter = library.has(NcclFunction.ncclScatter);
-        this.leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
-        this.settings = settings;
-        this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
-        this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
+        Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
+        this.health = new Watched(handle, rank, size, this.device, blocking, settings, library.version(), leak,
+                new Hooks());
         NcclLog.register(handle, rank, size, settings.commName());
         Farewell.install();   // the exit waits for NCCL teardowns under way, whatever made the communicator
-        if (recorder != null) {
-            Watchdog.instance().recorded(this);
+        if (health.recorder != null) {
+            Watchdog.instance().recorded(health);
             if (settings.enabled()) {
-                Watchdog.instance().watch(this, settings);
+                Watchdog.instance().watch(health, settings);
             }
         }
     }
@@ -311,54 +246,8 @@ public final class Communicator implements AutoCloseable {
         if (settle == null || settle.isNegative()) {
             throw Errors.argument("settle must be zero or longer, got " + settle);
         }
-        Liveness l = liveness;
-        if (l == null) {
-            return new int[0];
-        }
-        int seen = -1;
-        long quietSince = System.nanoTime();
-        while (true) {
-            int now = l.gone().length;
-            if (now != seen) {
-                seen = now;
-                quietSince = System.nanoTime();
-            } else if (System.nanoTime() - quietSince >= settle.toNanos()) {
-                return l.gone();
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
-        }
-    }
-
-    /** @return the liveness channel, or null */
-    Liveness liveness() {
-        return liveness;
-    }
-
-    /** For tests: a liveness channel made by hand. */
-    void useLiveness(Liveness l) {
-        attachChannel(l);
-    }
-
-    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
-    void attachChannel(Liveness l) {
-        liveness = l;
-        l.attach(this, news -> Departing.peerNews(this, news));
-    }
-
-    /** @return its collectives as the liveness channel reports them */
-    Ledger ledger() {
-        return ledger;
-    }
-
-    /** @return its generation (recoveries that led to it), which the channel's messages carry */
-    int generationForChannel() {
-        return generation;
-    }
-
-    /** Whether every operation it recorded is known complete (true when nothing records or watches them). */
-    boolean ownOperationsComplete() {
-        FlightRecorder r = recorder;
-        return r == null || !settings.enabled() || r.oldestPending() == 0;
+        Liveness l = health.liveness;
+        return l == null ? new int[0] : l.goneOnceSettled(settle);
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -459,11 +348,11 @@ public final class Communicator implements AutoCloseable {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
-        long made = InitDeadline.finished(status, out, fn, this, new InitDeadline(timeout, rank, size, null));
+        long made = InitDeadline.finished(status, out, fn, health, new InitDeadline(timeout, rank, size, null));
         if (made == 0) {
             return null;
         }
-        Watchdog.Settings childSettings = config == null ? settings
+        Watchdog.Settings childSettings = config == null ? health.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         return adopt(made, device, childBlocking, childSettings);
     }
@@ -669,32 +558,22 @@ public final class Communicator implements AutoCloseable {
     /** Made by a recovery: with {@code config} and the {@code generation} after its parent's. */
     void recovered(CommConfig config, int generation) {
         this.config = config;
-        this.generation = generation;
+        health.generation = generation;
     }
 
-    /** The liveness channel no longer serves this communicator: it is handed on (see Recovery); null if none. */
-    Liveness detachChannel() {
-        Liveness l = liveness;
-        liveness = null;
-        return l;
-    }
-
-    long handleUnchecked() {
-        return closed ? 0L : handle;
-    }
-
-    int rankUnchecked() {
-        return rank;
+    /** What the watchdog, the recorder, the metrics and the liveness channel see of it. */
+    Watched health() {
+        return health;
     }
 
     /** @return how many operations this communicator has enqueued */
     public long operationsEnqueued() {
-        return sequence;
+        return health.sequence;
     }
 
     /** @return whether {@link #close()} or {@link #abort()} was called */
     public boolean isClosed() {
-        return closed;
+        return health.closed;
     }
 
     /**
@@ -705,8 +584,7 @@ public final class Communicator implements AutoCloseable {
      * @param o the observer, or null
      */
     public void observe(OperationObserver o) {
-        FlightRecorder r = recorder;
-        notifiedThrough = r == null ? 0 : r.lastEnqueued();   // what came before the observer is not its business
+        health.observing();   // what came before the observer is not its business
         observer = o;
     }
 
@@ -717,7 +595,7 @@ public final class Communicator implements AutoCloseable {
 
     /** @return the name its config gave it ({@link CommConfig.Builder#commName}), or null */
     public String name() {
-        return settings.commName();
+        return health.settings.commName();
     }
 
     /**
@@ -729,7 +607,7 @@ public final class Communicator implements AutoCloseable {
      * @return when it was enqueued, or 0 when the recorder is off or no longer holds it
      */
     public long enqueuedAt(long sequence) {
-        FlightRecorder r = recorder;
+        FlightRecorder r = health.recorder;
         return r == null ? 0 : r.enqueuedNanos(sequence);
     }
 
@@ -742,7 +620,7 @@ public final class Communicator implements AutoCloseable {
     public NcclResult asyncError() {
         ensureOpen();
         int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
         return NcclResult.of(state[0]);
     }
 
@@ -754,9 +632,9 @@ public final class Communicator implements AutoCloseable {
     public void checkAsyncError() {
         ensureOpen();
         int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
         if (Errors.isFailure(state[0])) {
-            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, this);
+            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, health);
         }
     }
 
@@ -780,7 +658,7 @@ public final class Communicator implements AutoCloseable {
         long bits = Scalars.checkedBits(scalar, type);
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, this);
+                NcclFunction.ncclRedOpCreatePreMulSum, health);
         return new ReduceOp.PreMulSum(op[0], this, type, "host " + scalar);
     }
 
@@ -803,7 +681,7 @@ public final class Communicator implements AutoCloseable {
         }
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSum(op, scalar.address(), type.code(), 0, handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, this);
+                NcclFunction.ncclRedOpCreatePreMulSum, health);
         return new ReduceOp.PreMulSum(op[0], this, type, "device 0x" + Long.toHexString(scalar.address()));
     }
 
@@ -823,7 +701,7 @@ public final class Communicator implements AutoCloseable {
         checkBuffer(buffer, "buffer");
         long[] h = new long[1];
         Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),
-                NcclFunction.ncclCommRegister, this);
+                NcclFunction.ncclCommRegister, health);
         return new Registration(this, h[0]);
     }
 
@@ -853,7 +731,7 @@ public final class Communicator implements AutoCloseable {
         private final long handle;
 
         Registration(Communicator comm, long handle) {
-            this.bound = new CommBound(comm, NcclFunction.ncclCommDeregister);
+            this.bound = new CommBound(comm.health(), NcclFunction.ncclCommDeregister);
             this.handle = handle;
         }
 
@@ -876,26 +754,16 @@ public final class Communicator implements AutoCloseable {
     // ------------------------------------------------------------------ checks (cold paths out of line)
 
     void ensureOpen() {
-        if (closed) {
-            throw closedError();
+        if (health.closed) {
+            throw health.closedError();
         }
     }
 
     /** Open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}): shrink and reform take it then. */
     void ensureOpenOrKept() {
-        if (closed && !kept) {
-            throw closedError();
+        if (health.closed && !health.kept) {
+            throw health.closedError();
         }
-    }
-
-    RuntimeException closedError() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            return f.toProgram();
-        }
-        String why = closedAtExit;
-        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
-                + (why == null ? "" : ": " + why));
     }
 
     private void checkType(DataType type) {
@@ -977,8 +845,8 @@ public final class Communicator implements AutoCloseable {
     }
 
     private void checkCommon(DataType type, Stream stream) {
-        if (closed) {
-            throw closedError();
+        if (health.closed) {
+            throw health.closedError();
         }
         checkType(type);
         checkStream(stream);
@@ -1005,209 +873,15 @@ public final class Communicator implements AutoCloseable {
     private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
             int reduceOp, int peer, long bytes, Stream stream) {
         if (status != 0) {
-            Errors.checkEnqueued(status, fn, this);
+            Errors.checkEnqueued(status, fn, health);
         }
-        long seq = ++sequence;
-        long traced = 0;
-        FlightRecorder r = recorder;
-        if (r != null) {
-            if (Capture.active() != 0 && stream.captureThread() != null) {
-                stream.capturedCommunicator(this);   // runs at each launch of the graph, recorded then
-            } else {
-                traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
-                if (stream != lastStream) {
-                    useStream(stream);
-                }
-                if (Nccl.openGroups() == 0) {
-                    PUBLISHED.setRelease(this, traced);
-                } else {
-                    deferred = true;
-                }
-            }
-        }
+        long seq = ++health.sequence;
+        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
         OperationObserver o = observer;
         if (o != null) {
             o.enqueued(this, seq, fn, bytes, stream.handle());
         }
         return traced;
-    }
-
-    /** A stream not used by the last operation: remembered for the watchdog's markers (copy on write, rare). */
-    private void useStream(Stream stream) {
-        lastStream = stream;
-        Stream[] known = streams;
-        for (Stream s : known) {
-            if (s == stream) {
-                return;
-            }
-        }
-        Stream[] more = Arrays.copyOf(known, known.length + 1);
-        more[known.length] = stream;
-        streams = more;
-        stream.clearFailure();   // a stream reused after another communicator failed on it
-        stream.addUser(this);
-    }
-
-    /** The collective check, or null when it is off: the watchdog watches its waits. */
-    CollectiveCheck check() {
-        return check;
-    }
-
-    /** The number of operations enqueued so far. */
-    long sequence() {
-        return sequence;
-    }
-
-    /** A CUDA graph holding this communicator's operations was launched on {@code stream}: one entry for it. */
-    void graphLaunched(Stream stream, long operations) {
-        FlightRecorder r = recorder;
-        if (r == null || closed) {
-            return;
-        }
-        long traced = r.record(TraceOperation.graphLaunch.code(), operations, -1, -1, -1, 0, stream.handle());
-        if (stream != lastStream) {
-            useStream(stream);
-        }
-        PUBLISHED.setRelease(this, traced);
-    }
-
-    /** At the end of the outermost group: publishes what was recorded inside it. */
-    void groupEnded() {
-        if (deferred) {
-            deferred = false;
-            PUBLISHED.setRelease(this, recorder.lastEnqueued());
-        }
-    }
-
-    /**
-     * A wait on {@code stream} returned: every operation this communicator had published when the wait began (or
-     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them.
-     */
-    void completedBySynchronize(Stream stream, long published) {
-        Stream[] s = streams;
-        if (s.length == 1 && s[0] == stream && published > syncedThrough) {
-            syncedThrough = published;
-            if (observer != null) {
-                notifyCompleted(published, System.nanoTime());
-            }   // bound metrics: the latency runs to this wait's return
-        }
-    }
-
-    /**
-     * Tells the observer (if any) that the recorded operations up to {@code to} completed at {@code nowNanos}, each
-     * once: from a user's wait (its caller's thread) or the watchdog's look, whichever sees it first.
-     */
-    void notifyCompleted(long to, long nowNanos) {
-        OperationObserver o = observer;
-        if (o == null) {
-            return;
-        }
-        long from = notifiedThrough;
-        while (to > from) {
-            if (NOTIFIED.compareAndSet(this, from, to)) {
-                o.completed(this, from + 1, to, nowNanos);
-                return;
-            }
-            from = notifiedThrough;
-        }
-    }
-
-
-    /** The last operation known complete through a wait of the user's (see completedBySynchronize). */
-    long syncedThrough() {
-        return syncedThrough;
-    }
-
-    /** Throws the watchdog's failure of this communicator, if there is one. */
-    void throwIfFailed() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            throw f.toProgram();
-        }
-    }
-
-    long published() {
-        return (long) PUBLISHED.getAcquire(this);
-    }
-
-    Stream[] streamsUsed() {
-        return streams;
-    }
-
-    FlightRecorder recorder() {
-        return recorder;
-    }
-
-    ReentrantLock lifecycle() {
-        return lifecycle;
-    }
-
-    /** Whether waits on this communicator's streams must poll: its failures keep it for recovery. */
-    boolean keptForRecovery() {
-        return settings.policy() == FailurePolicy.RECOVER;
-    }
-
-    boolean traceDumped() {
-        return traceDumped;
-    }
-
-    /**
-     * The watchdog found this communicator broken (its lifecycle lock is held): the failure becomes this
-     * communicator's and its streams', which releases the threads waiting on them; then the communicator is aborted,
-     * or under {@link FailurePolicy#RECOVER} kept for shrink (marked kept before the waiters are released).
-     */
-    void failedByWatchdog(CommunicatorFailedException f) {
-        failure = f;
-        if (settings.policy() == FailurePolicy.RECOVER) {
-            if (markClosed()) {
-                kept = true;   // no abort: shrink(NCCL_SHRINK_ABORT) or abort() ends its operations
-            }
-            releaseWaiters(f);   // after kept: a released waiter's next call (shrink, recover) finds it kept
-            return;
-        }
-        releaseWaiters(f);
-        if (markClosed()) {
-            awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
-            int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
-            if (rc != 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
-                        "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
-            }
-        }
-    }
-
-    /**
-     * The watchdog's monitor found the watchdog's thread stuck ({@link WatchdogMonitor}): the failure becomes this
-     * communicator's and its streams', as {@link #failedByWatchdog} makes it under {@link FailurePolicy#RECOVER}:
-     * closed for calls and kept, not aborted (the stuck thread may be inside an NCCL call on it), so that
-     * {@link #abort()}, {@link #close()}, {@link #shrink} or {@link #recover} can follow. The lifecycle lock is not
-     * taken (the stuck thread may hold it); closed and kept are set together under this object's monitor, where
-     * {@code markClosed()} sets closed, so that close() sees them both or neither.
-     *
-     * @return false when the communicator was already closed (closed, aborted or failed): nothing changed
-     */
-    boolean failedByMonitor(CommunicatorFailedException f) {
-        synchronized (this) {
-            if (!markClosed()) {
-                return false;
-            }
-            failure = f;
-            kept = true;   // close() and abort() abort it
-        }
-        releaseWaiters(f);
-        return true;
-    }
-
-    /** The settings this communicator is watched and recorded with. */
-    Watchdog.Settings watchdogSettings() {
-        return settings;
-    }
-
-    /** Every thread waiting on a stream this communicator used throws {@code f}. */
-    private void releaseWaiters(CommunicatorFailedException f) {
-        for (Stream s : streams) {
-            s.failed(f);
-        }
     }
 
     /**
@@ -1216,24 +890,11 @@ public final class Communicator implements AutoCloseable {
      * @return the failure (the watchdog's own instance), or null while the communicator is healthy
      */
     public CommunicatorFailedException failure() {
-        CommunicatorFailedException f = failure;
+        CommunicatorFailedException f = health.failure;
         if (f != null) {
             f.told();   // the program has seen it (LeftBehind)
         }
         return f;
-    }
-
-    /** The watchdog's failure, if any, for nccl4j's own look at it (the program is not told by it). */
-    CommunicatorFailedException recordedFailure() {
-        return failure;
-    }
-
-    /** The program closes or aborts this communicator: it needs no telling of its failure any more. */
-    private void failureAcknowledged() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            f.told();
-        }
     }
 
     /**
@@ -1250,7 +911,7 @@ public final class Communicator implements AutoCloseable {
         if (dir == null) {
             throw Errors.nullArgument("dir");
         }
-        return writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
     }
 
     /**
@@ -1261,39 +922,7 @@ public final class Communicator implements AutoCloseable {
      * @throws IOException when the directory or file cannot be written
      */
     public Path dumpTrace() throws IOException {
-        return writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
-    }
-
-    /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
-    Path writeTrace(String reason, String failureText, Path dir) throws IOException {
-        FlightRecorder r = recorder;
-        if (r == null) {
-            throw new IllegalStateException("this Communicator (rank " + rank + ") has no flight recorder: it was "
-                    + "made with traceBuffer(0)");
-        }
-        TraceDump dump = TraceDump.capture(r, rank, size, settings.commName(), library.version(), reason,
-                failureText);
-        Thread issuer = ledger.issuer();
-        if (issuer != null) {   // where the thread that issues its operations is: NCCL, CUDA, nccl4j or its own code
-            TraceDump.ThreadStack stack = TraceDump.ThreadStack.of(issuer);
-            if (issuer == Thread.currentThread()) {   // it writes this dump itself: where it was, not the writing
-                List<String> frames = stack.frames();
-                int from = 0;
-                for (int i = 0; i < frames.size(); i++) {
-                    String f = frames.get(i);
-                    if (f.contains("org.nccl4j.Communicator.writeTrace(")
-                            || f.contains("org.nccl4j.Departing.recordDeparture(")) {
-                        from = i + 1;
-                    }
-                }
-                stack = new TraceDump.ThreadStack(stack.name(), stack.id(), stack.state(),
-                        frames.subList(from, frames.size()));
-            }
-            dump = dump.withThreads(List.of(stack));
-        }
-        Path file = dump.write(dir == null ? settings.traceDir() : dir);
-        traceDumped = true;
-        return file;
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
     }
 
     // ------------------------------------------------------------------ all-reduce
@@ -1847,16 +1476,17 @@ public final class Communicator implements AutoCloseable {
             checkOp(op, type);
             redOp = op.code();
         }
+        CollectiveCheck check = health.check;
         if (check != null && !c.pointToPoint) {
             check.agree(c.operation, count, type, redOp, root, stream);
         }
         int t = type.code();
         long s = stream.handle();
         int status;
-        IN_CALL.setVolatile(this, 1);   // then the open check: a teardown either sees this call or this call sees it
+        health.enterCall();   // then the open check: a teardown either sees this call or this call sees it
         try {
-            if (closed) {
-                throw closedError();
+            if (health.closed) {
+                throw health.closedError();
             }
             status = switch (c) {
                 case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
@@ -1874,14 +1504,14 @@ public final class Communicator implements AutoCloseable {
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };
         } finally {
-            IN_CALL.setRelease(this, 0);
+            health.leaveCall();
         }
         long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
                 stream);
         if (c.pointToPoint || !fingerprinted) {
-            ledger.sawIssuer();
+            health.ledger.sawIssuer();
         } else {
-            ledger.issued(c.operation.code(), count, t, redOp, root, traced);
+            health.ledger.issued(c.operation.code(), count, t, redOp, root, traced);
         }
     }
 
@@ -1946,30 +1576,16 @@ public final class Communicator implements AutoCloseable {
     private void groupEnd(int rc, NcclFunction last) {
         RuntimeException failure = null;
         if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !blocking)) {
-            failure = Errors.failure(rc, last, this);
+            failure = Errors.failure(rc, last, health);
         }
         int end = Nccl.groupEndStatus();
         if (failure != null) {
             throw failure;
         }
-        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
+        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, health);
     }
 
     // ------------------------------------------------------------------ teardown
-
-    /** Marks this communicator closed, once; false if it already was (as Netty's FileDescriptor.markClosed). */
-    private boolean markClosed() {
-        synchronized (this) {
-            if (closed) {
-                return false;
-            }
-            closed = true;
-        }
-        NcclLog.unregister(handle);
-        leak.closed();
-        return true;
-    }
-
 
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
@@ -1978,70 +1594,37 @@ public final class Communicator implements AutoCloseable {
      * never issued, or one it cancelled, fails within about a second ({@link PeerDepartedException}).
      */
     public void abort() {
-        failureAcknowledged();
-        if (check != null) {
-            check.release();
+        Watched h = health;
+        h.failureAcknowledged();
+        if (h.check != null) {
+            h.check.release();
         }
-        Liveness l = liveness;
-        if (l != null && !closed) {
-            long last = ledger.last();
-            l.depart(Departures.Kind.ABORT, generation, last, ledger.describe(last), null);
-            Departing.recordDeparture(this, "aborted its communicator after " + ledger.describe(last));
+        Liveness l = h.liveness;
+        if (l != null && !h.closed) {
+            long last = h.ledger.last();
+            l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), null);
+            Departing.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
         }
-        leaveLiveness();
-        lifecycle.lock();
+        h.leaveLiveness();
+        h.lifecycle.lock();
         try {
             abort0();
         } finally {
-            lifecycle.unlock();
+            h.lifecycle.unlock();
         }
-    }
-
-    /**
-     * After {@link #markClosed}: waits until no thread is inside an enqueueing NCCL call on this communicator, so
-     * that {@code what} (an abort, a finalize) does not free what the call uses. Such a call takes microseconds; one
-     * that has not left after 2 s is stuck (making connections to a peer that is gone, say), and only the abort can
-     * end it: then {@code what} goes ahead, with a warning.
-     */
-    private void awaitCallsLeft(String what) {
-        long end = System.nanoTime() + CALL_LEAVE_NANOS;
-        while ((int) IN_CALL.getVolatile(this) != 0) {
-            if (System.nanoTime() - end >= 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: a thread has been inside an NCCL "
-                        + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
-                        what);
-                return;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
-        }
-    }
-
-    /** Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}). */
-    private static int tearDown(java.util.function.IntSupplier call) {
-        TEARDOWNS.incrementAndGet();
-        try {
-            return call.getAsInt();
-        } finally {
-            TEARDOWNS.decrementAndGet();
-        }
-    }
-
-    /** @return how many NCCL teardown calls are under way in this process */
-    static int teardownsUnderWay() {
-        return TEARDOWNS.get();
     }
 
     /** The abort itself; the lifecycle lock is held. */
     private void abort0() {
-        if (!markClosed() && !kept) {
+        if (!health.markClosed() && !health.kept) {
             return;
         }
-        kept = false;
-        if (recorder != null) {
-            Watchdog.instance().forget(this);
+        health.kept = false;
+        if (health.recorder != null) {
+            Watchdog.instance().forget(health);
         }
-        awaitCallsLeft("ncclCommAbort");
-        Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
+        health.awaitCallsLeft("ncclCommAbort");
+        Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
     }
 
     /**
@@ -2060,20 +1643,21 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        failureAcknowledged();
-        if (check != null) {
-            check.release();
+        Watched h = health;
+        h.failureAcknowledged();
+        if (h.check != null) {
+            h.check.release();
         }
         java.time.Duration deadline = Teardown.timeout();
-        Liveness l = liveness;
+        Liveness l = h.liveness;
         String abortBecause = null;
-        if (l != null && !closed) {
-            abortBecause = Teardown.awaitPeers(this, l, deadline);
+        if (l != null && !h.closed) {
+            abortBecause = Teardown.awaitPeers(h, l, deadline);
         }
-        leaveLiveness();
-        lifecycle.lock();
+        h.leaveLiveness();
+        h.lifecycle.lock();
         try {
-            if (abortBecause != null && !closed) {
+            if (abortBecause != null && !h.closed) {
                 org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Communicator.class);
                 if (abortBecause.startsWith("the ranks' collectives differ")) {
                     log.error("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
@@ -2082,77 +1666,40 @@ public final class Communicator implements AutoCloseable {
                     log.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
                             abortBecause);
                 }
-                Departing.recordDeparture(this, "closed its communicator after " + ledger.describe(ledger.last())
-                        + " and aborted it: "
-                        + abortBecause);
+                Departing.recordDeparture(h, "closed its communicator after " + h.ledger.describe(h.ledger.last())
+                        + " and aborted it: " + abortBecause);
                 abort0();
-            } else if (kept || closed) {
+            } else if (h.kept || h.closed) {
                 close0();
             } else {
-                Teardown.bounded(this::close0, deadline, this, library.has(NcclFunction.ncclCommFinalize)
+                Teardown.bounded(this::close0, deadline, h, library.has(NcclFunction.ncclCommFinalize)
                         ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy");
             }
         } finally {
-            lifecycle.unlock();
-        }
-    }
-
-    /** The channel lingers a moment for this rank's cause, then closes (see {@link Liveness#leave()}). */
-    private void leaveLiveness() {
-        Liveness l = liveness;
-        if (l != null) {
-            liveness = null;
-            l.leave();
-        }
-    }
-
-    /**
-     * The process is ending ({@link Farewell}): aborts this communicator unless a thread is closing or aborting it
-     * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
-     * its enqueueing call.
-     */
-    void abortAtExit(String cause) {
-        boolean locked = false;
-        try {
-            locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (!locked) {
-            return;
-        }
-        try {
-            closedAtExit = "the process is exiting (" + cause + ") and aborted it";
-            if (markClosed() || kept) {
-                kept = false;
-                awaitCallsLeft("ncclCommAbort at exit");
-                Watchdog.instance().forget(this);
-                tearDown(() -> NcclNative.ncclCommAbort(handle));
-            }
-        } finally {
-            lifecycle.unlock();
+            h.lifecycle.unlock();
         }
     }
 
     private void close0() {
-        boolean first = markClosed();   // before kept is read: the monitor sets closed and kept together
-        if (kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
-            kept = false;
-            Watchdog.instance().forget(this);
-            awaitCallsLeft("ncclCommAbort");
-            Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
+        Watched h = health;
+        boolean first = h.markClosed();   // before kept is read: the monitor sets closed and kept together
+        if (h.kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
+            h.kept = false;
+            Watchdog.instance().forget(h);
+            h.awaitCallsLeft("ncclCommAbort");
+            Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
             return;
         }
         if (!first) {
             return;
         }
-        if (recorder != null) {
-            Watchdog.instance().forget(this);
+        if (h.recorder != null) {
+            Watchdog.instance().forget(h);
         }
-        awaitCallsLeft("ncclCommFinalize");
+        h.awaitCallsLeft("ncclCommFinalize");
         RuntimeException error = null;
         if (library.has(NcclFunction.ncclCommFinalize)) {
-            int rc = tearDown(() -> {
+            int rc = Watched.tearDown(() -> {
                 int r = NcclNative.ncclCommFinalize(handle);
                 return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(handle) : r;
             });
@@ -2160,7 +1707,7 @@ public final class Communicator implements AutoCloseable {
                 error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
             }
         }
-        int rc = tearDown(() -> NcclNative.ncclCommDestroy(handle));
+        int rc = Watched.tearDown(() -> NcclNative.ncclCommDestroy(handle));
         if (rc != 0 && error == null) {
             error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
         }
@@ -2169,8 +1716,37 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /** The program's observer and failure listener, called with this communicator (see {@link Watched.Hooks}). */
+    private final class Hooks implements Watched.Hooks {
+        @Override
+        public boolean observed() {
+            return observer != null;
+        }
+
+        @Override
+        public void completed(long from, long to, long nowNanos) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.completed(Communicator.this, from, to, nowNanos);
+            }
+        }
+
+        @Override
+        public void failed(CommunicatorFailedException f) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.failed(Communicator.this, f);
+            }
+        }
+
+        @Override
+        public void tell(FailureListener listener, CommunicatorFailedException f) {
+            listener.onFailure(Communicator.this, f);
+        }
+    }
+
     @Override
     public String toString() {
-        return "Communicator[rank " + rank + " of " + size + ", device " + device + (closed ? ", closed" : "") + "]";
+        return health.toString();
     }
 }

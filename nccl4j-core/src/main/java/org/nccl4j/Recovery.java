@@ -28,7 +28,7 @@ final class Recovery {
         if (config != null) {
             config.requireSupportedBy(c.library());
         }
-        int flags = c.recordedFailure() != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
+        int flags = c.health().failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
         long[] out = new long[1];
         int[] excluded = excludedRanks.clone();
         long handle = c.nativeHandle();
@@ -50,27 +50,27 @@ final class Recovery {
         UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
                 .exchange(() -> UniqueId.generate().toBytes()));
         Communicator made = Communicator.create(newRank, newSize, id, c.device(), config != null ? config : c.config());
-        made.recovered(made.config(), c.generationForChannel() + 1);
+        made.recovered(made.config(), c.health().generation + 1);
         return made;
     }
 
     static Communicator recover(Communicator c, CommConfig config, int... excludedRanks) {
         Communicator made = recover0(c, config, excludedRanks);
-        Liveness l = c.detachChannel();
+        Liveness l = c.health().detachChannel();
         if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
             l.renumber(excludedRanks);
-            made.attachChannel(l);
+            made.health().attachChannel(l);
         }
         return made;
     }
 
     private static Communicator recover0(Communicator c, CommConfig config, int... excludedRanks) {
         NcclLibrary library = c.library();
-        boolean broken = c.recordedFailure() != null || c.isClosed() || reportedBroken(c);
+        boolean broken = c.health().failure != null || c.isClosed() || reportedBroken(c);
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
                 Communicator made = shrink(c, config, excludedRanks);
-                made.recovered(config != null ? config : c.config(), c.generationForChannel() + 1);
+                made.recovered(config != null ? config : c.config(), c.health().generation + 1);
                 return made;
             } catch (NcclException e) {
                 if (e.result() != NcclResult.REMOTE_ERROR) {
@@ -81,7 +81,7 @@ final class Recovery {
                         c.rank(), c.size(), e.ncclName());
             }
         }
-        return reform(c, recoveryRoute(c, c.generationForChannel() + 1, excludedRanks), config, excludedRanks);
+        return reform(c, recoveryRoute(c, c.health().generation + 1, excludedRanks), config, excludedRanks);
     }
 
     /**
@@ -102,7 +102,7 @@ final class Recovery {
                     + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
                     + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
         }
-        Liveness l = c.liveness();
+        Liveness l = c.health().liveness;
         if (l != null) {
             int lowest = 0;
             while (contains(excludedRanks, lowest)) {
@@ -179,14 +179,14 @@ final class Recovery {
         if (rc == Errors.IN_PROGRESS) {
             rc = InitDeadline.waitWhileInProgress(c.nativeHandle());
         }
-        Errors.check(rc, NcclFunction.ncclCommRevoke, c);
+        Errors.check(rc, NcclFunction.ncclCommRevoke, c.health());
     }
 
     static UniqueId growId(Communicator c) {
         c.ensureOpen();
         c.requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
         byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId, c);
+        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId, c.health());
         return UniqueId.of(id);
     }
 

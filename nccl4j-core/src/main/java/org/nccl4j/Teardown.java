@@ -58,10 +58,10 @@ final class Teardown {
      *
      * @return null to finalize, else why to abort instead (one phrase, for the log)
      */
-    static String awaitPeers(Communicator c, Liveness l, Duration timeout) {
-        Ledger ledger = c.ledger();
+    static String awaitPeers(Watched c, Liveness l, Duration timeout) {
+        Ledger ledger = c.ledger;
         long last = ledger.last();
-        int gen = c.generationForChannel();
+        int gen = c.generation;
         if (l.departed()) {
             return "it had already told its peers that it failed";
         }
@@ -87,8 +87,8 @@ final class Teardown {
         }
     }
 
-    private static String reasonToAbort(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
-        if (c.recordedFailure() != null) {
+    private static String reasonToAbort(Watched c, Liveness l, Departures d, int gen, long last, int self) {
+        if (c.failure != null) {
             return "its communicator failed";
         }
         if (l.anyLost()) {
@@ -135,7 +135,7 @@ final class Teardown {
                 + "every rank's flight record to see where)";
     }
 
-    private static boolean everyPeerClosing(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
+    private static boolean everyPeerClosing(Watched c, Liveness l, Departures d, int gen, long last, int self) {
         Map<Integer, Departures.Departure> of = d.of(gen);
         int closing = 0;
         for (Departures.Departure p : of.values()) {
@@ -143,7 +143,7 @@ final class Teardown {
                 closing++;
             }
         }
-        return closing >= c.size() - 1;
+        return closing >= c.size - 1;
     }
 
     /**
@@ -151,7 +151,7 @@ final class Teardown {
      *
      * @throws CloseTimeoutException when it has not returned by then (it goes on in the background)
      */
-    static void bounded(Runnable call, Duration timeout, Communicator c, String what) {
+    static void bounded(Runnable call, Duration timeout, Watched c, String what) {
         RuntimeException[] thrown = new RuntimeException[1];
         Thread t = Bounded.run("nccl4j-close", timeout.toMillis(), () -> {
             try {
