@@ -66,7 +66,7 @@ public final class Communicator implements AutoCloseable {
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
     private boolean fingerprinted = true;
 
-    private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
+    private Communicator(long handle, int device, boolean blocking, WatchSettings settings) {
         this.library = NcclLibrary.load();
         this.handle = handle;
         this.blocking = blocking;
@@ -161,7 +161,7 @@ public final class Communicator implements AutoCloseable {
         if (config != null) {
             config.requireSupportedBy(lib);
         }
-        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         Cuda.setDevice(device);
         long[] out = new long[1];
         int rc;
@@ -185,7 +185,7 @@ public final class Communicator implements AutoCloseable {
      * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
      * leaving it alive with no owner.
      */
-    static Communicator adopt(long handle, int device, boolean blocking, Watchdog.Settings settings) {
+    static Communicator adopt(long handle, int device, boolean blocking, WatchSettings settings) {
         try {
             return new Communicator(handle, device, blocking, settings);
         } catch (RuntimeException | Error e) {
@@ -274,7 +274,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         Nccl.library();
-        Watchdog.Settings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
+        WatchSettings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
         if (rc != 0) {
@@ -352,7 +352,7 @@ public final class Communicator implements AutoCloseable {
         if (made == 0) {
             return null;
         }
-        Watchdog.Settings childSettings = config == null ? health.settings
+        WatchSettings childSettings = config == null ? health.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         return adopt(made, device, childBlocking, childSettings);
     }

@@ -186,7 +186,8 @@ final class Recovery {
         c.ensureOpen();
         c.requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
         byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId, c.health());
+        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId,
+                c.health());
         return UniqueId.of(id);
     }
 
@@ -221,7 +222,7 @@ final class Recovery {
         if (!lib.has(NcclFunction.ncclCommGrow)) {
             throw Communicator.unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
         }
-        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         Cuda.setDevice(device);
         long[] out = new long[1];
         int rc = config == null ? NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, null, null, null)

@@ -51,22 +51,6 @@ final class Watchdog implements Runnable {
     /** At most this many markers of one communicator are outstanding. */
     private static final int MAX_MARKERS = 16;
 
-    /**
-     * A communicator's watchdog settings, resolved from {@link WatchdogConfig} and {@link CommConfig}.
-     *
-     * @param enabled whether the communicator is watched
-     * @param timeout the age at which a pending operation is declared hung
-     * @param policy what happens after a failure
-     * @param listener the listener of {@link FailurePolicy#CALLBACK}, or null
-     * @param traceBuffer operations kept by the flight recorder; 0 for none (watchdog off only)
-     * @param traceDir where traces are written
-     * @param checkCollectives whether collectives compare their arguments across ranks first
-     * @param commName the communicator's name, or null
-     */
-    record Settings(boolean enabled, Duration timeout, FailurePolicy policy, FailureListener listener,
-            int traceBuffer, Path traceDir, boolean checkCollectives, String commName) {
-    }
-
     private static volatile Watchdog instance;
 
     private final List<Watch> watches = new CopyOnWriteArrayList<>();
@@ -105,7 +89,7 @@ final class Watchdog implements Runnable {
     }
 
     /** Watches {@code comm} with {@code settings} until it is closed or fails. */
-    void watch(Watched comm, Settings settings) {
+    void watch(Watched comm, WatchSettings settings) {
         watches.add(new Watch(comm, settings));
         LockSupport.unpark(thread);
     }
@@ -214,7 +198,7 @@ final class Watchdog implements Runnable {
         final java.lang.ref.WeakReference<Watched> ref;
         /** The communicator during one poll; null between polls. */
         Watched comm;
-        final Settings settings;
+        final WatchSettings settings;
         final FlightRecorder recorder;
         final long timeoutNanos;
         /** When the watch began (the communicator's creation): its last issue when it never issued. */
@@ -229,7 +213,7 @@ final class Watchdog implements Runnable {
         final CudaBackend cuda = Cuda.backend();
         long markedUpTo;
 
-        Watch(Watched comm, Settings settings) {
+        Watch(Watched comm, WatchSettings settings) {
             this.ref = new java.lang.ref.WeakReference<>(comm);
             this.settings = settings;
             this.recorder = comm.recorder;

@@ -174,7 +174,7 @@ final class WatchdogMonitor implements Runnable {
 
     /** Makes the monitor's failure {@code c}'s, tells its observer and calls its listener. */
     private void fail(Watched c, Path trace, Duration stuckFor, String where, String verdict, long now) {
-        Watchdog.Settings s = c.settings;
+        WatchSettings s = c.settings;
         FlightRecorder r = c.recorder;
         long seq = r == null ? 0 : r.oldestPending();
         TraceEntry e = seq > 0 ? r.entry(seq) : null;

@@ -56,6 +56,8 @@ final class Watched implements Stream.User, Errors.Source {
         }
     }
 
+    /** The logger of what it reports: the Communicator's, as before it had its own class. */
+    private static final String COMMUNICATOR_LOG = "org.nccl4j.Communicator";
     /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
     private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -73,7 +75,7 @@ final class Watched implements Stream.User, Errors.Source {
     private Hooks hooks;
 
     /** The settings this communicator is watched and recorded with. */
-    final Watchdog.Settings settings;
+    final WatchSettings settings;
     /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
     final FlightRecorder recorder;
     /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
@@ -119,7 +121,7 @@ final class Watched implements Stream.User, Errors.Source {
     /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
     final CollectiveCheck check;
 
-    Watched(long handle, int rank, int size, int device, boolean blocking, Watchdog.Settings settings,
+    Watched(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
             String ncclVersion, Leaks.Token leak, Hooks hooks) {
         this.handle = handle;
         this.rank = rank;
@@ -338,7 +340,7 @@ final class Watched implements Stream.User, Errors.Source {
             awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
             int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
             if (rc != 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
+                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn(
                         "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
             }
         }
@@ -474,7 +476,7 @@ final class Watched implements Stream.User, Errors.Source {
         long end = System.nanoTime() + CALL_LEAVE_NANOS;
         while ((int) IN_CALL.getVolatile(this) != 0) {
             if (System.nanoTime() - end >= 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: a thread has been inside an NCCL "
+                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: a thread has been inside an NCCL "
                         + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
                         what);
                 return;

@@ -790,13 +790,14 @@ public final class LaunchInfo {
     }
 
     /**
-     * Where rank 0 is, read from this process's live environment as NCCL sees it
-     * ({@code getenv}, which sees variables set after the JVM started): {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing), or, without
-     * {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun). The one place nccl4j reads
-     * {@code MASTER_ADDR} outside {@link #detect}: for the liveness channel's address and a recovery's rendezvous.
+     * Where rank 0 is, read from this process's live environment as NCCL sees it ({@code getenv}, which sees
+     * variables set after the JVM started): {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing),
+     * or, without {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun). The one place nccl4j reads
+     * {@code MASTER_ADDR} besides {@link #detect}: for the liveness channel's address and a recovery's rendezvous.
      *
      * @return {@code {host, port}} with the host trimmed and the port as set (null when missing), or null when
-     *         neither variable is set or {@code NCCL_COMM_ID} does not parse (the rendezvous refuses it, naming the fix)
+     *         neither variable is set or {@code NCCL_COMM_ID} does not parse (the rendezvous refuses it, naming the
+     *         fix)
      */
     public static String[] rankZeroAddress() {
         String host = NcclNative.getenv("MASTER_ADDR");
