@@ -229,27 +229,6 @@ public final class Communicator implements AutoCloseable {
         return Bootstrap.fromEnvironment(config);
     }
 
-    /**
-     * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
-     * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
-     * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
-     * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
-     * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
-     * out of {@link #recover}. Known through the
-     * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
-     *
-     * @param settle how long no new loss must be reported, e.g. half a second
-     * @return the lost ranks, sorted; empty when none is known or there is no liveness channel
-     * @throws IllegalArgumentException when settle is null or negative
-     */
-    public int[] lostRanks(java.time.Duration settle) {
-        if (settle == null || settle.isNegative()) {
-            throw Errors.argument("settle must be zero or longer, got " + settle);
-        }
-        Liveness l = health.liveness;
-        return l == null ? new int[0] : l.goneOnceSettled(settle);
-    }
-
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
     public static final String RENDEZVOUS_FILE_VARIABLE = Rendezvous.FILE_VARIABLE;
 
@@ -501,18 +480,6 @@ public final class Communicator implements AutoCloseable {
         return Recovery.join(newSize, rank, id, device, config);
     }
 
-    void requireFunction(NcclFunction fn, String api) {
-        if (!library.has(fn)) {
-            throw unsupported(api, fn, library);
-        }
-    }
-
-    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
-        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
-                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
-                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
-    }
-
     // ------------------------------------------------------------------ queries
 
     /** @return this rank ({@code ncclCommUserRank}) */
@@ -638,6 +605,70 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    // ---------------------------------------------------------- health: the watchdog's and the channel's findings
+
+    /**
+     * The failure the watchdog found on this communicator, if any.
+     *
+     * @return the failure (the watchdog's own instance), or null while the communicator is healthy
+     */
+    public CommunicatorFailedException failure() {
+        CommunicatorFailedException f = health.failure;
+        if (f != null) {
+            f.told();   // the program has seen it (LeftBehind)
+        }
+        return f;
+    }
+
+    /**
+     * Writes this communicator's flight record (the last operations it enqueued, with their state) as one JSON file
+     * into {@code dir}: {@code nccl4j-trace-rank<R>-<host>-<pid>.json} (see {@link org.nccl4j.trace}). For
+     * {@code scripts/nccl4j-trace}, which compares the files of every rank.
+     *
+     * @param dir the directory, created when missing
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     * @throws IllegalStateException when the communicator records nothing ({@code traceBuffer(0)})
+     */
+    public Path dumpTrace(Path dir) throws IOException {
+        if (dir == null) {
+            throw Errors.nullArgument("dir");
+        }
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
+    }
+
+    /**
+     * {@link #dumpTrace(Path)} into the trace directory ({@code NCCL4J_TRACE_DIR}, by default
+     * {@code ${java.io.tmpdir}/nccl4j-trace}).
+     *
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     */
+    public Path dumpTrace() throws IOException {
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
+    }
+
+    /**
+     * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
+     * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
+     * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
+     * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
+     * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
+     * out of {@link #recover}. Known through the
+     * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
+     *
+     * @param settle how long no new loss must be reported, e.g. half a second
+     * @return the lost ranks, sorted; empty when none is known or there is no liveness channel
+     * @throws IllegalArgumentException when settle is null or negative
+     */
+    public int[] lostRanks(java.time.Duration settle) {
+        if (settle == null || settle.isNegative()) {
+            throw Errors.argument("settle must be zero or longer, got " + settle);
+        }
+        Liveness l = health.liveness;
+        return l == null ? new int[0] : l.goneOnceSettled(settle);
+    }
+
     // ------------------------------------------------------------------ reduction operators
 
     /**
@@ -751,7 +782,7 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ checks (cold paths out of line)
+    // ------------------------------------------------------------------ argument checks (cold paths out of line)
 
     void ensureOpen() {
         if (health.closed) {
@@ -764,6 +795,18 @@ public final class Communicator implements AutoCloseable {
         if (health.closed && !health.kept) {
             throw health.closedError();
         }
+    }
+
+    void requireFunction(NcclFunction fn, String api) {
+        if (!library.has(fn)) {
+            throw unsupported(api, fn, library);
+        }
+    }
+
+    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
+        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
+                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
+                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
     }
 
     private void checkType(DataType type) {
@@ -864,65 +907,6 @@ public final class Communicator implements AutoCloseable {
                     + size + " ranks");
         }
         return total / size;
-    }
-
-    /**
-     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
-     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
-     */
-    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
-            int reduceOp, int peer, long bytes, Stream stream) {
-        if (status != 0) {
-            Errors.checkEnqueued(status, fn, health);
-        }
-        long seq = ++health.sequence;
-        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
-        OperationObserver o = observer;
-        if (o != null) {
-            o.enqueued(this, seq, fn, bytes, stream.handle());
-        }
-        return traced;
-    }
-
-    /**
-     * The failure the watchdog found on this communicator, if any.
-     *
-     * @return the failure (the watchdog's own instance), or null while the communicator is healthy
-     */
-    public CommunicatorFailedException failure() {
-        CommunicatorFailedException f = health.failure;
-        if (f != null) {
-            f.told();   // the program has seen it (LeftBehind)
-        }
-        return f;
-    }
-
-    /**
-     * Writes this communicator's flight record (the last operations it enqueued, with their state) as one JSON file
-     * into {@code dir}: {@code nccl4j-trace-rank<R>-<host>-<pid>.json} (see {@link org.nccl4j.trace}). For
-     * {@code scripts/nccl4j-trace}, which compares the files of every rank.
-     *
-     * @param dir the directory, created when missing
-     * @return the file written
-     * @throws IOException when the directory or file cannot be written
-     * @throws IllegalStateException when the communicator records nothing ({@code traceBuffer(0)})
-     */
-    public Path dumpTrace(Path dir) throws IOException {
-        if (dir == null) {
-            throw Errors.nullArgument("dir");
-        }
-        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
-    }
-
-    /**
-     * {@link #dumpTrace(Path)} into the trace directory ({@code NCCL4J_TRACE_DIR}, by default
-     * {@code ${java.io.tmpdir}/nccl4j-trace}).
-     *
-     * @return the file written
-     * @throws IOException when the directory or file cannot be written
-     */
-    public Path dumpTrace() throws IOException {
-        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
     }
 
     // ------------------------------------------------------------------ all-reduce
@@ -1495,11 +1479,11 @@ public final class Communicator implements AutoCloseable {
                 case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
                 case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
                 case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
-                        : composedAlltoAll(send, recv, count, type, s);
+                        : Composed.alltoAll(health, send, recv, count, type, s);
                 case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
-                        : composedGather(send, recv, count, type, root, s);
+                        : Composed.gather(health, send, recv, count, type, root, s);
                 case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
-                        : composedScatter(send, recv, count, type, root, s);
+                        : Composed.scatter(health, send, recv, count, type, root, s);
                 case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };
@@ -1515,74 +1499,22 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
-    private int composedAlltoAll(long send, long recv, long count, DataType type, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        for (int peer = 0; peer < size && rc == 0; peer++) {
-            last = NcclFunction.ncclSend;
-            rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
-            if (rc == 0) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        groupEnd(rc, last);
-        return 0;
-    }
-
-    /** ncclGather before NCCL 2.28: every rank sends to the root, which receives a block from each, in one group. */
-    private int composedGather(long send, long recv, long count, DataType type, int root, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        NcclFunction last = NcclFunction.ncclSend;
-        int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream);
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        groupEnd(rc, last);
-        return 0;
-    }
-
-    /** ncclScatter before NCCL 2.28: the root sends a block to every rank, each receives its own, in one group. */
-    private int composedScatter(long send, long recv, long count, DataType type, int root, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        if (rc == 0) {
-            last = NcclFunction.ncclRecv;
-            rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream);
-        }
-        groupEnd(rc, last);
-        return 0;
-    }
-
     /**
-     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
-     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
-     * before ncclGroupEnd can replace it, and the group is ended all the same.
+     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
+     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
      */
-    private void groupEnd(int rc, NcclFunction last) {
-        RuntimeException failure = null;
-        if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !blocking)) {
-            failure = Errors.failure(rc, last, health);
+    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
+            int reduceOp, int peer, long bytes, Stream stream) {
+        if (status != 0) {
+            Errors.checkEnqueued(status, fn, health);
         }
-        int end = Nccl.groupEndStatus();
-        if (failure != null) {
-            throw failure;
+        long seq = ++health.sequence;
+        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
+        OperationObserver o = observer;
+        if (o != null) {
+            o.enqueued(this, seq, fn, bytes, stream.handle());
         }
-        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, health);
+        return traced;
     }
 
     // ------------------------------------------------------------------ teardown
@@ -1594,37 +1526,7 @@ public final class Communicator implements AutoCloseable {
      * never issued, or one it cancelled, fails within about a second ({@link PeerDepartedException}).
      */
     public void abort() {
-        Watched h = health;
-        h.failureAcknowledged();
-        if (h.check != null) {
-            h.check.release();
-        }
-        Liveness l = h.liveness;
-        if (l != null && !h.closed) {
-            long last = h.ledger.last();
-            l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), null);
-            Departing.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
-        }
-        h.leaveLiveness();
-        h.lifecycle.lock();
-        try {
-            abort0();
-        } finally {
-            h.lifecycle.unlock();
-        }
-    }
-
-    /** The abort itself; the lifecycle lock is held. */
-    private void abort0() {
-        if (!health.markClosed() && !health.kept) {
-            return;
-        }
-        health.kept = false;
-        if (health.recorder != null) {
-            Watchdog.instance().forget(health);
-        }
-        health.awaitCallsLeft("ncclCommAbort");
-        Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
+        Teardown.abort(health);
     }
 
     /**
@@ -1643,77 +1545,7 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        Watched h = health;
-        h.failureAcknowledged();
-        if (h.check != null) {
-            h.check.release();
-        }
-        java.time.Duration deadline = Teardown.timeout();
-        Liveness l = h.liveness;
-        String abortBecause = null;
-        if (l != null && !h.closed) {
-            abortBecause = Teardown.awaitPeers(h, l, deadline);
-        }
-        h.leaveLiveness();
-        h.lifecycle.lock();
-        try {
-            if (abortBecause != null && !h.closed) {
-                org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Communicator.class);
-                if (abortBecause.startsWith("the ranks' collectives differ")) {
-                    log.error("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
-                            abortBecause);
-                } else {
-                    log.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
-                            abortBecause);
-                }
-                Departing.recordDeparture(h, "closed its communicator after " + h.ledger.describe(h.ledger.last())
-                        + " and aborted it: " + abortBecause);
-                abort0();
-            } else if (h.kept || h.closed) {
-                close0();
-            } else {
-                Teardown.bounded(this::close0, deadline, h, library.has(NcclFunction.ncclCommFinalize)
-                        ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy");
-            }
-        } finally {
-            h.lifecycle.unlock();
-        }
-    }
-
-    private void close0() {
-        Watched h = health;
-        boolean first = h.markClosed();   // before kept is read: the monitor sets closed and kept together
-        if (h.kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
-            h.kept = false;
-            Watchdog.instance().forget(h);
-            h.awaitCallsLeft("ncclCommAbort");
-            Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
-            return;
-        }
-        if (!first) {
-            return;
-        }
-        if (h.recorder != null) {
-            Watchdog.instance().forget(h);
-        }
-        h.awaitCallsLeft("ncclCommFinalize");
-        RuntimeException error = null;
-        if (library.has(NcclFunction.ncclCommFinalize)) {
-            int rc = Watched.tearDown(() -> {
-                int r = NcclNative.ncclCommFinalize(handle);
-                return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(handle) : r;
-            });
-            if (rc != 0) {
-                error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
-            }
-        }
-        int rc = Watched.tearDown(() -> NcclNative.ncclCommDestroy(handle));
-        if (rc != 0 && error == null) {
-            error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
-        }
-        if (error != null) {
-            throw error;
-        }
+        Teardown.close(health, library.has(NcclFunction.ncclCommFinalize));
     }
 
     /** The program's observer and failure listener, called with this communicator (see {@link Watched.Hooks}). */

@@ -67,10 +67,10 @@
  *       collectives), {@code Ledger} (a communicator's collectives, numbered and fingerprinted),
  *       {@code Agreement} (rank 0's comparison of the fingerprints), {@code Departing} (telling and recording a
  *       departure).</li>
- *   <li>The end of a communicator or a process: {@code Teardown} (finalize only when every rank closes after the
- *       same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught exceptions and the exit
- *       told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon thread waited for at most a
- *       given time).</li>
+ *   <li>The end of a communicator or a process: {@code Teardown} (close and abort: finalize only when every rank
+ *       closes after the same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught
+ *       exceptions and the exit told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon
+ *       thread waited for at most a given time).</li>
  *   <li>{@link org.nccl4j.OperationObserver}: the hook through which {@link org.nccl4j.diagnostics.NcclMetrics}
  *       sees operations. {@link org.nccl4j.NcclLog} routes NCCL's own log lines into SLF4J.</li>
  * </ul>
@@ -83,9 +83,11 @@
  *       with its backends, {@code Stream}, {@code Event}, {@code CudaGraph}, {@code DeviceBuffer};</li>
  *   <li>a communicator's health: {@code Watched}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
  *       {@code Ledger}, {@code Departures}, {@code Agreement}, {@code Liveness}, {@code Departing},
- *       {@code Teardown}, {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
- *   <li>the watchdog: {@code Watchdog}, {@code WatchdogMonitor};</li>
- *   <li>{@code Communicator};</li>
+ *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
+ *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
+ *       {@code Teardown};</li>
+ *   <li>{@code Communicator}, with {@code Composed} (all-to-all, gather and scatter from sends and receives, for an
+ *       NCCL older than 2.28);</li>
  *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
  *       {@link org.nccl4j.GradientBuckets}.</li>
  * </ol>
