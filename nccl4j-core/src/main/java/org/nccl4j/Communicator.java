@@ -46,9 +46,6 @@ public final class Communicator implements AutoCloseable {
     /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
     public static final int NO_COLOR = -1;
 
-    /** The fix proposed, besides a buffer of whole elements, when a buffer's size is not: an explicit count. */
-    private static final String EXPLICIT_COUNT = "the overload that takes device addresses and an explicit count";
-
     private final long handle;
     private final int rank;
     private final int size;
@@ -578,7 +575,6 @@ public final class Communicator implements AutoCloseable {
         return r == null ? 0 : r.enqueuedNanos(sequence);
     }
 
-
     /**
      * {@code ncclCommGetAsyncError}: the state of operations running in the background.
      *
@@ -685,7 +681,7 @@ public final class Communicator implements AutoCloseable {
      */
     public ReduceOp.PreMulSum createPreMulSum(double scalar, DataType type) {
         ensureOpen();
-        checkType(type);
+        Arguments.type(library, type);
         long bits = Scalars.checkedBits(scalar, type);
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
@@ -705,8 +701,8 @@ public final class Communicator implements AutoCloseable {
      */
     public ReduceOp.PreMulSum createPreMulSum(DeviceBuffer scalar, DataType type) {
         ensureOpen();
-        checkType(type);
-        checkBuffer(scalar, "scalar");
+        Arguments.type(library, type);
+        Arguments.buffer(health, scalar, "scalar");
         if (scalar.bytes() < type.size()) {
             throw Errors.argument("scalar holds " + scalar.bytes() + " bytes, less than one " + type);
         }
@@ -729,7 +725,7 @@ public final class Communicator implements AutoCloseable {
     public Registration register(DeviceBuffer buffer) {
         ensureOpen();
         Capture.refuseOnCapturingThread("Communicator.register (ncclCommRegister)");
-        checkBuffer(buffer, "buffer");
+        Arguments.buffer(health, buffer, "buffer");
         long[] h = new long[1];
         Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),
                 NcclFunction.ncclCommRegister, health);
@@ -782,8 +778,9 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ argument checks (cold paths out of line)
+    // ------------------------------------------------------------------ checks (the collectives' in Arguments)
 
+    /** Throws unless it is open: its failure, or that it is closed. */
     void ensureOpen() {
         if (health.closed) {
             throw health.closedError();
@@ -797,6 +794,7 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /** Throws unless the loaded NCCL has {@code fn}, which {@code api} needs. */
     void requireFunction(NcclFunction fn, String api) {
         if (!library.has(fn)) {
             throw unsupported(api, fn, library);
@@ -809,68 +807,6 @@ public final class Communicator implements AutoCloseable {
                 + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
     }
 
-    private void checkType(DataType type) {
-        if (type == null) {
-            throw Errors.nullArgument("type");
-        }
-        if (type.isFp8() && library.versionCode() < DataType.FP8_SINCE) {
-            throw new UnsupportedOperationException(type + " needs NCCL 2.24 or newer; the loaded NCCL is "
-                    + library.version() + " (" + library.path() + ")");
-        }
-    }
-
-    private void checkStream(Stream stream) {
-        if (stream == null) {
-            throw Errors.nullArgument("stream");
-        }
-        if (stream.isClosed() || stream.device() != device) {
-            throw streamError(stream);
-        }
-    }
-
-    private RuntimeException streamError(Stream stream) {
-        if (stream.isClosed()) {
-            return new IllegalStateException("stream is closed");
-        }
-        return Errors.argument("stream is on device " + stream.device() + " but this communicator (rank " + rank
-                + ") uses device " + device + ": use a stream of device " + device);
-    }
-
-    private void checkBuffer(DeviceBuffer b, String name) {
-        if (b == null) {
-            throw Errors.nullArgument(name);
-        }
-        if (b.isClosed() || b.device() != device) {
-            throw bufferError(b, name);
-        }
-    }
-
-    private RuntimeException bufferError(DeviceBuffer b, String name) {
-        if (b.isClosed()) {
-            return b.closedError(name);
-        }
-        return Errors.argument(name + " is on device " + b.device() + " but this communicator (rank " + rank
-                + ") uses device " + device + ": allocate it on device " + device);
-    }
-
-    private void checkFits(DeviceBuffer b, long count, DataType type, String name) {
-        if (count > b.bytes() / type.size()) {
-            throw fitError(b, count, type, name);
-        }
-    }
-
-    private RuntimeException fitError(DeviceBuffer b, long count, DataType type, String name) {
-        return Errors.argument(name + " holds " + b.bytes() / type.size() + " elements of " + type + " ("
-                + b.bytes() + " bytes) but the operation needs " + count + ": use a larger buffer or a smaller count");
-    }
-
-    private void checkRank(int r, String name) {
-        if (r < 0 || r >= size) {
-            throw Errors.argument(name + " must be in 0.." + (size - 1) + " (the communicator has " + size
-                    + " ranks), got " + r);
-        }
-    }
-
     private void checkOp(ReduceOp op, DataType type) {
         if (op == null) {
             throw Errors.nullArgument("op");
@@ -878,35 +814,12 @@ public final class Communicator implements AutoCloseable {
         op.checkUsable(this, type);
     }
 
-    private void checkRaw(long address, String name, long count) {
-        if (address == 0 && count > 0) {
-            throw Errors.argument(name + " must not be 0 (NULL)");
-        }
-        if (count < 0) {
-            throw Errors.argument("count must be >= 0, got " + count);
-        }
-    }
-
     private void checkCommon(DataType type, Stream stream) {
         if (health.closed) {
             throw health.closedError();
         }
-        checkType(type);
-        checkStream(stream);
-    }
-
-    /** The count of a collective derived from {@code b}'s size: refused unless it is a whole number of elements. */
-    private long elements(DeviceBuffer b, DataType type, String name) {
-        checkBuffer(b, name);
-        return b.count(type, name, EXPLICIT_COUNT);
-    }
-
-    private long perRank(long total, String name, DataType type) {
-        if (total % size != 0) {
-            throw Errors.argument(name + " holds " + total + " elements of " + type + ", not a multiple of the "
-                    + size + " ranks");
-        }
-        return total / size;
+        Arguments.type(library, type);
+        Arguments.stream(health, stream);
     }
 
     // ------------------------------------------------------------------ all-reduce
@@ -1309,7 +1222,6 @@ public final class Communicator implements AutoCloseable {
         raw(Collective.SCATTER, send, recv, count, type, null, root, stream);
     }
 
-
     // ------------------------------------------------------------------ point-to-point
 
     /**
@@ -1382,21 +1294,21 @@ public final class Communicator implements AutoCloseable {
             Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
         boolean fromRecv = c.countFromRecv;
         String countedName = fromRecv ? "recv" : "send";
         String otherName = fromRecv ? "send" : "recv";
         DeviceBuffer counted = fromRecv ? recv : send;
         DeviceBuffer other = fromRecv ? send : recv;
-        long count = elements(counted, type, countedName);
+        long count = Arguments.elements(health, counted, type, countedName);
         if (fromRecv ? c.recvPerRank : c.sendPerRank) {
-            count = perRank(count, countedName, type);
+            count = Arguments.perRank(health, count, countedName, type);
         }
         long otherAddress = 0;
         if (!(fromRecv ? c.sendAtRoot : c.recvAtRoot) || rank == root || other != null) {
-            checkBuffer(other, otherName);
-            checkFits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
+            Arguments.buffer(health, other, otherName);
+            Arguments.fits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
             otherAddress = other.address();
         }
         long send0 = fromRecv ? otherAddress : counted.address();
@@ -1411,13 +1323,13 @@ public final class Communicator implements AutoCloseable {
     private void inPlace(Collective c, DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
-        long count = elements(buffer, type, "buffer");
+        long count = Arguments.elements(health, buffer, type, "buffer");
         long send = buffer.address();
         long recv = send;
         if (c.sendPerRank || c.recvPerRank) {
-            count = perRank(count, "buffer", type);
+            count = Arguments.perRank(health, count, "buffer", type);
             long mine = buffer.address() + rank * count * type.size();
             if (c.recvPerRank) {
                 send = mine;      // all-gather, gather: this rank's block is the data it contributes
@@ -1433,16 +1345,16 @@ public final class Communicator implements AutoCloseable {
             Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
         if (c.pointToPoint) {
-            checkRaw(send, "buffer", count);
+            Arguments.raw(send, "buffer", count);
         } else {
             if (!c.sendAtRoot || rank == root) {
-                checkRaw(send, "send", count);
+                Arguments.raw(send, "send", count);
             }
             if (!c.recvAtRoot || rank == root) {
-                checkRaw(recv, "recv", count);
+                Arguments.raw(recv, "recv", count);
             }
         }
         enqueue(c, send, recv, count, type, op, root, stream);

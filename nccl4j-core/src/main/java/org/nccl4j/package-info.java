@@ -86,8 +86,8 @@
  *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
  *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
  *       {@code Teardown};</li>
- *   <li>{@code Communicator}, with {@code Composed} (all-to-all, gather and scatter from sends and receives, for an
- *       NCCL older than 2.28);</li>
+ *   <li>{@code Communicator}, with {@code Arguments} (its collectives' argument checks, thrown out of line) and
+ *       {@code Composed} (all-to-all, gather and scatter from sends and receives, for an NCCL older than 2.28);</li>
  *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
  *       {@link org.nccl4j.GradientBuckets}.</li>
  * </ol>
