@@ -72,7 +72,7 @@ final class Watched implements Stream.User, Errors.Source {
     /** The loaded NCCL's version, for the flight record. */
     private final String ncclVersion;
     private final Leaks.Token leak;
-    private Hooks hooks;
+    private final Hooks hooks;
 
     /** The settings this communicator is watched and recorded with. */
     final WatchSettings settings;
