@@ -18,14 +18,14 @@ final class CollectiveCheck {
     static final int FIELDS = 6;
     private static final String[] FIELD_NAMES = {"sequence", "operation", "count", "type", "op", "root"};
 
-    private final Communicator comm;
+    private final Watched comm;
     /** This rank's fingerprint, then every rank's (all-gathered); allocated on the first check. */
     private DeviceBuffer buffer;
     private final long[] fingerprint = new long[FIELDS];
     /** When the check in progress began waiting for its peers ({@link System#nanoTime()}), or 0: watched. */
     private volatile long since;
 
-    CollectiveCheck(Communicator comm) {
+    CollectiveCheck(Watched comm) {
         this.comm = comm;
     }
 
@@ -37,11 +37,11 @@ final class CollectiveCheck {
         if (Capture.active() != 0 && stream.captureThread() != null) {
             return;
         }
-        int size = comm.size();
-        FlightRecorder recorder = comm.recorder();
-        long seq = recorder != null ? recorder.lastEnqueued() + 1 : comm.sequence() + 1;
+        int size = comm.size;
+        FlightRecorder recorder = comm.recorder;
+        long seq = recorder != null ? recorder.lastEnqueued() + 1 : comm.sequence + 1;
         if (buffer == null) {
-            buffer = DeviceBuffer.allocate(comm.device(), (long) (size + 1) * FIELDS, DataType.INT64);
+            buffer = DeviceBuffer.allocate(comm.device, (long) (size + 1) * FIELDS, DataType.INT64);
         }
         long[] fp = fingerprint;
         fp[0] = seq;
@@ -120,8 +120,8 @@ final class CollectiveCheck {
      * {@code "count differs: rank 0 10, rank 1 5"}, and the fields are joined by {@code "; "}.
      */
     CollectiveMismatchException mismatch(TraceOperation op, long seq, int[] fields, long[][] values) {
-        int rank = comm.rank();
-        StringBuilder sb = new StringBuilder("rank ").append(rank).append(" of ").append(comm.size());
+        int rank = comm.rank;
+        StringBuilder sb = new StringBuilder("rank ").append(rank).append(" of ").append(comm.size);
         if (comm.name() != null) {
             sb.append(" (communicator \"").append(comm.name()).append("\")");
         }

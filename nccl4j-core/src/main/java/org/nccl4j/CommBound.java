@@ -15,7 +15,7 @@ final class CommBound {
         int call(long comm);
     }
 
-    private final Communicator comm;
+    private final Watched comm;
     private final NcclFunction function;
     private volatile boolean closed;
 
@@ -23,7 +23,7 @@ final class CommBound {
      * @param comm the communicator the object belongs to
      * @param function the NCCL function that releases it, for the exception of a failed release
      */
-    CommBound(Communicator comm, NcclFunction function) {
+    CommBound(Watched comm, NcclFunction function) {
         this.comm = comm;
         this.function = function;
     }
@@ -46,7 +46,7 @@ final class CommBound {
             }
             closed = true;
         }
-        if (!comm.isClosed()) {
+        if (!comm.closed) {
             Errors.check(release.call(comm.handleUnchecked()), function, comm);
         }
     }

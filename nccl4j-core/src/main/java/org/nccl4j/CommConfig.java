@@ -80,12 +80,12 @@ public final class CommConfig {
      * The watchdog's settings for a communicator made with {@code config} (null: none): each field that the config
      * sets replaces the process-wide value of {@code base}.
      */
-    static Watchdog.Settings watchdogSettings(CommConfig config, WatchdogConfig base) {
+    static WatchSettings watchdogSettings(CommConfig config, WatchdogConfig base) {
         if (config == null) {
-            return new Watchdog.Settings(base.enabled(), base.timeout(), base.policy(), null, base.trace().bufferSize(),
+            return new WatchSettings(base.enabled(), base.timeout(), base.policy(), null, base.trace().bufferSize(),
                     base.trace().directory(), base.checkCollectives(), null);
         }
-        return new Watchdog.Settings(config.watchdog != null ? config.watchdog : base.enabled(),
+        return new WatchSettings(config.watchdog != null ? config.watchdog : base.enabled(),
                 config.timeout != null ? config.timeout : base.timeout(),
                 config.policy != null ? config.policy : base.policy(), config.listener,
                 config.traceBuffer != null ? config.traceBuffer : base.trace().bufferSize(), base.trace().directory(),

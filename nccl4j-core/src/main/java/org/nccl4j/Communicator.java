@@ -1,19 +1,14 @@
 package org.nccl4j;
 
 import java.io.IOException;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.locks.ReentrantLock;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.LaunchInfo;
-import org.nccl4j.launch.NcclEnvironment;
 import org.nccl4j.launch.Rendezvous;
 import org.nccl4j.launch.RendezvousException;
 import org.nccl4j.trace.FlightRecorder;
@@ -51,9 +46,6 @@ public final class Communicator implements AutoCloseable {
     /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
     public static final int NO_COLOR = -1;
 
-    /** The fix proposed, besides a buffer of whole elements, when a buffer's size is not: an explicit count. */
-    private static final String EXPLICIT_COUNT = "the overload that takes device addresses and an explicit count";
-
     private final long handle;
     private final int rank;
     private final int size;
@@ -63,75 +55,15 @@ public final class Communicator implements AutoCloseable {
     private final boolean nativeAlltoAll;
     private final boolean nativeGather;
     private final boolean nativeScatter;
-    private final Leaks.Token leak;
-    private volatile boolean closed;
-    private long sequence;
+    /** What the watchdog, the recorder, the metrics and the liveness channel see of it, and its lifecycle state. */
+    private final Watched health;
     private volatile OperationObserver observer;
-
-    // ---- the watchdog's view (see Watchdog) ----
-    private static final VarHandle PUBLISHED;
-    private static final VarHandle NOTIFIED;
-    private static final VarHandle IN_CALL;
-    private static final Stream[] NO_STREAMS = {};
-
-    static {
-        try {
-            PUBLISHED = MethodHandles.lookup().findVarHandle(Communicator.class, "published", long.class);
-            NOTIFIED = MethodHandles.lookup().findVarHandle(Communicator.class, "notifiedThrough", long.class);
-            IN_CALL = MethodHandles.lookup().findVarHandle(Communicator.class, "inCall", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final Watchdog.Settings settings;
     /** The configuration it was made with (null: NCCL's defaults), for {@link #reform}. */
     private CommConfig config;
-    /** How many recoveries led to this communicator: 0 for one made directly; each {@link #recover} adds one. */
-    private int generation;
-    /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
-    private volatile Liveness liveness;
-    /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
-    private final FlightRecorder recorder;
-    /** Held by close(), abort() and the watchdog while it looks at this communicator. */
-    private final ReentrantLock lifecycle = new ReentrantLock();
-    /** The last recorded sequence number that NCCL has launched (not inside an open group): the watchdog's to mark. */
-    @SuppressWarnings("unused")
-    private volatile long published;
-    /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
-    private volatile long syncedThrough;
-    /** The last recorded operation whose completion the observer has been told of. */
-    private volatile long notifiedThrough;
-    /** Recorded inside an open group: published at the group's end. */
-    private volatile boolean deferred;
-    /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
-    private volatile Stream[] streams = NO_STREAMS;
-    /** The stream of the last operation: the hot path's test of whether the stream is known. */
-    private Stream lastStream;
-    /** The failure the watchdog found, thrown by every later call; null while healthy. */
-    private volatile CommunicatorFailedException failure;
-    private volatile boolean traceDumped;
-    /** Failed, closed for calls, but not aborted: kept for shrink ({@link FailurePolicy#RECOVER}). */
-    private volatile boolean kept;
-
-    /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
-    private final CollectiveCheck check;
-    /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
-    private final Ledger ledger = new Ledger();
-    /** Why the process's exit aborted it (a signal, System.exit), for the message of later calls; null otherwise. */
-    private volatile String closedAtExit;
-    /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
-    @SuppressWarnings("unused")
-    private volatile int inCall;
-    /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
-    private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
-            new java.util.concurrent.atomic.AtomicInteger();
-    /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
-    private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
     private boolean fingerprinted = true;
 
-    private Communicator(long handle, int device, boolean blocking, Watchdog.Settings settings) {
+    private Communicator(long handle, int device, boolean blocking, WatchSettings settings) {
         this.library = NcclLibrary.load();
         this.handle = handle;
         this.blocking = blocking;
@@ -148,16 +80,15 @@ public final class Communicator implements AutoCloseable {
         this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
         this.nativeGather = library.has(NcclFunction.ncclGather);
         this.nativeScatter = library.has(NcclFunction.ncclScatter);
-        this.leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
-        this.settings = settings;
-        this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
-        this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
+        Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
+        this.health = new Watched(handle, rank, size, this.device, blocking, settings, library.version(), leak,
+                new Hooks());
         NcclLog.register(handle, rank, size, settings.commName());
         Farewell.install();   // the exit waits for NCCL teardowns under way, whatever made the communicator
-        if (recorder != null) {
-            Watchdog.instance().recorded(this);
+        if (health.recorder != null) {
+            Watchdog.instance().recorded(health);
             if (settings.enabled()) {
-                Watchdog.instance().watch(this, settings);
+                Watchdog.instance().watch(health, settings);
             }
         }
     }
@@ -227,7 +158,7 @@ public final class Communicator implements AutoCloseable {
         if (config != null) {
             config.requireSupportedBy(lib);
         }
-        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         Cuda.setDevice(device);
         long[] out = new long[1];
         int rc;
@@ -251,7 +182,7 @@ public final class Communicator implements AutoCloseable {
      * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
      * leaving it alive with no owner.
      */
-    private static Communicator adopt(long handle, int device, boolean blocking, Watchdog.Settings settings) {
+    static Communicator adopt(long handle, int device, boolean blocking, WatchSettings settings) {
         try {
             return new Communicator(handle, device, blocking, settings);
         } catch (RuntimeException | Error e) {
@@ -292,164 +223,7 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the id cannot be exchanged
      */
     public static Communicator fromEnvironment(CommConfig config) {
-        LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
-        Nccl.library();
-        java.time.Duration timeout = CommConfig.initTimeout(config);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        UniqueId id;
-        if (launch.worldSize() == 1) {
-            id = UniqueId.generate();
-        } else {
-            Rendezvous rv = Rendezvous.forLaunch(launch, timeout);
-            id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
-            rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
-        }
-        String[] where = launch.worldSize() == 1 ? null : livenessAddress();
-        Liveness served = null;
-        if (where != null && launch.rank() == 0) {
-            try {
-                // before the communicator: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
-                served = Liveness.serve(Integer.parseInt(where[1]), where[0], launch.worldSize());
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
-                        + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
-                where = null;
-            }
-        }
-        // joined in the background while NCCL makes the communicator: its roster names who never arrived
-        Liveness live = where == null ? null
-                : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
-        InitDeadline until = new InitDeadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
-        if (live != null) {
-            // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
-            boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
-            if (!live.awaitArrivals(launch.worldSize(), deadline, commId)) {
-                live.close();
-                throw until.expired("the arrival of every rank on the liveness channel", null, false);
-            }
-        }
-        Communicator c;
-        try {
-            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config, until);
-        } catch (RuntimeException | Error e) {
-            if (live != null) {
-                live.close();
-            }
-            throw e;
-        }
-        if (live != null) {
-            c.attachChannel(live);
-        }
-        return c;
-    }
-    /**
-     * Where the liveness channel is: {@code MASTER_ADDR} at {@code MASTER_PORT + 50}, or, without them,
-     * {@code NCCL_COMM_ID}'s host at its port + 50 (mpirun); {@code NCCL4J_LIVENESS_PORT} chooses the port. Null
-     * when neither is set.
-     */
-    /**
-     * Where rank 0 is: {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing), or, without
-     * {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun); null when neither is set or NCCL_COMM_ID does
-     * not parse (the rendezvous refuses it, naming the fix).
-     */
-    private static String[] masterAddress() {
-        String host = NcclNative.getenv("MASTER_ADDR");
-        if (host != null && !host.isBlank()) {
-            return new String[] {host.trim(), NcclNative.getenv("MASTER_PORT")};
-        }
-        String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
-        if (commId == null || commId.isBlank()) {
-            return null;
-        }
-        try {
-            return NcclEnvironment.parseHostPort(NcclEnvironment.COMM_ID, commId.trim());
-        } catch (IllegalArgumentException e) {
-            return null;
-        }
-    }
-
-    private static String[] livenessAddress() {
-        String[] master = masterAddress();
-        if (master == null) {
-            return null;
-        }
-        String host = master[0];
-        String base = master[1];
-        String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
-        if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
-            return new String[] {host.trim(), explicit.trim()};
-        }
-        if (base == null || !base.trim().matches("[0-9]{1,5}")) {
-            return null;
-        }
-        int p = Integer.parseInt(base.trim()) + Liveness.PORT_OFFSET;
-        return p <= 65535 ? new String[] {host.trim(), Integer.toString(p)} : null;
-    }
-    /**
-     * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
-     * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
-     * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
-     * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
-     * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
-     * out of {@link #recover}. Known through the
-     * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
-     *
-     * @param settle how long no new loss must be reported, e.g. half a second
-     * @return the lost ranks, sorted; empty when none is known or there is no liveness channel
-     * @throws IllegalArgumentException when settle is null or negative
-     */
-    public int[] lostRanks(java.time.Duration settle) {
-        if (settle == null || settle.isNegative()) {
-            throw Errors.argument("settle must be zero or longer, got " + settle);
-        }
-        Liveness l = liveness;
-        if (l == null) {
-            return new int[0];
-        }
-        int seen = -1;
-        long quietSince = System.nanoTime();
-        while (true) {
-            int now = l.gone().length;
-            if (now != seen) {
-                seen = now;
-                quietSince = System.nanoTime();
-            } else if (System.nanoTime() - quietSince >= settle.toNanos()) {
-                return l.gone();
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
-        }
-    }
-
-    /** @return the liveness channel, or null */
-    Liveness liveness() {
-        return liveness;
-    }
-
-    /** For tests: a liveness channel made by hand. */
-    void useLiveness(Liveness l) {
-        attachChannel(l);
-    }
-
-    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
-    private void attachChannel(Liveness l) {
-        liveness = l;
-        l.attach(this, news -> Departing.peerNews(this, news));
-    }
-
-    /** @return its collectives as the liveness channel reports them */
-    Ledger ledger() {
-        return ledger;
-    }
-
-    /** @return its generation (recoveries that led to it), which the channel's messages carry */
-    int generationForChannel() {
-        return generation;
-    }
-
-    /** Whether every operation it recorded is known complete (true when nothing records or watches them). */
-    boolean ownOperationsComplete() {
-        FlightRecorder r = recorder;
-        return r == null || !settings.enabled() || r.oldestPending() == 0;
+        return Bootstrap.fromEnvironment(config);
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -476,7 +250,7 @@ public final class Communicator implements AutoCloseable {
             }
         }
         Nccl.library();
-        Watchdog.Settings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
+        WatchSettings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
         if (rc != 0) {
@@ -546,25 +320,20 @@ public final class Communicator implements AutoCloseable {
      * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or this
      * one's. Null when NCCL made none ({@link #NO_COLOR}).
      */
-    private Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
+    Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
-        long made = InitDeadline.finished(status, out, fn, this, new InitDeadline(timeout, rank, size, null));
+        long made = InitDeadline.finished(status, out, fn, health, new InitDeadline(timeout, rank, size, null));
         if (made == 0) {
             return null;
         }
-        Watchdog.Settings childSettings = config == null ? settings
+        WatchSettings childSettings = config == null ? health.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         return adopt(made, device, childBlocking, childSettings);
     }
 
-    // ------------------------------------------------------------------ recovery
-
-    /** {@code NCCL_SHRINK_DEFAULT}. */
-    private static final int SHRINK_DEFAULT = 0;
-    /** {@code NCCL_SHRINK_ABORT}: abort the parent's pending operations first. */
-    private static final int SHRINK_ABORT = 1;
+    // ------------------------------------------------------------------ recovery (see Recovery)
 
     /**
      * {@code ncclCommShrink} (NCCL 2.27+) with the parent's configuration.
@@ -598,22 +367,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommShrink} fails
      */
     public Communicator shrink(CommConfig config, int... excludedRanks) {
-        if (closed && !kept) {
-            throw closedError();
-        }
-        checkExcluded(excludedRanks);
-        requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
-        if (config != null) {
-            config.requireSupportedBy(library);
-        }
-        int flags = failure != null || reportedBroken() ? SHRINK_ABORT : SHRINK_DEFAULT;
-        long[] out = new long[1];
-        int[] excluded = excludedRanks.clone();
-        int rc = config == null
-                ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
-                : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
-                        config.commName(), flags);
-        return child(rc, out, config, NcclFunction.ncclCommShrink);
+        return Recovery.shrink(this, config, excludedRanks);
     }
 
     /**
@@ -631,20 +385,7 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the remaining ranks cannot exchange the id
      */
     public Communicator reform(Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
-        if (closed && !kept) {
-            throw closedError();
-        }
-        checkExcluded(excludedRanks);
-        if (route == null) {
-            throw Errors.nullArgument("route");
-        }
-        int newRank = rankAfterShrink(rank, excludedRanks);
-        int newSize = size - excludedRanks.length;
-        UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
-                .exchange(() -> UniqueId.generate().toBytes()));
-        Communicator c = create(newRank, newSize, id, device, config != null ? config : this.config);
-        c.generation = generation + 1;
-        return c;
+        return Recovery.reform(this, route, config, excludedRanks);
     }
 
     /**
@@ -665,104 +406,7 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
-        Communicator c = recover0(config, excludedRanks);
-        Liveness l = liveness;
-        if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
-            liveness = null;
-            l.renumber(excludedRanks);
-            c.attachChannel(l);
-        }
-        return c;
-    }
-
-    private Communicator recover0(CommConfig config, int... excludedRanks) {
-        boolean broken = failure != null || closed || reportedBroken();
-        if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
-            try {
-                Communicator c = shrink(config, excludedRanks);
-                c.config = config != null ? config : this.config;
-                c.generation = generation + 1;
-                return c;
-            } catch (NcclException e) {
-                if (e.result() != NcclResult.REMOTE_ERROR) {
-                    throw e;
-                }
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: ncclCommShrink refused to shrink "
-                        + "rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator afresh",
-                        rank, size, e.ncclName());
-            }
-        }
-        return reform(recoveryRoute(generation + 1, excludedRanks), config, excludedRanks);
-    }
-
-    /**
-     * The rendezvous of the remaining ranks: the file, or TCP served by the lowest remaining rank, on its host as
-     * the liveness channel's roster names it when that is not the launch's rank 0 host (rank 0 lost), else on
-     * {@code MASTER_ADDR} (or {@code NCCL_COMM_ID}'s host).
-     */
-    private Rendezvous.Builder recoveryRoute(int n, int[] excludedRanks) {
-        String file = NcclNative.getenv(RENDEZVOUS_FILE_VARIABLE);
-        if (file != null && !file.isBlank()) {
-            return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
-        }
-        String[] master = masterAddress();
-        String host = master == null ? null : master[0];
-        String port = master == null ? null : master[1];
-        if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
-            throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
-                    + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
-                    + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
-        }
-        Liveness l = liveness;
-        if (l != null) {
-            int lowest = 0;
-            while (contains(excludedRanks, lowest)) {
-                lowest++;
-            }
-            Liveness.Lost root = l.roster().get(l.launchRank(lowest));
-            Liveness.Lost first = l.roster().get(0);
-            if (root != null && first != null && root.host() != null && !root.host().equals(first.host())) {
-                host = root.host();   // the launch's rank 0 host is not the new root's
-            }
-        }
-        return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
-    }
-
-    private static boolean contains(int[] values, int v) {
-        for (int x : values) {
-            if (x == v) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
-    private boolean reportedBroken() {
-        int[] state = new int[1];
-        return NcclNative.ncclCommGetAsyncError(handle, state) == Errors.SUCCESS && Errors.isFailure(state[0]);
-    }
-
-    private void checkExcluded(int[] excluded) {
-        if (excluded == null || excluded.length == 0) {
-            throw Errors.argument("excludedRanks must name at least one rank to leave out, got none");
-        }
-        for (int i = 0; i < excluded.length; i++) {
-            int r = excluded[i];
-            if (r < 0 || r >= size) {
-                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is not a rank of this communicator (0.."
-                        + (size - 1) + ")");
-            }
-            if (r == rank) {
-                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is this rank: a rank cannot shrink itself "
-                        + "out; the ranks that leave do not call shrink (they close or abort their communicator)");
-            }
-            for (int j = 0; j < i; j++) {
-                if (excluded[j] == r) {
-                    throw Errors.argument("excludedRanks names rank " + r + " twice (at " + j + " and " + i + ")");
-                }
-            }
-        }
+        return Recovery.recover(this, config, excludedRanks);
     }
 
     /**
@@ -775,19 +419,7 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException when {@code rank} is negative or itself excluded
      */
     public static int rankAfterShrink(int rank, int... excludedRanks) {
-        if (rank < 0) {
-            throw Errors.argument("rank must be >= 0, got " + rank);
-        }
-        int below = 0;
-        for (int r : excludedRanks) {
-            if (r == rank) {
-                throw Errors.argument("rank " + rank + " is excluded: it has no rank after the shrink");
-            }
-            if (r < rank) {
-                below++;
-            }
-        }
-        return rank - below;
+        return Recovery.rankAfterShrink(rank, excludedRanks);
     }
 
     /**
@@ -798,13 +430,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommRevoke} fails
      */
     public void revoke() {
-        ensureOpen();
-        requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
-        int rc = NcclNative.ncclCommRevoke(handle, 0);
-        if (rc == Errors.IN_PROGRESS) {
-            rc = InitDeadline.waitWhileInProgress(handle);
-        }
-        Errors.check(rc, NcclFunction.ncclCommRevoke, this);
+        Recovery.revoke(this);
     }
 
     /**
@@ -815,11 +441,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public UniqueId growId() {
-        ensureOpen();
-        requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
-        byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(handle, id), NcclFunction.ncclCommGetUniqueId, this);
-        return UniqueId.of(id);
+        return Recovery.growId(this);
     }
 
     /**
@@ -835,17 +457,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public Communicator grow(int newSize, UniqueId id, CommConfig config) {
-        ensureOpen();
-        if (newSize <= size) {
-            throw Errors.argument("newSize must be more than the communicator's " + size + " ranks, got " + newSize);
-        }
-        requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
-        long[] out = new long[1];
-        byte[] bytes = id == null ? null : id.internalBytes();
-        int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
-                : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
-                        config.commName());
-        return child(rc, out, config, NcclFunction.ncclCommGrow);
+        return Recovery.grow(this, newSize, id, config);
     }
 
     /**
@@ -862,41 +474,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
-        if (rank < 1 || rank >= newSize) {
-            throw Errors.argument("rank must be in 1.." + (newSize - 1) + " (a joining rank comes after the existing "
-                    + "ones), got " + rank);
-        }
-        if (id == null) {
-            throw Errors.nullArgument("id");
-        }
-        if (device < 0) {
-            throw Errors.argument("device must be >= 0, got " + device);
-        }
-        NcclLibrary lib = Nccl.library();
-        if (!lib.has(NcclFunction.ncclCommGrow)) {
-            throw unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
-        }
-        Watchdog.Settings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        Cuda.setDevice(device);
-        long[] out = new long[1];
-        int rc = config == null ? NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, null, null, null)
-                : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
-                        config.commName());
-        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return adopt(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
-                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
-    }
-
-    private void requireFunction(NcclFunction fn, String api) {
-        if (!library.has(fn)) {
-            throw unsupported(api, fn, library);
-        }
-    }
-
-    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
-        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
-                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
-                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
+        return Recovery.join(newSize, rank, id, device, config);
     }
 
     // ------------------------------------------------------------------ queries
@@ -927,22 +505,39 @@ public final class Communicator implements AutoCloseable {
         return handle;
     }
 
-    long handleUnchecked() {
-        return closed ? 0L : handle;
+    /** The handle, closed or not: for recovery, which works on a communicator kept after its failure. */
+    long nativeHandle() {
+        return handle;
     }
 
-    int rankUnchecked() {
-        return rank;
+    NcclLibrary library() {
+        return library;
+    }
+
+    /** The configuration it was made with (null: NCCL's defaults). */
+    CommConfig config() {
+        return config;
+    }
+
+    /** Made by a recovery: with {@code config} and the {@code generation} after its parent's. */
+    void recovered(CommConfig config, int generation) {
+        this.config = config;
+        health.generation = generation;
+    }
+
+    /** What the watchdog, the recorder, the metrics and the liveness channel see of it. */
+    Watched health() {
+        return health;
     }
 
     /** @return how many operations this communicator has enqueued */
     public long operationsEnqueued() {
-        return sequence;
+        return health.sequence;
     }
 
     /** @return whether {@link #close()} or {@link #abort()} was called */
     public boolean isClosed() {
-        return closed;
+        return health.closed;
     }
 
     /**
@@ -953,8 +548,7 @@ public final class Communicator implements AutoCloseable {
      * @param o the observer, or null
      */
     public void observe(OperationObserver o) {
-        FlightRecorder r = recorder;
-        notifiedThrough = r == null ? 0 : r.lastEnqueued();   // what came before the observer is not its business
+        health.observing();   // what came before the observer is not its business
         observer = o;
     }
 
@@ -965,7 +559,7 @@ public final class Communicator implements AutoCloseable {
 
     /** @return the name its config gave it ({@link CommConfig.Builder#commName}), or null */
     public String name() {
-        return settings.commName();
+        return health.settings.commName();
     }
 
     /**
@@ -977,10 +571,9 @@ public final class Communicator implements AutoCloseable {
      * @return when it was enqueued, or 0 when the recorder is off or no longer holds it
      */
     public long enqueuedAt(long sequence) {
-        FlightRecorder r = recorder;
+        FlightRecorder r = health.recorder;
         return r == null ? 0 : r.enqueuedNanos(sequence);
     }
-
 
     /**
      * {@code ncclCommGetAsyncError}: the state of operations running in the background.
@@ -990,7 +583,7 @@ public final class Communicator implements AutoCloseable {
     public NcclResult asyncError() {
         ensureOpen();
         int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
         return NcclResult.of(state[0]);
     }
 
@@ -1002,10 +595,74 @@ public final class Communicator implements AutoCloseable {
     public void checkAsyncError() {
         ensureOpen();
         int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, this);
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
         if (Errors.isFailure(state[0])) {
-            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, this);
+            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, health);
         }
+    }
+
+    // ---------------------------------------------------------- health: the watchdog's and the channel's findings
+
+    /**
+     * The failure the watchdog found on this communicator, if any.
+     *
+     * @return the failure (the watchdog's own instance), or null while the communicator is healthy
+     */
+    public CommunicatorFailedException failure() {
+        CommunicatorFailedException f = health.failure;
+        if (f != null) {
+            f.told();   // the program has seen it (LeftBehind)
+        }
+        return f;
+    }
+
+    /**
+     * Writes this communicator's flight record (the last operations it enqueued, with their state) as one JSON file
+     * into {@code dir}: {@code nccl4j-trace-rank<R>-<host>-<pid>.json} (see {@link org.nccl4j.trace}). For
+     * {@code scripts/nccl4j-trace}, which compares the files of every rank.
+     *
+     * @param dir the directory, created when missing
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     * @throws IllegalStateException when the communicator records nothing ({@code traceBuffer(0)})
+     */
+    public Path dumpTrace(Path dir) throws IOException {
+        if (dir == null) {
+            throw Errors.nullArgument("dir");
+        }
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
+    }
+
+    /**
+     * {@link #dumpTrace(Path)} into the trace directory ({@code NCCL4J_TRACE_DIR}, by default
+     * {@code ${java.io.tmpdir}/nccl4j-trace}).
+     *
+     * @return the file written
+     * @throws IOException when the directory or file cannot be written
+     */
+    public Path dumpTrace() throws IOException {
+        return health.writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
+    }
+
+    /**
+     * The ranks of this communicator known to be gone, once the news has settled: waits until no new loss has been
+     * reported for {@code settle}, then returns them. Gone are the ranks lost (their process died or stopped
+     * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
+     * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
+     * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
+     * out of {@link #recover}. Known through the
+     * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
+     *
+     * @param settle how long no new loss must be reported, e.g. half a second
+     * @return the lost ranks, sorted; empty when none is known or there is no liveness channel
+     * @throws IllegalArgumentException when settle is null or negative
+     */
+    public int[] lostRanks(java.time.Duration settle) {
+        if (settle == null || settle.isNegative()) {
+            throw Errors.argument("settle must be zero or longer, got " + settle);
+        }
+        Liveness l = health.liveness;
+        return l == null ? new int[0] : l.goneOnceSettled(settle);
     }
 
     // ------------------------------------------------------------------ reduction operators
@@ -1024,11 +681,11 @@ public final class Communicator implements AutoCloseable {
      */
     public ReduceOp.PreMulSum createPreMulSum(double scalar, DataType type) {
         ensureOpen();
-        checkType(type);
+        Arguments.type(library, type);
         long bits = Scalars.checkedBits(scalar, type);
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, this);
+                NcclFunction.ncclRedOpCreatePreMulSum, health);
         return new ReduceOp.PreMulSum(op[0], this, type, "host " + scalar);
     }
 
@@ -1044,14 +701,14 @@ public final class Communicator implements AutoCloseable {
      */
     public ReduceOp.PreMulSum createPreMulSum(DeviceBuffer scalar, DataType type) {
         ensureOpen();
-        checkType(type);
-        checkBuffer(scalar, "scalar");
+        Arguments.type(library, type);
+        Arguments.buffer(health, scalar, "scalar");
         if (scalar.bytes() < type.size()) {
             throw Errors.argument("scalar holds " + scalar.bytes() + " bytes, less than one " + type);
         }
         int[] op = new int[1];
         Errors.check(NcclNative.ncclRedOpCreatePreMulSum(op, scalar.address(), type.code(), 0, handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, this);
+                NcclFunction.ncclRedOpCreatePreMulSum, health);
         return new ReduceOp.PreMulSum(op[0], this, type, "device 0x" + Long.toHexString(scalar.address()));
     }
 
@@ -1068,10 +725,10 @@ public final class Communicator implements AutoCloseable {
     public Registration register(DeviceBuffer buffer) {
         ensureOpen();
         Capture.refuseOnCapturingThread("Communicator.register (ncclCommRegister)");
-        checkBuffer(buffer, "buffer");
+        Arguments.buffer(health, buffer, "buffer");
         long[] h = new long[1];
         Errors.check(NcclNative.ncclCommRegister(handle, buffer.address(), buffer.bytes(), h),
-                NcclFunction.ncclCommRegister, this);
+                NcclFunction.ncclCommRegister, health);
         return new Registration(this, h[0]);
     }
 
@@ -1101,7 +758,7 @@ public final class Communicator implements AutoCloseable {
         private final long handle;
 
         Registration(Communicator comm, long handle) {
-            this.bound = new CommBound(comm, NcclFunction.ncclCommDeregister);
+            this.bound = new CommBound(comm.health(), NcclFunction.ncclCommDeregister);
             this.handle = handle;
         }
 
@@ -1121,84 +778,33 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ checks (cold paths out of line)
+    // ------------------------------------------------------------------ checks (the collectives' in Arguments)
 
-    private void ensureOpen() {
-        if (closed) {
-            throw closedError();
+    /** Throws unless it is open: its failure, or that it is closed. */
+    void ensureOpen() {
+        if (health.closed) {
+            throw health.closedError();
         }
     }
 
-    private RuntimeException closedError() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            return f.toProgram();
-        }
-        String why = closedAtExit;
-        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
-                + (why == null ? "" : ": " + why));
-    }
-
-    private void checkType(DataType type) {
-        if (type == null) {
-            throw Errors.nullArgument("type");
-        }
-        if (type.isFp8() && library.versionCode() < DataType.FP8_SINCE) {
-            throw new UnsupportedOperationException(type + " needs NCCL 2.24 or newer; the loaded NCCL is "
-                    + library.version() + " (" + library.path() + ")");
+    /** Open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}): shrink and reform take it then. */
+    void ensureOpenOrKept() {
+        if (health.closed && !health.kept) {
+            throw health.closedError();
         }
     }
 
-    private void checkStream(Stream stream) {
-        if (stream == null) {
-            throw Errors.nullArgument("stream");
-        }
-        if (stream.isClosed() || stream.device() != device) {
-            throw streamError(stream);
+    /** Throws unless the loaded NCCL has {@code fn}, which {@code api} needs. */
+    void requireFunction(NcclFunction fn, String api) {
+        if (!library.has(fn)) {
+            throw unsupported(api, fn, library);
         }
     }
 
-    private RuntimeException streamError(Stream stream) {
-        if (stream.isClosed()) {
-            return new IllegalStateException("stream is closed");
-        }
-        return Errors.argument("stream is on device " + stream.device() + " but this communicator (rank " + rank
-                + ") uses device " + device + ": use a stream of device " + device);
-    }
-
-    private void checkBuffer(DeviceBuffer b, String name) {
-        if (b == null) {
-            throw Errors.nullArgument(name);
-        }
-        if (b.isClosed() || b.device() != device) {
-            throw bufferError(b, name);
-        }
-    }
-
-    private RuntimeException bufferError(DeviceBuffer b, String name) {
-        if (b.isClosed()) {
-            return b.closedError(name);
-        }
-        return Errors.argument(name + " is on device " + b.device() + " but this communicator (rank " + rank
-                + ") uses device " + device + ": allocate it on device " + device);
-    }
-
-    private void checkFits(DeviceBuffer b, long count, DataType type, String name) {
-        if (count > b.bytes() / type.size()) {
-            throw fitError(b, count, type, name);
-        }
-    }
-
-    private RuntimeException fitError(DeviceBuffer b, long count, DataType type, String name) {
-        return Errors.argument(name + " holds " + b.bytes() / type.size() + " elements of " + type + " ("
-                + b.bytes() + " bytes) but the operation needs " + count + ": use a larger buffer or a smaller count");
-    }
-
-    private void checkRank(int r, String name) {
-        if (r < 0 || r >= size) {
-            throw Errors.argument(name + " must be in 0.." + (size - 1) + " (the communicator has " + size
-                    + " ranks), got " + r);
-        }
+    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
+        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
+                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
+                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
     }
 
     private void checkOp(ReduceOp op, DataType type) {
@@ -1208,333 +814,12 @@ public final class Communicator implements AutoCloseable {
         op.checkUsable(this, type);
     }
 
-    private void checkRaw(long address, String name, long count) {
-        if (address == 0 && count > 0) {
-            throw Errors.argument(name + " must not be 0 (NULL)");
-        }
-        if (count < 0) {
-            throw Errors.argument("count must be >= 0, got " + count);
-        }
-    }
-
     private void checkCommon(DataType type, Stream stream) {
-        if (closed) {
-            throw closedError();
+        if (health.closed) {
+            throw health.closedError();
         }
-        checkType(type);
-        checkStream(stream);
-    }
-
-    /** The count of a collective derived from {@code b}'s size: refused unless it is a whole number of elements. */
-    private long elements(DeviceBuffer b, DataType type, String name) {
-        checkBuffer(b, name);
-        return b.count(type, name, EXPLICIT_COUNT);
-    }
-
-    private long perRank(long total, String name, DataType type) {
-        if (total % size != 0) {
-            throw Errors.argument(name + " holds " + total + " elements of " + type + ", not a multiple of the "
-                    + size + " ranks");
-        }
-        return total / size;
-    }
-
-    /**
-     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
-     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
-     */
-    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
-            int reduceOp, int peer, long bytes, Stream stream) {
-        if (status != 0) {
-            Errors.checkEnqueued(status, fn, this);
-        }
-        long seq = ++sequence;
-        long traced = 0;
-        FlightRecorder r = recorder;
-        if (r != null) {
-            if (Capture.active() != 0 && stream.captureThread() != null) {
-                stream.capturedCommunicator(this);   // runs at each launch of the graph, recorded then
-            } else {
-                traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
-                if (stream != lastStream) {
-                    useStream(stream);
-                }
-                if (Nccl.openGroups() == 0) {
-                    PUBLISHED.setRelease(this, traced);
-                } else {
-                    deferred = true;
-                }
-            }
-        }
-        OperationObserver o = observer;
-        if (o != null) {
-            o.enqueued(this, seq, fn, bytes, stream.handle());
-        }
-        return traced;
-    }
-
-    /** A stream not used by the last operation: remembered for the watchdog's markers (copy on write, rare). */
-    private void useStream(Stream stream) {
-        lastStream = stream;
-        Stream[] known = streams;
-        for (Stream s : known) {
-            if (s == stream) {
-                return;
-            }
-        }
-        Stream[] more = Arrays.copyOf(known, known.length + 1);
-        more[known.length] = stream;
-        streams = more;
-        stream.clearFailure();   // a stream reused after another communicator failed on it
-        stream.addUser(this);
-    }
-
-    /** The collective check, or null when it is off: the watchdog watches its waits. */
-    CollectiveCheck check() {
-        return check;
-    }
-
-    /** The number of operations enqueued so far. */
-    long sequence() {
-        return sequence;
-    }
-
-    /** A CUDA graph holding this communicator's operations was launched on {@code stream}: one entry for it. */
-    void graphLaunched(Stream stream, long operations) {
-        FlightRecorder r = recorder;
-        if (r == null || closed) {
-            return;
-        }
-        long traced = r.record(TraceOperation.graphLaunch.code(), operations, -1, -1, -1, 0, stream.handle());
-        if (stream != lastStream) {
-            useStream(stream);
-        }
-        PUBLISHED.setRelease(this, traced);
-    }
-
-    /** At the end of the outermost group: publishes what was recorded inside it. */
-    void groupEnded() {
-        if (deferred) {
-            deferred = false;
-            PUBLISHED.setRelease(this, recorder.lastEnqueued());
-        }
-    }
-
-    /**
-     * A wait on {@code stream} returned: every operation this communicator had published when the wait began (or
-     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them.
-     */
-    void completedBySynchronize(Stream stream, long published) {
-        Stream[] s = streams;
-        if (s.length == 1 && s[0] == stream && published > syncedThrough) {
-            syncedThrough = published;
-            if (observer != null) {
-                notifyCompleted(published, System.nanoTime());
-            }   // bound metrics: the latency runs to this wait's return
-        }
-    }
-
-    /**
-     * Tells the observer (if any) that the recorded operations up to {@code to} completed at {@code nowNanos}, each
-     * once: from a user's wait (its caller's thread) or the watchdog's look, whichever sees it first.
-     */
-    void notifyCompleted(long to, long nowNanos) {
-        OperationObserver o = observer;
-        if (o == null) {
-            return;
-        }
-        long from = notifiedThrough;
-        while (to > from) {
-            if (NOTIFIED.compareAndSet(this, from, to)) {
-                o.completed(this, from + 1, to, nowNanos);
-                return;
-            }
-            from = notifiedThrough;
-        }
-    }
-
-
-    /** The last operation known complete through a wait of the user's (see completedBySynchronize). */
-    long syncedThrough() {
-        return syncedThrough;
-    }
-
-    /** Throws the watchdog's failure of this communicator, if there is one. */
-    void throwIfFailed() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            throw f.toProgram();
-        }
-    }
-
-    long published() {
-        return (long) PUBLISHED.getAcquire(this);
-    }
-
-    Stream[] streamsUsed() {
-        return streams;
-    }
-
-    FlightRecorder recorder() {
-        return recorder;
-    }
-
-    ReentrantLock lifecycle() {
-        return lifecycle;
-    }
-
-    /** Whether waits on this communicator's streams must poll: its failures keep it for recovery. */
-    boolean keptForRecovery() {
-        return settings.policy() == FailurePolicy.RECOVER;
-    }
-
-    boolean traceDumped() {
-        return traceDumped;
-    }
-
-    /**
-     * The watchdog found this communicator broken (its lifecycle lock is held): the failure becomes this
-     * communicator's and its streams', which releases the threads waiting on them; then the communicator is aborted,
-     * or under {@link FailurePolicy#RECOVER} kept for shrink (marked kept before the waiters are released).
-     */
-    void failedByWatchdog(CommunicatorFailedException f) {
-        failure = f;
-        if (settings.policy() == FailurePolicy.RECOVER) {
-            if (markClosed()) {
-                kept = true;   // no abort: shrink(NCCL_SHRINK_ABORT) or abort() ends its operations
-            }
-            releaseWaiters(f);   // after kept: a released waiter's next call (shrink, recover) finds it kept
-            return;
-        }
-        releaseWaiters(f);
-        if (markClosed()) {
-            awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
-            int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
-            if (rc != 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn(
-                        "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
-            }
-        }
-    }
-
-    /**
-     * The watchdog's monitor found the watchdog's thread stuck ({@link WatchdogMonitor}): the failure becomes this
-     * communicator's and its streams', as {@link #failedByWatchdog} makes it under {@link FailurePolicy#RECOVER}:
-     * closed for calls and kept, not aborted (the stuck thread may be inside an NCCL call on it), so that
-     * {@link #abort()}, {@link #close()}, {@link #shrink} or {@link #recover} can follow. The lifecycle lock is not
-     * taken (the stuck thread may hold it); closed and kept are set together under this object's monitor, where
-     * {@code markClosed()} sets closed, so that close() sees them both or neither.
-     *
-     * @return false when the communicator was already closed (closed, aborted or failed): nothing changed
-     */
-    boolean failedByMonitor(CommunicatorFailedException f) {
-        synchronized (this) {
-            if (!markClosed()) {
-                return false;
-            }
-            failure = f;
-            kept = true;   // close() and abort() abort it
-        }
-        releaseWaiters(f);
-        return true;
-    }
-
-    /** The settings this communicator is watched and recorded with. */
-    Watchdog.Settings watchdogSettings() {
-        return settings;
-    }
-
-    /** Every thread waiting on a stream this communicator used throws {@code f}. */
-    private void releaseWaiters(CommunicatorFailedException f) {
-        for (Stream s : streams) {
-            s.failed(f);
-        }
-    }
-
-    /**
-     * The failure the watchdog found on this communicator, if any.
-     *
-     * @return the failure (the watchdog's own instance), or null while the communicator is healthy
-     */
-    public CommunicatorFailedException failure() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            f.told();   // the program has seen it (LeftBehind)
-        }
-        return f;
-    }
-
-    /** The watchdog's failure, if any, for nccl4j's own look at it (the program is not told by it). */
-    CommunicatorFailedException recordedFailure() {
-        return failure;
-    }
-
-    /** The program closes or aborts this communicator: it needs no telling of its failure any more. */
-    private void failureAcknowledged() {
-        CommunicatorFailedException f = failure;
-        if (f != null) {
-            f.told();
-        }
-    }
-
-    /**
-     * Writes this communicator's flight record (the last operations it enqueued, with their state) as one JSON file
-     * into {@code dir}: {@code nccl4j-trace-rank<R>-<host>-<pid>.json} (see {@link org.nccl4j.trace}). For
-     * {@code scripts/nccl4j-trace}, which compares the files of every rank.
-     *
-     * @param dir the directory, created when missing
-     * @return the file written
-     * @throws IOException when the directory or file cannot be written
-     * @throws IllegalStateException when the communicator records nothing ({@code traceBuffer(0)})
-     */
-    public Path dumpTrace(Path dir) throws IOException {
-        if (dir == null) {
-            throw Errors.nullArgument("dir");
-        }
-        return writeTrace(TraceDump.REASON_ON_DEMAND, null, dir);
-    }
-
-    /**
-     * {@link #dumpTrace(Path)} into the trace directory ({@code NCCL4J_TRACE_DIR}, by default
-     * {@code ${java.io.tmpdir}/nccl4j-trace}).
-     *
-     * @return the file written
-     * @throws IOException when the directory or file cannot be written
-     */
-    public Path dumpTrace() throws IOException {
-        return writeTrace(TraceDump.REASON_ON_DEMAND, null, null);
-    }
-
-    /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
-    Path writeTrace(String reason, String failureText, Path dir) throws IOException {
-        FlightRecorder r = recorder;
-        if (r == null) {
-            throw new IllegalStateException("this Communicator (rank " + rank + ") has no flight recorder: it was "
-                    + "made with traceBuffer(0)");
-        }
-        TraceDump dump = TraceDump.capture(r, rank, size, settings.commName(), library.version(), reason,
-                failureText);
-        Thread issuer = ledger.issuer();
-        if (issuer != null) {   // where the thread that issues its operations is: NCCL, CUDA, nccl4j or its own code
-            TraceDump.ThreadStack stack = TraceDump.ThreadStack.of(issuer);
-            if (issuer == Thread.currentThread()) {   // it writes this dump itself: where it was, not the writing
-                List<String> frames = stack.frames();
-                int from = 0;
-                for (int i = 0; i < frames.size(); i++) {
-                    String f = frames.get(i);
-                    if (f.contains("org.nccl4j.Communicator.writeTrace(")
-                            || f.contains("org.nccl4j.Departing.recordDeparture(")) {
-                        from = i + 1;
-                    }
-                }
-                stack = new TraceDump.ThreadStack(stack.name(), stack.id(), stack.state(),
-                        frames.subList(from, frames.size()));
-            }
-            dump = dump.withThreads(List.of(stack));
-        }
-        Path file = dump.write(dir == null ? settings.traceDir() : dir);
-        traceDumped = true;
-        return file;
+        Arguments.type(library, type);
+        Arguments.stream(health, stream);
     }
 
     // ------------------------------------------------------------------ all-reduce
@@ -1937,7 +1222,6 @@ public final class Communicator implements AutoCloseable {
         raw(Collective.SCATTER, send, recv, count, type, null, root, stream);
     }
 
-
     // ------------------------------------------------------------------ point-to-point
 
     /**
@@ -2010,21 +1294,21 @@ public final class Communicator implements AutoCloseable {
             Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
         boolean fromRecv = c.countFromRecv;
         String countedName = fromRecv ? "recv" : "send";
         String otherName = fromRecv ? "send" : "recv";
         DeviceBuffer counted = fromRecv ? recv : send;
         DeviceBuffer other = fromRecv ? send : recv;
-        long count = elements(counted, type, countedName);
+        long count = Arguments.elements(health, counted, type, countedName);
         if (fromRecv ? c.recvPerRank : c.sendPerRank) {
-            count = perRank(count, countedName, type);
+            count = Arguments.perRank(health, count, countedName, type);
         }
         long otherAddress = 0;
         if (!(fromRecv ? c.sendAtRoot : c.recvAtRoot) || rank == root || other != null) {
-            checkBuffer(other, otherName);
-            checkFits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
+            Arguments.buffer(health, other, otherName);
+            Arguments.fits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
             otherAddress = other.address();
         }
         long send0 = fromRecv ? otherAddress : counted.address();
@@ -2039,13 +1323,13 @@ public final class Communicator implements AutoCloseable {
     private void inPlace(Collective c, DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
-        long count = elements(buffer, type, "buffer");
+        long count = Arguments.elements(health, buffer, type, "buffer");
         long send = buffer.address();
         long recv = send;
         if (c.sendPerRank || c.recvPerRank) {
-            count = perRank(count, "buffer", type);
+            count = Arguments.perRank(health, count, "buffer", type);
             long mine = buffer.address() + rank * count * type.size();
             if (c.recvPerRank) {
                 send = mine;      // all-gather, gather: this rank's block is the data it contributes
@@ -2061,16 +1345,16 @@ public final class Communicator implements AutoCloseable {
             Stream stream) {
         checkCommon(type, stream);
         if (c.rooted) {
-            checkRank(root, c.rootName);
+            Arguments.rank(health, root, c.rootName);
         }
         if (c.pointToPoint) {
-            checkRaw(send, "buffer", count);
+            Arguments.raw(send, "buffer", count);
         } else {
             if (!c.sendAtRoot || rank == root) {
-                checkRaw(send, "send", count);
+                Arguments.raw(send, "send", count);
             }
             if (!c.recvAtRoot || rank == root) {
-                checkRaw(recv, "recv", count);
+                Arguments.raw(recv, "recv", count);
             }
         }
         enqueue(c, send, recv, count, type, op, root, stream);
@@ -2088,16 +1372,17 @@ public final class Communicator implements AutoCloseable {
             checkOp(op, type);
             redOp = op.code();
         }
+        CollectiveCheck check = health.check;
         if (check != null && !c.pointToPoint) {
             check.agree(c.operation, count, type, redOp, root, stream);
         }
         int t = type.code();
         long s = stream.handle();
         int status;
-        IN_CALL.setVolatile(this, 1);   // then the open check: a teardown either sees this call or this call sees it
+        health.enterCall();   // then the open check: a teardown either sees this call or this call sees it
         try {
-            if (closed) {
-                throw closedError();
+            if (health.closed) {
+                throw health.closedError();
             }
             status = switch (c) {
                 case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
@@ -2106,111 +1391,45 @@ public final class Communicator implements AutoCloseable {
                 case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
                 case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
                 case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
-                        : composedAlltoAll(send, recv, count, type, s);
+                        : Composed.alltoAll(health, send, recv, count, type, s);
                 case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
-                        : composedGather(send, recv, count, type, root, s);
+                        : Composed.gather(health, send, recv, count, type, root, s);
                 case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
-                        : composedScatter(send, recv, count, type, root, s);
+                        : Composed.scatter(health, send, recv, count, type, root, s);
                 case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };
         } finally {
-            IN_CALL.setRelease(this, 0);
+            health.leaveCall();
         }
         long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
                 stream);
         if (c.pointToPoint || !fingerprinted) {
-            ledger.sawIssuer();
+            health.ledger.sawIssuer();
         } else {
-            ledger.issued(c.operation.code(), count, t, redOp, root, traced);
+            health.ledger.issued(c.operation.code(), count, t, redOp, root, traced);
         }
-    }
-
-    /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
-    private int composedAlltoAll(long send, long recv, long count, DataType type, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        for (int peer = 0; peer < size && rc == 0; peer++) {
-            last = NcclFunction.ncclSend;
-            rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
-            if (rc == 0) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        groupEnd(rc, last);
-        return 0;
-    }
-
-    /** ncclGather before NCCL 2.28: every rank sends to the root, which receives a block from each, in one group. */
-    private int composedGather(long send, long recv, long count, DataType type, int root, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        NcclFunction last = NcclFunction.ncclSend;
-        int rc = NcclNative.ncclSend(send, count, type.code(), root, handle, stream);
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                last = NcclFunction.ncclRecv;
-                rc = NcclNative.ncclRecv(recv + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        groupEnd(rc, last);
-        return 0;
-    }
-
-    /** ncclScatter before NCCL 2.28: the root sends a block to every rank, each receives its own, in one group. */
-    private int composedScatter(long send, long recv, long count, DataType type, int root, long stream) {
-        long block = count * type.size();
-        Nccl.groupStart();
-        int rc = 0;
-        NcclFunction last = NcclFunction.ncclSend;
-        if (rank == root) {
-            for (int peer = 0; peer < size && rc == 0; peer++) {
-                rc = NcclNative.ncclSend(send + peer * block, count, type.code(), peer, handle, stream);
-            }
-        }
-        if (rc == 0) {
-            last = NcclFunction.ncclRecv;
-            rc = NcclNative.ncclRecv(recv, count, type.code(), root, handle, stream);
-        }
-        groupEnd(rc, last);
-        return 0;
     }
 
     /**
-     * Ends the group of a composed collective. {@code rc} is the status of the last call made inside it,
-     * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
-     * before ncclGroupEnd can replace it, and the group is ended all the same.
+     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
+     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
      */
-    private void groupEnd(int rc, NcclFunction last) {
-        RuntimeException failure = null;
-        if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !blocking)) {
-            failure = Errors.failure(rc, last, this);
+    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
+            int reduceOp, int peer, long bytes, Stream stream) {
+        if (status != 0) {
+            Errors.checkEnqueued(status, fn, health);
         }
-        int end = Nccl.groupEndStatus();
-        if (failure != null) {
-            throw failure;
+        long seq = ++health.sequence;
+        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
+        OperationObserver o = observer;
+        if (o != null) {
+            o.enqueued(this, seq, fn, bytes, stream.handle());
         }
-        Errors.checkEnqueued(end, NcclFunction.ncclGroupEnd, this);
+        return traced;
     }
 
     // ------------------------------------------------------------------ teardown
-
-    /** Marks this communicator closed, once; false if it already was (as Netty's FileDescriptor.markClosed). */
-    private boolean markClosed() {
-        synchronized (this) {
-            if (closed) {
-                return false;
-            }
-            closed = true;
-        }
-        NcclLog.unregister(handle);
-        leak.closed();
-        return true;
-    }
-
 
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
@@ -2219,70 +1438,7 @@ public final class Communicator implements AutoCloseable {
      * never issued, or one it cancelled, fails within about a second ({@link PeerDepartedException}).
      */
     public void abort() {
-        failureAcknowledged();
-        if (check != null) {
-            check.release();
-        }
-        Liveness l = liveness;
-        if (l != null && !closed) {
-            long last = ledger.last();
-            l.depart(Departures.Kind.ABORT, generation, last, ledger.describe(last), null);
-            Departing.recordDeparture(this, "aborted its communicator after " + ledger.describe(last));
-        }
-        leaveLiveness();
-        lifecycle.lock();
-        try {
-            abort0();
-        } finally {
-            lifecycle.unlock();
-        }
-    }
-
-    /**
-     * After {@link #markClosed}: waits until no thread is inside an enqueueing NCCL call on this communicator, so
-     * that {@code what} (an abort, a finalize) does not free what the call uses. Such a call takes microseconds; one
-     * that has not left after 2 s is stuck (making connections to a peer that is gone, say), and only the abort can
-     * end it: then {@code what} goes ahead, with a warning.
-     */
-    private void awaitCallsLeft(String what) {
-        long end = System.nanoTime() + CALL_LEAVE_NANOS;
-        while ((int) IN_CALL.getVolatile(this) != 0) {
-            if (System.nanoTime() - end >= 0) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: a thread has been inside an NCCL "
-                        + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
-                        what);
-                return;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
-        }
-    }
-
-    /** Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}). */
-    private static int tearDown(java.util.function.IntSupplier call) {
-        TEARDOWNS.incrementAndGet();
-        try {
-            return call.getAsInt();
-        } finally {
-            TEARDOWNS.decrementAndGet();
-        }
-    }
-
-    /** @return how many NCCL teardown calls are under way in this process */
-    static int teardownsUnderWay() {
-        return TEARDOWNS.get();
-    }
-
-    /** The abort itself; the lifecycle lock is held. */
-    private void abort0() {
-        if (!markClosed() && !kept) {
-            return;
-        }
-        kept = false;
-        if (recorder != null) {
-            Watchdog.instance().forget(this);
-        }
-        awaitCallsLeft("ncclCommAbort");
-        Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
+        Teardown.abort(health);
     }
 
     /**
@@ -2301,117 +1457,40 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        failureAcknowledged();
-        if (check != null) {
-            check.release();
-        }
-        java.time.Duration deadline = Teardown.timeout();
-        Liveness l = liveness;
-        String abortBecause = null;
-        if (l != null && !closed) {
-            abortBecause = Teardown.awaitPeers(this, l, deadline);
-        }
-        leaveLiveness();
-        lifecycle.lock();
-        try {
-            if (abortBecause != null && !closed) {
-                org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Communicator.class);
-                if (abortBecause.startsWith("the ranks' collectives differ")) {
-                    log.error("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
-                            abortBecause);
-                } else {
-                    log.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}", rank, size,
-                            abortBecause);
-                }
-                Departing.recordDeparture(this, "closed its communicator after " + ledger.describe(ledger.last())
-                        + " and aborted it: "
-                        + abortBecause);
-                abort0();
-            } else if (kept || closed) {
-                close0();
-            } else {
-                Teardown.bounded(this::close0, deadline, this, library.has(NcclFunction.ncclCommFinalize)
-                        ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy");
-            }
-        } finally {
-            lifecycle.unlock();
-        }
+        Teardown.close(health, library.has(NcclFunction.ncclCommFinalize));
     }
 
-    /** The channel lingers a moment for this rank's cause, then closes (see {@link Liveness#leave()}). */
-    private void leaveLiveness() {
-        Liveness l = liveness;
-        if (l != null) {
-            liveness = null;
-            l.leave();
+    /** The program's observer and failure listener, called with this communicator (see {@link Watched.Hooks}). */
+    private final class Hooks implements Watched.Hooks {
+        @Override
+        public boolean observed() {
+            return observer != null;
         }
-    }
 
-    /**
-     * The process is ending ({@link Farewell}): aborts this communicator unless a thread is closing or aborting it
-     * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
-     * its enqueueing call.
-     */
-    void abortAtExit(String cause) {
-        boolean locked = false;
-        try {
-            locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (!locked) {
-            return;
-        }
-        try {
-            closedAtExit = "the process is exiting (" + cause + ") and aborted it";
-            if (markClosed() || kept) {
-                kept = false;
-                awaitCallsLeft("ncclCommAbort at exit");
-                Watchdog.instance().forget(this);
-                tearDown(() -> NcclNative.ncclCommAbort(handle));
-            }
-        } finally {
-            lifecycle.unlock();
-        }
-    }
-
-    private void close0() {
-        boolean first = markClosed();   // before kept is read: the monitor sets closed and kept together
-        if (kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
-            kept = false;
-            Watchdog.instance().forget(this);
-            awaitCallsLeft("ncclCommAbort");
-            Errors.check(tearDown(() -> NcclNative.ncclCommAbort(handle)), NcclFunction.ncclCommAbort, null);
-            return;
-        }
-        if (!first) {
-            return;
-        }
-        if (recorder != null) {
-            Watchdog.instance().forget(this);
-        }
-        awaitCallsLeft("ncclCommFinalize");
-        RuntimeException error = null;
-        if (library.has(NcclFunction.ncclCommFinalize)) {
-            int rc = tearDown(() -> {
-                int r = NcclNative.ncclCommFinalize(handle);
-                return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(handle) : r;
-            });
-            if (rc != 0) {
-                error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
+        @Override
+        public void completed(long from, long to, long nowNanos) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.completed(Communicator.this, from, to, nowNanos);
             }
         }
-        int rc = tearDown(() -> NcclNative.ncclCommDestroy(handle));
-        if (rc != 0 && error == null) {
-            error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
+
+        @Override
+        public void failed(CommunicatorFailedException f) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.failed(Communicator.this, f);
+            }
         }
-        if (error != null) {
-            throw error;
+
+        @Override
+        public void tell(FailureListener listener, CommunicatorFailedException f) {
+            listener.onFailure(Communicator.this, f);
         }
     }
 
     @Override
     public String toString() {
-        return "Communicator[rank " + rank + " of " + size + ", device " + device + (closed ? ", closed" : "") + "]";
+        return health.toString();
     }
 }

@@ -25,22 +25,22 @@ public final class CudaGraph implements AutoCloseable {
     private long exec;
     private volatile boolean closed;
     /** The communicators whose operations the graph holds, with how many; each launch is recorded on them. */
-    private final Communicator[] comms;
+    private final Stream.User[] comms;
     private final long[] operations;
 
     CudaGraph(long graph, int device) {
         this(graph, device, null);
     }
 
-    CudaGraph(long graph, int device, java.util.Map<Communicator, long[]> captured) {
+    CudaGraph(long graph, int device, java.util.Map<Stream.User, long[]> captured) {
         this.graph = graph;
         this.device = device;
         int n = captured == null ? 0 : captured.size();
-        this.comms = new Communicator[n];
+        this.comms = new Stream.User[n];
         this.operations = new long[n];
         if (captured != null) {
             int i = 0;
-            for (java.util.Map.Entry<Communicator, long[]> e : captured.entrySet()) {
+            for (java.util.Map.Entry<Stream.User, long[]> e : captured.entrySet()) {
                 comms[i] = e.getKey();
                 operations[i++] = e.getValue()[0];
             }
@@ -95,7 +95,7 @@ public final class CudaGraph implements AutoCloseable {
         if (exec == 0) {
             instantiate();
         }
-        for (Communicator c : comms) {
+        for (Stream.User c : comms) {
             c.throwIfFailed();   // its operations in the graph would run on an aborted communicator
         }
         Cuda.check(Cuda.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);

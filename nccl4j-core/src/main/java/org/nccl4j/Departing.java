@@ -19,25 +19,25 @@ final class Departing {
     }
 
     /** The watchdog failed {@code c}: its peers are told, except under RECOVER (the rank stays, to recover). */
-    static void announceFailure(Communicator c, CommunicatorFailedException f) {
-        Liveness l = c.liveness();
+    static void announceFailure(Watched c, CommunicatorFailedException f) {
+        Liveness l = c.liveness;
         if (l != null && !c.keptForRecovery()) {
-            Ledger ledger = c.ledger();
+            Ledger ledger = c.ledger;
             long last = ledger.last();
-            l.depart(Departures.Kind.FAILURE, c.generationForChannel(), last, ledger.describe(last),
+            l.depart(Departures.Kind.FAILURE, c.generation, last, ledger.describe(last),
                     f.getClass().getSimpleName() + ": " + f.verdict());
         }
     }
 
     /** News from the channel that a peer failed, left uncleanly or diverged: {@code c}'s flight record, once. */
-    static void peerNews(Communicator c, String news) {
-        if (c.recorder() == null || c.traceDumped() || c.recordedFailure() != null) {
+    static void peerNews(Watched c, String news) {
+        if (c.recorder == null || c.traceDumped() || c.failure != null) {
             return;
         }
         try {
             Path p = c.writeTrace(TraceDump.REASON_PEER_FAILED, "a peer failed: " + news, null);
             LOG.warn("nccl4j: rank {} of {} wrote its flight record on news from the liveness channel ({}): {}",
-                    c.rankUnchecked(), c.size(), news, p);
+                    c.rankUnchecked(), c.size, news, p);
         } catch (IOException | RuntimeException e) {
             LOG.warn("nccl4j: rank {} could not write its flight record on news of a peer's failure: {}",
                     c.rankUnchecked(), e.toString());
@@ -48,8 +48,8 @@ final class Departing {
      * {@code c}'s rank leaves while its peers may go on (an abort, an exit with the communicator open, a close after
      * other collectives than theirs): its flight record is written too, unless one was (a failure's).
      */
-    static void recordDeparture(Communicator c, String what) {
-        if (c.recorder() == null || c.traceDumped()) {
+    static void recordDeparture(Watched c, String what) {
+        if (c.recorder == null || c.traceDumped()) {
             return;
         }
         try {

@@ -13,6 +13,18 @@ final class Errors {
     /** {@code ncclInProgress}: a nonblocking call goes on in the background. */
     static final int IN_PROGRESS = 7;
 
+    /** The communicator a failed call was made on, as an exception names it. */
+    interface Source {
+        /** @return its handle, or 0 once it is closed (for ncclGetLastError) */
+        long handleUnchecked();
+
+        /** @return its rank */
+        int rankUnchecked();
+
+        /** @return whether its NCCL calls block (else ncclInProgress means enqueued) */
+        boolean isBlocking();
+    }
+
     private Errors() {
     }
 
@@ -22,7 +34,7 @@ final class Errors {
     }
 
     /** Throws unless {@code status} is ncclSuccess. */
-    static void check(int status, NcclFunction function, Communicator comm) {
+    static void check(int status, NcclFunction function, Source comm) {
         if (status != SUCCESS) {
             throw failure(status, function, comm);
         }
@@ -32,14 +44,14 @@ final class Errors {
      * Throws unless {@code status} is ncclSuccess, or ncclInProgress on a nonblocking communicator (where it
      * means "enqueued, completing in the background").
      */
-    static void checkEnqueued(int status, NcclFunction function, Communicator comm) {
+    static void checkEnqueued(int status, NcclFunction function, Source comm) {
         if (status != SUCCESS && !(status == IN_PROGRESS && !comm.isBlocking())) {
             throw failure(status, function, comm);
         }
     }
 
     /** The exception for a failed call: link errors for shim statuses, NcclException for NCCL's. */
-    static RuntimeException failure(int status, NcclFunction function, Communicator comm) {
+    static RuntimeException failure(int status, NcclFunction function, Source comm) {
         if (status < 0) {
             try {
                 NcclLibrary.checkLinked(status, function);

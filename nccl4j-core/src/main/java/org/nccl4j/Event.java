@@ -72,7 +72,7 @@ public final class Event implements AutoCloseable {
             throw Errors.argument("stream is on device " + stream.device() + " but this event is on device " + device
                     + ": record an event on a stream of its own device (Event.create(" + stream.device() + "))");
         }
-        Communicator user = stream.soleUser();
+        Stream.User user = stream.soleUser();
         long published = user == null ? 0 : user.published();
         Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         recordedOn = stream;
@@ -98,7 +98,7 @@ public final class Event implements AutoCloseable {
             on.throwIfFailed();
         }
         Cuda.check(rc, "cudaEventSynchronize", device);
-        Communicator user = on == null ? null : on.soleUser();
+        Stream.User user = on == null ? null : on.soleUser();
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
         }

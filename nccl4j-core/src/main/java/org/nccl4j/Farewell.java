@@ -137,12 +137,12 @@ final class Farewell {
         }
         String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
         for (Liveness l : OPEN) {
-            Communicator c = l.owner();
+            Watched c = l.owner();
             if (c != null && !l.departed()) {
-                l.depart(Departures.Kind.EXIT, c.generationForChannel(), c.ledger().last(),
-                        c.ledger().describe(c.ledger().last()), cause);
+                l.depart(Departures.Kind.EXIT, c.generation, c.ledger.last(),
+                        c.ledger.describe(c.ledger.last()), cause);
                 Departing.recordDeparture(c, "exited with its communicator open after "
-                        + c.ledger().describe(c.ledger().last()) + " (" + cause + ")");
+                        + c.ledger.describe(c.ledger.last()) + " (" + cause + ")");
             } else {
                 l.exitAfterFailure(cause);   // a failed rank now leaves for good
                 if (uncaught == null && !cause.equals("the program ended")) {
@@ -152,7 +152,7 @@ final class Farewell {
         }
         Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
-                Communicator c = l.owner();
+                Watched c = l.owner();
                 if (c != null) {
                     c.abortAtExit(cause);
                 }
@@ -176,7 +176,7 @@ final class Farewell {
     /** Waits (at most {@link #ABORT_WAIT_MILLIS}) until no NCCL teardown is under way in the process. */
     private static void awaitTeardowns() {
         long end = System.nanoTime() + ABORT_WAIT_MILLIS * 1_000_000L;
-        while (Communicator.teardownsUnderWay() > 0) {
+        while (Watched.teardownsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
                 LOG.warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
                 return;

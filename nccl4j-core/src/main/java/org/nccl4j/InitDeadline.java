@@ -28,18 +28,18 @@ final class InitDeadline {
         this.liveness = liveness;
     }
 
-    InitTimeoutException expired(NcclFunction fn, Communicator parent) {
+    InitTimeoutException expired(NcclFunction fn, Watched parent) {
         return expired(fn.name(), parent);
     }
 
-    InitTimeoutException expired(String what, Communicator parent) {
+    InitTimeoutException expired(String what, Watched parent) {
         return expired(what, parent, true);
     }
 
-    InitTimeoutException expired(String what, Communicator parent, boolean fromNccl) {
+    InitTimeoutException expired(String what, Watched parent, boolean fromNccl) {
         List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
         StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
-                .append(what).append(parent == null ? "" : " on rank " + parent.rank() + " of " + parent.size()
+                .append(what).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
                         + " (the parent)")
                 .append(" did not finish within ").append(Durations.format(timeout));
         if (!missing.isEmpty()) {
@@ -63,7 +63,7 @@ final class InitDeadline {
         m.append(fromNccl ? "; nccl4j aborted the half-made communicator. " : "; NCCL was not called. ")
                 .append("Raise NCCL4J_INIT_TIMEOUT (or CommConfig.Builder.initTimeout) if initialization is only "
                 + "slow");
-        return new InitTimeoutException(m.toString(), what, parent != null ? parent.rank() : rank, missing,
+        return new InitTimeoutException(m.toString(), what, parent != null ? parent.rank : rank, missing,
                 timeout);
     }
 
@@ -72,7 +72,7 @@ final class InitDeadline {
      * while a nonblocking one is in progress; on failure aborts what NCCL half made and throws (naming
      * {@code parent}'s rank when there is one). 0 when NCCL made none ({@link #NO_COLOR}).
      */
-    static long finished(int rc, long[] out, NcclFunction fn, Communicator parent, InitDeadline deadline) {
+    static long finished(int rc, long[] out, NcclFunction fn, Watched parent, InitDeadline deadline) {
         int status = rc;
         if (status == Errors.IN_PROGRESS && out[0] != 0) {
             status = waitWhileInProgress(out[0], deadline.nanos);

@@ -114,7 +114,7 @@ final class LeftBehind {
      * @param grace the grace ({@link #grace()}); null: off
      * @return the thread that waits, or null when the exit is off
      */
-    static Thread watch(Communicator comm, CommunicatorFailedException failure, long lastIssuedNanos,
+    static Thread watch(Watched comm, CommunicatorFailedException failure, long lastIssuedNanos,
             Duration timeout, Duration grace) {
         if (grace == null) {
             return null;
@@ -135,14 +135,14 @@ final class LeftBehind {
         return t;
     }
 
-    private static void end(Communicator comm, CommunicatorFailedException failure, long silentNanos,
+    private static void end(Watched comm, CommunicatorFailedException failure, long silentNanos,
             Duration grace) {
         StringBuilder sb = new StringBuilder("nccl4j: rank ").append(failure.rank()).append(" of ")
                 .append(failure.size()).append(" was left behind and is stuck in its own code: ")
                 .append(failure.verdict()).append("; it has issued no operation on the communicator for ")
                 .append(String.format(java.util.Locale.ROOT, "%.1f s", silentNanos / 1e9))
                 .append(" and no thread took the failure within ").append(Durations.format(grace));
-        Thread issuer = comm.ledger().issuer();
+        Thread issuer = comm.ledger.issuer();
         if (issuer != null) {
             sb.append("; its thread \"").append(issuer.getName()).append("\" is at ").append(where(issuer));
         }

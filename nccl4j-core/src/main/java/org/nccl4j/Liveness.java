@@ -150,7 +150,7 @@ final class Liveness implements AutoCloseable {
     /** What this rank heard of departures and mismatches. */
     private final Departures departures = new Departures();
     /** The communicator the channel serves, once attached: its collectives are reported and compared. */
-    private volatile Communicator owner;
+    private volatile Watched owner;
     /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
     private volatile boolean departed;
     private volatile Departures.Kind departedKind;
@@ -1056,10 +1056,10 @@ final class Liveness implements AutoCloseable {
                 }
                 case "CHECK": {
                     String[] g = rest.split(" ");
-                    Communicator c = owner;
+                    Watched c = owner;
                     int gen = Integer.parseInt(g[0]);
-                    if (c != null && c.generationForChannel() == gen) {
-                        Ledger ledger = c.ledger();
+                    if (c != null && c.generation == gen) {
+                        Ledger ledger = c.ledger;
                         long t = Long.parseLong(g[1]);
                         Long fp = ledger.fingerprintAt(t);
                         write(s, "FP " + gen + " " + t + " " + (fp == null ? "?" : Long.toHexString(fp)) + " "
@@ -1069,12 +1069,12 @@ final class Liveness implements AutoCloseable {
                 }
                 case "DESCRIBE": {
                     String[] g = rest.split(" ");
-                    Communicator c = owner;
+                    Watched c = owner;
                     int gen = Integer.parseInt(g[0]);
                     long from = Long.parseLong(g[1]);
                     long to = Long.parseLong(g[2]);
-                    if (c != null && c.generationForChannel() == gen && to - from < Agreement.WINDOW && to >= from) {
-                        Ledger ledger = c.ledger();
+                    if (c != null && c.generation == gen && to - from < Agreement.WINDOW && to >= from) {
+                        Ledger ledger = c.ledger;
                         StringBuilder sb = new StringBuilder("OPS ").append(gen).append(' ').append(from).append(' ')
                                 .append(to);
                         for (long n = from; n <= to; n++) {
@@ -1142,15 +1142,15 @@ final class Liveness implements AutoCloseable {
 
     /** {@code PING}, with the communicator's generation and last collective once one is attached. */
     private String heartbeat() {
-        Communicator c = owner;
-        return c == null || departed ? "PING\n" : "PING " + c.generationForChannel() + " " + c.ledger().last() + "\n";
+        Watched c = owner;
+        return c == null || departed ? "PING\n" : "PING " + c.generation + " " + c.ledger.last() + "\n";
     }
 
     /**
      * The channel now serves {@code comm} (made, or recovered): its collectives are reported and compared, and news of
      * a peer's failure makes it write its flight record ({@code onNews}). News of an earlier communicator is dropped.
      */
-    void attach(Communicator comm, java.util.function.Consumer<String> onNews) {
+    void attach(Watched comm, java.util.function.Consumer<String> onNews) {
         if (owner != null && owner != comm) {
             departures.clear();
         }
@@ -1162,7 +1162,7 @@ final class Liveness implements AutoCloseable {
     }
 
     /** @return the communicator the channel serves, or null */
-    Communicator owner() {
+    Watched owner() {
         return owner;
     }
 
@@ -1193,6 +1193,25 @@ final class Liveness implements AutoCloseable {
     }
 
     /**
+     * {@link #gone()} once the news has settled: waits until no new loss has been reported for {@code settle}
+     * ({@link Communicator#lostRanks}).
+     */
+    int[] goneOnceSettled(java.time.Duration settle) {
+        int seen = -1;
+        long quietSince = System.nanoTime();
+        while (true) {
+            int now = gone().length;
+            if (now != seen) {
+                seen = now;
+                quietSince = System.nanoTime();
+            } else if (System.nanoTime() - quietSince >= settle.toNanos()) {
+                return gone();
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
+        }
+    }
+
+    /**
      * The ranks of the communicator now served that are gone: lost, or departed for good (closed, aborted, exited;
      * a rank that failed may still recover), sorted.
      */
@@ -1201,9 +1220,9 @@ final class Liveness implements AutoCloseable {
         for (Lost l : lost()) {
             out.add(l.rank());
         }
-        Communicator c = owner;
+        Watched c = owner;
         if (c != null) {
-            for (Departures.Departure d : departures.of(c.generationForChannel()).values()) {
+            for (Departures.Departure d : departures.of(c.generation).values()) {
                 int r = currentRank(d.rank());
                 if (d.kind() != Departures.Kind.FAILURE && d.rank() != rank && r >= 0) {
                     out.add(r);

@@ -65,7 +65,7 @@ public class ReduceOp {
             super(code, "PreMulSum(" + description + ", " + type + ")");
             this.comm = comm;
             this.type = type;
-            this.bound = new CommBound(comm, NcclFunction.ncclRedOpDestroy);
+            this.bound = new CommBound(comm.health(), NcclFunction.ncclRedOpDestroy);
         }
 
         /** @return the communicator this operator belongs to */

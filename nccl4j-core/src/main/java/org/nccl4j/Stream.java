@@ -6,6 +6,27 @@ package org.nccl4j;
  * here; wrapped and default streams are never destroyed by nccl4j.
  */
 public final class Stream implements AutoCloseable {
+    /**
+     * A communicator (with a flight recorder) that enqueued on a stream, as the stream, its events and its graphs
+     * know it: what a wait needs of it. Its one implementation is the communicator's watched state.
+     */
+    interface User {
+        /** @return the last operation it published to the watchdog, when a wait begins */
+        long published();
+
+        /** A wait on {@code stream} returned: what it had {@code published} when the wait began is complete. */
+        void completedBySynchronize(Stream stream, long published);
+
+        /** Throws its failure, if the watchdog found one. */
+        void throwIfFailed();
+
+        /** @return whether its failures keep it for recovery (waits on its streams then poll) */
+        boolean keptForRecovery();
+
+        /** A graph holding {@code operations} of its operations was launched on {@code stream}. */
+        void graphLaunched(Stream stream, long operations);
+    }
+
     /** {@code cudaStreamNonBlocking}. */
     private static final int NON_BLOCKING = 1;
 
@@ -17,12 +38,12 @@ public final class Stream implements AutoCloseable {
     /** The thread that began the capture in progress on this stream, or null when none is. */
     private volatile Thread captureThread;
     /** The communicators whose operations the capture in progress holds (the capturing thread's only). */
-    private java.util.Map<Communicator, long[]> capturedCommunicators;
+    private java.util.Map<User, long[]> capturedCommunicators;
     /** The communicators (with a flight recorder) that have enqueued on this stream; replaced, never changed. */
-    private volatile Communicator[] users = NO_USERS;
+    private volatile User[] users = NO_USERS;
     /** A communicator kept for recovery uses this stream: waits poll, so that its failure can release them. */
     private volatile boolean pollWaits;
-    private static final Communicator[] NO_USERS = {};
+    private static final User[] NO_USERS = {};
     /** The failure of a communicator that enqueued on this stream, found by the watchdog; null while none. */
     private volatile CommunicatorFailedException failure;
 
@@ -109,7 +130,7 @@ public final class Stream implements AutoCloseable {
         ensureOpen();
         Capture.refuseSynchronize("Stream.synchronize()", this);
         throwIfFailed();
-        Communicator[] us = users;
+        User[] us = users;
         long published = us.length == 1 ? us[0].published() : 0;
         int rc = pollWaits ? pollUntilDone(() -> Cuda.backend().streamQuery(handle))
                 : Cuda.backend().streamSynchronize(handle);
@@ -145,18 +166,18 @@ public final class Stream implements AutoCloseable {
     }
 
     /** A communicator with a flight recorder enqueued on this stream for the first time. */
-    synchronized void addUser(Communicator comm) {
+    synchronized void addUser(User comm) {
         if (comm.keptForRecovery()) {
             pollWaits = true;
         }
-        Communicator[] more = java.util.Arrays.copyOf(users, users.length + 1);
+        User[] more = java.util.Arrays.copyOf(users, users.length + 1);
         more[users.length] = comm;
         users = more;
     }
 
     /** The one communicator that has used this stream, or null when none or several have. */
-    Communicator soleUser() {
-        Communicator[] us = users;
+    User soleUser() {
+        User[] us = users;
         return us.length == 1 ? us[0] : null;
     }
 
@@ -194,7 +215,7 @@ public final class Stream implements AutoCloseable {
     }
 
     /** Remembers that the capture in progress holds operations of {@code comm}. */
-    void capturedCommunicator(Communicator comm) {
+    void capturedCommunicator(User comm) {
         if (capturedCommunicators == null) {
             capturedCommunicators = new java.util.LinkedHashMap<>();
         }
@@ -266,7 +287,7 @@ public final class Stream implements AutoCloseable {
             throw new IllegalStateException("the capture on " + this + " was invalidated (CUDA returned no graph): "
                     + "an operation not allowed during capture was issued");
         }
-        java.util.Map<Communicator, long[]> comms = capturedCommunicators;
+        java.util.Map<User, long[]> comms = capturedCommunicators;
         capturedCommunicators = null;
         return new CudaGraph(graph[0], device, comms);
     }

@@ -3,6 +3,8 @@ package org.nccl4j;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,6 +32,8 @@ import org.slf4j.LoggerFactory;
  */
 final class Teardown {
     private static final Logger LOG = LoggerFactory.getLogger(Teardown.class);
+    /** The logger of what closing and aborting a communicator report: the Communicator's. */
+    private static final Logger COMMUNICATOR_LOG = LoggerFactory.getLogger("org.nccl4j.Communicator");
     /** The variable of the close deadline. */
     static final String TIMEOUT_VARIABLE = "NCCL4J_CLOSE_TIMEOUT";
     /** The property of the close deadline. */
@@ -58,10 +62,10 @@ final class Teardown {
      *
      * @return null to finalize, else why to abort instead (one phrase, for the log)
      */
-    static String awaitPeers(Communicator c, Liveness l, Duration timeout) {
-        Ledger ledger = c.ledger();
+    static String awaitPeers(Watched c, Liveness l, Duration timeout) {
+        Ledger ledger = c.ledger;
         long last = ledger.last();
-        int gen = c.generationForChannel();
+        int gen = c.generation;
         if (l.departed()) {
             return "it had already told its peers that it failed";
         }
@@ -87,8 +91,8 @@ final class Teardown {
         }
     }
 
-    private static String reasonToAbort(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
-        if (c.recordedFailure() != null) {
+    private static String reasonToAbort(Watched c, Liveness l, Departures d, int gen, long last, int self) {
+        if (c.failure != null) {
             return "its communicator failed";
         }
         if (l.anyLost()) {
@@ -135,7 +139,7 @@ final class Teardown {
                 + "every rank's flight record to see where)";
     }
 
-    private static boolean everyPeerClosing(Communicator c, Liveness l, Departures d, int gen, long last, int self) {
+    private static boolean everyPeerClosing(Watched c, Liveness l, Departures d, int gen, long last, int self) {
         Map<Integer, Departures.Departure> of = d.of(gen);
         int closing = 0;
         for (Departures.Departure p : of.values()) {
@@ -143,7 +147,7 @@ final class Teardown {
                 closing++;
             }
         }
-        return closing >= c.size() - 1;
+        return closing >= c.size - 1;
     }
 
     /**
@@ -151,7 +155,7 @@ final class Teardown {
      *
      * @throws CloseTimeoutException when it has not returned by then (it goes on in the background)
      */
-    static void bounded(Runnable call, Duration timeout, Communicator c, String what) {
+    static void bounded(Runnable call, Duration timeout, Watched c, String what) {
         RuntimeException[] thrown = new RuntimeException[1];
         Thread t = Bounded.run("nccl4j-close", timeout.toMillis(), () -> {
             try {
@@ -172,6 +176,113 @@ final class Teardown {
         }
         if (thrown[0] != null) {
             throw thrown[0];
+        }
+    }
+
+    /** {@link Communicator#abort()}. */    /** {@link Communicator#abort()}. */
+    static void abort(Watched h) {
+        h.failureAcknowledged();
+        if (h.check != null) {
+            h.check.release();
+        }
+        Liveness l = h.liveness;
+        if (l != null && !h.closed) {
+            long last = h.ledger.last();
+            l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), null);
+            Departing.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
+        }
+        h.leaveLiveness();
+        h.lifecycle.lock();
+        try {
+            abort0(h);
+        } finally {
+            h.lifecycle.unlock();
+        }
+    }
+
+    /** The abort itself; the lifecycle lock is held. */
+    private static void abort0(Watched h) {
+        if (!h.markClosed() && !h.kept) {
+            return;
+        }
+        h.kept = false;
+        if (h.recorder != null) {
+            Watchdog.instance().forget(h);
+        }
+        h.awaitCallsLeft("ncclCommAbort");
+        Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort, null);
+    }
+
+    /** {@link Communicator#close()}; {@code hasFinalize}: the loaded NCCL has {@code ncclCommFinalize}. */
+    static void close(Watched h, boolean hasFinalize) {
+        h.failureAcknowledged();
+        if (h.check != null) {
+            h.check.release();
+        }
+        Duration deadline = timeout();
+        Liveness l = h.liveness;
+        String abortBecause = null;
+        if (l != null && !h.closed) {
+            abortBecause = awaitPeers(h, l, deadline);
+        }
+        h.leaveLiveness();
+        h.lifecycle.lock();
+        try {
+            if (abortBecause != null && !h.closed) {
+                if (abortBecause.startsWith("the ranks' collectives differ")) {
+                    COMMUNICATOR_LOG.error("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}",
+                            h.rank, h.size, abortBecause);
+                } else {
+                    COMMUNICATOR_LOG.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}",
+                            h.rank, h.size, abortBecause);
+                }
+                Departing.recordDeparture(h, "closed its communicator after " + h.ledger.describe(h.ledger.last())
+                        + " and aborted it: " + abortBecause);
+                abort0(h);
+            } else if (h.kept || h.closed) {
+                close0(h, hasFinalize);
+            } else {
+                bounded(() -> close0(h, hasFinalize), deadline, h, hasFinalize
+                        ? "ncclCommFinalize/ncclCommDestroy" : "ncclCommDestroy");
+            }
+        } finally {
+            h.lifecycle.unlock();
+        }
+    }
+
+    /** The finalize and destroy, or the abort of a communicator kept after its failure; the lifecycle lock is held. */
+    private static void close0(Watched h, boolean hasFinalize) {
+        boolean first = h.markClosed();   // before kept is read: the monitor sets closed and kept together
+        if (h.kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
+            h.kept = false;
+            Watchdog.instance().forget(h);
+            h.awaitCallsLeft("ncclCommAbort");
+            Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort, null);
+            return;
+        }
+        if (!first) {
+            return;
+        }
+        if (h.recorder != null) {
+            Watchdog.instance().forget(h);
+        }
+        h.awaitCallsLeft("ncclCommFinalize");
+        RuntimeException error = null;
+        if (hasFinalize) {
+            int rc = Watched.tearDown(() -> {
+                int r = NcclNative.ncclCommFinalize(h.handle);
+                return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(h.handle) : r;
+            });
+            if (rc != 0) {
+                error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
+            }
+        }
+        int rc = Watched.tearDown(() -> NcclNative.ncclCommDestroy(h.handle));
+        if (rc != 0 && error == null) {
+            error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
+        }
+        if (error != null) {
+            throw error;
         }
     }
 }

@@ -51,27 +51,11 @@ final class Watchdog implements Runnable {
     /** At most this many markers of one communicator are outstanding. */
     private static final int MAX_MARKERS = 16;
 
-    /**
-     * A communicator's watchdog settings, resolved from {@link WatchdogConfig} and {@link CommConfig}.
-     *
-     * @param enabled whether the communicator is watched
-     * @param timeout the age at which a pending operation is declared hung
-     * @param policy what happens after a failure
-     * @param listener the listener of {@link FailurePolicy#CALLBACK}, or null
-     * @param traceBuffer operations kept by the flight recorder; 0 for none (watchdog off only)
-     * @param traceDir where traces are written
-     * @param checkCollectives whether collectives compare their arguments across ranks first
-     * @param commName the communicator's name, or null
-     */
-    record Settings(boolean enabled, Duration timeout, FailurePolicy policy, FailureListener listener,
-            int traceBuffer, Path traceDir, boolean checkCollectives, String commName) {
-    }
-
     private static volatile Watchdog instance;
 
     private final List<Watch> watches = new CopyOnWriteArrayList<>();
     /** Every communicator with a recorder, watched or not, for the dumps at exit after a failure. */
-    private final List<java.lang.ref.WeakReference<Communicator>> recorded = new CopyOnWriteArrayList<>();
+    private final List<java.lang.ref.WeakReference<Watched>> recorded = new CopyOnWriteArrayList<>();
     private final long pollNanos;
     /** {@link LeftBehind#grace()}: read once, with the other process-wide settings; null: off. */
     private final Duration leftBehindGrace;
@@ -105,13 +89,13 @@ final class Watchdog implements Runnable {
     }
 
     /** Watches {@code comm} with {@code settings} until it is closed or fails. */
-    void watch(Communicator comm, Settings settings) {
+    void watch(Watched comm, WatchSettings settings) {
         watches.add(new Watch(comm, settings));
         LockSupport.unpark(thread);
     }
 
     /** Remembers a recorded communicator for the dumps at exit. */
-    void recorded(Communicator comm) {
+    void recorded(Watched comm) {
         recorded.removeIf(r -> r.get() == null);
         recorded.add(new java.lang.ref.WeakReference<>(comm));
     }
@@ -120,16 +104,17 @@ final class Watchdog implements Runnable {
     static void groupsEnded() {
         Watchdog w = instance;
         if (w != null) {
-            for (java.lang.ref.WeakReference<Communicator> r : w.recorded) {
-                Communicator c = r.get();
-                if (c != null) {
+            for (java.lang.ref.WeakReference<Watched> r : w.recorded) {
+                Watched c = r.get();
+                if (c != null && !c.forgotten) {   // forgotten: aborted at exit
                     c.groupEnded();
                 }
             }
         }
     }
 
-    void forget(Communicator comm) {
+    void forget(Watched comm) {
+        comm.forgotten = true;
         recorded.removeIf(r -> r.get() == null || r.get() == comm);
     }
 
@@ -144,11 +129,11 @@ final class Watchdog implements Runnable {
     }
 
     /** Every recorded communicator still reachable, watched or not (for the monitor). */
-    List<Communicator> recordedCommunicators() {
-        List<Communicator> out = new java.util.ArrayList<>();
-        for (java.lang.ref.WeakReference<Communicator> r : recorded) {
-            Communicator c = r.get();
-            if (c != null) {
+    List<Watched> recordedCommunicators() {
+        List<Watched> out = new java.util.ArrayList<>();
+        for (java.lang.ref.WeakReference<Watched> r : recorded) {
+            Watched c = r.get();
+            if (c != null && !c.forgotten) {   // forgotten: aborted at exit
                 out.add(c);
             }
         }
@@ -181,9 +166,9 @@ final class Watchdog implements Runnable {
         }
         exitHook = true;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            for (java.lang.ref.WeakReference<Communicator> r : recorded) {
-                Communicator c = r.get();
-                if (c != null && !c.traceDumped()) {
+            for (java.lang.ref.WeakReference<Watched> r : recorded) {
+                Watched c = r.get();
+                if (c != null && !c.forgotten && !c.traceDumped()) {
                     try {
                         c.writeTrace(TraceDump.REASON_EXIT, null, null);
                     } catch (IOException | RuntimeException e) {
@@ -210,10 +195,10 @@ final class Watchdog implements Runnable {
     /** One communicator's watch; touched by the watchdog's thread only. */
     private final class Watch {
         /** Weak, so that an open communicator nobody can reach is still collected and reported by Leaks. */
-        final java.lang.ref.WeakReference<Communicator> ref;
+        final java.lang.ref.WeakReference<Watched> ref;
         /** The communicator during one poll; null between polls. */
-        Communicator comm;
-        final Settings settings;
+        Watched comm;
+        final WatchSettings settings;
         final FlightRecorder recorder;
         final long timeoutNanos;
         /** When the watch began (the communicator's creation): its last issue when it never issued. */
@@ -228,10 +213,10 @@ final class Watchdog implements Runnable {
         final CudaBackend cuda = Cuda.backend();
         long markedUpTo;
 
-        Watch(Communicator comm, Settings settings) {
+        Watch(Watched comm, WatchSettings settings) {
             this.ref = new java.lang.ref.WeakReference<>(comm);
             this.settings = settings;
-            this.recorder = comm.recorder();
+            this.recorder = comm.recorder;
             this.timeoutNanos = settings.timeout().toNanos();
         }
 
@@ -253,22 +238,22 @@ final class Watchdog implements Runnable {
         }
 
         private boolean poll0(long now) {
-            if (comm.isClosed()) {
+            if (comm.closed) {
                 retire();
                 return false;
             }
-            if (!comm.lifecycle().tryLock()) {
+            if (!comm.lifecycle.tryLock()) {
                 return true; // being closed or aborted: look again next time
             }
             CommunicatorFailedException failure;
             try {
-                if (comm.isClosed()) {
+                if (comm.closed) {
                     retire();
                     return false;
                 }
                 failure = look(now);
                 comm.notifyCompleted(recorder.lastCompleted(), now);   // what no wait of the user's has shown
-                OperationObserver o = comm.observer();
+                boolean observed = comm.hooks().observed();
                 if (failure == null) {
                     return true;
                 }
@@ -276,8 +261,8 @@ final class Watchdog implements Runnable {
                 dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
                 Departing.announceFailure(comm, failure);   // first too: the peers hear of it before the process ends
                 comm.failedByWatchdog(failure);
-                if (o != null) {
-                    o.failed(comm, failure);
+                if (observed) {
+                    comm.hooks().failed(failure);
                 }
                 if (settings.policy() == FailurePolicy.EXIT) {
                     // at once: a thread that the abort released throws the failure, but could otherwise end the
@@ -286,7 +271,7 @@ final class Watchdog implements Runnable {
                     exit(failure);
                 }
             } finally {
-                comm.lifecycle().unlock();
+                comm.lifecycle.unlock();
             }
             after(failure);
             if (leftBehind && settings.policy() == FailurePolicy.THROW) {
@@ -326,13 +311,13 @@ final class Watchdog implements Runnable {
                 Kind kind = async == Errors.REMOTE_ERROR ? Kind.REMOTE : Kind.ASYNC;
                 return failure(kind, recorder.oldestPending(), async, null, now);
             }
-            Liveness liveness = comm.liveness();
+            Liveness liveness = comm.liveness;
             if (liveness != null && liveness.anyLost()) {
                 return failure(Kind.LOST, recorder.oldestPending(), async, null, now);
             }
             if (liveness != null) {
-                Departures.Verdict v = liveness.departures().verdict(liveness.launchRankOfSelf(), comm.ledger(),
-                        recorder, comm.generationForChannel(), liveness::currentRank, now);
+                Departures.Verdict v = liveness.departures().verdict(liveness.launchRankOfSelf(), comm.ledger,
+                        recorder, comm.generation, liveness::currentRank, now);
                 if (v != null) {
                     leftBehind = v.leftBehind();
                     long pending = recorder.oldestPending();
@@ -347,7 +332,7 @@ final class Watchdog implements Runnable {
             if (oldest != 0 && now - recorder.enqueuedNanos(oldest) > timeoutNanos) {
                 return failure(Kind.TIMEOUT, oldest, 0, null, now);
             }
-            CollectiveCheck check = comm.check();
+            CollectiveCheck check = comm.check;
             long since = check == null ? 0 : check.since();
             if (since != 0 && now - since > timeoutNanos) {
                 return checkTimedOut(now - since);
@@ -388,9 +373,9 @@ final class Watchdog implements Runnable {
             if (!idle.isEmpty()) {
                 return idle.pop();
             }
-            Cuda.check(cuda.setDevice(comm.device()), "cudaSetDevice", comm.device());
+            Cuda.check(cuda.setDevice(comm.device), "cudaSetDevice", comm.device);
             long[] e = new long[1];
-            Cuda.check(cuda.eventCreate(e, DISABLE_TIMING), "cudaEventCreateWithFlags", comm.device());
+            Cuda.check(cuda.eventCreate(e, DISABLE_TIMING), "cudaEventCreateWithFlags", comm.device);
             return e[0];
         }
 
@@ -422,7 +407,7 @@ final class Watchdog implements Runnable {
                             + ": a peer never joined it, is stuck before it, or joined a different operation";
                     break;
                 case REMOTE:
-                    String left = lost.isEmpty() && comm.liveness() != null ? departed(comm.liveness()) : null;
+                    String left = lost.isEmpty() && comm.liveness != null ? departed(comm.liveness) : null;
                     verdict = "peer lost: remote error (" + (left != null ? left : lost.isEmpty() ? "a peer rank "
                             + "failed, exited or lost its connection" : describe(lost)) + ")";
                     break;
@@ -442,7 +427,7 @@ final class Watchdog implements Runnable {
             }
             Path trace = trace(kind.reason, verdict);
             CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
-                    comm.size(), settings.commName(), op, e == null ? seq : e.sequence(), e == null ? 0 : e.count(),
+                    comm.size, settings.commName(), op, e == null ? seq : e.sequence(), e == null ? 0 : e.count(),
                     e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
                     e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(),
                     e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict,
@@ -480,7 +465,7 @@ final class Watchdog implements Runnable {
          * (the error may come first by a few milliseconds).
          */
         private List<Liveness.Lost> lostRanks(Kind kind) {
-            Liveness liveness = comm.liveness();
+            Liveness liveness = comm.liveness;
             if (liveness == null) {
                 return List.of();
             }
@@ -494,7 +479,7 @@ final class Watchdog implements Runnable {
 
         /** The unclean departures the channel told of (an exit, abort or failure), described; or null. */
         private String departed(Liveness liveness) {
-            return liveness.departures().unclean(liveness.launchRankOfSelf(), comm.generationForChannel(),
+            return liveness.departures().unclean(liveness.launchRankOfSelf(), comm.generation,
                     liveness::currentRank);
         }
 
@@ -520,7 +505,7 @@ final class Watchdog implements Runnable {
 
         /** The collective check's all-gather did not complete: a peer never reached the same collective. */
         private CommunicatorFailedException checkTimedOut(long waited) {
-            long[] fp = comm.check().fingerprint();
+            long[] fp = comm.check.fingerprint();
             String op = fp[1] >= 0 && fp[1] < org.nccl4j.trace.TraceOperation.values().length
                     ? org.nccl4j.trace.TraceOperation.fromCode((int) fp[1]).name() : "operation";
             String verdict = "the collective check before " + op + " #" + fp[0] + " did not complete within "
@@ -528,7 +513,7 @@ final class Watchdog implements Runnable {
             Path trace = trace(Kind.TIMEOUT.reason, verdict);
             DataType type = fp[3] >= 0 && fp[3] < DataType.values().length ? DataType.fromCode((int) fp[3]) : null;
             CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(comm.rankUnchecked(),
-                    comm.size(), settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
+                    comm.size, settings.commName(), op, fp[0], fp[2], type == null ? null : type.ncclName(), null,
                     (int) fp[5], 0, 0, Duration.ofNanos(waited), settings.timeout(), 0,
                     NcclNative.ncclGetLastError(comm.handleUnchecked()), trace, verdict,
                     settings.policy() == FailurePolicy.RECOVER, null);
@@ -552,7 +537,7 @@ final class Watchdog implements Runnable {
             switch (settings.policy()) {
                 case CALLBACK:
                     try {
-                        settings.listener().onFailure(comm, failure);
+                        comm.hooks().tell(settings.listener(), failure);
                     } catch (RuntimeException | Error x) {
                         LOG.error("nccl4j watchdog: the failure listener of {} threw", comm, x);
                     }

@@ -125,17 +125,17 @@ final class WatchdogMonitor implements Runnable {
         Thread t = watchdog.thread();
         StackTraceElement[] stack = t.getStackTrace();
         String where = stuckIn(stack);
-        List<Communicator> recorded = new ArrayList<>();
-        List<Communicator> watched = new ArrayList<>();
+        List<Watched> recorded = new ArrayList<>();
+        List<Watched> watched = new ArrayList<>();
         boolean exit = processPolicy == FailurePolicy.EXIT;
-        for (Communicator c : watchdog.recordedCommunicators()) {
-            if (c.isClosed()) {
+        for (Watched c : watchdog.recordedCommunicators()) {
+            if (c.closed) {
                 continue;
             }
             recorded.add(c);
-            if (c.watchdogSettings().enabled()) {
+            if (c.settings.enabled()) {
                 watched.add(c);
-                exit |= c.watchdogSettings().policy() == FailurePolicy.EXIT;
+                exit |= c.settings.policy() == FailurePolicy.EXIT;
             }
         }
         String verdict = WatchdogStuckException.verdict(stuckFor, where);
@@ -167,19 +167,19 @@ final class WatchdogMonitor implements Runnable {
             Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
         }
         long now = System.nanoTime();
-        for (Communicator c : watched) {
+        for (Watched c : watched) {
             fail(c, traces[recorded.indexOf(c)], stuckFor, where, verdict, now);
         }
     }
 
     /** Makes the monitor's failure {@code c}'s, tells its observer and calls its listener. */
-    private void fail(Communicator c, Path trace, Duration stuckFor, String where, String verdict, long now) {
-        Watchdog.Settings s = c.watchdogSettings();
-        FlightRecorder r = c.recorder();
+    private void fail(Watched c, Path trace, Duration stuckFor, String where, String verdict, long now) {
+        WatchSettings s = c.settings;
+        FlightRecorder r = c.recorder;
         long seq = r == null ? 0 : r.oldestPending();
         TraceEntry e = seq > 0 ? r.entry(seq) : null;
         Duration elapsed = e == null ? Duration.ZERO : Duration.ofNanos(Math.max(0, now - r.enqueuedNanos(seq)));
-        CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(c.rankUnchecked(), c.size(),
+        CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(c.rankUnchecked(), c.size,
                 s.commName(), e == null ? null : e.operation().name(), e == null ? 0 : e.sequence(),
                 e == null ? 0 : e.count(), e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
                 e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(), e == null ? 0 : e.stream(),
@@ -189,17 +189,16 @@ final class WatchdogMonitor implements Runnable {
             return;   // closed meanwhile
         }
         LOG.warn("nccl4j watchdog monitor: {}", failure.getMessage());
-        OperationObserver o = c.observer();
-        if (o != null) {
+        if (c.hooks().observed()) {
             try {
-                o.failed(c, failure);
+                c.hooks().failed(failure);
             } catch (RuntimeException | Error x) {
                 LOG.error("nccl4j watchdog monitor: the observer of {} threw", c, x);
             }
         }
         if (s.policy() == FailurePolicy.CALLBACK && s.listener() != null) {
             try {
-                s.listener().onFailure(c, failure);
+                c.hooks().tell(s.listener(), failure);
             } catch (RuntimeException | Error x) {
                 LOG.error("nccl4j watchdog monitor: the failure listener of {} threw", c, x);
             }
@@ -210,11 +209,11 @@ final class WatchdogMonitor implements Runnable {
      * Writes the flight records of {@code comms} on a thread of its own, waiting at most {@link #TRACE_WAIT}; the
      * files written, by index (null where none was written in time).
      */
-    private static Path[] writeTraces(List<Communicator> comms, String verdict) {
+    private static Path[] writeTraces(List<Watched> comms, String verdict) {
         AtomicReferenceArray<Path> written = new AtomicReferenceArray<>(comms.size());
         Thread writer = Bounded.run("nccl4j-watchdog-monitor-traces", TRACE_WAIT.toMillis(), () -> {
             for (int i = 0; i < comms.size(); i++) {
-                Communicator c = comms.get(i);
+                Watched c = comms.get(i);
                 try {
                     written.set(i, c.writeTrace(TraceDump.REASON_WATCHDOG_STUCK, verdict, null));
                 } catch (IOException | RuntimeException x) {

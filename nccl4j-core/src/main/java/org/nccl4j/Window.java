@@ -83,7 +83,7 @@ public final class Window implements AutoCloseable {
 
     private Window(Communicator comm, long handle, DeviceBuffer buffer, DeviceBuffer owned) {
         this.comm = comm;
-        this.bound = new CommBound(comm, NcclFunction.ncclCommWindowDeregister);
+        this.bound = new CommBound(comm.health(), NcclFunction.ncclCommWindowDeregister);
         this.handle = handle;
         this.buffer = buffer;
         this.owned = owned;
@@ -186,7 +186,7 @@ public final class Window implements AutoCloseable {
         checkBuffer(comm, buffer);
         long[] h = new long[1];
         Errors.check(NcclNative.ncclCommWindowRegister(comm.handle(), buffer.address(), buffer.bytes(), h,
-                COLL_SYMMETRIC), NcclFunction.ncclCommWindowRegister, comm);
+                COLL_SYMMETRIC), NcclFunction.ncclCommWindowRegister, comm.health());
         return h[0];
     }
 

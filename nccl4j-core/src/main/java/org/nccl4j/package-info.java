@@ -13,7 +13,10 @@
  *       one (create, fromEnvironment, initAll, split), recovery (shrink, recover, grow), queries, then every
  *       collective's three public forms (buffers, in place, raw addresses) in NCCL's order, each a one-line call
  *       into the one path at the end of the file that checks arguments, records the operation and makes the single
- *       NCCL call.</li>
+ *       NCCL call; then teardown. What is not the communicator's own lives beside it, reached by one-line
+ *       delegations: {@code Bootstrap} (fromEnvironment: launch detection, the id's rendezvous, and the liveness
+ *       channel served, joined and attached, as NCCL's bootstrap attaches RAS), {@code Recovery} (shrink, reform,
+ *       recover and its rendezvous, revoke, grow, join) and {@code Watched} (below).</li>
  *   <li>{@code Collective}: the shape of each operation (which buffer gives the count, which holds a block per
  *       rank, which is used at the root only) that the one path reads.</li>
  *   <li>{@link org.nccl4j.Group} ({@code ncclGroupStart/End}), {@link org.nccl4j.DataType}, {@link org.nccl4j.ReduceOp}
@@ -40,6 +43,13 @@
  * </ul>
  * <h3>Reliability</h3>
  * <ul>
+ *   <li>{@code Watched}: one communicator as the watchdog, the flight recorder, the metrics and the liveness channel
+ *       see it (its identity and lifecycle state, failure, recorder, ledger, published sequence, streams used,
+ *       channel, trace dumping) and the hooks through which they act on it. The Communicator holds one in a final
+ *       field; the classes below talk to it, never to the Communicator. Streams, events and graphs know it as a
+ *       {@code Stream.User}, {@code Errors} as an {@code Errors.Source}; what must reach the program's observer and
+ *       listener (which are given the Communicator) goes through its {@code Hooks}. {@code WatchSettings} holds a
+ *       communicator's resolved watchdog settings.</li>
  *   <li>{@code Watchdog}: one daemon thread that watches every communicator (completion markers, asynchronous
  *       errors, timeouts), then records, aborts and applies the {@link org.nccl4j.FailurePolicy}.
  *       {@link org.nccl4j.WatchdogConfig} holds its process-wide settings from {@code NCCL4J_*} variables.
@@ -57,12 +67,34 @@
  *       collectives), {@code Ledger} (a communicator's collectives, numbered and fingerprinted),
  *       {@code Agreement} (rank 0's comparison of the fingerprints), {@code Departing} (telling and recording a
  *       departure).</li>
- *   <li>The end of a communicator or a process: {@code Teardown} (finalize only when every rank closes after the
- *       same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught exceptions and the exit
- *       told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon thread waited for at most a
- *       given time).</li>
+ *   <li>The end of a communicator or a process: {@code Teardown} (close and abort: finalize only when every rank
+ *       closes after the same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught
+ *       exceptions and the exit told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon
+ *       thread waited for at most a given time).</li>
  *   <li>{@link org.nccl4j.OperationObserver}: the hook through which {@link org.nccl4j.diagnostics.NcclMetrics}
  *       sees operations. {@link org.nccl4j.NcclLog} routes NCCL's own log lines into SLF4J.</li>
  * </ul>
+ *
+ * <h2>Layers</h2>
+ * Inside this package the classes that make a communicator work stand in layers, and a class names, in code, only
+ * classes of its own layer or below ({@code LayersTest} checks it), bottom up:
+ * <ol>
+ *   <li>CUDA resources and errors: {@code Errors}, {@code Leaks}, {@code NcclLog}, {@code Capture}, {@code Cuda}
+ *       with its backends, {@code Stream}, {@code Event}, {@code CudaGraph}, {@code DeviceBuffer};</li>
+ *   <li>a communicator's health: {@code Watched}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
+ *       {@code Ledger}, {@code Departures}, {@code Agreement}, {@code Liveness}, {@code Departing},
+ *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
+ *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
+ *       {@code Teardown};</li>
+ *   <li>{@code Communicator}, with {@code Arguments} (its collectives' argument checks, thrown out of line) and
+ *       {@code Composed} (all-to-all, gather and scatter from sends and receives, for an NCCL older than 2.28);</li>
+ *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
+ *       {@link org.nccl4j.GradientBuckets}.</li>
+ * </ol>
+ * The arrows up that the public API asks for are Communicator's entry points, each a one-line delegation
+ * ({@code fromEnvironment} to Bootstrap, the recovery methods to Recovery, {@code registerWindow} to Window). The
+ * classes outside the layers (values, settings, exceptions) name no Communicator, except the public types whose
+ * signatures carry one: {@link org.nccl4j.OperationObserver}, {@link org.nccl4j.FailureListener} and
+ * {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}).
  */
 package org.nccl4j;

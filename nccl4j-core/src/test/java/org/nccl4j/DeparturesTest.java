@@ -72,7 +72,7 @@ class DeparturesTest extends StubFixture {
     private Communicator rank(int r, int size, Liveness l) {
         Communicator c = later(Communicator.create(r, size, testId(), 0, CommConfig.builder().watchdog(true)
                 .timeout(Duration.ofMinutes(1)).commName("departures").build()));
-        c.useLiveness(l);
+        c.health().attachChannel(l);
         return c;
     }
 
@@ -295,13 +295,13 @@ class DeparturesTest extends StubFixture {
         s1.synchronize();
         cuda.stall(s0.handle());
         c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #3: rank 1 never issues it
-        within(3000, () -> c0.ledger().last() == 3 ? true : null, "rank 0's #3");
+        within(3000, () -> c0.health().ledger.last() == 3 ? true : null, "rank 0's #3");
         long t0 = System.nanoTime();
         c1.close();   // as when rank 1's own code throws inside try-with-resources
         long closeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         assertTrue(closeMs < 2500, "close returned after " + closeMs + " ms");
         assertTrue(stub.calls("ncclCommAbort").size() >= 1, "rank 1 aborted: " + stub.calls());
-        assertTrue(c1.traceDumped(), "rank 1 left while rank 0 went on: its flight record is written too");
+        assertTrue(c1.health().traceDumped(), "rank 1 left while rank 0 went on: its flight record is written too");
         ch[1].cause("IllegalStateException: data loader failed on rank 1");   // what the uncaught handler sends
         long[] ms = new long[1];
         Throwable t = failed(c0, t0, ms);
@@ -395,10 +395,10 @@ class DeparturesTest extends StubFixture {
         c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);   // from this thread
         s1.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
-        Departing.announceFailure(c2, new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
+        Departing.announceFailure(c2.health(), new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
                 "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
                 0, null, null, "allReduce #2 did not complete within 1m", false, null)));
-        within(3000, () -> c0.traceDumped() && c1.traceDumped() ? true : null, "the dumps of ranks 0, 1");
+        within(3000, () -> c0.health().traceDumped() && c1.health().traceDumped() ? true : null, "the dumps of ranks 0, 1");
         within(3000, () -> c0.failure() != null && c1.failure() != null ? true : null, "ranks 0 and 1 failed");
         String dump = Files.readString(org.nccl4j.trace.TraceConfig.fromEnvironment().directory()
                 .resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
@@ -556,7 +556,7 @@ class DeparturesTest extends StubFixture {
         long t0 = System.nanoTime();
         CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);   // waits for rank 0 to close too
         Thread.sleep(200);
-        Departing.announceFailure(c0, new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
+        Departing.announceFailure(c0.health(), new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
                 0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
                 null)));
         ch[0].close();   // its process ends right after (seen on 2 x H100: rank 1 waited for the close deadline)
@@ -612,7 +612,7 @@ class DeparturesTest extends StubFixture {
         assertEquals(2, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count(), newCalls()
                 .toString());
         assertEquals(0, newCalls().stream().filter(l -> l.startsWith("ncclCommDestroy ")).count());
-        assertTrue(c0.traceDumped() && c1.traceDumped(), "both recorded it for the analyzer");
+        assertTrue(c0.health().traceDumped() && c1.health().traceDumped(), "both recorded it for the analyzer");
         org.nccl4j.trace.TraceDump d = org.nccl4j.trace.TraceDump.read(org.nccl4j.trace.TraceConfig.fromEnvironment()
                 .directory().resolve("nccl4j-trace-rank1-" + HOST + "-" + PID + ".json"));
         assertTrue(d.failure().contains("the ranks' collectives differ at or before collective #1"), d.failure());

@@ -148,7 +148,7 @@ class FarewellTest {
         Liveness l = Liveness.join(null, 1, "127.0.0.1", Integer.parseInt(args[1]));
         Communicator c = Communicator.create(1, 2, UniqueId.of(new byte[UniqueId.BYTES]), 0,
                 CommConfig.builder().watchdog(true).build());
-        c.useLiveness(l);
+        c.health().attachChannel(l);
         Stream s = Stream.create(0);
         DeviceBuffer b = DeviceBuffer.allocate(0, 4, DataType.FLOAT32);
         for (int i = 0; i < 2; i++) {

@@ -39,7 +39,7 @@ class LeftBehindTest extends StubFixture {
     private Communicator rank(int r, Liveness l, Duration timeout) {
         Communicator c = later(Communicator.create(r, 2, testId(), 0, CommConfig.builder().watchdog(true)
                 .timeout(timeout).commName("behind").build()));
-        c.useLiveness(l);
+        c.health().attachChannel(l);
         return c;
     }
 
@@ -67,7 +67,7 @@ class LeftBehindTest extends StubFixture {
     /** As {@link #rankZeroWaitsInTheSecond}, rank 1 issuing nothing more; once rank 1's watchdog failed it. */
     private Communicator[] rankOneLeftBehind(Duration timeout) throws Exception {
         Pair p = rankZeroWaitsInTheSecond(timeout);
-        within(10_000, p.c1()::recordedFailure, "rank 1's watchdog failure (without telling the program)");
+        within(10_000, () -> p.c1().health().failure, "rank 1's watchdog failure (without telling the program)");
         cuda.release(p.s0().handle());
         return new Communicator[] {p.c0(), p.c1()};
     }
@@ -90,7 +90,7 @@ class LeftBehindTest extends StubFixture {
         assertTrue(ms >= 1500, "ended " + ms + " ms after the start: before rank 1 was silent for its timeout "
                 + "(1 s after #1) and the grace (500 ms after the failure, itself 1 s after #2)");
         assertTrue(ms < 6000, "ended " + ms + " ms after the start");
-        assertTrue(c[1].recordedFailure() instanceof PeerDepartedException, String.valueOf(c[1].recordedFailure()));
+        assertTrue(c[1].health().failure instanceof PeerDepartedException, String.valueOf(c[1].health().failure));
     }
 
     @Test
@@ -121,7 +121,7 @@ class LeftBehindTest extends StubFixture {
         c1.send(p.b1(), DataType.FLOAT32, 0, p.s1());   // rank 1 is busy, only behind (a send is no collective)
         p.s1().synchronize();
         long sent = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        within(10_000, c1::recordedFailure, "rank 1's watchdog failure");   // about 3 s after #2
+        within(10_000, () -> c1.health().failure, "rank 1's watchdog failure");   // about 3 s after #2
         cuda.release(p.s0().handle());
         while (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) < sent + 2700) {
             assertEquals(List.of(), ENDINGS, "ended before rank 1 was silent for its timeout since its send at "

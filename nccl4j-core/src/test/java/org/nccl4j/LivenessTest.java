@@ -66,7 +66,7 @@ class LivenessTest extends StubFixture {
         Liveness r0 = ranks[0], r1 = ranks[1];
         Communicator c = later(Communicator.create(0, 2, testId(), 0,
                 CommConfig.builder().watchdog(true).timeout(Duration.ofMinutes(1)).build()));
-        c.useLiveness(r0);
+        c.health().attachChannel(r0);
         Thread.sleep(100);
         r1.dropWithoutGoodbye();
         within(5000, c::failure, "the watchdog failing the communicator");
@@ -84,7 +84,7 @@ class LivenessTest extends StubFixture {
         Liveness[] ranks = channel(4, null);
         Liveness r0 = ranks[0], r1 = ranks[1], r2 = ranks[2], r3 = ranks[3];
         Communicator c = later(Communicator.create(1, 4, testId(), 0, CommConfig.builder().watchdog(false).build()));
-        c.useLiveness(r1);
+        c.health().attachChannel(r1);
         try {
             Thread.sleep(100);
             r3.dropWithoutGoodbye();

@@ -96,7 +96,7 @@ class WatchdogMonitorTest extends StubFixture {
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, quiet);
         off.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, quiet);
         quiet.synchronize();
-        within(2000, () -> c.recorder().lastCompleted() == 1 ? true : null, "the watchdog seeing c's #1 complete");
+        within(2000, () -> c.health().recorder.lastCompleted() == 1 ? true : null, "the watchdog seeing c's #1 complete");
         monitor(Duration.ofMillis(500));
         CompletableFuture<Throwable> waiter;
         long ms;
@@ -260,7 +260,7 @@ class WatchdogMonitorTest extends StubFixture {
             n++;
             Thread.sleep(20);
         }
-        within(2000, () -> c.recorder().lastCompleted() == c.recorder().lastEnqueued() ? true : null,
+        within(2000, () -> c.health().recorder.lastCompleted() == c.health().recorder.lastEnqueued() ? true : null,
                 "the watchdog marking every operation");
         assertTrue(Watchdog.instance().heartbeat() != beat, "the heartbeat moves");
         assertNull(c.failure());

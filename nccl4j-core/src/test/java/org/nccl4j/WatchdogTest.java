@@ -50,7 +50,7 @@ class WatchdogTest extends StubFixture {
         }).build());
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);     // #1 completes
         s.synchronize();
-        within(2000, () -> c.recorder().lastCompleted() == 1 ? true : null, "completion of allReduce #1");
+        within(2000, () -> c.health().recorder.lastCompleted() == 1 ? true : null, "completion of allReduce #1");
         cuda.stall(s.handle());
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);     // #2 never completes
         long t0 = System.nanoTime();
@@ -161,7 +161,7 @@ class WatchdogTest extends StubFixture {
         for (int i = 0; i < 5; i++) {
             c.allReduce(b, DataType.FLOAT32, ReduceOp.MAX, s);
         }
-        within(2000, () -> c.recorder().lastCompleted() == 5 ? true : null, "completion of 5 operations");
+        within(2000, () -> c.health().recorder.lastCompleted() == 5 ? true : null, "completion of 5 operations");
         Thread.sleep(700);   // past the timeout: nothing pending, nothing fires
         assertNull(c.failure());
         assertEquals(List.of(), stub.calls("ncclCommAbort"));
@@ -185,10 +185,10 @@ class WatchdogTest extends StubFixture {
         Nccl.groupStart();
         c.send(b, DataType.FLOAT32, 1, s);
         c.recv(b, DataType.FLOAT32, 1, s);
-        assertEquals(2, c.recorder().lastEnqueued());
-        assertEquals(0, c.published(), "nothing launched before ncclGroupEnd");
+        assertEquals(2, c.health().recorder.lastEnqueued());
+        assertEquals(0, c.health().published(), "nothing launched before ncclGroupEnd");
         Nccl.groupEnd();
-        assertEquals(2, c.published());
+        assertEquals(2, c.health().published());
     }
 
     @Test
@@ -219,12 +219,12 @@ class WatchdogTest extends StubFixture {
         DeviceBuffer b = buffer(0, 8, DataType.FLOAT32);
         Communicator off = later(Communicator.create(0, 2, testId(), 0, CommConfig.builder().watchdog(false).build()));
         off.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
-        assertEquals(1, off.recorder().lastEnqueued());
+        assertEquals(1, off.health().recorder.lastEnqueued());
         assertEquals(1, TraceDump.read(off.dumpTrace(traces)).entries().size());
         Communicator none = later(Communicator.create(0, 2, testId(), 0,
                 CommConfig.builder().watchdog(false).traceBuffer(0).build()));
         none.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
-        assertNull(none.recorder());
+        assertNull(none.health().recorder);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> none.dumpTrace(traces));
         assertTrue(e.getMessage().contains("traceBuffer(0)"), e.getMessage());
     }
@@ -334,7 +334,7 @@ class WatchdogTest extends StubFixture {
         assertEquals(-1, CollectiveCheck.firstDifference(all, 3));
         all[19] = 1;
         assertEquals(1, CollectiveCheck.firstDifference(all, 3));
-        CollectiveCheck check = new CollectiveCheck(c);
+        CollectiveCheck check = new CollectiveCheck(c.health());
         CollectiveMismatchException e = check.mismatch(TraceOperation.allReduce, 2, 2, new long[] {10, 10, 5});
         assertEquals("rank 1 of 3 (communicator \"ck\"): the ranks called different collectives at allReduce #2: "
                 + "count differs: rank 0 10, rank 1 10, rank 2 5. NCCL4J_CHECK_COLLECTIVES compared sequence, "
@@ -367,7 +367,7 @@ class WatchdogTest extends StubFixture {
         long[] all = {4, 0, 1048576, 7, 0, -1,   4, 0, 1048576, 7, 0, -1,   4, 0, 2097152, 6, 0, -1};
         assertEquals(2, CollectiveCheck.firstDifference(all, 2));
         assertArrayEquals(new int[] {2, 3}, CollectiveCheck.differences(all, 2));
-        CollectiveMismatchException e = new CollectiveCheck(c).compare(TraceOperation.allReduce, 4, all, 2);
+        CollectiveMismatchException e = new CollectiveCheck(c.health()).compare(TraceOperation.allReduce, 4, all, 2);
         assertEquals("rank 0 of 2: the ranks called different collectives at allReduce #4: count differs: rank 0 "
                 + "1048576, rank 1 2097152; type differs: rank 0 ncclFloat32, rank 1 ncclFloat16" + CHECK_TAIL,
                 e.getMessage());
@@ -394,7 +394,7 @@ class WatchdogTest extends StubFixture {
         // reduce(MAX, root 1) on the same count; rank 2 passes float64 where ranks 0 and 1 pass float32
         long[] all = {9, 2, 64, 8, 2, 1,   9, 2, 64, 7, 2, 1,   9, 2, 64, 7, 0, 0,   9, 2, 64, 8, 2, 1};
         assertArrayEquals(new int[] {3, 4, 5}, CollectiveCheck.differences(all, 3));
-        CollectiveMismatchException e = new CollectiveCheck(c).compare(TraceOperation.reduce, 9, all, 3);
+        CollectiveMismatchException e = new CollectiveCheck(c.health()).compare(TraceOperation.reduce, 9, all, 3);
         assertEquals("rank 2 of 3 (communicator \"tp\"): the ranks called different collectives at reduce #9: type "
                 + "differs: rank 0 ncclFloat32, rank 1 ncclFloat32, rank 2 ncclFloat64; op differs: rank 0 MAX, "
                 + "rank 1 SUM, rank 2 MAX; root differs: rank 0 1, rank 1 0, rank 2 1" + CHECK_TAIL, e.getMessage());
@@ -406,7 +406,7 @@ class WatchdogTest extends StubFixture {
         // every field at once: a different operation at a different sequence number
         long[] every = {9, 2, 64, 7, 2, 1,   9, 2, 64, 7, 2, 1,   8, 0, 32, 8, 0, -1,   9, 2, 64, 7, 2, 1};
         assertEquals(List.of("sequence", "operation", "count", "type", "op", "root"),
-                new CollectiveCheck(c).compare(TraceOperation.reduce, 9, every, 3).fields());
+                new CollectiveCheck(c.health()).compare(TraceOperation.reduce, 9, every, 3).fields());
     }
 
     @Test
@@ -436,14 +436,14 @@ class WatchdogTest extends StubFixture {
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
         s.synchronize();
-        assertEquals(2, c.syncedThrough());
+        assertEquals(2, c.health().syncedThrough());
         Event e = later(Event.create(0));
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
         e.record(s);
         c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);   // after the record: not covered by the event
         e.synchronize();
-        assertEquals(3, c.syncedThrough());
-        within(2000, () -> c.recorder().lastCompleted() >= 3 ? true : null, "the watchdog marking #3");
+        assertEquals(3, c.health().syncedThrough());
+        within(2000, () -> c.health().recorder.lastCompleted() >= 3 ? true : null, "the watchdog marking #3");
     }
 
     @Test

@@ -10,6 +10,7 @@ import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.bytedeco.cuda.global.cudart;
+import org.nccl4j.jni.NcclNative;
 
 /**
  * Where this process stands in a multi-process job: its rank, the world size, its rank and the process count on
@@ -786,6 +787,32 @@ public final class LaunchInfo {
      */
     public Optional<String> masterAddr() {
         return Optional.ofNullable(masterAddr);
+    }
+
+    /**
+     * Where rank 0 is, read from this process's live environment as NCCL sees it ({@code getenv}, which sees
+     * variables set after the JVM started): {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing),
+     * or, without {@code MASTER_ADDR}, {@code NCCL_COMM_ID}'s host and port (mpirun). The one place nccl4j reads
+     * {@code MASTER_ADDR} besides {@link #detect}: for the liveness channel's address and a recovery's rendezvous.
+     *
+     * @return {@code {host, port}} with the host trimmed and the port as set (null when missing), or null when
+     *         neither variable is set or {@code NCCL_COMM_ID} does not parse (the rendezvous refuses it, naming the
+     *         fix)
+     */
+    public static String[] rankZeroAddress() {
+        String host = NcclNative.getenv("MASTER_ADDR");
+        if (host != null && !host.isBlank()) {
+            return new String[] {host.trim(), NcclNative.getenv("MASTER_PORT")};
+        }
+        String commId = NcclNative.getenv(NcclEnvironment.COMM_ID);
+        if (commId == null || commId.isBlank()) {
+            return null;
+        }
+        try {
+            return NcclEnvironment.parseHostPort(NcclEnvironment.COMM_ID, commId.trim());
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
     }
 
     /**

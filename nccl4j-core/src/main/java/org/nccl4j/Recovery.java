@@ -1,0 +1,235 @@
+package org.nccl4j;
+
+import org.nccl4j.jni.NcclFunction;
+import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.jni.NcclNative;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.Rendezvous;
+
+/**
+ * Going on after a failure or a change of ranks: {@link Communicator#shrink}, {@link Communicator#reform},
+ * {@link Communicator#recover} (which of the two, and the remaining ranks' rendezvous), {@link Communicator#revoke}
+ * and {@link Communicator#grow}/{@link Communicator#join}. Communicator's public methods delegate here; their
+ * Javadoc says what each does.
+ */
+final class Recovery {
+    /** {@code NCCL_SHRINK_DEFAULT}. */
+    private static final int SHRINK_DEFAULT = 0;
+    /** {@code NCCL_SHRINK_ABORT}: abort the parent's pending operations first. */
+    private static final int SHRINK_ABORT = 1;
+
+    private Recovery() {
+    }
+
+    static Communicator shrink(Communicator c, CommConfig config, int... excludedRanks) {
+        c.ensureOpenOrKept();
+        checkExcluded(c, excludedRanks);
+        c.requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
+        if (config != null) {
+            config.requireSupportedBy(c.library());
+        }
+        int flags = c.health().failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
+        long[] out = new long[1];
+        int[] excluded = excludedRanks.clone();
+        long handle = c.nativeHandle();
+        int rc = config == null
+                ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
+                : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
+                        config.commName(), flags);
+        return c.child(rc, out, config, NcclFunction.ncclCommShrink);
+    }
+
+    static Communicator reform(Communicator c, Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
+        c.ensureOpenOrKept();
+        checkExcluded(c, excludedRanks);
+        if (route == null) {
+            throw Errors.nullArgument("route");
+        }
+        int newRank = rankAfterShrink(c.rank(), excludedRanks);
+        int newSize = c.size() - excludedRanks.length;
+        UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
+                .exchange(() -> UniqueId.generate().toBytes()));
+        Communicator made = Communicator.create(newRank, newSize, id, c.device(), config != null ? config : c.config());
+        made.recovered(made.config(), c.health().generation + 1);
+        return made;
+    }
+
+    static Communicator recover(Communicator c, CommConfig config, int... excludedRanks) {
+        Communicator made = recover0(c, config, excludedRanks);
+        Liveness l = c.health().detachChannel();
+        if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
+            l.renumber(excludedRanks);
+            made.health().attachChannel(l);
+        }
+        return made;
+    }
+
+    private static Communicator recover0(Communicator c, CommConfig config, int... excludedRanks) {
+        NcclLibrary library = c.library();
+        boolean broken = c.health().failure != null || c.isClosed() || reportedBroken(c);
+        if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
+            try {
+                Communicator made = shrink(c, config, excludedRanks);
+                made.recovered(config != null ? config : c.config(), c.health().generation + 1);
+                return made;
+            } catch (NcclException e) {
+                if (e.result() != NcclResult.REMOTE_ERROR) {
+                    throw e;
+                }
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: ncclCommShrink refused to shrink "
+                        + "rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator afresh",
+                        c.rank(), c.size(), e.ncclName());
+            }
+        }
+        return reform(c, recoveryRoute(c, c.health().generation + 1, excludedRanks), config, excludedRanks);
+    }
+
+    /**
+     * The rendezvous of the remaining ranks: the file, or TCP served by the lowest remaining rank, on its host as
+     * the liveness channel's roster names it when that is not the launch's rank 0 host (rank 0 lost), else on
+     * {@code MASTER_ADDR} (or {@code NCCL_COMM_ID}'s host).
+     */
+    private static Rendezvous.Builder recoveryRoute(Communicator c, int n, int[] excludedRanks) {
+        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+        if (file != null && !file.isBlank()) {
+            return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
+        }
+        String[] master = LaunchInfo.rankZeroAddress();
+        String host = master == null ? null : master[0];
+        String port = master == null ? null : master[1];
+        if (host == null || host.isBlank() || port == null || !port.trim().matches("[0-9]{1,5}")) {
+            throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
+                    + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
+                    + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
+        }
+        Liveness l = c.health().liveness;
+        if (l != null) {
+            int lowest = 0;
+            while (contains(excludedRanks, lowest)) {
+                lowest++;
+            }
+            Liveness.Lost root = l.roster().get(l.launchRank(lowest));
+            Liveness.Lost first = l.roster().get(0);
+            if (root != null && first != null && root.host() != null && !root.host().equals(first.host())) {
+                host = root.host();   // the launch's rank 0 host is not the new root's
+            }
+        }
+        return Rendezvous.builder().tcp(host.trim(), Integer.parseInt(port.trim()) + 100 + n);
+    }
+
+    private static boolean contains(int[] values, int v) {
+        for (int x : values) {
+            if (x == v) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
+    private static boolean reportedBroken(Communicator c) {
+        int[] state = new int[1];
+        return NcclNative.ncclCommGetAsyncError(c.nativeHandle(), state) == Errors.SUCCESS
+                && Errors.isFailure(state[0]);
+    }
+
+    private static void checkExcluded(Communicator c, int[] excluded) {
+        if (excluded == null || excluded.length == 0) {
+            throw Errors.argument("excludedRanks must name at least one rank to leave out, got none");
+        }
+        int size = c.size();
+        for (int i = 0; i < excluded.length; i++) {
+            int r = excluded[i];
+            if (r < 0 || r >= size) {
+                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is not a rank of this communicator (0.."
+                        + (size - 1) + ")");
+            }
+            if (r == c.rank()) {
+                throw Errors.argument("excludedRanks[" + i + "] = " + r + " is this rank: a rank cannot shrink itself "
+                        + "out; the ranks that leave do not call shrink (they close or abort their communicator)");
+            }
+            for (int j = 0; j < i; j++) {
+                if (excluded[j] == r) {
+                    throw Errors.argument("excludedRanks names rank " + r + " twice (at " + j + " and " + i + ")");
+                }
+            }
+        }
+    }
+
+    static int rankAfterShrink(int rank, int... excludedRanks) {
+        if (rank < 0) {
+            throw Errors.argument("rank must be >= 0, got " + rank);
+        }
+        int below = 0;
+        for (int r : excludedRanks) {
+            if (r == rank) {
+                throw Errors.argument("rank " + rank + " is excluded: it has no rank after the shrink");
+            }
+            if (r < rank) {
+                below++;
+            }
+        }
+        return rank - below;
+    }
+
+    static void revoke(Communicator c) {
+        c.ensureOpen();
+        c.requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
+        int rc = NcclNative.ncclCommRevoke(c.nativeHandle(), 0);
+        if (rc == Errors.IN_PROGRESS) {
+            rc = InitDeadline.waitWhileInProgress(c.nativeHandle());
+        }
+        Errors.check(rc, NcclFunction.ncclCommRevoke, c.health());
+    }
+
+    static UniqueId growId(Communicator c) {
+        c.ensureOpen();
+        c.requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
+        byte[] id = new byte[UniqueId.BYTES];
+        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId,
+                c.health());
+        return UniqueId.of(id);
+    }
+
+    static Communicator grow(Communicator c, int newSize, UniqueId id, CommConfig config) {
+        c.ensureOpen();
+        if (newSize <= c.size()) {
+            throw Errors.argument("newSize must be more than the communicator's " + c.size() + " ranks, got "
+                    + newSize);
+        }
+        c.requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
+        long[] out = new long[1];
+        byte[] bytes = id == null ? null : id.internalBytes();
+        long handle = c.nativeHandle();
+        int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
+                : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
+                        config.commName());
+        return c.child(rc, out, config, NcclFunction.ncclCommGrow);
+    }
+
+    static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
+        if (rank < 1 || rank >= newSize) {
+            throw Errors.argument("rank must be in 1.." + (newSize - 1) + " (a joining rank comes after the existing "
+                    + "ones), got " + rank);
+        }
+        if (id == null) {
+            throw Errors.nullArgument("id");
+        }
+        if (device < 0) {
+            throw Errors.argument("device must be >= 0, got " + device);
+        }
+        NcclLibrary lib = Nccl.library();
+        if (!lib.has(NcclFunction.ncclCommGrow)) {
+            throw Communicator.unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
+        }
+        WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        Cuda.setDevice(device);
+        long[] out = new long[1];
+        int rc = config == null ? NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, null, null, null)
+                : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
+                        config.commName());
+        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        return Communicator.adopt(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
+                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
+    }
+}

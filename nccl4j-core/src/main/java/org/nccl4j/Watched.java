@@ -1,0 +1,535 @@
+package org.nccl4j;
+
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import org.nccl4j.jni.NcclNative;
+import org.nccl4j.trace.FlightRecorder;
+import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceOperation;
+
+/**
+ * One communicator as the watchdog, the flight recorder, the metrics and the liveness channel see it: its identity
+ * and lifecycle state (closed, failed, kept for recovery, a thread inside an NCCL call), what it recorded and
+ * published, the streams it used, its ledger and channel, and the hooks through which they act on it (a failure
+ * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit). {@link Communicator} holds
+ * one in a final field and is the only class that makes one; {@link Watchdog}, {@link WatchdogMonitor},
+ * {@link Liveness}, {@link Departing}, {@link Teardown}, {@link LeftBehind} and {@link Farewell} talk to it, never to
+ * the Communicator; streams, events and graphs know it only as a {@link Stream.User}.
+ *
+ * <p>It sits below the watchdog ({@code LayersTest}): it names neither Watchdog nor Communicator. What must reach
+ * the program's own objects (the {@link OperationObserver} and the {@link FailureListener}, which are given the
+ * Communicator) goes through {@link Hooks}, which the Communicator supplies.
+ */
+final class Watched implements Stream.User, Errors.Source {
+    /** What only the Communicator can do: call the program's observer and listener with itself. */
+    interface Hooks {
+        /** Whether an observer is set. */
+        boolean observed();
+
+        /** Tells the observer that the operations {@code from..to} completed at {@code nowNanos}. */
+        void completed(long from, long to, long nowNanos);
+
+        /** Tells the observer of the failure (the watchdog found it; nothing when no observer is set). */
+        void failed(CommunicatorFailedException f);
+
+        /** Tells {@code listener} of the failure ({@link FailurePolicy#CALLBACK}). */
+        void tell(FailureListener listener, CommunicatorFailedException f);
+    }
+
+    private static final VarHandle PUBLISHED;
+    private static final VarHandle NOTIFIED;
+    private static final VarHandle IN_CALL;
+    private static final Stream[] NO_STREAMS = {};
+
+    static {
+        try {
+            PUBLISHED = MethodHandles.lookup().findVarHandle(Watched.class, "published", long.class);
+            NOTIFIED = MethodHandles.lookup().findVarHandle(Watched.class, "notifiedThrough", long.class);
+            IN_CALL = MethodHandles.lookup().findVarHandle(Watched.class, "inCall", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** The logger of what it reports: the Communicator's, as before it had its own class. */
+    private static final String COMMUNICATOR_LOG = "org.nccl4j.Communicator";
+    /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
+    private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
+            new java.util.concurrent.atomic.AtomicInteger();
+    /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
+    private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
+
+    final long handle;
+    final int rank;
+    final int size;
+    final int device;
+    final boolean blocking;
+    /** The loaded NCCL's version, for the flight record. */
+    private final String ncclVersion;
+    private final Leaks.Token leak;
+    private final Hooks hooks;
+
+    /** The settings this communicator is watched and recorded with. */
+    final WatchSettings settings;
+    /** The flight recorder, or null when the settings turn it off (watchdog off and a buffer of 0). */
+    final FlightRecorder recorder;
+    /** Its collectives in the terms every rank shares, for the liveness channel's comparisons and departures. */
+    final Ledger ledger = new Ledger();
+    /** Held by close(), abort() and the watchdog while it looks at this communicator. */
+    final ReentrantLock lifecycle = new ReentrantLock();
+
+    /** Closed for calls: closed, aborted, or failed. */
+    volatile boolean closed;
+    /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
+    @SuppressWarnings("unused")
+    private volatile int inCall;
+    /** Failed, closed for calls, but not aborted: kept for shrink ({@link FailurePolicy#RECOVER}). */
+    volatile boolean kept;
+    /** The failure the watchdog found, thrown by every later call; null while healthy. */
+    volatile CommunicatorFailedException failure;
+    /** Why the process's exit aborted it (a signal, System.exit), for the message of later calls; null otherwise. */
+    volatile String closedAtExit;
+    private volatile boolean traceDumped;
+    /** Taken out of the watchdog's recorded communicators (closed, aborted, aborted at exit). */
+    volatile boolean forgotten;
+
+    /** The number of operations enqueued so far (the enqueueing thread's). */
+    long sequence;
+    /** The last recorded sequence number that NCCL has launched (not inside an open group): the watchdog's to mark. */
+    @SuppressWarnings("unused")
+    private volatile long published;
+    /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
+    private volatile long syncedThrough;
+    /** The last recorded operation whose completion the observer has been told of. */
+    private volatile long notifiedThrough;
+    /** Recorded inside an open group: published at the group's end. */
+    private volatile boolean deferred;
+    /** The streams this communicator has enqueued on, for the watchdog's markers; replaced, never changed. */
+    private volatile Stream[] streams = NO_STREAMS;
+    /** The stream of the last operation: the hot path's test of whether the stream is known. */
+    private Stream lastStream;
+
+    /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
+    volatile Liveness liveness;
+    /** How many recoveries led to this communicator: 0 for one made directly; each recovery adds one. */
+    int generation;
+    /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
+    final CollectiveCheck check;
+
+    Watched(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
+            String ncclVersion, Leaks.Token leak, Hooks hooks) {
+        this.handle = handle;
+        this.rank = rank;
+        this.size = size;
+        this.device = device;
+        this.blocking = blocking;
+        this.settings = settings;
+        this.ncclVersion = ncclVersion;
+        this.leak = leak;
+        this.hooks = hooks;
+        this.recorder = settings.traceBuffer() == 0 ? null : new FlightRecorder(settings.traceBuffer());
+        this.check = settings.checkCollectives() ? new CollectiveCheck(this) : null;
+    }
+
+    // ------------------------------------------------------------------ identity, as the lower classes ask for it
+
+    @Override
+    public long handleUnchecked() {
+        return closed ? 0L : handle;
+    }
+
+    @Override
+    public int rankUnchecked() {
+        return rank;
+    }
+
+    @Override
+    public boolean isBlocking() {
+        return blocking;
+    }
+
+    /** The name its config gave it, or null. */
+    String name() {
+        return settings.commName();
+    }
+
+    // ------------------------------------------------------------------ the hot path's part
+
+    /** Enters an enqueueing NCCL call: then the open check, so that a teardown either sees this call or it sees it. */
+    void enterCall() {
+        IN_CALL.setVolatile(this, 1);
+    }
+
+    void leaveCall() {
+        IN_CALL.setRelease(this, 0);
+    }
+
+    /**
+     * Records an operation NCCL took on {@code stream} and publishes it to the watchdog (at the group's end when a
+     * group is open); inside a graph capture, notes the communicator on the stream instead. Allocates nothing.
+     *
+     * @return its number in the flight recorder, or 0 when nothing was recorded
+     */
+    long record(TraceOperation operation, long count, DataType type, int reduceOp, int peer, long bytes,
+            Stream stream) {
+        FlightRecorder r = recorder;
+        if (r == null) {
+            return 0;
+        }
+        if (Capture.active() != 0 && stream.captureThread() != null) {
+            stream.capturedCommunicator(this);   // runs at each launch of the graph, recorded then
+            return 0;
+        }
+        long traced = r.record(operation.code(), count, type.code(), reduceOp, peer, bytes, stream.handle());
+        if (stream != lastStream) {
+            useStream(stream);
+        }
+        if (Nccl.openGroups() == 0) {
+            PUBLISHED.setRelease(this, traced);
+        } else {
+            deferred = true;
+        }
+        return traced;
+    }
+
+    /** A stream not used by the last operation: remembered for the watchdog's markers (copy on write, rare). */
+    private void useStream(Stream stream) {
+        lastStream = stream;
+        Stream[] known = streams;
+        for (Stream s : known) {
+            if (s == stream) {
+                return;
+            }
+        }
+        Stream[] more = Arrays.copyOf(known, known.length + 1);
+        more[known.length] = stream;
+        streams = more;
+        stream.clearFailure();   // a stream reused after another communicator failed on it
+        stream.addUser(this);
+    }
+
+    // ------------------------------------------------------------------ what streams, events and graphs tell it
+
+    @Override
+    public void graphLaunched(Stream stream, long operations) {
+        FlightRecorder r = recorder;
+        if (r == null || closed) {
+            return;
+        }
+        long traced = r.record(TraceOperation.graphLaunch.code(), operations, -1, -1, -1, 0, stream.handle());
+        if (stream != lastStream) {
+            useStream(stream);
+        }
+        PUBLISHED.setRelease(this, traced);
+    }
+
+    /** At the end of the outermost group: publishes what was recorded inside it. */
+    void groupEnded() {
+        if (deferred) {
+            deferred = false;
+            PUBLISHED.setRelease(this, recorder.lastEnqueued());
+        }
+    }
+
+    /**
+     * A wait on {@code stream} returned: every operation this communicator had published when the wait began (or
+     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them.
+     */
+    @Override
+    public void completedBySynchronize(Stream stream, long published) {
+        Stream[] s = streams;
+        if (s.length == 1 && s[0] == stream && published > syncedThrough) {
+            syncedThrough = published;
+            if (hooks.observed()) {
+                notifyCompleted(published, System.nanoTime());
+            }   // bound metrics: the latency runs to this wait's return
+        }
+    }
+
+    /** The observer is set: what came before it is not its business. */
+    void observing() {
+        FlightRecorder r = recorder;
+        notifiedThrough = r == null ? 0 : r.lastEnqueued();
+    }
+
+    /**
+     * Tells the observer (if any) that the recorded operations up to {@code to} completed at {@code nowNanos}, each
+     * once: from a user's wait (its caller's thread) or the watchdog's look, whichever sees it first.
+     */
+    void notifyCompleted(long to, long nowNanos) {
+        if (!hooks.observed()) {
+            return;
+        }
+        long from = notifiedThrough;
+        while (to > from) {
+            if (NOTIFIED.compareAndSet(this, from, to)) {
+                hooks.completed(from + 1, to, nowNanos);
+                return;
+            }
+            from = notifiedThrough;
+        }
+    }
+
+    /** The hooks into the Communicator: its observer and its failure listener. */
+    Hooks hooks() {
+        return hooks;
+    }
+
+    /** The last operation known complete through a wait of the user's (see completedBySynchronize). */
+    long syncedThrough() {
+        return syncedThrough;
+    }
+
+    /** Throws the watchdog's failure of this communicator, if there is one. */
+    @Override
+    public void throwIfFailed() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            throw f.toProgram();
+        }
+    }
+
+    @Override
+    public long published() {
+        return (long) PUBLISHED.getAcquire(this);
+    }
+
+    Stream[] streamsUsed() {
+        return streams;
+    }
+
+    /** Whether waits on this communicator's streams must poll: its failures keep it for recovery. */
+    @Override
+    public boolean keptForRecovery() {
+        return settings.policy() == FailurePolicy.RECOVER;
+    }
+
+    boolean traceDumped() {
+        return traceDumped;
+    }
+
+    /** Whether every operation it recorded is known complete (true when nothing records or watches them). */
+    boolean ownOperationsComplete() {
+        FlightRecorder r = recorder;
+        return r == null || !settings.enabled() || r.oldestPending() == 0;
+    }
+
+    // ------------------------------------------------------------------ failure
+
+    /**
+     * The watchdog found this communicator broken (its lifecycle lock is held): the failure becomes this
+     * communicator's and its streams', which releases the threads waiting on them; then the communicator is aborted,
+     * or under {@link FailurePolicy#RECOVER} kept for shrink (marked kept before the waiters are released).
+     */
+    void failedByWatchdog(CommunicatorFailedException f) {
+        failure = f;
+        if (settings.policy() == FailurePolicy.RECOVER) {
+            if (markClosed()) {
+                kept = true;   // no abort: shrink(NCCL_SHRINK_ABORT) or abort() ends its operations
+            }
+            releaseWaiters(f);   // after kept: a released waiter's next call (shrink, recover) finds it kept
+            return;
+        }
+        releaseWaiters(f);
+        if (markClosed()) {
+            awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
+            int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
+            if (rc != 0) {
+                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn(
+                        "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
+            }
+        }
+    }
+
+    /**
+     * The watchdog's monitor found the watchdog's thread stuck ({@link WatchdogMonitor}): the failure becomes this
+     * communicator's and its streams', as {@link #failedByWatchdog} makes it under {@link FailurePolicy#RECOVER}:
+     * closed for calls and kept, not aborted (the stuck thread may be inside an NCCL call on it), so that
+     * abort, close, shrink or recover can follow. The lifecycle lock is not taken (the stuck thread may hold it);
+     * closed and kept are set together under this object's monitor, where {@code markClosed()} sets closed, so that
+     * close() sees them both or neither.
+     *
+     * @return false when the communicator was already closed (closed, aborted or failed): nothing changed
+     */
+    boolean failedByMonitor(CommunicatorFailedException f) {
+        synchronized (this) {
+            if (!markClosed()) {
+                return false;
+            }
+            failure = f;
+            kept = true;   // close() and abort() abort it
+        }
+        releaseWaiters(f);
+        return true;
+    }
+
+    /** Every thread waiting on a stream this communicator used throws {@code f}. */
+    private void releaseWaiters(CommunicatorFailedException f) {
+        for (Stream s : streams) {
+            s.failed(f);
+        }
+    }
+
+    /** The program closes or aborts this communicator: it needs no telling of its failure any more. */
+    void failureAcknowledged() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            f.told();
+        }
+    }
+
+    /** The exception of a call on it once closed: its failure, or that it is closed (and why, at exit). */
+    RuntimeException closedError() {
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            return f.toProgram();
+        }
+        String why = closedAtExit;
+        return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
+                + (why == null ? "" : ": " + why));
+    }
+
+    // ------------------------------------------------------------------ the flight record
+
+    /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
+    Path writeTrace(String reason, String failureText, Path dir) throws IOException {
+        FlightRecorder r = recorder;
+        if (r == null) {
+            throw new IllegalStateException("this Communicator (rank " + rank + ") has no flight recorder: it was "
+                    + "made with traceBuffer(0)");
+        }
+        TraceDump dump = TraceDump.capture(r, rank, size, settings.commName(), ncclVersion, reason, failureText);
+        Thread issuer = ledger.issuer();
+        if (issuer != null) {   // where the thread that issues its operations is: NCCL, CUDA, nccl4j or its own code
+            TraceDump.ThreadStack stack = TraceDump.ThreadStack.of(issuer);
+            if (issuer == Thread.currentThread()) {   // it writes this dump itself: where it was, not the writing
+                List<String> frames = stack.frames();
+                int from = 0;
+                for (int i = 0; i < frames.size(); i++) {
+                    String f = frames.get(i);
+                    if (f.contains("org.nccl4j.Watched.writeTrace(")
+                            || f.contains("org.nccl4j.Departing.recordDeparture(")) {
+                        from = i + 1;
+                    }
+                }
+                stack = new TraceDump.ThreadStack(stack.name(), stack.id(), stack.state(),
+                        frames.subList(from, frames.size()));
+            }
+            dump = dump.withThreads(List.of(stack));
+        }
+        Path file = dump.write(dir == null ? settings.traceDir() : dir);
+        traceDumped = true;
+        return file;
+    }
+
+    // ------------------------------------------------------------------ the liveness channel
+
+    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
+    void attachChannel(Liveness l) {
+        liveness = l;
+        l.attach(this, news -> Departing.peerNews(this, news));
+    }
+
+    /** The liveness channel no longer serves this communicator: it is handed on (see Recovery); null if none. */
+    Liveness detachChannel() {
+        Liveness l = liveness;
+        liveness = null;
+        return l;
+    }
+
+    /** The channel lingers a moment for this rank's cause, then closes (see {@link Liveness#leave()}). */
+    void leaveLiveness() {
+        Liveness l = liveness;
+        if (l != null) {
+            liveness = null;
+            l.leave();
+        }
+    }
+
+    // ------------------------------------------------------------------ closing and NCCL teardowns
+
+    /** Marks this communicator closed, once; false if it already was (as Netty's FileDescriptor.markClosed). */
+    boolean markClosed() {
+        synchronized (this) {
+            if (closed) {
+                return false;
+            }
+            closed = true;
+        }
+        NcclLog.unregister(handle);
+        leak.closed();
+        return true;
+    }
+
+    /**
+     * After {@link #markClosed}: waits until no thread is inside an enqueueing NCCL call on this communicator, so
+     * that {@code what} (an abort, a finalize) does not free what the call uses. Such a call takes microseconds; one
+     * that has not left after 2 s is stuck (making connections to a peer that is gone, say), and only the abort can
+     * end it: then {@code what} goes ahead, with a warning.
+     */
+    void awaitCallsLeft(String what) {
+        long end = System.nanoTime() + CALL_LEAVE_NANOS;
+        while ((int) IN_CALL.getVolatile(this) != 0) {
+            if (System.nanoTime() - end >= 0) {
+                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: a thread has been inside an NCCL "
+                        + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
+                        what);
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
+        }
+    }
+
+    /** Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}). */
+    static int tearDown(java.util.function.IntSupplier call) {
+        TEARDOWNS.incrementAndGet();
+        try {
+            return call.getAsInt();
+        } finally {
+            TEARDOWNS.decrementAndGet();
+        }
+    }
+
+    /** @return how many NCCL teardown calls are under way in this process */
+    static int teardownsUnderWay() {
+        return TEARDOWNS.get();
+    }
+
+    /**
+     * The process is ending ({@link Farewell}): aborts this communicator unless a thread is closing or aborting it
+     * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
+     * its enqueueing call.
+     */
+    void abortAtExit(String cause) {
+        boolean locked = false;
+        try {
+            locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!locked) {
+            return;
+        }
+        try {
+            closedAtExit = "the process is exiting (" + cause + ") and aborted it";
+            if (markClosed() || kept) {
+                kept = false;
+                awaitCallsLeft("ncclCommAbort at exit");
+                forgotten = true;   // out of the watchdog's recorded communicators
+                tearDown(() -> NcclNative.ncclCommAbort(handle));
+            }
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Communicator[rank " + rank + " of " + size + ", device " + device + (closed ? ", closed" : "") + "]";
+    }
+}
