@@ -106,7 +106,16 @@ class DocsTest {
                 }
             }
         }
-        assertTrue(index.contains("](gpu-runs/)"), "docs/README.md does not link the GPU reports");
+        assertTrue(index.contains("](gpu-runs/README.md)"), "docs/README.md does not link the GPU reports' index");
+        String runs = read("docs/gpu-runs/README.md");
+        try (Stream<Path> s = Files.list(ROOT.resolve("docs/gpu-runs"))) {
+            for (Path report : s.filter(p -> p.toString().endsWith(".md")).collect(Collectors.toList())) {
+                String name = report.getFileName().toString();
+                if (!name.equals("README.md")) {
+                    assertTrue(runs.contains("](" + name + ")"), "docs/gpu-runs/README.md does not index " + name);
+                }
+            }
+        }
     }
 
     private static void mainClassExists(String name, String command) {
