@@ -16,8 +16,9 @@
 #   REGS            -R values (default "0 1 2")
 #   CASES           ';'-separated argument lists, each after the program name (default: the small all-reduces,
 #                   "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0")
-#   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv and
-#                   frontier.md
+#   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv,
+#                   frontier.md and frontier.json (the summary fields: symmetric_small_us,
+#                   nccl_tests_symmetric_small_us, min_busbw_ratio_64MiB_up_4gpu; see frontier_report.py)
 # Every run has NCCL_NVLS_ENABLE=0. Exit status 1 when a run failed, 2 on a usage error.
 set -uo pipefail
 [ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
@@ -101,7 +102,7 @@ for lib in $libs; do
   done
 done
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed${failed[*]:+: ${failed[*]}}"
-python3 "$root/scripts/bench/frontier_report.py" "$tsv" > "$out/frontier.md" \
+python3 "$root/scripts/bench/frontier_report.py" "$tsv" --json "$out/frontier.json" > "$out/frontier.md" \
   || { echo "$tool: the report failed"; failures=$((failures + 1)); }
 cat "$out/frontier.md"
 [ "$failures" = 0 ]

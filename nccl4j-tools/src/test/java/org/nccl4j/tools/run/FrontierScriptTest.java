@@ -87,6 +87,55 @@ class FrontierScriptTest {
         assertTrue(md.contains("## sys, 2 GPUs, -R 0: `all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0`"), md);
         assertTrue(md.contains("## sys, 2 GPUs, -R 2: "), md);
         assertTrue(r.out().contains("== runs took "), r.out());
+        assertEquals(List.of(box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--json",
+                tmp.resolve("out/frontier.json").toString()), r.first("python3").args(), "the summary is asked for");
+    }
+
+    @Test
+    void theSummaryHasTheIssuesFieldsFromTheMediansOfTheRun() throws Exception {
+        ScriptKit.assumeOnPath("python3");
+        String small = "all_reduce_perf -b 8 -e 64K -f 2";
+        String large = "all_gather_perf -b 64M -e 128M -f 2";
+        StringBuilder t = new StringBuilder("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\n");
+        // -R 2, 2 ranks, library a: sizes 8 and 16 B (and 1 MiB, above the small range), two rounds each side
+        for (String[] v : new String[][] {{"8", "5.0", "6.0", "5.2", "6.2"}, {"16", "5.4", "6.4", "5.6", "6.6"},
+            {"1048576", "50", "60", "50", "60"}}) {
+            t.append(row("a", 2, 2, small, 1, "java", v[0], v[1], "1")).append(row("a", 2, 2, small, 1, "c", v[0], v[2], "1"))
+                    .append(row("a", 2, 2, small, 2, "java", v[0], v[3], "1"))
+                    .append(row("a", 2, 2, small, 2, "c", v[0], v[4], "1"));
+        }
+        // 4 ranks at 64 and 128 MiB: library a 0.99 and 0.98 of C, library b 0.97 at -R 1
+        t.append(row("a", 4, 0, large, 1, "c", "67108864", "100", "300")).append(row("a", 4, 0, large, 1, "java",
+                "67108864", "101", "297"));
+        t.append(row("a", 4, 0, large, 1, "c", "134217728", "200", "300")).append(row("a", 4, 0, large, 1, "java",
+                "134217728", "204", "294"));
+        t.append(row("b", 4, 1, large, 1, "c", "67108864", "100", "300")).append(row("b", 4, 1, large, 1, "java",
+                "67108864", "103", "291"));
+        t.append(row("b", 4, 1, large, 1, "c", "33554432", "50", "300")).append(row("b", 4, 1, large, 1, "java",
+                "33554432", "60", "150"));   // below 64 MiB: not counted
+        Path tsv = tmp.resolve("summary.tsv");
+        Files.writeString(tsv, t.toString());
+        Path json = tmp.resolve("summary.json");
+        ScriptKit.Run rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--json",
+                json.toString()));
+        assertEquals(0, rep.status(), rep.out());
+        String j = Files.readString(json).replaceAll("\\s+", " ");
+        // the medians over the rounds: 8 B java 5.1, c 6.1; 16 B java 5.5, c 6.5: over the sizes java 5.3, c 6.3
+        assertTrue(j.endsWith("\"library\": \"a\", \"min_busbw_ratio_64MiB_up_4gpu\": 0.97, "
+                + "\"nccl_tests_symmetric_small_us\": 6.3, \"symmetric_small_us\": 5.3 } "), j);
+        assertTrue(j.contains("\"a\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.98, \"nccl_tests_symmetric_small_us\": 6.3, "
+                + "\"symmetric_small_us\": 5.3 }"), j);
+        assertTrue(j.contains("\"b\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.97, \"nccl_tests_symmetric_small_us\": null, "
+                + "\"symmetric_small_us\": null }"), j);
+        assertEquals(2, ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--jsn", "x")).status());
+    }
+
+    private static String row(String lib, int np, int reg, String c, int round, String side, String size, String us,
+            String busbw) {
+        return String.join("\t", lib, Integer.toString(np), Integer.toString(reg), c, Integer.toString(round), side, size,
+                us, busbw) + "\n";
     }
 
     @Test
