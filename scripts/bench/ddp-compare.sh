@@ -17,6 +17,11 @@
 #   PHASE_TIMEOUT=300        seconds each of the four runs may take
 #   SAME_NCCL=1              run nccl4j on PyTorch's bundled libnccl.so.2 (NCCL4J_LIBRARY) instead of the system's
 #   JAVA_OPTS                extra JVM options
+#   DDP_ARGS                 more options for the nccl4j DDP run, split at spaces (e.g. "--symmetric
+#                            --overlap-optimizer"; see DdpTraining --help)
+#
+# Besides the table (ddp-compare.md), ddp-compare.json holds the medians as numbers: ddp_step_ms_<NP>gpu,
+# ddp_compute_only_ms, torch_ddp_step_ms_<NP>gpu, torch_compute_only_ms (null for a run that failed), and ddp_args.
 #
 # The children inherit this script's whole environment (NCCL_NVLS_ENABLE=0 and the rest): nothing is cleared.
 # The CUDA library directories are added to LD_LIBRARY_PATH for the Java runs only, so that PyTorch keeps
@@ -70,6 +75,7 @@ if [ "${SAME_NCCL:-0}" = 1 ] && [ -z "${NCCL4J_LIBRARY:-}" ]; then
 fi
 
 common=(--steps "$steps" --seed "$seed")
+read -r -a ddp_args <<< "${DDP_ARGS:-}"
 failures=0
 
 # --- 1. nccl4j, DDP under mpirun: the rank command goes in a script so that mpirun parses none of its arguments
@@ -78,7 +84,8 @@ rank_script="$results/nccl4j-rank.sh"
   echo '#!/usr/bin/env bash'
   # shellcheck disable=SC2016  # the written script expands JAVA_OPTS when it runs
   printf 'exec %q ${JAVA_OPTS:-} -cp %q org.nccl4j.examples.DdpTraining' "$java" "$cp"
-  printf ' %q' "${common[@]}" --bucket-cap-mb "$cap" --trace "$results/trace_nccl4j_ddp_rank{rank}.json"
+  printf ' %q' "${common[@]}" --bucket-cap-mb "$cap" --trace "$results/trace_nccl4j_ddp_rank{rank}.json" \
+    "${ddp_args[@]}"
   echo
 } > "$rank_script"
 chmod +x "$rank_script"
@@ -116,6 +123,7 @@ status=${PIPESTATUS[0]}
 result() { grep -ao 'RESULT impl=.*' "$results/$1.log" 2>/dev/null | head -1; }
 field() { printf '%s\n' "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
 r_nd=$(result nccl4j-ddp); r_ns=$(result nccl4j-single); r_td=$(result torch-ddp); r_ts=$(result torch-single)
+for got in "$r_nd" "$r_ns" "$r_td" "$r_ts"; do [ -n "$got" ] || failures=1; done   # a run without its RESULT line
 row() { # label mode gpus result single-result
   local line=$4 base=$5
   if [ -z "$line" ]; then
@@ -136,6 +144,7 @@ torch_version=$(field "$r_td" torch)
   echo
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), ${np} x ${gpu_name:-GPU}; 3 x Linear(4000,4000) float32 (TF32 off), batch 1000"
   echo "per GPU, SGD lr 0.001, bucket cap ${cap} MB, ${steps} steps; median over steps 3..${steps} (CUDA events)."
+  [ "${#ddp_args[@]}" -gt 0 ] && echo "nccl4j's DDP run with ${ddp_args[*]}."
   echo "% of single-GPU speed = that implementation's single-GPU step time / this step time (per-GPU throughput)."
   echo
   echo "| implementation | mode | GPUs | median step (ms) | % of single-GPU speed | all-reduce hidden behind backward | loss first / last |"
@@ -153,4 +162,8 @@ torch_version=$(field "$r_td" torch)
   echo "Logs and traces: $results (nccl4j traces: trace_nccl4j_*.json, open in ui.perfetto.dev)."
 } | tee "$table"
 echo "table: $table"
+num() { local v; v=$(field "$1" median_ms); [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] && echo "$v" || echo null; }
+printf '{\n  "ranks": %s,\n  "ddp_step_ms_%sgpu": %s,\n  "ddp_compute_only_ms": %s,\n  "torch_ddp_step_ms_%sgpu": %s,\n  "torch_compute_only_ms": %s,\n  "ddp_args": "%s"\n}\n' \
+  "$np" "$np" "$(num "$r_nd")" "$(num "$r_ns")" "$np" "$(num "$r_td")" "$(num "$r_ts")" "${ddp_args[*]}" \
+  > "$results/ddp-compare.json"
 exit "$failures"

@@ -19,6 +19,8 @@
 #   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv,
 #                   frontier.md and frontier.json (the summary fields: symmetric_small_us,
 #                   nccl_tests_symmetric_small_us, min_busbw_ratio_64MiB_up_4gpu; see frontier_report.py)
+#   BIND            Open MPI's binding of the ranks (default none; core or numa pin each rank, which small messages
+#                   need: with none, whole runs of either program settled near 8 or near 12 us on 4 x H100)
 # Every run has NCCL_NVLS_ENABLE=0. Exit status 1 when a run failed, 2 on a usage error.
 set -uo pipefail
 [ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }

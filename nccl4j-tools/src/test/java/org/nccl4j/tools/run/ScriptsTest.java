@@ -1727,6 +1727,27 @@ class ScriptsTest {
         assertTrue(r.out().contains("| PyTorch | single GPU | 1 | 6.7 | 100.0 % | n/a | 1.5 / 0.9 |"), r.out());
         assertTrue(r.out().contains("DDP step time, nccl4j / PyTorch: 0.955"), r.out());
         assertTrue(Files.readString(results.resolve("ddp-compare.md")).contains("| nccl4j | single GPU | 1 | 6.4 |"));
+        assertEquals("{\n  \"ranks\": 2,\n  \"ddp_step_ms_2gpu\": 6.4,\n  \"ddp_compute_only_ms\": 6.4,\n"
+                + "  \"torch_ddp_step_ms_2gpu\": 6.7,\n  \"torch_compute_only_ms\": 6.7,\n  \"ddp_args\": \"\"\n}\n",
+                Files.readString(results.resolve("ddp-compare.json")));
+    }
+
+    @Test
+    void ddpCompareGivesDdpArgsToTheNccl4jDdpRunOnlyAndAFailedRunIsNullInTheJson() throws Exception {
+        Path results = base.resolve("ddp-args");
+        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+                "MASTER_PORT", "29556", "NP", "2", "DDP_ARGS", "--symmetric  --overlap-optimizer", "FAKE_JAVA_OUT",
+                "RESULT impl=nccl4j mode=ddp median_ms=5.97 hidden_fraction=0.7 loss_first=1.5 loss_last=0.9"));
+        assertEquals(1, r.status(), "PyTorch printed no RESULT line: a failed run\n" + r);
+        String rank = Files.readString(results.resolve("nccl4j-rank.sh"));
+        assertTrue(rank.contains(" --bucket-cap-mb 25 --trace " + results.resolve("trace_nccl4j_ddp_rank\\{rank\\}.json")
+                + " --symmetric --overlap-optimizer\n"), rank);
+        Call single = r.of("java").get(2);
+        assertTrue(!single.args().contains("--symmetric"), "the compute-only run takes none: " + single.args());
+        assertTrue(r.out().contains("nccl4j's DDP run with --symmetric --overlap-optimizer."), r.out());
+        assertEquals("{\n  \"ranks\": 2,\n  \"ddp_step_ms_2gpu\": 5.97,\n  \"ddp_compute_only_ms\": 5.97,\n"
+                + "  \"torch_ddp_step_ms_2gpu\": null,\n  \"torch_compute_only_ms\": null,\n"
+                + "  \"ddp_args\": \"--symmetric --overlap-optimizer\"\n}\n", Files.readString(results.resolve("ddp-compare.json")));
     }
 
     @Test
