@@ -216,7 +216,12 @@ public final class NcclEnvironment {
     private static final Pattern NAME = Pattern.compile("[A-Z][A-Z0-9_]*");
     private static final Pattern PROPERTY_WORDS = Pattern.compile("[a-z0-9]+([._][a-z0-9]+)*");
     private static final Pattern UNSIGNED = Pattern.compile("[0-9]{1,18}");
-    private static final Pattern IFACE_ELEMENT = Pattern.compile("([^\\s,:^=]+)(:([0-9]{1,5}))?");
+    /**
+     * One entry of an interface or HCA list: a name prefix, optionally {@code :port}, then optionally more
+     * {@code :}-separated numbers, which NCCL reads past (2.28's list parser keeps the port and skips to the next
+     * comma; newer HCA lists put a rail and a plane there).
+     */
+    private static final Pattern IFACE_ELEMENT = Pattern.compile("([^\\s,:^=]+)(:([0-9]{1,5})(:[0-9]{0,9}){0,2})?");
     private static final Pattern HOST_LABEL = Pattern.compile("[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?");
 
     /** Validators of the variables this class knows, by name; each returns the value to store. */
@@ -1045,7 +1050,8 @@ public final class NcclEnvironment {
         if (list.startsWith("=")) {
             list = list.substring(1);
         }
-        String help = "; syntax: comma-separated name prefixes, each optionally ':port', with '^' in front to exclude"
+        String help = "; syntax: comma-separated name prefixes, each optionally ':port' (for an HCA then"
+                + " ':rail:plane'), with '^' in front to exclude"
                 + " and then '=' to match whole names (e.g. \"^docker,lo\", \"=mlx5_0:1,mlx5_1:1\")";
         if (list.isEmpty()) {
             throw new IllegalArgumentException(name + "=\"" + value + "\": no interface given" + help);

@@ -268,13 +268,15 @@ class NcclEnvironmentTest {
     void interfaceListsFollowNcclPrefixSyntax() {
         for (String var : List.of("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA")) {
             for (String ok : List.of("^docker,lo", "=eth0", "^=docker0", "eth", "mlx5_0:1,mlx5_1:2", "=mlx5_0:1",
-                    "ib0.8001", "enp1s0f0np0")) {
+                    "ib0.8001", "enp1s0f0np0", "=mlx5_0:1:0,mlx5_1:1:1", "mlx5_0:1:0:1")) {
                 assertEquals(ok, accepted(var, ok));
             }
             assertTrue(invalid(var, "^").getMessage().contains("no interface given"));
             assertTrue(invalid(var, "eth0,").getMessage().contains("invalid entry \"\""));
             assertTrue(invalid(var, "eth 0").getMessage().contains("invalid entry \"eth 0\""));
             invalid(var, "mlx5_0:x");
+            invalid(var, "mlx5_0:1:x");
+            invalid(var, "mlx5_0:1:0:1:2");
             assertTrue(invalid(var, "mlx5_0:0").getMessage().contains("port 0"));
             invalid(var, "=^eth0");
         }
