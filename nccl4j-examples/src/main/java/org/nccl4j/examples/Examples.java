@@ -133,8 +133,11 @@ public final class Examples {
     /**
      * Ends this process as abruptly as a crash does: SIGKILL to itself, so that no shutdown hook, finalizer or
      * goodbye runs (the failure scenarios' lost rank). Does not return.
+     *
+     * @throws IOException when kill cannot be started
+     * @throws InterruptedException when interrupted while waiting
      */
-    static void killSelf() throws IOException, InterruptedException {
+    public static void killSelf() throws IOException, InterruptedException {
         System.out.flush();
         new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).inheritIO().start().waitFor();
         Thread.sleep(60_000);
@@ -186,8 +189,14 @@ public final class Examples {
         return v;
     }
 
-    /** Parses 1000, 64K, 1M (powers of two) as a number of elements, at least 1. */
-    static long parseCount(String s) {
+    /**
+     * Parses 1000, 64K, 1M (powers of two) as a number of elements, at least 1.
+     *
+     * @param s the text
+     * @return the count
+     * @throws IllegalArgumentException when it is not such a number, or below 1
+     */
+    public static long parseCount(String s) {
         long v = parseSuffixed(s);
         if (v < 1) {
             throw new IllegalArgumentException("count must be at least 1, got " + s);

@@ -97,4 +97,14 @@ class ExitStatusTest {
         IllegalArgumentException bad = new IllegalArgumentException("--size must be positive");
         assertSame(bad, assertThrows(IllegalArgumentException.class, () -> run(throwing(bad))));
     }
+
+    @Test
+    void countsTakePowerOfTwoSuffixesAndAtLeastOne() {
+        assertEquals(1000, Examples.parseCount("1000"));
+        assertEquals(64 << 10, Examples.parseCount("64k"));
+        assertEquals(1 << 20, Examples.parseCount(" 1M "));
+        assertEquals(2L << 30, Examples.parseCount("2G"));
+        assertThrows(IllegalArgumentException.class, () -> Examples.parseCount("0"));
+        assertThrows(NumberFormatException.class, () -> Examples.parseCount("many"));
+    }
 }

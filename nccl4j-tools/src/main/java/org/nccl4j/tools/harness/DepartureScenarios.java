@@ -1,6 +1,6 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.examples.Examples;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -390,7 +390,7 @@ public final class DepartureScenarios {
                         + (worldSize - 1) + ", or -1 for the last");
             }
             try {
-                elements = Programs.parseCount(count);
+                elements = Examples.parseCount(count);
             } catch (IllegalArgumentException e) {
                 elements = -1;
             }

@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Examples;
 import org.nccl4j.tools.cli.Programs;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
@@ -33,7 +34,7 @@ public final class FingerprintCost {
      */
     public static void main(String[] args) {
         Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Programs.exitStatus("FingerprintCost", FingerprintCost::run));
+        System.exit(Examples.exitStatus("FingerprintCost", FingerprintCost::run));
     }
 
     static int run() {

@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Examples;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -78,7 +79,7 @@ public final class HangScenarios {
      */
     public static void main(String[] args) {
         Options o = Tools.parseOrExit(new Options(), args);
-        System.exit(Programs.exitStatus("HangScenarios", () -> {
+        System.exit(Examples.exitStatus("HangScenarios", () -> {
             try {
                 switch (o.scenario.name()) {
                     case "skip":
@@ -213,7 +214,7 @@ public final class HangScenarios {
                     if (stop) {
                         Programs.stopSelf();
                     } else {
-                        Programs.killSelf();
+                        Examples.killSelf();
                     }
                 }
                 try {

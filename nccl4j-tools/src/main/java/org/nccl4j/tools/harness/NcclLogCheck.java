@@ -1,6 +1,6 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.examples.Examples;
 import picocli.CommandLine.Command;
 import org.nccl4j.tools.cli.Tools;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -33,7 +33,7 @@ public final class NcclLogCheck {
      */
     public static void main(String[] args) {
         Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Programs.exitStatus("NcclLogCheck", NcclLogCheck::run));
+        System.exit(Examples.exitStatus("NcclLogCheck", NcclLogCheck::run));
     }
 
     static int run() {

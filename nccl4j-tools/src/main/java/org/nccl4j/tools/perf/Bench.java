@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import org.nccl4j.examples.Examples;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
@@ -19,7 +20,6 @@ import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
-import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
@@ -230,7 +230,7 @@ final class Bench implements AutoCloseable {
         args.requireSupportedBy(lib.versionCode(), lib.version());
         CommConfig config = config(args);
         LaunchInfo launch = LaunchInfo.detect();
-        if (launch.worldSize() > 1) { // launched per rank, as Programs.launchedPerRank() tells
+        if (launch.worldSize() > 1) { // launched per rank, as Examples.launchedPerRank() tells
             if (args.gpus > 1) {
                 throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is not supported with one process per rank "
                         + "(launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
@@ -438,7 +438,7 @@ final class Bench implements AutoCloseable {
         for (int k = 0; k < local; k++) {
             scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
         }
-        Programs.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
+        Examples.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
         syncAll();
         return scratch[0].copyTo(new double[1])[0];
     }

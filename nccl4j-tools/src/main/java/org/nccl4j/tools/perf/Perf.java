@@ -1,5 +1,6 @@
 package org.nccl4j.tools.perf;
 
+import org.nccl4j.examples.Examples;
 import org.nccl4j.tools.cli.JsonDocs;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -75,7 +76,7 @@ public final class Perf {
                 out.println(PerfArgs.versionText());
                 return 0;
             }
-            return Programs.exitStatus(TOOL, () -> run(args, out), err);
+            return Examples.exitStatus(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
             err.println(TOOL + ": " + e.getMessage());
             return 2;

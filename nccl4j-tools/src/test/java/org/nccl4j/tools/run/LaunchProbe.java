@@ -1,6 +1,6 @@
 package org.nccl4j.tools.run;
 
-import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.examples.Examples;
 import org.nccl4j.launch.LaunchInfo;
 
 /**
@@ -21,7 +21,7 @@ public final class LaunchProbe {
         System.out.println("rank " + l.rank() + " of " + l.worldSize() + ", local " + l.localRank().orElse(-1) + " of "
                 + l.localWorldSize().orElse(-1) + ", device " + l.device() + ", master " + l.masterAddr().orElse("?")
                 + ":" + l.masterPort().orElse(-1) + ", source " + l.source() + ", per rank "
-                + Programs.launchedPerRank() + ", probe " + System.getProperty("probe") + ", args "
+                + Examples.launchedPerRank() + ", probe " + System.getProperty("probe") + ", args "
                 + String.join(" ", args));
     }
 }
