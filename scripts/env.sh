@@ -39,7 +39,8 @@
 #   nccl4j_mpi_logged DIR NAME NP PORT CMD...
 #                             runs CMD under mpirun -np NP (one process per GPU) with the per-rank command in
 #                             DIR/NAME.rank.sh, so that mpirun parses none of CMD's arguments, and the output in
-#                             DIR/NAME.log; mpirun gets nccl4j_mpi_root, --bind-to ${BIND:-none}, the caller's array
+#                             DIR/NAME.log; mpirun gets nccl4j_mpi_root, --map-by $MAP_BY when set (slot:PE=4: four
+#                             cores per rank), --bind-to ${BIND:-none}, the caller's array
 #                             nccl4j_mpi_opts (the -x options), -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=PORT, and
 #                             RUN_TIMEOUT seconds (default 240); returns mpirun's status
 #   nccl4j_bundle_dir TOOL DIR
@@ -198,7 +199,9 @@ nccl4j_mpi_logged() { # DIR NAME NP PORT CMD...
   local script="$dir/$name.rank.sh"
   { echo '#!/usr/bin/env bash'; printf 'exec'; printf ' %q' "$@"; echo; } > "$script"
   chmod +x "$script"
-  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" --bind-to "${BIND:-none}" -np "$np" \
+  local map=()
+  [ -n "${MAP_BY:-}" ] && map=(--map-by "$MAP_BY")
+  timeout "${RUN_TIMEOUT:-240}" mpirun "${nccl4j_mpi_root[@]}" "${map[@]}" --bind-to "${BIND:-none}" -np "$np" \
       "${nccl4j_mpi_opts[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$script" > "$dir/$name.log" 2>&1
 }
 

@@ -21,6 +21,9 @@
 #                   nccl_tests_symmetric_small_us, min_busbw_ratio_64MiB_up_4gpu; see frontier_report.py)
 #   BIND            Open MPI's binding of the ranks (default none; core or numa pin each rank, which small messages
 #                   need: with none, whole runs of either program settled near 8 or near 12 us on 4 x H100)
+#   MAP_BY          Open MPI's --map-by (e.g. slot:PE=4 with BIND=core: four cores per rank, for both programs; with
+#                   one core, a JVM's compiler and GC threads share it with the thread that issues the operations)
+#   JAVA_OPTS       passed to nccl4j-perf's JVM (e.g. -Xlog:gc to see whether a collection fell in a timed loop)
 # Every run has NCCL_NVLS_ENABLE=0. Exit status 1 when a run failed, 2 on a usage error.
 set -uo pipefail
 [ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
@@ -93,6 +96,7 @@ for lib in $libs; do
               nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$bin/$prog" "${args[@]:1}" -R "$reg"
             else
               nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE -x NCCL4J_BUNDLE -x "NCCL4J_LIBRARY=$path")
+              [ -n "${JAVA_OPTS:-}" ] && nccl4j_mpi_opts+=(-x JAVA_OPTS)
               nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$root/scripts/nccl4j-perf" "${args[@]}" -R "$reg"
             fi
             nccl4j_counted "$out/raw" "$run" $?

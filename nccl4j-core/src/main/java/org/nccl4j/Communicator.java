@@ -650,7 +650,9 @@ public final class Communicator implements AutoCloseable {
      * answering) and those that left for good (closed or aborted their communicator, or whose process is ending);
      * a rank whose communicator failed may still recover and is not counted. Rank 0 tells every rank of each loss and
      * departure (or every rank sees rank 0 go), so ranks that call this after a failure agree on the set to leave
-     * out of {@link #recover}. Known through the
+     * out of {@link #recover}. When rank 0 is gone, the ranks lost with it (its host's) were reported to nobody: the
+     * remaining ranks then call a roll ({@link org.nccl4j.launch.RollCall}, on {@code MASTER_PORT + 200 + launch rank},
+     * for the settle time or 3 s, the longer) and those that do not answer are gone too. Known through the
      * liveness channel that {@link #fromEnvironment} opens when {@code MASTER_ADDR} and {@code MASTER_PORT} are set.
      *
      * @param settle how long no new loss must be reported, e.g. half a second
@@ -662,7 +664,7 @@ public final class Communicator implements AutoCloseable {
             throw Errors.argument("settle must be zero or longer, got " + settle);
         }
         Liveness l = health.liveness;
-        return l == null ? new int[0] : l.goneOnceSettled(settle);
+        return l == null ? new int[0] : Survivors.lostRanks(l, settle, size());
     }
 
     // ------------------------------------------------------------------ reduction operators

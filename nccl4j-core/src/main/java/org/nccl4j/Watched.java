@@ -432,7 +432,10 @@ final class Watched implements Stream.User, Errors.Source {
     /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
     void attachChannel(Liveness l) {
         liveness = l;
-        l.attach(this, news -> Departing.peerNews(this, news));
+        l.attach(this, news -> {
+            Survivors.heard(l);   // rank 0 gone: this rank answers the roll call of those that remain
+            Departing.peerNews(this, news);
+        });
     }
 
     /** The liveness channel no longer serves this communicator: it is handed on (see Recovery); null if none. */

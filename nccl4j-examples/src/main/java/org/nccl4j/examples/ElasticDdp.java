@@ -21,7 +21,8 @@ import org.nccl4j.Stream;
 /**
  * Data-parallel training that survives a lost rank: each rank fits a linear model to its own shard of data,
  * all-reduces the gradient (SUM, then / the world size on the host) and takes the same SGD step. At step
- * {@code --kill-step} rank {@code --kill-rank} halts abruptly ({@code kill -9} of its own process). The survivors'
+ * {@code --kill-step} each rank of {@code --kill-rank} halts abruptly ({@code kill -9} of its own process; a list such as
+ * {@code 2,3} loses a whole host of a two-host job at once). The survivors'
  * watchdog (policy {@link FailurePolicy#RECOVER}) delivers the failure to their wait; they
  * {@link Communicator#recover recover} a communicator without the lost rank (a shrink, or where NCCL refuses to
  * shrink after a lost peer, a new communicator of the survivors), abort the old one, redo the step over the new world
@@ -31,10 +32,11 @@ import org.nccl4j.Stream;
  *
  * <p>Which ranks were lost comes from {@link Communicator#lostRanks(Duration)}, which nccl4j's liveness channel
  * fills when {@code MASTER_ADDR} and {@code MASTER_PORT} are set, as under {@code scripts/nccl4j-run}; every survivor
- * gets the same set. Only when it names none is {@code --kill-rank} taken instead, and said so.
+ * gets the same set. Only when it names none are the ranks of {@code --kill-rank} taken instead, and said so.
  *
  * <pre>
  * scripts/nccl4j-run --elastic --share-gpu -np 3 ElasticDdp --steps 200 --kill-rank 1 --kill-step 60
+ * scripts/nccl4j-run --elastic --hosts 2 -np 2 ElasticDdp --steps 200 --kill-rank 0,1 --kill-step 60
  * </pre>
  */
 public final class ElasticDdp {
@@ -47,16 +49,16 @@ public final class ElasticDdp {
     /**
      * Runs the example.
      *
-     * @param args {@code [--steps N] [--kill-rank R] [--kill-step K] [--lr X]}
+     * @param args {@code [--steps N] [--kill-rank R[,R...]] [--kill-step K] [--lr X]}
      */
     public static void main(String[] args) {
         Options o = Args.parseOrExit(new Options(), args);
-        if (o.steps < 1 || o.killStep >= o.steps || !(o.lr > 0)) {
-            System.err.println("ElasticDdp: --steps must be >= 1, --kill-step below --steps, --lr > 0; got steps "
-                    + o.steps + ", kill-step " + o.killStep + ", lr " + o.lr);
+        String bad = o.check();
+        if (bad != null) {
+            System.err.println("ElasticDdp: " + bad);
             System.exit(Args.USAGE);
         }
-        System.exit(Examples.exitStatus("ElasticDdp", () -> run(o.steps, o.killRank, o.killStep, o.lr)));
+        System.exit(Examples.exitStatus("ElasticDdp", () -> run(o.steps, o.killRanks, o.killStep, o.lr)));
     }
 
     /** The weights every rank tries to learn. */
@@ -95,18 +97,26 @@ public final class ElasticDdp {
         return loss;
     }
 
-    private static int run(int steps, int killRank, int killStep, float lr) {
+    private static int run(int steps, int[] killRanks, int killStep, float lr) {
         try (Communicator first = Communicator.fromEnvironment(CommConfig.builder().commName("elastic")
                 .onFailure(FailurePolicy.RECOVER).timeout(Duration.ofSeconds(10)).build())) {
-            return train(first, steps, killRank, killStep, lr);
+            return train(first, steps, killRanks, killStep, lr);
         } catch (IOException | InterruptedException e) {
             throw new IllegalStateException(e);
         }
     }
 
-    private static int train(Communicator first, int steps, int killRank, int killStep, float lr)
+    private static int train(Communicator first, int steps, int[] killRanks, int killStep, float lr)
             throws IOException, InterruptedException {
         int me = first.rank();   // this rank's shard, whatever its rank after a shrink
+        for (int r : killRanks) {
+            if (r >= first.size()) {
+                throw new IllegalArgumentException("--kill-rank " + r + " is not a rank of this job of "
+                        + first.size() + " ranks; give ranks in [0, " + first.size() + ")");
+            }
+        }
+        boolean killed = java.util.Arrays.stream(killRanks).anyMatch(r -> r == me);
+        String lostList = java.util.Arrays.toString(killRanks);
         String who = "rank " + me + ": ";
         Communicator comm = first;
         float[] w = new float[DIM];
@@ -117,9 +127,10 @@ public final class ElasticDdp {
              Event done = Event.create(comm.device());
              DeviceBuffer buf = DeviceBuffer.allocate(comm.device(), DIM, DataType.FLOAT32)) {
             System.out.println(who + comm.size() + " ranks, " + steps + " steps"
-                    + (killRank >= 0 ? "; rank " + killRank + " is lost at step " + killStep : ""));
+                    + (killRanks.length == 0 ? "" : "; rank" + (killRanks.length > 1 ? "s " + lostList + " are"
+                    : " " + killRanks[0] + " is") + " lost at step " + killStep));
             for (int step = 0; step < steps; step++) {
-                if (me == killRank && step == killStep) {
+                if (killed && step == killStep) {
                     System.out.println(who + "kill -9 at step " + step);
                     System.out.flush();
                     Examples.killSelf();
@@ -135,9 +146,9 @@ public final class ElasticDdp {
                     System.out.println(who + "step " + step + ": " + e.getClass().getSimpleName() + " "
                             + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
                     int[] named = comm.lostRanks(Duration.ofMillis(300));   // the set every survivor agrees on
-                    int[] lost = named.length > 0 ? named : new int[] {killRank};
+                    int[] lost = named.length > 0 ? named : killRanks;
                     System.out.println(who + (named.length > 0 ? "the lost ranks, named by the liveness channel: "
-                            + java.util.Arrays.toString(named) : "no rank named; taking --kill-rank " + killRank));
+                            + java.util.Arrays.toString(named) : "no rank named; taking --kill-rank " + lostList));
                     Communicator smaller = comm.recover(null, lost);
                     comm.abort();
                     if (comm != first) {
@@ -193,11 +204,37 @@ public final class ElasticDdp {
     static final class Options {
         @Option(names = "--steps", paramLabel = "N", description = "Training steps (default: ${DEFAULT-VALUE}).")
         int steps = 200;
-        @Option(names = "--kill-rank", paramLabel = "R", description = "The rank that halts abruptly (default: none).")
-        int killRank = -1;
+        @Option(names = "--kill-rank", paramLabel = "R", split = ",", description = "The rank that halts abruptly; "
+                + "a list (2,3) halts them all at the same step, e.g. every rank of one host (default: none).")
+        int[] killRanks = {};
         @Option(names = "--kill-step", paramLabel = "K", description = "The step at which it halts.")
         int killStep = -1;
         @Option(names = "--lr", paramLabel = "X", description = "Learning rate (default: ${DEFAULT-VALUE}).")
         float lr = 0.05f;
+
+        /** @return what is wrong with these options, naming the option and the fix, or null */
+        String check() {
+            if (steps < 1) {
+                return "--steps must be >= 1; got " + steps;
+            }
+            if (!(lr > 0)) {
+                return "--lr must be > 0; got " + lr;
+            }
+            if (killRanks.length == 0) {
+                return killStep >= 0 ? "--kill-step " + killStep + " needs --kill-rank R[,R...]: the ranks to halt"
+                        : null;
+            }
+            if (killStep < 0 || killStep >= steps) {
+                return "--kill-rank needs --kill-step K with 0 <= K < --steps (" + steps + "); got " + killStep;
+            }
+            java.util.Set<Integer> seen = new java.util.HashSet<>();
+            for (int r : killRanks) {
+                if (r < 0 || !seen.add(r)) {
+                    return "--kill-rank " + r + (r < 0 ? " is negative" : " is given twice")
+                            + "; give distinct ranks, e.g. --kill-rank 2,3";
+                }
+            }
+            return null;
+        }
     }
 }

@@ -1,6 +1,8 @@
 package org.nccl4j.examples;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
@@ -37,5 +39,30 @@ class ElasticDdpTest {
         }
         double after = ElasticDdp.gradient(w, 0, 0, g);
         assertTrue(after < before / 2, "loss " + before + " -> " + after);
+    }
+
+    @Test
+    void aWholeHostIsAListOfRanksHaltedAtOneStep() {
+        ElasticDdp.Options o = Args.parse(new ElasticDdp.Options(), "--kill-rank", "2,3", "--kill-step", "60");
+        assertArrayEquals(new int[] {2, 3}, o.killRanks);
+        assertNull(o.check());
+        assertArrayEquals(new int[] {1}, Args.parse(new ElasticDdp.Options(), "--kill-rank", "1", "--kill-step", "5")
+                .killRanks);
+        assertNull(Args.parse(new ElasticDdp.Options()).check(), "no loss at all is a plain run");
+    }
+
+    @Test
+    void badKillOptionsAreNamedWithTheFix() {
+        assertEquals("--kill-rank needs --kill-step K with 0 <= K < --steps (200); got -1",
+                Args.parse(new ElasticDdp.Options(), "--kill-rank", "1").check());
+        assertEquals("--kill-rank needs --kill-step K with 0 <= K < --steps (10); got 10",
+                Args.parse(new ElasticDdp.Options(), "--steps", "10", "--kill-rank", "1", "--kill-step", "10").check());
+        assertEquals("--kill-rank 2 is given twice; give distinct ranks, e.g. --kill-rank 2,3",
+                Args.parse(new ElasticDdp.Options(), "--kill-rank", "2,2", "--kill-step", "3").check());
+        assertEquals("--kill-rank -1 is negative; give distinct ranks, e.g. --kill-rank 2,3",
+                Args.parse(new ElasticDdp.Options(), "--kill-rank", "-1", "--kill-step", "3").check());
+        assertEquals("--kill-step 4 needs --kill-rank R[,R...]: the ranks to halt",
+                Args.parse(new ElasticDdp.Options(), "--kill-step", "4").check());
+        assertEquals("--steps must be >= 1; got 0", Args.parse(new ElasticDdp.Options(), "--steps", "0").check());
     }
 }

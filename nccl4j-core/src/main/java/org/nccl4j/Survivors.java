@@ -1,0 +1,162 @@
+package org.nccl4j;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.WeakHashMap;
+import org.nccl4j.launch.JobSecret;
+import org.nccl4j.launch.LaunchInfo;
+import org.nccl4j.launch.RollCall;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The ranks gone when the liveness channel's hub, launch rank 0, is gone too ({@link Communicator#lostRanks}). Rank 0
+ * tells every rank of each loss; once it is lost, the ranks lost with it (the other ranks of its host) are reported
+ * to nobody, and the remaining ranks would leave out rank 0 alone and wait in a recovery for ranks that are dead. So
+ * each remaining rank answers a {@link RollCall} from the moment it learns that rank 0 is gone (on
+ * {@code MASTER_PORT + }{@value #PORT_OFFSET}{@code  + its launch rank}, on its own host), and
+ * {@link #lostRanks} asks every rank not yet known gone, for the settle time or {@link #MIN_WINDOW} (the longer):
+ * those that do not answer are gone too.
+ */
+final class Survivors {
+    /** The roll call's ports start at {@code MASTER_PORT} plus this (the recovery rendezvous uses +100 + N). */
+    static final int PORT_OFFSET = 200;
+    /** The shortest roll call: every remaining rank must have learnt of rank 0's loss and answer within it. */
+    static final Duration MIN_WINDOW = Duration.ofSeconds(3);
+    /** How long a rank answers after it learnt of rank 0's loss. */
+    static final Duration LINGER = Duration.ofSeconds(120);
+
+    private static final Logger LOG = LoggerFactory.getLogger(Survivors.class);
+    private static final Map<Liveness, RollCall> ANSWERING = Collections.synchronizedMap(new WeakHashMap<>());
+
+    private Survivors() {
+    }
+
+    /** News from the channel: once rank 0 is gone, this rank answers the roll call. */
+    static void heard(Liveness l) {
+        if (hubGone(l, l.gone())) {
+            answer(l);
+        }
+    }
+
+    /**
+     * The ranks gone, once settled; when rank 0 is among them, with those that do not answer the roll call.
+     *
+     * @param l the channel
+     * @param settle how long no new loss must be reported
+     * @param size the communicator's size
+     * @return the ranks gone, of the communicator now served, sorted
+     */
+    static int[] lostRanks(Liveness l, Duration settle, int size) {
+        int[] gone = l.goneOnceSettled(settle);
+        if (!hubGone(l, gone)) {
+            return gone;
+        }
+        int base = basePort();
+        RollCall mine = base < 0 ? null : answer(l);
+        if (mine == null) {
+            LOG.warn("nccl4j: rank 0, the liveness channel's hub, is gone and no roll call can be made (MASTER_PORT "
+                    + "is not set, or this rank's roll-call port is taken): ranks lost with it are not known; gone: {}",
+                    java.util.Arrays.toString(gone));
+            return gone;
+        }
+        Set<Integer> known = new TreeSet<>();
+        for (int r : gone) {
+            known.add(r);
+        }
+        Map<Integer, Liveness.Lost> roster = l.roster();
+        String fallback = LaunchInfo.rankZeroAddress()[0];
+        int me = l.launchRankOfSelf();
+        Map<Integer, InetSocketAddress> ask = new LinkedHashMap<>();
+        Map<Integer, Integer> byLaunch = new LinkedHashMap<>();
+        for (int r = 0; r < size; r++) {
+            int launch = l.launchRank(r);
+            if (known.contains(r) || launch < 0 || launch == me) {
+                continue;
+            }
+            Liveness.Lost at = roster.get(launch);
+            String host = at != null && at.host() != null ? at.host() : fallback;
+            InetSocketAddress a = new InetSocketAddress(host, base + launch);
+            if (a.isUnresolved()) {   // the name the rank gave its host does not resolve here: rank 0's host then
+                LOG.warn("nccl4j: rank {}'s host {} does not resolve here; asking it on {} instead", launch, host,
+                        fallback);
+                a = new InetSocketAddress(fallback, base + launch);
+            }
+            ask.put(launch, a);
+            byLaunch.put(launch, r);
+        }
+        Duration window = settle.compareTo(MIN_WINDOW) > 0 ? settle : MIN_WINDOW;
+        Set<Integer> answered;
+        long t0 = System.nanoTime();
+        try {
+            answered = RollCall.ask(me, ask, window, JobSecret.fromEnvironment());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return gone;
+        }
+        Set<Integer> silent = new TreeSet<>();
+        for (Map.Entry<Integer, Integer> e : byLaunch.entrySet()) {
+            if (!answered.contains(e.getKey())) {
+                silent.add(e.getValue());
+            }
+        }
+        known.addAll(silent);
+        LOG.warn("nccl4j: rank {}: rank 0, the liveness channel's hub, is gone, so the ranks lost with it were reported"
+                + " to nobody; a roll call of the {} others answered by {} in {} ms: also gone {}; gone in all {}",
+                me, ask.size(), answered.size(), (System.nanoTime() - t0) / 1_000_000, silent, known);
+        return known.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** Whether launch rank 0, the hub, is gone (lost, departed, or left out before) and this rank is not it. */
+    static boolean hubGone(Liveness l, int[] gone) {
+        if (l.launchRankOfSelf() == 0) {
+            return false;
+        }
+        if (l.currentRank(0) < 0) {
+            return true;
+        }
+        for (int r : gone) {
+            if (l.launchRank(r) == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code MASTER_PORT + PORT_OFFSET} (or NCCL_COMM_ID's port's), or -1 when there is none. */
+    static int basePort() {
+        String[] master = LaunchInfo.rankZeroAddress();
+        if (master == null || master[1] == null || !master[1].trim().matches("[0-9]{1,5}")) {
+            return -1;
+        }
+        return Integer.parseInt(master[1].trim()) + PORT_OFFSET;
+    }
+
+    /** This rank's answering side, started once per channel; null when its port cannot be bound. */
+    private static RollCall answer(Liveness l) {
+        synchronized (ANSWERING) {
+            RollCall r = ANSWERING.get(l);
+            if (r != null) {
+                return r;
+            }
+            int base = basePort();
+            if (base < 0) {
+                return null;
+            }
+            int me = l.launchRankOfSelf();
+            try {
+                r = RollCall.answer(me, base + me, JobSecret.fromEnvironment(), LINGER);
+            } catch (java.io.IOException | IllegalArgumentException e) {
+                LOG.warn("nccl4j: rank {} cannot answer the roll call after rank 0's loss: {}", me, e.getMessage());
+                return null;
+            }
+            ANSWERING.put(l, r);
+            return r;
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package org.nccl4j;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.nccl4j.jni.NcclNative;
+
+/** The ranks lost with rank 0, the liveness channel's hub, found by the roll call of those that remain. */
+class SurvivorsTest {
+    private String addrBefore;
+    private String portBefore;
+
+    @BeforeEach
+    void masterAddress() throws Exception {
+        addrBefore = NcclNative.getenv("MASTER_ADDR");
+        portBefore = NcclNative.getenv("MASTER_PORT");
+        NcclNative.setenv("MASTER_ADDR", "127.0.0.1", 1);
+        NcclNative.setenv("MASTER_PORT", Integer.toString(freePort() - Survivors.PORT_OFFSET), 1);
+    }
+
+    @AfterEach
+    void restore() {
+        put("MASTER_ADDR", addrBefore);
+        put("MASTER_PORT", portBefore);
+    }
+
+    @Test
+    void ranksLostWithRankZeroAreFoundByTheRollCallOnEverySurvivor() throws Exception {
+        Liveness[] ranks = channel(4);
+        Liveness r2 = ranks[2], r3 = ranks[3];
+        try {
+            within(3000, () -> r3.roster().size() == 4 ? true : null, "every rank in the roster");
+            ranks[0].dropWithoutGoodbye();   // rank 0's host goes: rank 0 first,
+            within(5000, () -> r2.anyLost() && r3.anyLost() ? true : null, "rank 0's loss reaching ranks 2 and 3");
+            ranks[1].dropWithoutGoodbye();   // then its other rank, which nobody reports any more
+            Survivors.heard(r2);             // as the channel's news does: both answer from now on
+            Survivors.heard(r3);
+            assertArrayEquals(new int[] {0}, r2.goneOnceSettled(Duration.ofMillis(200)), "the channel knows rank 0");
+            CompletableFuture<int[]> two = CompletableFuture.supplyAsync(
+                    () -> Survivors.lostRanks(r2, Duration.ofMillis(200), 4));
+            int[] three = Survivors.lostRanks(r3, Duration.ofMillis(200), 4);
+            assertArrayEquals(new int[] {0, 1}, three, "rank 3");
+            assertArrayEquals(new int[] {0, 1}, two.get(), "rank 2");
+        } finally {
+            r2.close();
+            r3.close();
+        }
+    }
+
+    @Test
+    void whenOnlyRankZeroIsLostEveryOtherAnswersAndNoneMoreIsLeftOut() throws Exception {
+        Liveness[] ranks = channel(3);
+        Liveness r1 = ranks[1], r2 = ranks[2];
+        try {
+            within(3000, () -> r2.roster().size() == 3 ? true : null, "every rank in the roster");
+            ranks[0].dropWithoutGoodbye();
+            within(5000, () -> r1.anyLost() && r2.anyLost() ? true : null, "rank 0's loss reaching ranks 1 and 2");
+            Survivors.heard(r1);
+            Survivors.heard(r2);
+            long t0 = System.nanoTime();
+            CompletableFuture<int[]> one = CompletableFuture.supplyAsync(
+                    () -> Survivors.lostRanks(r1, Duration.ofMillis(200), 3));
+            int[] two = Survivors.lostRanks(r2, Duration.ofMillis(200), 3);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertArrayEquals(new int[] {0}, two);
+            assertArrayEquals(new int[] {0}, one.get());
+            assertTrue(ms < Survivors.MIN_WINDOW.toMillis(), "everyone answered, so no wait for the window: " + ms);
+        } finally {
+            r1.close();
+            r2.close();
+        }
+    }
+
+    @Test
+    void withRankZeroThereNoRollCallIsMade() throws Exception {
+        Liveness[] ranks = channel(3);
+        try {
+            within(3000, () -> ranks[2].roster().size() == 3 ? true : null, "every rank in the roster");
+            ranks[1].dropWithoutGoodbye();
+            within(5000, () -> ranks[2].anyLost() ? true : null, "rank 1's loss reaching rank 2");
+            assertFalse(Survivors.hubGone(ranks[2], ranks[2].gone()));
+            assertArrayEquals(new int[] {1}, Survivors.lostRanks(ranks[2], Duration.ofMillis(100), 3));
+            assertFalse(Survivors.hubGone(ranks[0], new int[] {0}), "rank 0 itself never calls the roll");
+        } finally {
+            ranks[2].close();
+            ranks[0].close();
+        }
+    }
+
+    private static Liveness[] channel(int n) throws Exception {
+        int port = freePort();
+        Liveness[] joined = new Liveness[n];
+        joined[0] = Liveness.join(Liveness.serve(port, Duration.ofSeconds(2)), 0, "127.0.0.1", port);
+        for (int r = 1; r < n; r++) {
+            joined[r] = Liveness.join(null, r, "127.0.0.1", port);
+        }
+        return joined;
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static void put(String name, String value) {
+        if (value == null) {
+            NcclNative.unsetenv(name);
+        } else {
+            NcclNative.setenv(name, value, 1);
+        }
+    }
+
+    private static void within(long millis, Supplier<Boolean> check, String what) throws InterruptedException {
+        long end = System.currentTimeMillis() + millis;
+        while (System.currentTimeMillis() < end) {
+            Boolean ok = check.get();
+            if (ok != null && ok) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("not within " + millis + " ms: " + what);
+    }
+}
