@@ -339,8 +339,8 @@ public final class Paths {
             return Finding.info("bandwidth", "all-reduce", share + what + ", not judged: the CPUs and host memory "
                     + "set that path's rate").with(measured);
         }
-        if (gbps < Expectations.WARN_FRACTION * expected) {
-            return Finding.warn("bandwidth", "all-reduce", share + what, "below 70 %: look at the pair lines above; "
+        if (gbps < Expectations.ALL_REDUCE_WARN_FRACTION * expected) {
+            return Finding.warn("bandwidth", "all-reduce", share + what, "below 50 %: look at the pair lines above; "
                     + "NCCL_ALGO/NCCL_PROTO or NCCL_P2P_* settings may hold it back").with(measured);
         }
         return Finding.ok("bandwidth", "all-reduce", share + what).with(measured);

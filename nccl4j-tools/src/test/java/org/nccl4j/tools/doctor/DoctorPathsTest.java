@@ -168,6 +168,12 @@ class DoctorPathsTest {
         assertEquals(Status.OK, nvls.status());
         assertTrue(nvls.detail().endsWith("as NVLink SHARP (NVLS) reduces inside the switch"), nvls.detail());
         assertEquals(Status.WARN, Paths.judgeAllReduce(1000.0, 4, healthy).status(), "beyond twice: misjudged");
+        assertEquals(Status.OK, Paths.judgeAllReduce(318.2, 4, healthy).status(), "71 %, as measured on 4 x H100");
+        assertEquals(Status.OK, Paths.judgeAllReduce(225.0, 4, healthy).status(), "50 % is not below 50 %");
+        Finding host = Paths.judgeAllReduce(22.0, 4, healthy);   // NCCL_P2P_DISABLE=1 on 4 x H100
+        assertEquals(Status.WARN, host.status());
+        assertTrue(host.detail().contains("5 % of the 450 GB/s"), host.detail());
+        assertTrue(host.fix().startsWith("below 50 %: look at the pair lines above"), host.fix());
         Finding degraded = Paths.judgeAllReduce(125.0, 4, Paths.all(h100Switch(6)));
         assertEquals(Status.WARN, degraded.status());
         assertTrue(degraded.detail().contains("28 % of the 450 GB/s the slowest path (NV6, GPU 0 -> GPU 2)"),
