@@ -19,6 +19,9 @@ each process, ranks aligned by a barrier before the clock), init_repeat_overhead
 re-created in the same process by --init_repeats; an addition to the issue's keys), alloc_bytes_per_call
 (the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs),
 small_overhead_fast_us (small_overhead_us over the fast points only, see fast_times; another addition).
+The keys of OTHER_REPORTS_KEYS (the frontier's and DDP's medians, written from scripts/bench/frontier.sh's
+frontier.json and scripts/bench/ddp-compare.sh's ddp-compare.json, see docs/gpu-runs/*-frontier.md) are kept as they
+are when the file already holds them.
 """
 import argparse
 import glob
@@ -27,6 +30,10 @@ import os
 import statistics
 
 from perf_common import case_key, human, median_or_none, minus
+
+OTHER_REPORTS_KEYS = ("frontier_date", "frontier_machine", "symmetric_small_us", "nccl_tests_symmetric_small_us",
+                      "min_busbw_ratio_64MiB_up_4gpu", "ddp_step_ms_2gpu", "ddp_step_ms_4gpu", "ddp_compute_only_ms",
+                      "torch_ddp_step_ms_2gpu", "torch_ddp_step_ms_4gpu")
 
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
@@ -268,8 +275,19 @@ def main():
         if isinstance(v, float):
             latest[k] = round(v, 4)
     os.makedirs(a.docs, exist_ok=True)
-    with open(os.path.join(a.docs, "benchmark-latest.json"), "w") as f:
-        json.dump(latest, f, indent=2)
+    latest_path = os.path.join(a.docs, "benchmark-latest.json")
+    written = dict(latest)
+    if os.path.exists(latest_path):   # keys other reports keep there (the frontier's, DDP's) stay
+        with open(latest_path) as f:
+            try:
+                old = json.load(f)
+            except ValueError:
+                old = {}
+        for k, v in (old.items() if isinstance(old, dict) else []):
+            if k not in written and k in OTHER_REPORTS_KEYS:
+                written[k] = v
+    with open(latest_path, "w") as f:
+        json.dump(written, f, indent=2)
         f.write("\n")
 
     n = latest["ranks"]
@@ -459,7 +477,7 @@ def main():
     L.append("")
     with open(os.path.join(a.docs, a.date + "-benchmark.md"), "w") as f:
         f.write("\n".join(L))
-    print(json.dumps(latest, indent=2))
+    print(json.dumps(written, indent=2))
 
 
 if __name__ == "__main__":

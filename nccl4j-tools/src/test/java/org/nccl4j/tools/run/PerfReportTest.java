@@ -222,6 +222,20 @@ class PerfReportTest {
     }
 
     @Test
+    void theFrontiersAndDdpsKeysInTheFileAreKeptAndNothingElseIs() throws Exception {
+        Path docs = tmp.resolve("docs");
+        Files.createDirectories(docs);
+        Files.writeString(docs.resolve("benchmark-latest.json"), "{\"java_small_us\": 99.0, \"ddp_step_ms_4gpu\": 5.994, "
+                + "\"symmetric_small_us\": 6.08, \"stale_key\": 1}\n");
+        report(fullSet(), docs, "--png", "x.png", "--failures", "0");
+        String json = Files.readString(docs.resolve("benchmark-latest.json"));
+        assertTrue(json.contains("  \"java_small_us\": 8.25,\n"), "its own keys are its run's: " + json);
+        assertTrue(json.endsWith("  \"small_overhead_fast_us\": 0.5,\n  \"ddp_step_ms_4gpu\": 5.994,\n"
+                + "  \"symmetric_small_us\": 6.08\n}\n"), "the other reports' keys follow, as they were: " + json);
+        assertTrue(!json.contains("stale_key"), json);
+    }
+
+    @Test
     void theSmallMessageTablesModeSplitAndFastPoints() throws Exception {
         String md = report(fullSet(), tmp.resolve("docs"), "--png", "x.png", "--failures", "0");
         assertLines(md, "| native_small_us | 6.500 |", "| java_small_us | 8.250 |", "| torch_small_us | 31.000 |",
