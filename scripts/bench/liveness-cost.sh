@@ -7,8 +7,9 @@
 #
 #   BUNDLE  a bundle made by scripts/gpu-bundle.sh: the JRE and the jars both sides run with
 #   BEFORE  the before side: a bundle (a directory with jre/bin/java), run as it is, or a directory of nccl4j jars
-#           (one nccl4j-core-*.jar, nccl4j-examples-*.jar and nccl4j-native-*.jar), which replace BUNDLE's own in a
-#           copy of BUNDLE made under TMPDIR for this run (removed at its end)
+#           (one nccl4j-core-*.jar, nccl4j-examples-*.jar, nccl4j-native-*.jar and nccl4j-tools-*.jar, the last with
+#           the harness), which replace BUNDLE's own in a copy of BUNDLE made under TMPDIR for this run (removed at
+#           its end)
 #   AFTER   the after side, the same way (default: BUNDLE as it is)
 #   e.g., on a 4-GPU machine, with bundle/, bundle-before-lib/ and bundle-after-lib/ carried:
 #   OUT_DIR=/tmp/lc scripts/bench/liveness-cost.sh bundle bundle-before-lib bundle-after-lib
@@ -156,16 +157,18 @@ prepare_side() {
   fi
   [ -d "$arg" ] || die "$name: $arg is neither a bundle (jre/bin/java) nor a directory of nccl4j jars"
   lib=$(cd "$arg" && pwd)
-  for n in core examples native; do
+  for n in core examples native tools; do
     jar_in "$lib" "$n" > /dev/null || die "$name: $lib holds no single nccl4j-$n-*.jar (it needs nccl4j-core," \
-      "nccl4j-examples and nccl4j-native, one of each)"
+      "nccl4j-examples, nccl4j-native and nccl4j-tools, one of each)"
   done
   cp -a "$bundle" "$tmp_root/$name" || die "$name: cannot copy $bundle to $tmp_root/$name"
   for j in "$tmp_root/$name"/lib/nccl4j-core-*.jar "$tmp_root/$name"/lib/nccl4j-examples-*.jar \
-      "$tmp_root/$name"/lib/nccl4j-native-*.jar; do
+      "$tmp_root/$name"/lib/nccl4j-native-*.jar "$tmp_root/$name"/lib/nccl4j-tools-*.jar; do
     case "$j" in *-tests.jar) ;; *) rm -f "$j" ;; esac
   done
-  for n in core examples native; do cp "$(jar_in "$lib" "$n")" "$tmp_root/$name/lib/" || die "$name: cannot copy"; done
+  for n in core examples native tools; do
+    cp "$(jar_in "$lib" "$n")" "$tmp_root/$name/lib/" || die "$name: cannot copy"
+  done
   side_dir[$name]=$tmp_root/$name
 }
 

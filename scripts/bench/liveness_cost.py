@@ -4,6 +4,7 @@
   liveness_cost.py sample FILE RANK:PID...   one look at each rank's process, written to FILE (JSON)
   liveness_cost.py side DIR                  one line about the nccl4j jars of DIR (a bundle's lib/ or a folder of
                                              jars): auth=yes|no core=<sha256> examples=<sha256> native=<sha256>
+                                             tools=<sha256>
   liveness_cost.py report OUT_DIR            OUT_DIR/liveness-cost.md and liveness-cost.tsv, the markdown printed
 
 sample: for each process, /proc/PID/stat's utime + stime (the whole process, exited threads included, in clock
@@ -14,7 +15,7 @@ look. A process that is gone (or a zombie) is written "alive": false. The variab
 /proc (for tests).
 
 side: auth=yes when the nccl4j-core jar holds org/nccl4j/launch/JobSecret.class (the job secret's authentication,
-commit 0cbe747 on), sha256 (first 12 hex digits) of each of the three jars (not the -tests, -sources or -javadoc
+commit 0cbe747 on), sha256 (first 12 hex digits) of each of the four jars (not the -tests, -sources or -javadoc
 ones); exit status 1 when a jar is missing or unreadable, saying which.
 
 report: OUT_DIR/runs.tsv (written by liveness-cost.sh: round, side, the run's heartbeat directory, what went wrong
@@ -46,7 +47,7 @@ from datetime import datetime, timezone
 
 LIVENESS = "nccl4j-liveness"
 AUTH_CLASS = "org/nccl4j/launch/JobSecret.class"
-JARS = ("core", "examples", "native")
+JARS = ("core", "examples", "native", "tools")
 SIDES = ("before", "after")
 SCENARIOS = ("kill", "stop")
 
@@ -318,7 +319,7 @@ def fmt(v, digits):
 
 
 def side_text(v):
-    """meta.tsv's side line (WHERE: auth=yes core=SHA examples=SHA native=SHA), as the report says it."""
+    """meta.tsv's side line (WHERE: auth=yes core=SHA examples=SHA native=SHA tools=SHA), as the report says it."""
     where, sep, info = v.rpartition(": ")
     kv = dict(p.split("=", 1) for p in info.split() if "=" in p)
     if not sep or set(kv) != {"auth", *JARS}:

@@ -2,8 +2,6 @@ package org.nccl4j;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
@@ -13,7 +11,6 @@ import org.nccl4j.launch.Rendezvous;
 import org.nccl4j.launch.RendezvousException;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
-import org.nccl4j.trace.TraceOperation;
 
 /**
  * An NCCL communicator ({@code ncclComm_t}): one rank of a group of GPUs that run collectives together.
@@ -30,9 +27,9 @@ import org.nccl4j.trace.TraceOperation;
  * All are asynchronous: they return once the operation is enqueued on the stream. Arguments are checked
  * before anything reaches NCCL (closed communicator, buffer or stream, or a slice of a closed buffer; buffer or
  * stream on another device; a buffer whose size is not a whole number of elements of the data type, whose count
- * would be truncated; counts that do not fit; root or peer out of range; an operator made for another
- * communicator or type).
- * A collective call allocates nothing on the Java heap and makes one JNI call.
+ * would be truncated: use a buffer of whole elements, a slice of one, or the raw form with an explicit count; counts
+ * that do not fit; root or peer out of range; an operator made for another communicator or type). A collective call
+ * allocates nothing on the Java heap and makes one JNI call.
  *
  * <p>{@link #alltoAll}, {@link #gather} and {@link #scatter} use NCCL's own functions when the loaded library
  * has them (2.28+) and otherwise are composed from {@code ncclSend}/{@code ncclRecv} inside one group.
@@ -52,18 +49,15 @@ public final class Communicator implements AutoCloseable {
     private final int device;
     private final boolean blocking;
     private final NcclLibrary library;
-    private final boolean nativeAlltoAll;
-    private final boolean nativeGather;
-    private final boolean nativeScatter;
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it, and its lifecycle state. */
     private final Watched health;
+    /** The one path of its collectives: checks, the NCCL call, the record. */
+    private final Dispatch path;
     private volatile OperationObserver observer;
     /** The configuration it was made with (null: NCCL's defaults), for {@link #reform}. */
     private CommConfig config;
-    /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
-    private boolean fingerprinted = true;
 
-    private Communicator(long handle, int device, boolean blocking, WatchSettings settings) {
+    Communicator(long handle, int device, boolean blocking, WatchSettings settings) {
         this.library = NcclLibrary.load();
         this.handle = handle;
         this.blocking = blocking;
@@ -77,12 +71,10 @@ public final class Communicator implements AutoCloseable {
             dev = out[0];
         }
         this.device = dev;
-        this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
-        this.nativeGather = library.has(NcclFunction.ncclGather);
-        this.nativeScatter = library.has(NcclFunction.ncclScatter);
         Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
         this.health = new Watched(handle, rank, size, this.device, blocking, settings, library.version(), leak,
-                new Hooks());
+                new ProgramHooks(this));
+        this.path = new Dispatch(this, handle, library, health);
         NcclLog.register(handle, rank, size, settings.commName());
         Farewell.install();   // the exit waits for NCCL teardowns under way, whatever made the communicator
         if (health.recorder != null) {
@@ -93,7 +85,7 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ creation
+    // Making one
 
     /**
      * {@code ncclCommInitRank} with NCCL's default configuration.
@@ -136,46 +128,13 @@ public final class Communicator implements AutoCloseable {
      */
     public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
         java.time.Duration timeout = CommConfig.initTimeout(config);
-        return create(rank, size, id, device, config, new InitDeadline(timeout, rank, size, null));
+        return Bootstrap.create(rank, size, id, device, config, new InitDeadline(timeout, rank, size, null));
     }
 
-    /** {@link #create} against {@code deadline}, which {@link #fromEnvironment} gives the liveness channel's roster. */
-    static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
-            InitDeadline deadline) {
-        if (size < 1) {
-            throw Errors.argument("size must be >= 1, got " + size);
-        }
-        if (rank < 0 || rank >= size) {
-            throw Errors.argument("rank must be in 0.." + (size - 1) + " for size " + size + ", got " + rank);
-        }
-        if (id == null) {
-            throw Errors.nullArgument("id");
-        }
-        if (device < 0) {
-            throw Errors.argument("device must be >= 0, got " + device);
-        }
-        NcclLibrary lib = Nccl.library();
-        if (config != null) {
-            config.requireSupportedBy(lib);
-        }
-        WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        Cuda.setDevice(device);
-        long[] out = new long[1];
-        int rc;
-        NcclFunction fn;
-        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        if (config == null) {
-            fn = NcclFunction.ncclCommInitRank;
-            rc = NcclNative.ncclCommInitRank(out, size, id.internalBytes(), rank);
-        } else {
-            fn = NcclFunction.ncclCommInitRankConfig;
-            rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
-                    config.netName(), config.commName());
-        }
-        Communicator c = adopt(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings);
-        c.config = config;
-        c.fingerprinted = config == null || !Boolean.FALSE.equals(config.fingerprint());
-        return c;
+    /** Made by {@link #create}: with {@code config}, whose fingerprint setting the ledger follows. */
+    void configured(CommConfig config) {
+        this.config = config;
+        path.fingerprinted = config == null || !Boolean.FALSE.equals(config.fingerprint());
     }
 
     /**
@@ -236,47 +195,10 @@ public final class Communicator implements AutoCloseable {
      * @return the communicators, in rank order
      */
     public static List<Communicator> initAll(int... devices) {
-        if (devices == null || devices.length == 0) {
-            throw Errors.argument("devices must name at least one CUDA device");
-        }
-        for (int i = 0; i < devices.length; i++) {
-            if (devices[i] < 0) {
-                throw Errors.argument("devices[" + i + "] must be >= 0, got " + devices[i]);
-            }
-            for (int j = 0; j < i; j++) {
-                if (devices[i] == devices[j]) {
-                    throw Errors.argument("devices must be distinct: device " + devices[i] + " appears twice");
-                }
-            }
-        }
-        Nccl.library();
-        WatchSettings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
-        long[] comms = new long[devices.length];
-        int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
-        if (rc != 0) {
-            throw Errors.failure(rc, NcclFunction.ncclCommInitAll, null);
-        }
-        List<Communicator> out = new ArrayList<>(devices.length);
-        try {
-            for (int i = 0; i < devices.length; i++) {
-                out.add(new Communicator(comms[i], devices[i], true, settings));
-            }
-        } catch (RuntimeException | Error e) {
-            // the caller gets none of them: abort those wrapped already and those not yet wrapped
-            for (Communicator c : out) {
-                try {
-                    c.abort();
-                } catch (RuntimeException x) {
-                    e.addSuppressed(x);
-                }
-            }
-            for (int i = out.size(); i < devices.length; i++) {
-                NcclNative.ncclCommAbort(comms[i]);
-            }
-            throw e;
-        }
-        return Collections.unmodifiableList(out);
+        return Bootstrap.initAll(devices);
     }
+
+    // Communicators made from this one, and recovery (see Recovery)
 
     /**
      * {@code ncclCommSplit}: a new communicator of the ranks that pass the same {@code color}, ordered by
@@ -301,39 +223,8 @@ public final class Communicator implements AutoCloseable {
      *         would ignore it), or for a bad {@code color}
      */
     public Communicator split(int color, int key, CommConfig config) {
-        ensureOpen();
-        if (color < NO_COLOR) {
-            throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
-        }
-        if (config != null) {
-            config.requireSupportedBy(library);
-        }
-        long[] out = new long[1];
-        int rc = config == null
-                ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
-                : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
-        return child(rc, out, config, NcclFunction.ncclCommSplit);
+        return Recovery.split(this, color, key, config);
     }
-
-    /**
-     * The communicator that split, shrink or grow made from this one: waits while a nonblocking one is in progress;
-     * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or this
-     * one's. Null when NCCL made none ({@link #NO_COLOR}).
-     */
-    Communicator child(int status, long[] out, CommConfig config, NcclFunction fn) {
-        boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
-                ? blocking : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : this.config);
-        long made = InitDeadline.finished(status, out, fn, health, new InitDeadline(timeout, rank, size, null));
-        if (made == 0) {
-            return null;
-        }
-        WatchSettings childSettings = config == null ? health.settings
-                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return adopt(made, device, childBlocking, childSettings);
-    }
-
-    // ------------------------------------------------------------------ recovery (see Recovery)
 
     /**
      * {@code ncclCommShrink} (NCCL 2.27+) with the parent's configuration.
@@ -477,7 +368,7 @@ public final class Communicator implements AutoCloseable {
         return Recovery.join(newSize, rank, id, device, config);
     }
 
-    // ------------------------------------------------------------------ queries
+    // Queries, and what the watchdog and the liveness channel found
 
     /** @return this rank ({@code ncclCommUserRank}) */
     public int rank() {
@@ -528,6 +419,13 @@ public final class Communicator implements AutoCloseable {
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it. */
     Watched health() {
         return health;
+    }
+
+    /** Throws unless it is open: its failure, or that it is closed. */
+    void ensureOpen() {
+        if (health.closed) {
+            throw health.closedError();
+        }
     }
 
     /** @return how many operations this communicator has enqueued */
@@ -581,10 +479,7 @@ public final class Communicator implements AutoCloseable {
      * @return {@link NcclResult#SUCCESS}, {@link NcclResult#IN_PROGRESS}, or the error that broke the communicator
      */
     public NcclResult asyncError() {
-        ensureOpen();
-        int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
-        return NcclResult.of(state[0]);
+        return NcclResult.of(asyncState());
     }
 
     /**
@@ -593,15 +488,18 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when a background operation failed
      */
     public void checkAsyncError() {
-        ensureOpen();
-        int[] state = new int[1];
-        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
-        if (Errors.isFailure(state[0])) {
-            throw Errors.failure(state[0], NcclFunction.ncclCommGetAsyncError, health);
+        int state = asyncState();
+        if (Errors.isFailure(state)) {
+            throw Errors.failure(state, NcclFunction.ncclCommGetAsyncError, health);
         }
     }
 
-    // ---------------------------------------------------------- health: the watchdog's and the channel's findings
+    private int asyncState() {
+        ensureOpen();
+        int[] state = new int[1];
+        Errors.check(NcclNative.ncclCommGetAsyncError(handle, state), NcclFunction.ncclCommGetAsyncError, health);
+        return state[0];
+    }
 
     /**
      * The failure the watchdog found on this communicator, if any.
@@ -667,7 +565,7 @@ public final class Communicator implements AutoCloseable {
         return l == null ? new int[0] : Survivors.lostRanks(l, settle, size());
     }
 
-    // ------------------------------------------------------------------ reduction operators
+    // Reduction operators and registrations
 
     /**
      * {@code ncclRedOpCreatePreMulSum} with a host scalar ({@code ncclScalarHostImmediate}).
@@ -682,13 +580,7 @@ public final class Communicator implements AutoCloseable {
      *     holds, and takes NaN and the infinities as they are
      */
     public ReduceOp.PreMulSum createPreMulSum(double scalar, DataType type) {
-        ensureOpen();
-        Arguments.type(library, type);
-        long bits = Scalars.checkedBits(scalar, type);
-        int[] op = new int[1];
-        Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, health);
-        return new ReduceOp.PreMulSum(op[0], this, type, "host " + scalar);
+        return ReduceOp.PreMulSum.create(this, scalar, type);
     }
 
     /**
@@ -702,19 +594,8 @@ public final class Communicator implements AutoCloseable {
      *     slice of a closed buffer
      */
     public ReduceOp.PreMulSum createPreMulSum(DeviceBuffer scalar, DataType type) {
-        ensureOpen();
-        Arguments.type(library, type);
-        Arguments.buffer(health, scalar, "scalar");
-        if (scalar.bytes() < type.size()) {
-            throw Errors.argument("scalar holds " + scalar.bytes() + " bytes, less than one " + type);
-        }
-        int[] op = new int[1];
-        Errors.check(NcclNative.ncclRedOpCreatePreMulSum(op, scalar.address(), type.code(), 0, handle),
-                NcclFunction.ncclRedOpCreatePreMulSum, health);
-        return new ReduceOp.PreMulSum(op[0], this, type, "device 0x" + Long.toHexString(scalar.address()));
+        return ReduceOp.PreMulSum.create(this, scalar, type);
     }
-
-    // ------------------------------------------------------------------ registration
 
     /**
      * {@code ncclCommRegister}: registers a buffer for zero-copy use by this communicator.
@@ -780,51 +661,7 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ checks (the collectives' in Arguments)
-
-    /** Throws unless it is open: its failure, or that it is closed. */
-    void ensureOpen() {
-        if (health.closed) {
-            throw health.closedError();
-        }
-    }
-
-    /** Open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}): shrink and reform take it then. */
-    void ensureOpenOrKept() {
-        if (health.closed && !health.kept) {
-            throw health.closedError();
-        }
-    }
-
-    /** Throws unless the loaded NCCL has {@code fn}, which {@code api} needs. */
-    void requireFunction(NcclFunction fn, String api) {
-        if (!library.has(fn)) {
-            throw unsupported(api, fn, library);
-        }
-    }
-
-    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
-        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
-                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
-                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
-    }
-
-    private void checkOp(ReduceOp op, DataType type) {
-        if (op == null) {
-            throw Errors.nullArgument("op");
-        }
-        op.checkUsable(this, type);
-    }
-
-    private void checkCommon(DataType type, Stream stream) {
-        if (health.closed) {
-            throw health.closedError();
-        }
-        Arguments.type(library, type);
-        Arguments.stream(health, stream);
-    }
-
-    // ------------------------------------------------------------------ all-reduce
+    // Collectives, in NCCL's order: on buffers (the full description), in place, on raw addresses
 
     /**
      * {@code ncclAllReduce}, out of place: reduces {@code send} (its whole length in elements of {@code type})
@@ -835,31 +672,25 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code send}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
-        collective(Collective.ALL_REDUCE, send, recv, type, op, -1, stream);
+        path.collective(Collective.ALL_REDUCE, send, recv, type, op, -1, stream);
     }
 
     /**
-     * {@code ncclAllReduce}, in place on {@code buffer}.
+     * {@code ncclAllReduce}, in place on {@code buffer}; otherwise as
+     * {@link #allReduce(DeviceBuffer, DeviceBuffer, DataType, ReduceOp, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param op the reduction operator
+     * @param stream the stream to enqueue on
      */
     public void allReduce(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
-        inPlace(Collective.ALL_REDUCE, buffer, type, op, -1, stream);
+        path.inPlace(Collective.ALL_REDUCE, buffer, type, op, -1, stream);
     }
 
     /**
@@ -869,14 +700,12 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param op the reduction operator
+     * @param stream the stream to enqueue on
      */
     public void allReduce(long send, long recv, long count, DataType type, ReduceOp op, Stream stream) {
-        raw(Collective.ALL_REDUCE, send, recv, count, type, op, -1, stream);
+        path.raw(Collective.ALL_REDUCE, send, recv, count, type, op, -1, stream);
     }
-
-    // ------------------------------------------------------------------ broadcast
 
     /**
      * {@code ncclBroadcast}: copies {@code send} of rank {@code root} into {@code recv} on every rank. The
@@ -887,31 +716,25 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code recv}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        collective(Collective.BROADCAST, send, recv, type, null, root, stream);
+        path.collective(Collective.BROADCAST, send, recv, type, null, root, stream);
     }
 
     /**
-     * {@code ncclBroadcast}, in place: {@code buffer} of {@code root} is copied to {@code buffer} everywhere.
+     * {@code ncclBroadcast}, in place: {@code buffer} of {@code root} is copied to {@code buffer} everywhere;
+     * otherwise as {@link #broadcast(DeviceBuffer, DeviceBuffer, DataType, int, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void broadcast(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        inPlace(Collective.BROADCAST, buffer, type, null, root, stream);
+        path.inPlace(Collective.BROADCAST, buffer, type, null, root, stream);
     }
 
     /**
@@ -921,14 +744,12 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void broadcast(long send, long recv, long count, DataType type, int root, Stream stream) {
-        raw(Collective.BROADCAST, send, recv, count, type, null, root, stream);
+        path.raw(Collective.BROADCAST, send, recv, count, type, null, root, stream);
     }
-
-    // ------------------------------------------------------------------ reduce
 
     /**
      * {@code ncclReduce}: reduces {@code send} across ranks into {@code recv} of rank {@code root}. The count is
@@ -940,32 +761,26 @@ public final class Communicator implements AutoCloseable {
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code send}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void reduce(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root, Stream stream) {
-        collective(Collective.REDUCE, send, recv, type, op, root, stream);
+        path.collective(Collective.REDUCE, send, recv, type, op, root, stream);
     }
 
     /**
-     * {@code ncclReduce}, in place on {@code buffer} (the result lands in the root's buffer).
+     * {@code ncclReduce}, in place on {@code buffer} (the result lands in the root's buffer); otherwise as
+     * {@link #reduce(DeviceBuffer, DeviceBuffer, DataType, ReduceOp, int, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param op the reduction operator
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void reduce(DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
-        inPlace(Collective.REDUCE, buffer, type, op, root, stream);
+        path.inPlace(Collective.REDUCE, buffer, type, op, root, stream);
     }
 
     /**
@@ -975,15 +790,13 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param op the reduction operator
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void reduce(long send, long recv, long count, DataType type, ReduceOp op, int root, Stream stream) {
-        raw(Collective.REDUCE, send, recv, count, type, op, root, stream);
+        path.raw(Collective.REDUCE, send, recv, count, type, op, root, stream);
     }
-
-    // ------------------------------------------------------------------ all-gather
 
     /**
      * {@code ncclAllGather}: every rank's {@code send} (its whole length) lands at offset rank x count of
@@ -993,31 +806,24 @@ public final class Communicator implements AutoCloseable {
      * @param recv where the result lands, on this communicator's device
      * @param type the element type
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code send}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void allGather(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
-        collective(Collective.ALL_GATHER, send, recv, type, null, -1, stream);
+        path.collective(Collective.ALL_GATHER, send, recv, type, null, -1, stream);
     }
 
     /**
-     * {@code ncclAllGather}, in place: {@code buffer} holds size x count elements and this rank's part is
-     * already at offset rank x count.
+     * {@code ncclAllGather}, in place: {@code buffer} holds size x count elements and this rank's part is already at
+     * offset rank x count; otherwise as {@link #allGather(DeviceBuffer, DeviceBuffer, DataType, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param stream the stream to enqueue on
      */
     public void allGather(DeviceBuffer buffer, DataType type, Stream stream) {
-        inPlace(Collective.ALL_GATHER, buffer, type, null, -1, stream);
+        path.inPlace(Collective.ALL_GATHER, buffer, type, null, -1, stream);
     }
 
     /**
@@ -1027,13 +833,11 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param sendCount the number of elements each rank sends
      * @param type the element type
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param stream the stream to enqueue on
      */
     public void allGather(long send, long recv, long sendCount, DataType type, Stream stream) {
-        raw(Collective.ALL_GATHER, send, recv, sendCount, type, null, -1, stream);
+        path.raw(Collective.ALL_GATHER, send, recv, sendCount, type, null, -1, stream);
     }
-
-    // ------------------------------------------------------------------ reduce-scatter
 
     /**
      * {@code ncclReduceScatter}: reduces {@code send} (size x count elements) across ranks; rank i receives
@@ -1044,31 +848,25 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code recv}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, Stream stream) {
-        collective(Collective.REDUCE_SCATTER, send, recv, type, op, -1, stream);
+        path.collective(Collective.REDUCE_SCATTER, send, recv, type, op, -1, stream);
     }
 
     /**
-     * {@code ncclReduceScatter}, in place: the result for this rank lands at offset rank x count of {@code buffer}.
+     * {@code ncclReduceScatter}, in place: the result for this rank lands at offset rank x count of {@code buffer};
+     * otherwise as {@link #reduceScatter(DeviceBuffer, DeviceBuffer, DataType, ReduceOp, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param op the reduction operator
+     * @param stream the stream to enqueue on
      */
     public void reduceScatter(DeviceBuffer buffer, DataType type, ReduceOp op, Stream stream) {
-        inPlace(Collective.REDUCE_SCATTER, buffer, type, op, -1, stream);
+        path.inPlace(Collective.REDUCE_SCATTER, buffer, type, op, -1, stream);
     }
 
     /**
@@ -1078,14 +876,12 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param recvCount the number of elements each rank receives
      * @param type the element type
-     * @param op the reduction operator (built-in, or a PreMulSum made for this communicator and type)
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param op the reduction operator
+     * @param stream the stream to enqueue on
      */
     public void reduceScatter(long send, long recv, long recvCount, DataType type, ReduceOp op, Stream stream) {
-        raw(Collective.REDUCE_SCATTER, send, recv, recvCount, type, op, -1, stream);
+        path.raw(Collective.REDUCE_SCATTER, send, recv, recvCount, type, op, -1, stream);
     }
-
-    // ------------------------------------------------------------------ all-to-all
 
     /**
      * {@code ncclAlltoAll}: block j of {@code send} goes to rank j, and the block from rank i lands at block i
@@ -1095,14 +891,12 @@ public final class Communicator implements AutoCloseable {
      * @param recv where the result lands, on this communicator's device
      * @param type the element type
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code send}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void alltoAll(DeviceBuffer send, DeviceBuffer recv, DataType type, Stream stream) {
-        collective(Collective.ALL_TO_ALL, send, recv, type, null, -1, stream);
+        path.collective(Collective.ALL_TO_ALL, send, recv, type, null, -1, stream);
     }
 
     /**
@@ -1112,13 +906,11 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param stream the stream to enqueue on
      */
     public void alltoAll(long send, long recv, long count, DataType type, Stream stream) {
-        raw(Collective.ALL_TO_ALL, send, recv, count, type, null, -1, stream);
+        path.raw(Collective.ALL_TO_ALL, send, recv, count, type, null, -1, stream);
     }
-
-    // ------------------------------------------------------------------ gather
 
     /**
      * {@code ncclGather}: every rank's {@code send} (its whole length) lands at block rank of {@code recv} on
@@ -1129,32 +921,26 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code send}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code send}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void gather(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        collective(Collective.GATHER, send, recv, type, null, root, stream);
+        path.collective(Collective.GATHER, send, recv, type, null, root, stream);
     }
 
     /**
-     * {@code ncclGather}, in place: {@code buffer} holds size x count elements on every rank and this rank's
-     * part is at block rank; the root's buffer receives every block.
+     * {@code ncclGather}, in place: {@code buffer} holds size x count elements on every rank and this rank's part is
+     * at block rank; the root's buffer receives every block. Otherwise as
+     * {@link #gather(DeviceBuffer, DeviceBuffer, DataType, int, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void gather(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        inPlace(Collective.GATHER, buffer, type, null, root, stream);
+        path.inPlace(Collective.GATHER, buffer, type, null, root, stream);
     }
 
     /**
@@ -1164,14 +950,12 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void gather(long send, long recv, long count, DataType type, int root, Stream stream) {
-        raw(Collective.GATHER, send, recv, count, type, null, root, stream);
+        path.raw(Collective.GATHER, send, recv, count, type, null, root, stream);
     }
-
-    // ------------------------------------------------------------------ scatter
 
     /**
      * {@code ncclScatter}: block i of {@code send} on {@code root} goes to {@code recv} of rank i; the count is
@@ -1182,32 +966,26 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param root the root rank, {@code 0 <= root < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code recv}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code recv}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or a buffer (or its parent) is closed
      */
     public void scatter(DeviceBuffer send, DeviceBuffer recv, DataType type, int root, Stream stream) {
-        collective(Collective.SCATTER, send, recv, type, null, root, stream);
+        path.collective(Collective.SCATTER, send, recv, type, null, root, stream);
     }
 
     /**
-     * {@code ncclScatter}, in place: {@code buffer} holds size x count elements; the root's blocks are sent out
-     * and each rank receives its block at block rank of its own buffer.
+     * {@code ncclScatter}, in place: {@code buffer} holds size x count elements; the root's blocks are sent out and
+     * each rank receives its block at block rank of its own buffer. Otherwise as
+     * {@link #scatter(DeviceBuffer, DeviceBuffer, DataType, int, Stream)}.
      *
      * @param buffer the buffer, on this communicator's device
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void scatter(DeviceBuffer buffer, DataType type, int root, Stream stream) {
-        inPlace(Collective.SCATTER, buffer, type, null, root, stream);
+        path.inPlace(Collective.SCATTER, buffer, type, null, root, stream);
     }
 
     /**
@@ -1217,14 +995,14 @@ public final class Communicator implements AutoCloseable {
      * @param recv the device address where the result lands
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param root the root rank, {@code 0 <= root < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param root the root rank
+     * @param stream the stream to enqueue on
      */
     public void scatter(long send, long recv, long count, DataType type, int root, Stream stream) {
-        raw(Collective.SCATTER, send, recv, count, type, null, root, stream);
+        path.raw(Collective.SCATTER, send, recv, count, type, null, root, stream);
     }
 
-    // ------------------------------------------------------------------ point-to-point
+    // Point-to-point
 
     /**
      * {@code ncclSend}: sends all of {@code buffer} to {@code peer}, which must post a matching receive.
@@ -1233,14 +1011,12 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param peer the other rank, {@code 0 <= peer < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or the buffer (or its parent) is closed
      */
     public void send(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
-        inPlace(Collective.SEND, buffer, type, null, peer, stream);
+        path.inPlace(Collective.SEND, buffer, type, null, peer, stream);
     }
 
     /**
@@ -1249,11 +1025,11 @@ public final class Communicator implements AutoCloseable {
      * @param buffer the device address of the data
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param peer the other rank, {@code 0 <= peer < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param peer the other rank
+     * @param stream the stream to enqueue on
      */
     public void send(long buffer, long count, DataType type, int peer, Stream stream) {
-        raw(Collective.SEND, buffer, buffer, count, type, null, peer, stream);
+        path.raw(Collective.SEND, buffer, buffer, count, type, null, peer, stream);
     }
 
     /**
@@ -1263,14 +1039,12 @@ public final class Communicator implements AutoCloseable {
      * @param type the element type
      * @param peer the other rank, {@code 0 <= peer < size()}
      * @param stream the stream to enqueue on, of this communicator's device
-     * @throws IllegalArgumentException when {@code buffer}'s size is not a multiple of {@code type}'s size (its
-     *     element count would be truncated): use a buffer of whole elements, a slice of one, or the raw
-     *     overload with an explicit count; also for the other invalid arguments listed on this class
-     * @throws IllegalStateException when the communicator, the stream or a buffer is closed, or a buffer is a
-     *     slice of a closed buffer
+     * @throws IllegalArgumentException when {@code buffer}'s size is not a whole number of elements of {@code type}
+     *     (see this class), or for another invalid argument listed there
+     * @throws IllegalStateException when the communicator, the stream or the buffer (or its parent) is closed
      */
     public void recv(DeviceBuffer buffer, DataType type, int peer, Stream stream) {
-        inPlace(Collective.RECV, buffer, type, null, peer, stream);
+        path.inPlace(Collective.RECV, buffer, type, null, peer, stream);
     }
 
     /**
@@ -1279,159 +1053,14 @@ public final class Communicator implements AutoCloseable {
      * @param buffer the device address of the data
      * @param count the number of elements of {@code type}
      * @param type the element type
-     * @param peer the other rank, {@code 0 <= peer < size()}
-     * @param stream the stream to enqueue on, of this communicator's device
+     * @param peer the other rank
+     * @param stream the stream to enqueue on
      */
     public void recv(long buffer, long count, DataType type, int peer, Stream stream) {
-        raw(Collective.RECV, buffer, buffer, count, type, null, peer, stream);
+        path.raw(Collective.RECV, buffer, buffer, count, type, null, peer, stream);
     }
 
-    // ------------------------------------------------------------------ the one path: check, record, dispatch
-
-    /**
-     * The form on two buffers: the count from the one {@link Collective} names, the other buffer checked to hold what
-     * the operation reads or writes there (skipped on a non-root rank where only the root uses it and it is null).
-     */
-    private void collective(Collective c, DeviceBuffer send, DeviceBuffer recv, DataType type, ReduceOp op, int root,
-            Stream stream) {
-        checkCommon(type, stream);
-        if (c.rooted) {
-            Arguments.rank(health, root, c.rootName);
-        }
-        boolean fromRecv = c.countFromRecv;
-        String countedName = fromRecv ? "recv" : "send";
-        String otherName = fromRecv ? "send" : "recv";
-        DeviceBuffer counted = fromRecv ? recv : send;
-        DeviceBuffer other = fromRecv ? send : recv;
-        long count = Arguments.elements(health, counted, type, countedName);
-        if (fromRecv ? c.recvPerRank : c.sendPerRank) {
-            count = Arguments.perRank(health, count, countedName, type);
-        }
-        long otherAddress = 0;
-        if (!(fromRecv ? c.sendAtRoot : c.recvAtRoot) || rank == root || other != null) {
-            Arguments.buffer(health, other, otherName);
-            Arguments.fits(other, (fromRecv ? c.sendPerRank : c.recvPerRank) ? count * size : count, type, otherName);
-            otherAddress = other.address();
-        }
-        long send0 = fromRecv ? otherAddress : counted.address();
-        long recv0 = fromRecv ? counted.address() : otherAddress;
-        enqueue(c, send0, recv0, count, type, op, root, stream);
-    }
-
-    /**
-     * The form on one buffer: in place, or this rank's block of it when the operation moves a block per rank; for
-     * send and recv, the buffer itself.
-     */
-    private void inPlace(Collective c, DeviceBuffer buffer, DataType type, ReduceOp op, int root, Stream stream) {
-        checkCommon(type, stream);
-        if (c.rooted) {
-            Arguments.rank(health, root, c.rootName);
-        }
-        long count = Arguments.elements(health, buffer, type, "buffer");
-        long send = buffer.address();
-        long recv = send;
-        if (c.sendPerRank || c.recvPerRank) {
-            count = Arguments.perRank(health, count, "buffer", type);
-            long mine = buffer.address() + rank * count * type.size();
-            if (c.recvPerRank) {
-                send = mine;      // all-gather, gather: this rank's block is the data it contributes
-            } else {
-                recv = mine;      // reduce-scatter, scatter: this rank's block is where its result lands
-            }
-        }
-        enqueue(c, send, recv, count, type, op, root, stream);
-    }
-
-    /** The form on device addresses and an explicit count: addresses must not be 0 where they are used. */
-    private void raw(Collective c, long send, long recv, long count, DataType type, ReduceOp op, int root,
-            Stream stream) {
-        checkCommon(type, stream);
-        if (c.rooted) {
-            Arguments.rank(health, root, c.rootName);
-        }
-        if (c.pointToPoint) {
-            Arguments.raw(send, "buffer", count);
-        } else {
-            if (!c.sendAtRoot || rank == root) {
-                Arguments.raw(send, "send", count);
-            }
-            if (!c.recvAtRoot || rank == root) {
-                Arguments.raw(recv, "recv", count);
-            }
-        }
-        enqueue(c, send, recv, count, type, op, root, stream);
-    }
-
-    /**
-     * Every operation ends here with checked arguments: the operator's check, the collective check when it is on,
-     * one NCCL call (or, before NCCL 2.28, the group of sends and receives that composes all-to-all, gather or
-     * scatter), then {@link #enqueued} records it. Allocates nothing.
-     */
-    private void enqueue(Collective c, long send, long recv, long count, DataType type, ReduceOp op, int root,
-            Stream stream) {
-        int redOp = -1;
-        if (c.reduces) {
-            checkOp(op, type);
-            redOp = op.code();
-        }
-        CollectiveCheck check = health.check;
-        if (check != null && !c.pointToPoint) {
-            check.agree(c.operation, count, type, redOp, root, stream);
-        }
-        int t = type.code();
-        long s = stream.handle();
-        int status;
-        health.enterCall();   // then the open check: a teardown either sees this call or this call sees it
-        try {
-            if (health.closed) {
-                throw health.closedError();
-            }
-            status = switch (c) {
-                case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
-                case BROADCAST -> NcclNative.ncclBroadcast(send, recv, count, t, root, handle, s);
-                case REDUCE -> NcclNative.ncclReduce(send, recv, count, t, redOp, root, handle, s);
-                case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
-                case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
-                case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
-                        : Composed.alltoAll(health, send, recv, count, type, s);
-                case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
-                        : Composed.gather(health, send, recv, count, type, root, s);
-                case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
-                        : Composed.scatter(health, send, recv, count, type, root, s);
-                case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
-                case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
-            };
-        } finally {
-            health.leaveCall();
-        }
-        long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
-                stream);
-        if (c.pointToPoint || !fingerprinted) {
-            health.ledger.sawIssuer();
-        } else {
-            health.ledger.issued(c.operation.code(), count, t, redOp, root, traced);
-        }
-    }
-
-    /**
-     * After NCCL took an operation: checks its status, records it in the flight recorder and publishes it to the
-     * watchdog. Allocates nothing; a handful of array stores and two release stores besides the recorder's.
-     */
-    private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
-            int reduceOp, int peer, long bytes, Stream stream) {
-        if (status != 0) {
-            Errors.checkEnqueued(status, fn, health);
-        }
-        long seq = ++health.sequence;
-        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
-        OperationObserver o = observer;
-        if (o != null) {
-            o.enqueued(this, seq, fn, bytes, stream.handle());
-        }
-        return traced;
-    }
-
-    // ------------------------------------------------------------------ teardown
+    // Teardown
 
     /**
      * {@code ncclCommAbort}: frees the communicator at once, cancelling operations in flight; use when a peer
@@ -1460,35 +1089,6 @@ public final class Communicator implements AutoCloseable {
     @Override
     public void close() {
         Teardown.close(health, library.has(NcclFunction.ncclCommFinalize));
-    }
-
-    /** The program's observer and failure listener, called with this communicator (see {@link Watched.Hooks}). */
-    private final class Hooks implements Watched.Hooks {
-        @Override
-        public boolean observed() {
-            return observer != null;
-        }
-
-        @Override
-        public void completed(long from, long to, long nowNanos) {
-            OperationObserver o = observer;
-            if (o != null) {
-                o.completed(Communicator.this, from, to, nowNanos);
-            }
-        }
-
-        @Override
-        public void failed(CommunicatorFailedException f) {
-            OperationObserver o = observer;
-            if (o != null) {
-                o.failed(Communicator.this, f);
-            }
-        }
-
-        @Override
-        public void tell(FailureListener listener, CommunicatorFailedException f) {
-            listener.onFailure(Communicator.this, f);
-        }
     }
 
     @Override

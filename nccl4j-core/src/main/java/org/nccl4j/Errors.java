@@ -65,6 +65,13 @@ final class Errors {
         return new NcclException(function.name(), status, errorString, lastError, rank);
     }
 
+    /** The exception for an API that needs {@code fn} when the loaded NCCL {@code lib} is older than it. */
+    static UnsupportedOperationException unsupported(String api, NcclFunction fn, NcclLibrary lib) {
+        return new UnsupportedOperationException(api + " needs " + fn + ", added in NCCL " + fn.since()
+                + "; the loaded NCCL is " + lib.version() + " (" + lib.path() + "): load NCCL " + fn.since()
+                + " or newer (-Dnccl4j.library, NCCL4J_LIBRARY, or the library search path)");
+    }
+
     // ---- argument checks, thrown from small out-of-line helpers so that callers inline ----
 
     static IllegalArgumentException argument(String message) {

@@ -7,10 +7,11 @@ import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
 
 /**
- * Going on after a failure or a change of ranks: {@link Communicator#shrink}, {@link Communicator#reform},
- * {@link Communicator#recover} (which of the two, and the remaining ranks' rendezvous), {@link Communicator#revoke}
- * and {@link Communicator#grow}/{@link Communicator#join}. Communicator's public methods delegate here; their
- * Javadoc says what each does.
+ * The communicators made from another, and going on after a failure or a change of ranks:
+ * {@link Communicator#split}, {@link Communicator#shrink}, {@link Communicator#reform}, {@link Communicator#recover}
+ * (which of the two, and the remaining ranks' rendezvous), {@link Communicator#revoke} and
+ * {@link Communicator#grow}/{@link Communicator#join}, with the {@link #child} that split, shrink and grow adopt.
+ * Communicator's public methods delegate here; their Javadoc says what each does.
  */
 final class Recovery {
     /** {@code NCCL_SHRINK_DEFAULT}. */
@@ -21,10 +22,61 @@ final class Recovery {
     private Recovery() {
     }
 
+    static Communicator split(Communicator c, int color, int key, CommConfig config) {
+        c.ensureOpen();
+        if (color < Communicator.NO_COLOR) {
+            throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
+        }
+        if (config != null) {
+            config.requireSupportedBy(c.library());
+        }
+        long[] out = new long[1];
+        long handle = c.nativeHandle();
+        int rc = config == null
+                ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
+                : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
+        return child(c, rc, out, config, NcclFunction.ncclCommSplit);
+    }
+
+    /**
+     * The communicator that split, shrink or grow made from {@code c}: waits while a nonblocking one is in progress;
+     * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or
+     * {@code c}'s. Null when NCCL made none ({@link Communicator#NO_COLOR}).
+     */
+    private static Communicator child(Communicator c, int status, long[] out, CommConfig config, NcclFunction fn) {
+        boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
+                ? c.isBlocking() : config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : c.config());
+        Watched health = c.health();
+        long made = InitDeadline.finished(status, out, fn, health,
+                new InitDeadline(timeout, c.rank(), c.size(), null));
+        if (made == 0) {
+            return null;
+        }
+        WatchSettings childSettings = config == null ? health.settings
+                : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
+        return Communicator.adopt(made, c.device(), childBlocking, childSettings);
+    }
+
+    /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */
+    private static void ensureOpenOrKept(Communicator c) {
+        Watched health = c.health();
+        if (health.closed && !health.kept) {
+            throw health.closedError();
+        }
+    }
+
+    /** Throws unless the loaded NCCL has {@code fn}, which {@code api} needs. */
+    private static void requireFunction(Communicator c, NcclFunction fn, String api) {
+        if (!c.library().has(fn)) {
+            throw Errors.unsupported(api, fn, c.library());
+        }
+    }
+
     static Communicator shrink(Communicator c, CommConfig config, int... excludedRanks) {
-        c.ensureOpenOrKept();
+        ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
-        c.requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
+        requireFunction(c, NcclFunction.ncclCommShrink, "Communicator.shrink");
         if (config != null) {
             config.requireSupportedBy(c.library());
         }
@@ -36,11 +88,11 @@ final class Recovery {
                 ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
                 : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
                         config.commName(), flags);
-        return c.child(rc, out, config, NcclFunction.ncclCommShrink);
+        return child(c, rc, out, config, NcclFunction.ncclCommShrink);
     }
 
     static Communicator reform(Communicator c, Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
-        c.ensureOpenOrKept();
+        ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
         if (route == null) {
             throw Errors.nullArgument("route");
@@ -174,7 +226,7 @@ final class Recovery {
 
     static void revoke(Communicator c) {
         c.ensureOpen();
-        c.requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
+        requireFunction(c, NcclFunction.ncclCommRevoke, "Communicator.revoke");
         int rc = NcclNative.ncclCommRevoke(c.nativeHandle(), 0);
         if (rc == Errors.IN_PROGRESS) {
             rc = InitDeadline.waitWhileInProgress(c.nativeHandle());
@@ -184,7 +236,7 @@ final class Recovery {
 
     static UniqueId growId(Communicator c) {
         c.ensureOpen();
-        c.requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
+        requireFunction(c, NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
         byte[] id = new byte[UniqueId.BYTES];
         Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId,
                 c.health());
@@ -197,14 +249,14 @@ final class Recovery {
             throw Errors.argument("newSize must be more than the communicator's " + c.size() + " ranks, got "
                     + newSize);
         }
-        c.requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
+        requireFunction(c, NcclFunction.ncclCommGrow, "Communicator.grow");
         long[] out = new long[1];
         byte[] bytes = id == null ? null : id.internalBytes();
         long handle = c.nativeHandle();
         int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
                 : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
                         config.commName());
-        return c.child(rc, out, config, NcclFunction.ncclCommGrow);
+        return child(c, rc, out, config, NcclFunction.ncclCommGrow);
     }
 
     static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
@@ -220,7 +272,7 @@ final class Recovery {
         }
         NcclLibrary lib = Nccl.library();
         if (!lib.has(NcclFunction.ncclCommGrow)) {
-            throw Communicator.unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
+            throw Errors.unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
         }
         WatchSettings settings = CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         Cuda.setDevice(device);

@@ -68,6 +68,31 @@ public class ReduceOp {
             this.bound = new CommBound(comm.health(), NcclFunction.ncclRedOpDestroy);
         }
 
+        /** {@link Communicator#createPreMulSum(double, DataType)}: with a host scalar. */
+        static PreMulSum create(Communicator comm, double scalar, DataType type) {
+            comm.ensureOpen();
+            Arguments.type(comm.library(), type);
+            long bits = Scalars.checkedBits(scalar, type);
+            int[] op = new int[1];
+            Errors.check(NcclNative.ncclRedOpCreatePreMulSumHost(op, bits, type.code(), comm.nativeHandle()),
+                    NcclFunction.ncclRedOpCreatePreMulSum, comm.health());
+            return new PreMulSum(op[0], comm, type, "host " + scalar);
+        }
+
+        /** {@link Communicator#createPreMulSum(DeviceBuffer, DataType)}: with a device scalar. */
+        static PreMulSum create(Communicator comm, DeviceBuffer scalar, DataType type) {
+            comm.ensureOpen();
+            Arguments.type(comm.library(), type);
+            Arguments.buffer(comm.health(), scalar, "scalar");
+            if (scalar.bytes() < type.size()) {
+                throw Errors.argument("scalar holds " + scalar.bytes() + " bytes, less than one " + type);
+            }
+            int[] op = new int[1];
+            Errors.check(NcclNative.ncclRedOpCreatePreMulSum(op, scalar.address(), type.code(), 0,
+                    comm.nativeHandle()), NcclFunction.ncclRedOpCreatePreMulSum, comm.health());
+            return new PreMulSum(op[0], comm, type, "device 0x" + Long.toHexString(scalar.address()));
+        }
+
         /** @return the communicator this operator belongs to */
         public Communicator communicator() {
             return comm;

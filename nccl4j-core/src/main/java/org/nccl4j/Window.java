@@ -166,7 +166,7 @@ public final class Window implements AutoCloseable {
         comm.handle();   // throws when the communicator is closed or failed
         NcclLibrary lib = Nccl.library();
         if (!lib.has(NcclFunction.ncclCommWindowRegister)) {
-            throw Communicator.unsupported(api, NcclFunction.ncclCommWindowRegister, lib);
+            throw Errors.unsupported(api, NcclFunction.ncclCommWindowRegister, lib);
         }
         Capture.refuseOnCapturingThread(api);
         if (Nccl.openGroups() != 0) {

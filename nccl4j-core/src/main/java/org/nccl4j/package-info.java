@@ -10,13 +10,18 @@
  * <h3>The collective API</h3>
  * <ul>
  *   <li>{@link org.nccl4j.Communicator}: one rank of an {@code ncclComm_t}. Read it as a table of contents: making
- *       one (create, fromEnvironment, initAll, split), recovery (shrink, recover, grow), queries, then every
- *       collective's three public forms (buffers, in place, raw addresses) in NCCL's order, each a one-line call
- *       into the one path at the end of the file that checks arguments, records the operation and makes the single
- *       NCCL call; then teardown. What is not the communicator's own lives beside it, reached by one-line
- *       delegations: {@code Bootstrap} (fromEnvironment: launch detection, the id's rendezvous, and the liveness
- *       channel served, joined and attached, as NCCL's bootstrap attaches RAS), {@code Recovery} (shrink, reform,
- *       recover and its rendezvous, revoke, grow, join) and {@code Watched} (below).</li>
+ *       one (create, fromEnvironment, initAll), the communicators made from it and recovery (split, shrink,
+ *       recover, grow), queries, operators and registrations, then every collective's three public forms (buffers,
+ *       in place, raw addresses) in NCCL's order, each a one-line call into the one path; then teardown. What is
+ *       not the communicator's own lives beside it, reached by one-line delegations: {@code Bootstrap} (create's
+ *       checks and NCCL call, initAll, and fromEnvironment: launch detection, the id's rendezvous, and the liveness
+ *       channel served, joined and attached, as NCCL's bootstrap attaches RAS), {@code Recovery} (split, shrink,
+ *       reform, recover and its rendezvous, revoke, grow, join, and the child they adopt), {@code Dispatch},
+ *       {@code ProgramHooks} and {@code Watched} (below), and {@link org.nccl4j.ReduceOp.PreMulSum}, whose
+ *       {@code ncclRedOpCreatePreMulSum} and {@code ncclRedOpDestroy} it calls itself.</li>
+ *   <li>{@code Dispatch}: the one path of a communicator's collectives, one per communicator, which checks the
+ *       arguments ({@code Arguments}), makes the single NCCL call (or {@code Composed}'s group of sends and
+ *       receives), records the operation and publishes it to the watchdog and the observer.</li>
  *   <li>{@code Collective}: the shape of each operation (which buffer gives the count, which holds a block per
  *       rank, which is used at the root only) that the one path reads.</li>
  *   <li>{@link org.nccl4j.Group} ({@code ncclGroupStart/End}), {@link org.nccl4j.DataType}, {@link org.nccl4j.ReduceOp}
@@ -48,8 +53,8 @@
  *       channel, trace dumping) and the hooks through which they act on it. The Communicator holds one in a final
  *       field; the classes below talk to it, never to the Communicator. Streams, events and graphs know it as a
  *       {@code Stream.User}, {@code Errors} as an {@code Errors.Source}; what must reach the program's observer and
- *       listener (which are given the Communicator) goes through its {@code Hooks}. {@code WatchSettings} holds a
- *       communicator's resolved watchdog settings.</li>
+ *       listener (which are given the Communicator) goes through its {@code Hooks}, which {@code ProgramHooks}
+ *       implements. {@code WatchSettings} holds a communicator's resolved watchdog settings.</li>
  *   <li>{@code Watchdog}: one daemon thread that watches every communicator (completion markers, asynchronous
  *       errors, timeouts), then records, aborts and applies the {@link org.nccl4j.FailurePolicy}.
  *       {@link org.nccl4j.WatchdogConfig} holds its process-wide settings from {@code NCCL4J_*} variables.
@@ -86,8 +91,10 @@
  *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
  *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
  *       {@code Teardown};</li>
- *   <li>{@code Communicator}, with {@code Arguments} (its collectives' argument checks, thrown out of line) and
- *       {@code Composed} (all-to-all, gather and scatter from sends and receives, for an NCCL older than 2.28);</li>
+ *   <li>{@code Communicator}, with {@code Dispatch} (the one path of its collectives), {@code Arguments} (their
+ *       argument checks, thrown out of line), {@code Composed} (all-to-all, gather and scatter from sends and
+ *       receives, for an NCCL older than 2.28) and {@code ProgramHooks} (the program's observer and listener, called
+ *       with the Communicator);</li>
  *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
  *       {@link org.nccl4j.GradientBuckets}.</li>
  * </ol>

@@ -98,7 +98,7 @@ class InitDeadlineTest extends StubFixture {
     /** What fromEnvironment does with the channel it joined: the create waits with the roster at hand. */
     private InitTimeoutException expire(Liveness live) {
         try {
-            Communicator.create(1, 4, testId(), 0, CommConfig.builder().blocking(false).build(),
+            Bootstrap.create(1, 4, testId(), 0, CommConfig.builder().blocking(false).build(),
                     new InitDeadline(Duration.ofMillis(200), 1, 4, live));
         } catch (InitTimeoutException e) {
             return e;

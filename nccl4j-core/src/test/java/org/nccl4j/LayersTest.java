@@ -35,8 +35,9 @@ class LayersTest {
     /**
      * The layers of {@code org.nccl4j}, bottom up: CUDA resources and errors; a communicator's health (its
      * {@code Watched} state, with the liveness channel and the departures that act on it); the watchdog, and the
-     * teardown that takes a communicator off it; the Communicator with its argument checks and composed collectives; what is built on its
-     * API (bootstrap, recovery, windows, gradient buckets).
+     * teardown that takes a communicator off it; the Communicator with the one path of its collectives, their argument
+     * checks, the composed collectives and the program's hooks; what is built on its API (bootstrap, recovery,
+     * windows, gradient buckets).
      */
     static final List<List<String>> LAYERS = List.of(
             List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "PresetsCudaBackend", "Stream",
@@ -44,7 +45,7 @@ class LayersTest {
             List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Ledger", "Departures", "Agreement",
                     "Liveness", "Departing", "LeftBehind", "Farewell", "Bounded"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
-            List.of("Communicator", "Arguments", "Composed"),
+            List.of("Communicator", "Dispatch", "Arguments", "Composed", "ProgramHooks"),
             List.of("Bootstrap", "Recovery", "Window", "GradientBuckets"));
     /** Arrows up that the public API asks for: Communicator's entry points, each a one-line delegation. */
     static final Set<String> ENTRY_POINTS = Set.of("Communicator -> Bootstrap", "Communicator -> Recovery",

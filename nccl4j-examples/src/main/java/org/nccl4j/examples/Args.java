@@ -4,10 +4,12 @@ import org.nccl4j.Nccl;
 import picocli.CommandLine;
 
 /**
- * The examples' command lines: an example declares its options as an {@code @Command} class with {@code @Option}
- * fields ({@code mixinStandardHelpOptions = true, versionProvider = Args.Version.class}) and fills it with
+ * The command lines of programs that run themselves rather than as a picocli command: the examples, and the
+ * harnesses of nccl4j-tools. A program declares its options as an {@code @Command} class with {@code @Option} fields
+ * ({@code mixinStandardHelpOptions = true, versionProvider = Args.Version.class}) and fills it with
  * {@link #parseOrExit}. {@code --help} and {@code --version} answer as nccl4j's tools do; a bad option is refused in
- * one line that names it, with exit status {@link #USAGE}.
+ * one line that names it, with exit status {@link #USAGE}. {@link UsageException} is also the refusal that
+ * nccl4j-tools' commands throw (they depend on this module, never the other way).
  */
 public final class Args {
     /** Exit status of a command line that cannot be parsed, or a value that is refused. */
@@ -87,8 +89,8 @@ public final class Args {
     }
 
     /**
-     * A value an example refuses after parsing (two options that contradict): printed as its message alone, with
-     * exit status {@link #USAGE}.
+     * A value a program refuses after parsing (two options that contradict, a file that is not there): printed as its
+     * message alone, with exit status {@link #USAGE}.
      */
     public static final class UsageException extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;

@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
@@ -75,14 +76,14 @@ public final class DepartureScenarios {
      * @throws Exception what the scenario threw, after its RESULT line: it leaves main on purpose
      */
     public static void main(String[] args) throws Exception {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         int me = launchRank();
         int eventRank;
         try {
             eventRank = o.eventRank(LaunchInfo.detect().worldSize());
-        } catch (Tools.UsageException e) {
+        } catch (Args.UsageException e) {
             System.err.println("DepartureScenarios: " + e.getMessage());
-            System.exit(Tools.USAGE);
+            System.exit(Args.USAGE);
             return;
         }
         try {
@@ -372,7 +373,7 @@ public final class DepartureScenarios {
         /**
          * The rank that does the scenario in a world of {@code worldSize}, after checking the options against it.
          *
-         * @throws Tools.UsageException naming the option that does not fit, and the fix
+         * @throws Args.UsageException naming the option that does not fit, and the fix
          */
         int eventRank(int worldSize) {
             List<String> wrong = new java.util.ArrayList<>();
@@ -402,7 +403,7 @@ public final class DepartureScenarios {
                 wrong.add("--sleep-ms, --stuck-seconds and --live-seconds cannot be negative");
             }
             if (!wrong.isEmpty()) {
-                throw new Tools.UsageException(String.join("; ", wrong));
+                throw new Args.UsageException(String.join("; ", wrong));
             }
             return rank == -1 ? worldSize - 1 : rank;
         }

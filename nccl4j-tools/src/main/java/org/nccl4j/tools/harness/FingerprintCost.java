@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
 import org.nccl4j.tools.cli.Programs;
 import java.util.Locale;
@@ -33,7 +34,7 @@ public final class FingerprintCost {
      * @param args none
      */
     public static void main(String[] args) {
-        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("FingerprintCost", FingerprintCost::run));
     }
 

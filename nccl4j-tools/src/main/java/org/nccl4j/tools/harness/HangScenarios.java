@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
@@ -78,7 +79,7 @@ public final class HangScenarios {
      * @param args the scenario's name: skip, kill, stop, sendrecv, init, halfcount or cost
      */
     public static void main(String[] args) {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         System.exit(Examples.exitStatus("HangScenarios", () -> {
             try {
                 switch (o.scenario.name()) {

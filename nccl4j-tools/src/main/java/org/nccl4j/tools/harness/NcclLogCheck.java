@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
 import picocli.CommandLine.Command;
 import org.nccl4j.tools.cli.Tools;
@@ -32,7 +33,7 @@ public final class NcclLogCheck {
      * @param args none
      */
     public static void main(String[] args) {
-        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
         System.exit(Examples.exitStatus("NcclLogCheck", NcclLogCheck::run));
     }
 

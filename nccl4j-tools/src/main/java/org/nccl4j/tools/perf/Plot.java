@@ -1,5 +1,6 @@
 package org.nccl4j.tools.perf;
 
+import org.nccl4j.examples.Args;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
@@ -176,7 +177,7 @@ public final class Plot {
      * @throws IOException when a file cannot be read or written
      */
     public static void main(String[] args) throws IOException {
-        Options o = Tools.parseOrExit(new Options(), args);
+        Options o = Args.parseOrExit(new Options(), args);
         List<String> placements = o.placement.equals("both") ? List.of("out-of-place", "in-place")
                 : List.of(o.placement);
         List<Series> all = new ArrayList<>();

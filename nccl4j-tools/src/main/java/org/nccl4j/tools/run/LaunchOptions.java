@@ -1,5 +1,6 @@
 package org.nccl4j.tools.run;
 
+import org.nccl4j.examples.Args.UsageException;
 import org.nccl4j.tools.cli.Tools;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -34,15 +35,6 @@ final class LaunchOptions {
     /** SIGTERM-to-SIGKILL grace period when none is given. */
     static final Duration DEFAULT_GRACE = Duration.ofSeconds(5);
 
-
-    /** A bad command line; the message says what is wrong. */
-    static final class UsageException extends IllegalArgumentException {
-        private static final long serialVersionUID = 1L;
-
-        UsageException(String message) {
-            super(message);
-        }
-    }
 
     private final int ranks;
     private final boolean shareGpu;

@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.nccl4j.examples.Args;
 import org.nccl4j.launch.JobSecret;
 
 /**
@@ -164,7 +165,7 @@ public final class Launcher {
         LaunchOptions options;
         try {
             options = LaunchOptions.parse(args, env, java, classPath);
-        } catch (LaunchOptions.UsageException e) {
+        } catch (Args.UsageException e) {
             err.println("nccl4j-run: " + e.getMessage());
             err.println("Try 'nccl4j-run --help' for the options.");
             return 2;

@@ -7,6 +7,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.examples.Args;
 import picocli.CommandLine;
 
 /**
@@ -48,7 +49,7 @@ class EveryToolTest {
                     ? new String[] {"skip", "--frobnicate"}
                     : name.equals("Plot") ? new String[] {"out.png", "r.json", "--frobnicate"}
                     : new String[] {"--frobnicate"};   // the required parameters given, the option is what is wrong
-            Tools.UsageException e = assertThrows(Tools.UsageException.class, () -> Tools.parse(o, args), name);
+            Args.UsageException e = assertThrows(Args.UsageException.class, () -> Args.parse(o, args), name);
             assertTrue(e.getMessage().contains("'--frobnicate'") && e.getMessage().endsWith("try '" + name
                     + " --help'") && !e.getMessage().contains("\n"), e.getMessage());
         }
@@ -57,7 +58,7 @@ class EveryToolTest {
     @Test
     void valuesAreConvertedAndBadOnesNamed() throws Exception {
         Object hang = examples().get(0);
-        Tools.UsageException e = assertThrows(Tools.UsageException.class, () -> Tools.parse(hang, "dance"));
+        Args.UsageException e = assertThrows(Args.UsageException.class, () -> Args.parse(hang, "dance"));
         assertTrue(e.getMessage().startsWith("Invalid value for positional parameter at index 0 (SCENARIO): expected "
                 + "one of [skip, kill, stop, sendrecv, init, halfcount, cost]"), e.getMessage());
     }

@@ -142,8 +142,9 @@ class LivenessCostTest {
                 "variables\tROUNDS=2 SIZE=4", "gpu\tGPU 0: Test GPU", "gpu\tGPU 1: Test GPU",
                 "cpu\tTest CPU, 64 logical CPUs", "kernel\t6.1.0", "java\topenjdk version \"17.0.15\" 2025-04-15",
                 "before\ta copy of bundle with the nccl4j jars of bundle-before-lib: auth=no core=aaaaaaaaaaaa "
-                + "examples=bbbbbbbbbbbb native=cccccccccccc",
-                "after\t/x/bundle: auth=yes core=dddddddddddd examples=eeeeeeeeeeee native=ffffffffffff",
+                + "examples=bbbbbbbbbbbb native=cccccccccccc tools=gggggggggggg",
+                "after\t/x/bundle: auth=yes core=dddddddddddd examples=eeeeeeeeeeee native=ffffffffffff "
+                + "tools=hhhhhhhhhhhh",
                 "secret\tNCCL4J_JOB_SECRET set", "size\t4", "config\t4gpu", "hb_steps\t560", "hb_sleep_ms\t50",
                 "hb_count\t1024", "hb_settle\t5", "hb_window\t20") + "\n");
         return out;
@@ -180,9 +181,9 @@ class LivenessCostTest {
                 "- CPU: Test CPU, 64 logical CPUs; kernel 6.1.0; Java: openjdk version \"17.0.15\" 2025-04-15",
                 "- before: a copy of bundle with the nccl4j jars of bundle-before-lib; the job secret's "
                         + "authentication: no; sha256 of the jars: core aaaaaaaaaaaa, examples bbbbbbbbbbbb, "
-                        + "native cccccccccccc",
+                        + "native cccccccccccc, tools gggggggggggg",
                 "- after: /x/bundle; the job secret's authentication: yes; sha256 of the jars: core dddddddddddd, "
-                        + "examples eeeeeeeeeeee, native ffffffffffff",
+                        + "examples eeeeeeeeeeee, native ffffffffffff, tools hhhhhhhhhhhh",
                 "- Job secret: NCCL4J_JOB_SECRET set");
         // medians of two rounds; spread: the larger side's range; within: |after - before| <= spread
         assertLines(md, "| measure | before | after | after - before | rounds' spread | within it |",
@@ -404,7 +405,7 @@ class LivenessCostTest {
     }
 
     /**
-     * The three nccl4j jars of a side in dir, each naming the side in an entry, core holding JobSecret when auth;
+     * The four nccl4j jars of a side in dir, each naming the side in an entry, core holding JobSecret when auth;
      * returns what liveness_cost.py side says of them.
      */
     private static String sideJars(Path dir, String side, boolean auth) throws Exception {
@@ -415,19 +416,22 @@ class LivenessCostTest {
         }
         jar(dir.resolve("nccl4j-examples-0.1.0-SNAPSHOT.jar"), "side-" + side, "x");
         jar(dir.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"), "side-" + side, "n");
+        jar(dir.resolve("nccl4j-tools-0.1.0-SNAPSHOT.jar"), "side-" + side, "h");
         return "auth=" + (auth ? "yes" : "no") + " " + hashes(dir);
     }
 
-    /** "core=SHA examples=SHA native=SHA" of the jars in dir (sha256, the first 12 hex digits). */
+    /** "core=SHA examples=SHA native=SHA tools=SHA" of the jars in dir (sha256, the first 12 hex digits). */
     private static String hashes(Path dir) throws Exception {
         return "core=" + sha12(dir.resolve("nccl4j-core-0.1.0-SNAPSHOT.jar")) + " examples="
                 + sha12(dir.resolve("nccl4j-examples-0.1.0-SNAPSHOT.jar")) + " native="
-                + sha12(dir.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"));
+                + sha12(dir.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar")) + " tools="
+                + sha12(dir.resolve("nccl4j-tools-0.1.0-SNAPSHOT.jar"));
     }
 
-    /** hashes(dir) as the report says it: "core SHA, examples SHA, native SHA". */
+    /** hashes(dir) as the report says it: "core SHA, examples SHA, native SHA, tools SHA". */
     private static String reported(Path dir) throws Exception {
-        return hashes(dir).replace("=", " ").replace(" examples", ", examples").replace(" native", ", native");
+        return hashes(dir).replace("=", " ").replace(" examples", ", examples").replace(" native", ", native")
+                .replace(" tools", ", tools");
     }
 
     @Test
@@ -470,7 +474,7 @@ class LivenessCostTest {
         box = new ScriptSandbox(Files.createDirectories(tmp.resolve(name)));
         copy("liveness-cost-fake.sh", box.bundle.resolve("jre/bin/java"));
         copy("departures-fake.sh", box.base.resolve("dfake/java"));
-        for (String n : List.of("core", "examples", "native")) {
+        for (String n : List.of("core", "examples", "native", "tools")) {
             Files.delete(box.bundle.resolve("lib/nccl4j-" + n + "-0.1.0-SNAPSHOT.jar"));
         }
         sideJars(box.bundle.resolve("lib"), afterSide, afterAuth);
@@ -527,7 +531,13 @@ class LivenessCostTest {
         }
         r = script(4, "--", bundle, partial.toString());
         assertEquals("liveness-cost.sh: before: " + partial + " holds no single nccl4j-native-*.jar (it needs "
-                + "nccl4j-core, nccl4j-examples and nccl4j-native, one of each)\n", r.err());
+                + "nccl4j-core, nccl4j-examples, nccl4j-native and nccl4j-tools, one of each)\n", r.err());
+        // ... and without its tools jar, which holds the harness
+        Files.copy(beforeLib.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"),
+                partial.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"));
+        r = script(4, "--", bundle, partial.toString());
+        assertEquals("liveness-cost.sh: before: " + partial + " holds no single nccl4j-tools-*.jar (it needs "
+                + "nccl4j-core, nccl4j-examples, nccl4j-native and nccl4j-tools, one of each)\n", r.err());
         // an after side built before the secret (a stale bundle)
         sandbox("b", "stale", false);
         r = script(4, "--", box.bundle.toString(), beforeLib.toString());
@@ -591,7 +601,7 @@ class LivenessCostTest {
                 assertTrue(log.startsWith("LCENV rank=" + rank + " WORLD_SIZE=4 LOCAL_RANK=" + rank
                         + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + (21000 + 1000 * k + 500) + " NCCL_NVLS_ENABLE=0 "
                         + "secret=64 core="), log);
-                assertTrue(log.contains(" " + side + " args=none --steps 60 --step 1 --sleep-ms 50 --count 1024\nSTART "
+                assertTrue(log.contains(" " + side + " tools=" + side + " args=none --steps 60 --step 1 --sleep-ms 50 --count 1024\nSTART "
                         + "rank=" + rank + " "), log);
                 assertTrue(log.contains("\nRESULT rank=" + rank + " "), log);
             }
@@ -599,7 +609,7 @@ class LivenessCostTest {
                 String log = Files.readString(out.resolve(run + "/departures/" + row[0] + "-java-4gpu/rank0.log"));
                 assertTrue(log.startsWith("LCENV rank=0 WORLD_SIZE=4 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT="
                         + (21000 + 1000 * k + Integer.parseInt(row[1])) + " NCCL_NVLS_ENABLE=0 secret=64 core="), log);
-                assertTrue(log.contains(" " + side + " args=\n"), log);
+                assertTrue(log.contains(" " + side + " tools=" + side + " args=\n"), log);
             }
         }
         String md = Files.readString(out.resolve("liveness-cost.md"));

@@ -5,8 +5,9 @@
 #   java ... -cp CP org.nccl4j.tools.harness.DepartureScenarios none --steps N --step 1 --sleep-ms MS --count C
 #       a rank of the heartbeat job: prints "LCENV rank=R ..." (the variables the script sets, whether
 #       NCCL4J_JOB_SECRET is set and how long it is, the side named by the class path's nccl4j-core jar: the first
-#       entry "side-NAME" in it, and the arguments), then START; names its process nccl4j-liveness (/proc/PID/comm,
-#       where a liveness thread's name is read), takes N steps of MS ms and prints RESULT ok
+#       entry "side-NAME" in it, the side named by its nccl4j-tools jar (the harness's) as tools=side-NAME, and the
+#       arguments), then START; names its process nccl4j-liveness (/proc/PID/comm, where a liveness thread's name is
+#       read), takes N steps of MS ms and prints RESULT ok
 #   java ... anything else (departures.sh's rows, nccl4j-trace)
 #       prints the LCENV line and runs FAKE_DEPARTURES_JAVA (departures-fake.sh, named java) with the arguments
 now() { date +%s%3N; }
@@ -21,18 +22,23 @@ for a in "$@"; do
   [ "$prev" = -cp ] && cp=$a
   prev=$a
 done
-core="" side=""
+core="" side="" tools="" tools_side=""
 IFS=: read -r -a entries <<< "$cp"
 for j in "${entries[@]}"; do
-  case "$j" in */nccl4j-core-*-tests.jar) ;; */nccl4j-core-*.jar) core=$j ;; esac
+  case "$j" in
+    */nccl4j-core-*-tests.jar|*/nccl4j-tools-*-tests.jar) ;;
+    */nccl4j-core-*.jar) core=$j ;;
+    */nccl4j-tools-*.jar) tools=$j ;;
+  esac
 done
 [ -n "$core" ] && side=$(grep -ao 'side-[a-z]*' "$core" 2> /dev/null | head -1)
+[ -n "$tools" ] && tools_side=$(grep -ao 'side-[a-z]*' "$tools" 2> /dev/null | head -1)
 secret=none
 [ -n "${NCCL4J_JOB_SECRET:-}" ] && secret=${#NCCL4J_JOB_SECRET}
 lcenv() {
   say "LCENV rank=${RANK-unset} WORLD_SIZE=${WORLD_SIZE-unset} LOCAL_RANK=${LOCAL_RANK-unset}" \
     "MASTER_ADDR=${MASTER_ADDR-unset} MASTER_PORT=${MASTER_PORT-unset} NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE-unset}" \
-    "secret=$secret core=$core ${side:-side-none}" \
+    "secret=$secret core=$core ${side:-side-none} tools=${tools_side:-side-none}" \
     "args=$*"
 }
 case " $* " in
