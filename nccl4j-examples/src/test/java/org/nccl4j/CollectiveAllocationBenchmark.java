@@ -43,6 +43,10 @@ public class CollectiveAllocationBenchmark {
     private DeviceBuffer recv;
     private long sendAddr;
     private long recvAddr;
+    private Window window;
+    private DeviceBuffer symmetric;
+    private Communicator.Registration registeredSend;
+    private Communicator.Registration registeredRecv;
 
     /** Opens the stub NCCL, installs the fake CUDA runtime and makes a 1-rank communicator. */
     @Setup
@@ -62,11 +66,18 @@ public class CollectiveAllocationBenchmark {
         recv = DeviceBuffer.allocate(0, 1 << 20);
         sendAddr = send.address();
         recvAddr = recv.address();
+        window = Window.allocate(comm, 1 << 20);   // ncclMemAlloc + ncclCommWindowRegister (symmetric)
+        symmetric = window.buffer();
+        registeredSend = comm.register(send);      // ncclCommRegister
+        registeredRecv = comm.register(recv);
     }
 
     /** Closes what {@link #setUp()} made. */
     @TearDown
     public void tearDown() {
+        registeredRecv.close();
+        registeredSend.close();
+        window.close();
         recv.close();
         send.close();
         stream.close();
@@ -84,6 +95,18 @@ public class CollectiveAllocationBenchmark {
     @Benchmark
     public void allReduceRaw() {
         comm.allReduce(sendAddr, recvAddr, 1024, DataType.FLOAT32, ReduceOp.SUM, stream);
+    }
+
+    /** {@code allReduce} in place on a symmetric window's buffer (the registered path of GradientBuckets.symmetric). */
+    @Benchmark
+    public void allReduceSymmetricWindow() {
+        comm.allReduce(symmetric, DataType.FLOAT32, ReduceOp.SUM, stream);
+    }
+
+    /** {@code allReduce} on buffers registered with {@code ncclCommRegister} ({@link Communicator#register}). */
+    @Benchmark
+    public void allReduceRegistered() {
+        comm.allReduce(send, recv, DataType.FLOAT32, ReduceOp.SUM, stream);
     }
 
     /** {@code broadcast(DeviceBuffer, DeviceBuffer, ...)}. */
