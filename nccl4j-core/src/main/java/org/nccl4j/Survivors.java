@@ -11,6 +11,7 @@ import java.util.WeakHashMap;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.RollCall;
+import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,6 +29,8 @@ final class Survivors {
     static final int PORT_OFFSET = 200;
     /** The shortest roll call: every remaining rank must have learnt of rank 0's loss and answer within it. */
     static final Duration MIN_WINDOW = Duration.ofSeconds(3);
+    /** Where a rank of this host is asked. */
+    static final String LOOPBACK = "127.0.0.1";
     /** How long a rank answers after it learnt of rank 0's loss. */
     static final Duration LINGER = Duration.ofSeconds(120);
 
@@ -71,6 +74,7 @@ final class Survivors {
         }
         Map<Integer, Liveness.Lost> roster = l.roster();
         String fallback = LaunchInfo.rankZeroAddress()[0];
+        String self = TraceDump.localHost().replace(' ', '_');   // as this rank named its host in its hello
         int me = l.launchRankOfSelf();
         Map<Integer, InetSocketAddress> ask = new LinkedHashMap<>();
         Map<Integer, Integer> byLaunch = new LinkedHashMap<>();
@@ -80,14 +84,11 @@ final class Survivors {
                 continue;
             }
             Liveness.Lost at = roster.get(launch);
-            String host = at != null && at.host() != null ? at.host() : fallback;
-            InetSocketAddress a = new InetSocketAddress(host, base + launch);
-            if (a.isUnresolved()) {   // the name the rank gave its host does not resolve here: rank 0's host then
-                LOG.warn("nccl4j: rank {}'s host {} does not resolve here; asking it on {} instead", launch, host,
-                        fallback);
-                a = new InetSocketAddress(fallback, base + launch);
-            }
-            ask.put(launch, a);
+            String host = at == null || at.host() == null ? fallback
+                    : at.host().equals(self) ? LOOPBACK   // a rank of this host: no name to look up
+                    : at.host();
+            // resolved by the asking threads, in parallel: a name that takes long to look up delays only its own
+            ask.put(launch, InetSocketAddress.createUnresolved(host, base + launch));
             byLaunch.put(launch, r);
         }
         Duration window = settle.compareTo(MIN_WINDOW) > 0 ? settle : MIN_WINDOW;
@@ -135,6 +136,14 @@ final class Survivors {
             return -1;
         }
         return Integer.parseInt(master[1].trim()) + PORT_OFFSET;
+    }
+
+    /** Stops this rank's answering of the roll call, if it answers (for tests: the port is free again). */
+    static void forget(Liveness l) {
+        RollCall r = ANSWERING.remove(l);
+        if (r != null) {
+            r.close();
+        }
     }
 
     /** This rank's answering side, started once per channel; null when its port cannot be bound. */

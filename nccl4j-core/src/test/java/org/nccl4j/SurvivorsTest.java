@@ -50,6 +50,7 @@ class SurvivorsTest {
             assertArrayEquals(new int[] {0, 1}, three, "rank 3");
             assertArrayEquals(new int[] {0, 1}, two.get(), "rank 2");
         } finally {
+            forget(ranks);
             r2.close();
             r3.close();
         }
@@ -74,6 +75,7 @@ class SurvivorsTest {
             assertArrayEquals(new int[] {0}, one.get());
             assertTrue(ms < Survivors.MIN_WINDOW.toMillis(), "everyone answered, so no wait for the window: " + ms);
         } finally {
+            forget(ranks);
             r1.close();
             r2.close();
         }
@@ -90,8 +92,16 @@ class SurvivorsTest {
             assertArrayEquals(new int[] {1}, Survivors.lostRanks(ranks[2], Duration.ofMillis(100), 3));
             assertFalse(Survivors.hubGone(ranks[0], new int[] {0}), "rank 0 itself never calls the roll");
         } finally {
+            forget(ranks);
             ranks[2].close();
             ranks[0].close();
+        }
+    }
+
+    /** The roll-call ports are free again for the next test. */
+    private static void forget(Liveness[] ranks) {
+        for (Liveness l : ranks) {
+            Survivors.forget(l);
         }
     }
 

@@ -139,7 +139,8 @@ public final class RollCall implements AutoCloseable {
      * answered or {@code window} has passed; at most 32 threads ask at once.
      *
      * @param launchRank the asking rank's launch rank
-     * @param others the ranks to ask, by launch rank, with the address each answers on (its host, base + its rank)
+     * @param others the ranks to ask, by launch rank, with the address each answers on (its host, base + its rank);
+     *        an unresolved address is looked up by the thread that asks it, again at each try
      * @param window how long to keep asking, more than zero
      * @param secret the job's secret, or null when the job has none (then answers need none)
      * @return the launch ranks that answered, sorted
@@ -199,7 +200,12 @@ public final class RollCall implements AutoCloseable {
             return null;
         }
         try (Socket s = new Socket()) {
-            s.connect(at, (int) Math.max(1, Math.min(CONNECT_MILLIS, left)));
+            InetSocketAddress to = at.isUnresolved() ? new InetSocketAddress(at.getHostString(), at.getPort()) : at;
+            if (to.isUnresolved()) {
+                LOG.debug("roll call: rank {}'s host {} does not resolve (yet)", rank, at.getHostString());
+                return null;
+            }
+            s.connect(to, (int) Math.max(1, Math.min(CONNECT_MILLIS, left)));
             s.setSoTimeout((int) Math.max(1, Math.min(CONNECT_MILLIS * 2L, left)));
             String nonce = JobSecret.nonce();
             write(s.getOutputStream(), "ROLL " + me + " " + nonce);
