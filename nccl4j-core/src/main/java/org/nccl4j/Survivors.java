@@ -42,7 +42,7 @@ final class Survivors {
 
     /** News from the channel: once rank 0 is gone, this rank answers the roll call. */
     static void heard(Liveness l) {
-        if (hubGone(l, l.gone())) {
+        if (hubGone(l)) {
             answer(l);
         }
     }
@@ -57,7 +57,7 @@ final class Survivors {
      */
     static int[] lostRanks(Liveness l, Duration settle, int size) {
         int[] gone = l.goneOnceSettled(settle);
-        if (!hubGone(l, gone)) {
+        if (!hubGone(l)) {
             return gone;
         }
         int base = basePort();
@@ -113,16 +113,21 @@ final class Survivors {
         return known.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    /** Whether launch rank 0, the hub, is gone (lost, departed, or left out before) and this rank is not it. */
-    static boolean hubGone(Liveness l, int[] gone) {
+    /**
+     * Whether launch rank 0, the hub, is lost (its connection ended without a goodbye, or went silent) or was left
+     * out by a recovery, and this rank is not it. A rank 0 that said it closes still serves the channel until its
+     * close is done, and is not gone in this sense.
+     */
+    static boolean hubGone(Liveness l) {
         if (l.launchRankOfSelf() == 0) {
             return false;
         }
-        if (l.currentRank(0) < 0) {
+        int hub = l.currentRank(0);
+        if (hub < 0) {
             return true;
         }
-        for (int r : gone) {
-            if (l.launchRank(r) == 0) {
+        for (Liveness.Lost lost : l.lost()) {
+            if (lost.rank() == hub) {
                 return true;
             }
         }

@@ -19,7 +19,8 @@ import org.slf4j.LoggerFactory;
  * operations have completed and every other rank has said it closes after the same collective: then it finalizes.
  * It aborts instead, at once, when a peer went past its last collective, closed after a different one, aborted,
  * failed, exited or was lost, when rank 0 found the ranks' collectives to differ, or when its communicator failed;
- * and at the deadline. An abort there loses nothing of the job: the rank's own operations have completed or can no
+ * once its own operations completed when rank 0, which relays the closes, is gone (after a recovery without it: the
+ * peers' closes cannot be heard, and waiting for them would only run out the deadline); and at the deadline. An abort there loses nothing of the job: the rank's own operations have completed or can no
  * longer complete.
  *
  * <p>The deadline is {@code NCCL4J_CLOSE_TIMEOUT} (property {@code nccl4j.closeTimeout}), 30 s by default: long
@@ -75,10 +76,15 @@ final class Teardown {
         Departures d = l.departures();
         int self = l.launchRankOfSelf();
         long end = System.nanoTime() + timeout.toNanos();
+        boolean deaf = Survivors.hubGone(l);   // rank 0 serves the channel: nobody's close can reach us
         while (true) {
             String why = reasonToAbort(c, l, d, gen, last, self);
             if (why != null) {
                 return why;
+            }
+            if (deaf && c.ownOperationsComplete()) {
+                return "rank 0, which relays the peers' closes, is gone, so theirs cannot be heard; its own operations "
+                        + "completed, so the abort loses nothing";
             }
             if (c.ownOperationsComplete() && everyPeerClosing(c, l, d, gen, last, self)) {
                 return differingFingerprints(d, gen, last, self, fingerprint);

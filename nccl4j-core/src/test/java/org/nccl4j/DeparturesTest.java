@@ -364,6 +364,31 @@ class DeparturesTest extends StubFixture {
     }
 
     @Test
+    void afterARecoveryWithoutRankZeroACloseDoesNotWaitForClosesNobodyRelays() throws Exception {
+        System.setProperty(Teardown.TIMEOUT_PROPERTY, "20s");
+        try {
+            Liveness[] ch = channel(3);
+            within(3000, () -> ch[2].roster().size() == 3 ? true : null, "every rank in the roster");
+            ch[0].dropWithoutGoodbye();   // rank 0, the channel's hub, is lost
+            within(5000, () -> ch[1].anyLost() && ch[2].anyLost() ? true : null, "rank 0's loss reaching 1 and 2");
+            ch[1].renumber(new int[] {0});   // as Communicator.recover does for the survivors' new communicator
+            ch[2].renumber(new int[] {0});
+            Communicator c1 = rank(0, 2, ch[1]);
+            rank(1, 2, ch[2]);
+            mark();
+            long t0 = System.nanoTime();
+            c1.close();
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(ms < 2500, "closed after " + ms + " ms, not at the 20 s deadline");
+            assertEquals(1, newCalls().stream().filter(l -> l.startsWith("ncclCommAbort ")).count(), newCalls()
+                    .toString());
+            assertTrue(Survivors.hubGone(ch[1]));
+        } finally {
+            System.setProperty(Teardown.TIMEOUT_PROPERTY, "3s");
+        }
+    }
+
+    @Test
     void anAbortThatLivesOnFailsAPeerWaitingInACollectiveItNeverIssued() throws Exception {
         Liveness[] ch = channel(2);
         Communicator c0 = rank(0, 2, ch[0]);
