@@ -20,8 +20,8 @@ import org.slf4j.LoggerFactory;
  * It aborts instead, at once, when a peer went past its last collective, closed after a different one, aborted,
  * failed, exited or was lost, when rank 0 found the ranks' collectives to differ, or when its communicator failed;
  * once its own operations completed when rank 0, which relays the closes, is gone (after a recovery without it: the
- * peers' closes cannot be heard, and waiting for them would only run out the deadline); and at the deadline. An abort there loses nothing of the job: the rank's own operations have completed or can no
- * longer complete.
+ * peers' closes cannot be heard, and waiting for them would only run out the deadline); and at the deadline. An
+ * abort there loses nothing of the job: the rank's own operations have completed or can no longer complete.
  *
  * <p>The deadline is {@code NCCL4J_CLOSE_TIMEOUT} (property {@code nccl4j.closeTimeout}), 30 s by default: long
  * enough for the ranks of a healthy job to reach {@code close()} together (they leave the training loop at the same

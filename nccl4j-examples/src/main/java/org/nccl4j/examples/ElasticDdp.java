@@ -21,8 +21,8 @@ import org.nccl4j.Stream;
 /**
  * Data-parallel training that survives a lost rank: each rank fits a linear model to its own shard of data,
  * all-reduces the gradient (SUM, then / the world size on the host) and takes the same SGD step. At step
- * {@code --kill-step} each rank of {@code --kill-rank} halts abruptly ({@code kill -9} of its own process; a list such as
- * {@code 2,3} loses a whole host of a two-host job at once). The survivors'
+ * {@code --kill-step} each rank of {@code --kill-rank} halts abruptly ({@code kill -9} of its own process; a list
+ * such as {@code 2,3} loses a whole host of a two-host job at once). The survivors'
  * watchdog (policy {@link FailurePolicy#RECOVER}) delivers the failure to their wait; they
  * {@link Communicator#recover recover} a communicator without the lost rank (a shrink, or where NCCL refuses to
  * shrink after a lost peer, a new communicator of the survivors), abort the old one, redo the step over the new world
