@@ -480,7 +480,7 @@ final class Liveness implements AutoCloseable {
                 close();
                 throw new IllegalStateException(refusal);
             }
-            if (roster.size() >= worldSize) {
+            if (arrivals() >= worldSize) {
                 return true;
             }
             long now = System.nanoTime();
@@ -537,6 +537,11 @@ final class Liveness implements AutoCloseable {
 
     boolean anyLost() {
         return !lost.isEmpty() && !lost().isEmpty();
+    }
+
+    /** @return how many ranks said hello (the roster's size) */
+    int arrivals() {
+        return roster.size();
     }
 
     /** The ranks that said hello, by launch rank. */
