@@ -15,7 +15,9 @@
 # Builds nccl4j-core's classes and test classes first with the reactor, offline (mvn -o test-compile; BUILD=0 skips
 # this, using what target/ holds). Each N's JSON object goes to OUT_DIR/N.json (OUT_DIR default: a new temporary
 # directory); OUT_DIR/control-plane-scale.json holds them all, as one array, printed at the end with a table.
-# Variables: WINDOW, OUT_DIR, BUILD, JAVA_OPTS (default -Xmx6g -Xss512k; split at white space), LIMIT (seconds per
+# CORE_CLASSES=DIR runs the classes of DIR/classes and DIR/test-classes instead of the build's (a copy of an earlier
+# build's nccl4j-core/target, to measure before and after a change with the same harness).
+# Variables: WINDOW, OUT_DIR, BUILD, CORE_CLASSES, JAVA_OPTS (default -Xmx6g -Xss512k; split at white space), LIMIT (seconds per
 # N, default 600). The machine needs about 3 N threads and 2 N sockets per JVM: ulimit -n is raised to its hard limit
 # and checked, and the script refuses an N that would not fit (4 N + 256 file descriptors).
 # Exit status: 0 when every N gave its figures, 1 otherwise, 2 for a usage error or a machine that cannot hold N.
@@ -59,7 +61,9 @@ if [ ! -s "$cp_file" ]; then
   (cd "$root" && mvn -B -ntp -q -o -pl nccl4j-core dependency:build-classpath -Dmdep.outputFile="$cp_file" \
       -Dmdep.includeScope=test) || die "cannot resolve nccl4j-core's class path (build once without BUILD=0)"
 fi
-classpath=$root/nccl4j-core/target/test-classes:$root/nccl4j-core/target/classes:$root/nccl4j-native/target/classes
+core=${CORE_CLASSES:-$root/nccl4j-core/target}
+if [ ! -d "$core/classes" ] || [ ! -d "$core/test-classes" ]; then die "no classes and test-classes in $core"; fi
+classpath=$core/test-classes:$core/classes:$root/nccl4j-native/target/classes
 classpath=$classpath:$(cat "$cp_file")
 
 {
@@ -68,7 +72,7 @@ classpath=$classpath:$(cat "$cp_file")
   echo "ulimit -n: $fds; threads-max: $(cat /proc/sys/kernel/threads-max); pid_max: $(cat /proc/sys/kernel/pid_max)"
   echo "commit: $(git -C "$root" rev-parse --short HEAD 2> /dev/null)$(git -C "$root" diff --quiet HEAD 2> /dev/null \
       || echo ' (with local changes)')"
-  echo "java options: ${opts[*]}"
+  echo "java options: ${opts[*]}; classes: $core"
 } | tee "$out/machine.txt"
 
 status=0
