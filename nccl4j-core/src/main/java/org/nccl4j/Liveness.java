@@ -101,27 +101,27 @@ import org.slf4j.LoggerFactory;
  * Rank 0's side runs on two threads whatever the number of ranks: a {@link java.nio.channels.Selector} thread
  * ({@code nccl4j-liveness-server}) accepts, authenticates, reads every connection's lines, serves them, and enforces
  * the hello deadline, the silence timeout and the line bounds above; the heartbeat thread
- * ({@code nccl4j-liveness-ping}) sends the pings and drives the comparison. A line to a rank never waits for that rank: it goes to the connection's
- * outbox, written at once without blocking as far as the socket takes it, the rest by the selector thread when the
- * socket can take more (a line fanned out to every rank is one array shared by their outboxes); a rank that lets
- * more than {@value #MAX_OUTBOX} bytes wait is lost, so that a stopped process cannot hold up the news of every other
- * rank. When ranks arrive in a burst, their {@code JOINED} lines are gathered for {@value #JOIN_BATCH_MILLIS} ms
- * and each rank is sent what it has not had in one write (at once when ranks arrive one by one, or when the last
- * arrives). The lines, bounds and refusals are those of one thread per rank, which this replaced; the figures before
- * and after, from 64 to 4,096 simulated ranks, are in docs/gpu-runs/2026-11-26-control-plane-scale.md
- * (scripts/bench/control-plane-scale.sh).
+ * ({@code nccl4j-liveness-ping}) sends the pings and drives the comparison. A line to a rank never waits for that rank:
+ * it goes to the connection's outbox, written at once without blocking as far as the socket takes it, the rest by the
+ * selector thread when the socket can take more (a line fanned out to every rank is one array shared by their
+ * outboxes); a rank that lets more than {@value #MAX_OUTBOX} bytes wait is lost, so that a stopped process cannot hold
+ * up the news of every other rank. When ranks arrive in a burst, their {@code JOINED} lines are gathered for
+ * {@value #JOIN_BATCH_MILLIS} ms and each rank is sent what it has not had in one write (at once when ranks arrive one
+ * by one, with at most {@value #JOIN_BATCH_PEERS} ranks connected, or when the last arrives). The lines, bounds and
+ * refusals are those of one thread per rank, which this replaced; the figures before and after, from 64 to 4,096
+ * simulated ranks, are in docs/gpu-runs/2026-11-26-control-plane-scale.md (scripts/bench/control-plane-scale.sh).
  *
- * <p>Why the JDK's NIO and not a library: Netty would bring buffers, an event loop and a line decoder, but none of
- * what the channel is made of (the challenge and response, the claims, the bounds and refusals, the roster and
- * departures), which stay nccl4j's own code whichever way the bytes travel; it would add four to six jars to a
- * library whose core depends on slf4j alone, and the build here is offline with no usable Netty (no 4.2, and no
- * netty-codec or netty-handler of any version in the local repository). JGroups solves a harder problem (group
- * membership with views, merges and reliable multicast among peers) with its own discovery, failure detection and
- * security stack, which would overlap and contradict this channel's: here rank 0 is the authority by construction
- * (the launcher names it), a lost rank is a fact its kernel reports, and the job ends or recovers rather than merging
- * partitions. One selector over plain sockets is about 300 lines, keeps the protocol that the scripts, the attack
- * tests and the other ranks speak, and held 4,096 ranks on one thread. A tree of relays (ranks forwarding rank 0's
- * lines) is the next step if one host's fan-out ever becomes the limit; the figures do not call for it yet.
+ * <p>Why the JDK's NIO and not a library: Netty would bring buffers, an event loop and a line decoder, but none of what
+ * the channel is made of (the challenge and response, the claims, the bounds and refusals, the roster and departures),
+ * which stay nccl4j's own code whichever way the bytes travel; it would add four to six jars to a library whose core
+ * depends on slf4j alone, and the build here is offline with no usable Netty (no 4.2, and no netty-codec or
+ * netty-handler of any version in the local repository). JGroups solves a harder problem (group membership with views,
+ * merges and reliable multicast among peers) with its own discovery, failure detection and security stack, which would
+ * overlap and contradict this channel's: here rank 0 is the authority by construction (the launcher names it), a lost
+ * rank is a fact its kernel reports, and the job ends or recovers rather than merging partitions. One selector over
+ * plain sockets is about 300 lines, keeps the protocol that the scripts, the attack tests and the other ranks speak,
+ * and held 4,096 ranks on one thread. A tree of relays (ranks forwarding rank 0's lines) is the next step if one host's
+ * fan-out ever becomes the limit; the figures do not call for it yet.
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
@@ -185,7 +185,9 @@ final class Liveness implements AutoCloseable {
     private int joinedFannedOut;
     private long lastJoinFanOut;
     private Selector selector;
-    private Thread serverThread;
+    private volatile Thread serverThread;
+    /** Rank 0's selector thread: the lines it broadcast during the present round, fanned out at its end. */
+    private final java.io.ByteArrayOutputStream roundLines = new java.io.ByteArrayOutputStream();
     /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
     private volatile int[] current;
     private ServerSocketChannel server;
@@ -238,6 +240,8 @@ final class Liveness implements AutoCloseable {
     static final int MAX_OUTBOX = 1 << 20;
     /** How long rank 0 gathers JOINED lines, while ranks arrive in a burst, before fanning them out. */
     static final long JOIN_BATCH_MILLIS = 50;
+    /** Up to this many ranks connected, every JOINED line is fanned out at once. */
+    static final int JOIN_BATCH_PEERS = 64;
     /** How often rank 0's selector thread looks for silent connections and passed hello deadlines, at least. */
     static final long SWEEP_MILLIS = 100;
     /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of its host. */
@@ -730,6 +734,7 @@ final class Liveness implements AutoCloseable {
                         }
                     }
                 }
+                endRound();
             }
         } catch (IOException | java.nio.channels.ClosedSelectorException e) {
             if (!closing) {
@@ -1145,6 +1150,9 @@ final class Liveness implements AutoCloseable {
 
     /** Rank 0: a line to one rank's connection, or to every connection with rank -1. */
     private void sendToRank(int r, String line) {
+        if (Thread.currentThread() == serverThread) {
+            endRound();   // what was broadcast before goes first
+        }
         fanOutJoins(true);
         if (r < 0) {
             byte[] bytes = line.getBytes(StandardCharsets.UTF_8);
@@ -1165,7 +1173,8 @@ final class Liveness implements AutoCloseable {
     /**
      * Rank 0: checks a hello's claim (a rank connected already, or one that joined from another address, is refused);
      * then a newcomer gets the roster so far (every JOINED line, its own included) and everyone gets the newcomer: at
-     * once when ranks arrive one by one, gathered for {@value #JOIN_BATCH_MILLIS} ms when they arrive in a burst.
+     * once when ranks arrive one by one (or at most {@value #JOIN_BATCH_PEERS} are connected), gathered for
+     * {@value #JOIN_BATCH_MILLIS} ms when more arrive in a burst.
      */
     private void welcome(Peer p, String[] hello, int who) throws Refused {
         synchronized (roster) {
@@ -1201,9 +1210,9 @@ final class Liveness implements AutoCloseable {
     }
 
     /**
-     * Rank 0: sends every connection the JOINED lines it has not had, in one write: when {@code now}, or when the last
-     * such fan-out was {@value #JOIN_BATCH_MILLIS} ms ago or more, or every rank has arrived; else the selector thread
-     * does it when that time comes.
+     * Rank 0: sends every connection the JOINED lines it has not had, in one write: when {@code now}, with at most
+     * {@value #JOIN_BATCH_PEERS} ranks connected, when the last such fan-out was {@value #JOIN_BATCH_MILLIS} ms ago or
+     * more, or when every rank has arrived; else the selector thread does it when that time comes.
      */
     private void fanOutJoins(boolean now) {
         synchronized (joinLock) {
@@ -1211,7 +1220,8 @@ final class Liveness implements AutoCloseable {
                 return;
             }
             long t = System.nanoTime();
-            if (!now && t - lastJoinFanOut < JOIN_BATCH_MILLIS * 1_000_000L && roster.size() < size) {
+            if (!now && peers.size() > JOIN_BATCH_PEERS && t - lastJoinFanOut < JOIN_BATCH_MILLIS * 1_000_000L
+                    && roster.size() < size) {
                 return;
             }
             lastJoinFanOut = t;
@@ -1225,11 +1235,34 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /**
+     * Rank 0: a line to every connection that said hello. On the selector thread, the lines of one round of the
+     * selector (the losses of many ranks gone at once, say) are gathered and fanned out together at its end
+     * ({@link #endRound}): one write per rank.
+     */
     private void broadcast(String message) {
-        fanOutJoins(true);
         byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+        if (Thread.currentThread() == serverThread) {
+            roundLines.writeBytes(bytes);
+            return;
+        }
+        fanOut(bytes);
+    }
+
+    /** Rank 0: {@code bytes} to every connection that said hello, after the JOINED lines they have not had. */
+    private void fanOut(byte[] bytes) {
+        fanOutJoins(true);
         for (Peer p : peers) {
             send(p, ByteBuffer.wrap(bytes));
+        }
+    }
+
+    /** Rank 0's selector thread: fans out the lines broadcast during this round. */
+    private void endRound() {
+        if (roundLines.size() > 0) {
+            byte[] bytes = roundLines.toByteArray();
+            roundLines.reset();
+            fanOut(bytes);
         }
     }
 
