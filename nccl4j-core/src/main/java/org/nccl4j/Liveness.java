@@ -153,7 +153,7 @@ final class Liveness implements AutoCloseable {
     /** How long a connection has to authenticate and say hello. */
     private volatile long helloMillis = HELLO_MILLIS;
     /** Rank 0 (its selector thread only): the connections that have not said hello yet. */
-    private final java.util.Set<Peer> early = new java.util.HashSet<>();
+    private final java.util.Set<Peer> early = new java.util.LinkedHashSet<>();
     /**
      * Rank 0: says refused connections, one WARN line per burst, and each flood of connections closed at accept once
      * (a flood ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after its last close; the connections
@@ -720,12 +720,18 @@ final class Liveness implements AutoCloseable {
                 }
                 fanOutJoins(false);
                 now = System.nanoTime();
-                for (Peer p : new ArrayList<>(early)) {
+                boolean sweep = now - nextSweep >= 0;
+                // in accept order, which is deadline order but where a test shortened the deadline: all on a sweep
+                for (java.util.Iterator<Peer> it = early.iterator(); it.hasNext();) {
+                    Peer p = it.next();
                     if (now - p.helloDeadline >= 0) {
+                        it.remove();
                         end(p, "it did not authenticate and say hello within " + p.helloMillis + " ms", false, null);
+                    } else if (!sweep) {
+                        break;
                     }
                 }
-                if (now - nextSweep >= 0) {
+                if (sweep) {
                     nextSweep = now + SWEEP_MILLIS * 1_000_000L;
                     for (Peer p : peers) {
                         if (now - p.lastHeard > timeoutMillis * 1_000_000L) {
@@ -753,13 +759,13 @@ final class Liveness implements AutoCloseable {
         }
     }
 
-    /** The earliest hello deadline of the connections that have not said hello, or {@code latest}. */
+    /** The hello deadline of the oldest connection that has not said hello, or {@code latest} when earlier. */
     private long nextHelloDeadline(long latest) {
-        long t = latest;
-        for (Peer p : early) {
-            t = p.helloDeadline - t < 0 ? p.helloDeadline : t;
+        if (early.isEmpty()) {
+            return latest;
         }
-        return t;
+        long first = early.iterator().next().helloDeadline;
+        return first - latest < 0 ? first : latest;
     }
 
     /** One ready key of the selector thread: new connections, or a connection to write to or read from. */

@@ -400,16 +400,29 @@ public final class Rendezvous {
                 }
                 long now = System.nanoTime();
                 long wait = remaining;
-                for (Pending p : pending.values()) {
-                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(p.deadline - now) + 1);
+                if (!pending.isEmpty()) {   // the oldest connection's deadline is the nearest
+                    Pending oldest = pending.values().iterator().next();
+                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(oldest.deadline - now) + 1);
                 }
                 selector.select(Math.max(1, wait));
+                // connections whose first frame is complete, broke the format, ended or ran out of time: those the
+                // selector found readable, then those whose deadline passed (oldest first: accept order is deadline
+                // order), so that a round costs what happened in it, not one read per waiting connection
+                java.util.Set<Pending> ready = new java.util.LinkedHashSet<>();
+                for (java.nio.channels.SelectionKey k : selector.selectedKeys()) {
+                    if (k.isValid() && k.attachment() instanceof Pending p && p.poll(System.nanoTime())
+                            && !proven(p)) {
+                        ready.add(p);
+                    }
+                }
                 selector.selectedKeys().clear();
                 acceptAll(server, selector, pending, deadline, refused);
-                // connections whose first frame is complete, broke the format, ended or ran out of time
-                List<Pending> ready = new ArrayList<>();
+                now = System.nanoTime();
                 for (Pending p : pending.values()) {
-                    if (p.poll(System.nanoTime()) && !proven(p)) {
+                    if (p.deadline - now > 0) {
+                        break;
+                    }
+                    if (!ready.contains(p) && p.poll(now) && !proven(p)) {
                         ready.add(p);
                     }
                 }
