@@ -76,7 +76,12 @@ final class ControlPlaneScale {
         ControlPlaneScale run = new ControlPlaneScale(n, window * 1000);
         run.out.put("ranks", n);
         run.rendezvous();
-        run.liveness();
+        try {
+            run.liveness();
+        } catch (RuntimeException e) {   // the figures measured so far, and why the rest are missing
+            run.out.put("liveness_error", "\"" + String.valueOf(e.getMessage()).replace('"', '\'') + "\"");
+            e.printStackTrace();
+        }
         String text = run.json();
         System.out.println(text);
         if (json != null) {
@@ -225,6 +230,16 @@ final class ControlPlaneScale {
         System.gc();
         out.put("jvm_heap_used_mb", memory.getHeapMemoryUsage().getUsed() >> 20);
 
+        // ranks whose connection rank 0 ended meanwhile (a rank starved past its heartbeat timeout on this machine)
+        int dropped = 0;
+        for (int r = 1; r < n; r++) {
+            if (!gone[r] && rank[r].lost().stream().anyMatch(l -> l.rank() == 0)) {
+                gone[r] = true;
+                dropped++;
+            }
+        }
+        out.put("ranks_dropped", dropped);
+
         // one rank lost
         int victim = firstAlive(gone, n / 2);
         long l0 = System.nanoTime();
@@ -271,11 +286,12 @@ final class ControlPlaneScale {
     }
 
     private static int firstAlive(boolean[] gone, int from) {
-        int r = from;
-        while (gone[r] || r == 0) {
-            r--;
+        for (int r = from; r > 0; r--) {
+            if (!gone[r]) {
+                return r;
+            }
         }
-        return r;
+        throw new IllegalStateException("no rank left at or below " + from);
     }
 
     /** Polls every 2 ms until every index satisfies {@code ok}; returns when (nanoTime), or throws at the deadline. */
