@@ -43,6 +43,8 @@ final class ControlPlaneScale {
 
     private final int n;
     private final long windowMillis;
+    /** Over how long the ranks join the liveness channel (0: all at once), as a launcher starts them over time. */
+    private long joinOverMillis;
     private final Map<String, Object> out = new LinkedHashMap<>();
     private final com.sun.management.ThreadMXBean threads =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
@@ -53,7 +55,8 @@ final class ControlPlaneScale {
     }
 
     /**
-     * {@code --ranks N [--window SECONDS] [--json FILE]}.
+     * {@code --ranks N [--window SECONDS] [--join-over SECONDS] [--json FILE]}: with {@code --join-over}, rank r
+     * joins the liveness channel r/N of that time after rank 0 (as a launcher starts the ranks over time).
      *
      * @param args the arguments
      * @throws Exception when a phase fails
@@ -62,19 +65,23 @@ final class ControlPlaneScale {
         int n = 64;
         long window = 10;
         Path json = null;
+        long joinOver = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--ranks" -> n = Integer.parseInt(args[++i]);
                 case "--window" -> window = Long.parseLong(args[++i]);
                 case "--json" -> json = Path.of(args[++i]);
+                case "--join-over" -> joinOver = Long.parseLong(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (use --ranks N [--window SECONDS] [--json FILE])");
+                        + " (use --ranks N [--window S] [--join-over S] [--json FILE])");
             }
         }
         ((ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME))
                 .setLevel(ch.qos.logback.classic.Level.ERROR);
         ControlPlaneScale run = new ControlPlaneScale(n, window * 1000);
+        run.joinOverMillis = joinOver * 1000;
         run.out.put("ranks", n);
+        run.out.put("join_over_s", joinOver);
         run.rendezvous();
         try {
             run.liveness();
@@ -175,6 +182,10 @@ final class ControlPlaneScale {
         long deadline = t0 + 120_000 * MS;
         rank[0] = Liveness.joinLater(served, 0, "127.0.0.1", port, deadline, SECRET);
         for (int r = 1; r < n; r++) {
+            long due = t0 + joinOverMillis * MS * r / n;
+            while (System.nanoTime() - due < 0) {
+                Thread.sleep(1);
+            }
             rank[r] = Liveness.joinLater(null, r, "127.0.0.1", port, deadline, SECRET);
         }
         boolean[] gone = new boolean[n];
