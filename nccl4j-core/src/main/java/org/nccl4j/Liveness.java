@@ -6,8 +6,13 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
-import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -16,9 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.nccl4j.trace.TraceDump;
@@ -84,12 +87,42 @@ import org.slf4j.LoggerFactory;
  * <li><b>Bounds.</b> A line before the hello is at most {@value #MAX_EARLY_LINE} bytes, a rank's line at most
  * {@value #MAX_RANK_LINE} ({@code OPS}: {@value #MAX_OPS_LINE}), rank 0's at most {@value #MAX_LINE}; a longer one is
  * refused without reading it whole. A connection has {@value #HELLO_MILLIS} ms to authenticate and say hello
- * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections wait for
- * their hello at once (one thread each), further ones are closed at accept, said once per flood at WARN (a flood
- * ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close).</li>
+ * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections more
+ * than the world's ranks wait for their hello at once (none holds a thread, so every rank of a large job may arrive
+ * at once), further ones are closed at accept, said once per flood at WARN (a flood ends
+ * {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close). Rank 0 holds at most
+ * {@value #MAX_OUTBOX} bytes for a rank that does not read them: a rank that leaves more waiting is lost
+ * ({@code it did not read rank 0's lines}), as one whose heartbeats stop.</li>
  * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
  * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
  * </ul>
+ *
+ * <h2>Thousands of ranks</h2>
+ * Rank 0's side runs on two threads whatever the number of ranks: a {@link java.nio.channels.Selector} thread
+ * ({@code nccl4j-liveness-server}) accepts, authenticates, reads every connection's lines, serves them, and enforces
+ * the hello deadline, the silence timeout and the line bounds above; the heartbeat thread
+ * ({@code nccl4j-liveness-ping}) sends the pings and drives the comparison. A line to a rank never waits for that rank:
+ * it goes to the connection's outbox, written at once without blocking as far as the socket takes it, the rest by the
+ * selector thread when the socket can take more (a line fanned out to every rank is one array shared by their
+ * outboxes); a rank that lets more than {@value #MAX_OUTBOX} bytes wait is lost, so that a stopped process cannot hold
+ * up the news of every other rank. When ranks arrive in a burst, their {@code JOINED} lines are gathered for
+ * {@value #JOIN_BATCH_MILLIS} ms and each rank is sent what it has not had in one write (at once when ranks arrive one
+ * by one, with at most {@value #JOIN_BATCH_PEERS} ranks connected, or when the last arrives). The lines, bounds and
+ * refusals are those of one thread per rank, which this replaced; the figures before and after, from 64 to 4,096
+ * simulated ranks, are in docs/gpu-runs/2026-11-26-control-plane-scale.md (scripts/bench/control-plane-scale.sh).
+ *
+ * <p>Why the JDK's NIO and not a library: Netty would bring buffers, an event loop and a line decoder, but none of what
+ * the channel is made of (the challenge and response, the claims, the bounds and refusals, the roster and departures),
+ * which stay nccl4j's own code whichever way the bytes travel; it would add four to six jars to a library whose core
+ * depends on slf4j alone, and the build here is offline with no usable Netty (no 4.2, and no netty-codec or
+ * netty-handler of any version in the local repository). JGroups solves a harder problem (group membership with views,
+ * merges and reliable multicast among peers) with its own discovery, failure detection and security stack, which would
+ * overlap and contradict this channel's: here rank 0 is the authority by construction (the launcher names it), a lost
+ * rank is a fact its kernel reports, and the job ends or recovers rather than merging partitions. One selector over
+ * plain sockets is a few hundred lines, keeps the protocol that the scripts, the attack tests and the other ranks
+ * speak, and served 2,048 simulated ranks on one thread (4,096 did not all join on the 2-core machine: see the
+ * report). A tree of relays (ranks forwarding rank 0's lines) is the next step if one host's fan-out ever becomes the
+ * limit; rank 0's own fan-out does not call for it yet.
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
@@ -120,8 +153,8 @@ final class Liveness implements AutoCloseable {
     private int size = Integer.MAX_VALUE;
     /** How long a connection has to authenticate and say hello. */
     private volatile long helloMillis = HELLO_MILLIS;
-    /** Rank 0: the connections that have not said hello yet. */
-    private final AtomicInteger pending = new AtomicInteger();
+    /** Rank 0 (its selector thread only): the connections that have not said hello yet. */
+    private final java.util.Set<Peer> early = new java.util.LinkedHashSet<>();
     /**
      * Rank 0: says refused connections, one WARN line per burst, and each flood of connections closed at accept once
      * (a flood ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after its last close; the connections
@@ -136,12 +169,29 @@ final class Liveness implements AutoCloseable {
     private final Map<Integer, Lost> lost = new ConcurrentHashMap<>();
     /** By launch rank: every rank that said hello. */
     private final Map<Integer, Lost> roster = new ConcurrentHashMap<>();
-    private final List<Socket> peers = new CopyOnWriteArrayList<>();
+    /** Rank 0: the connections that said hello and are open. */
+    private final java.util.Set<Peer> peers = ConcurrentHashMap.newKeySet();
     /** Rank 0: the launch rank of each connection that said hello. */
-    private final Map<Socket, Integer> rankOfSocket = new ConcurrentHashMap<>();
+    private final Map<Peer, Integer> rankOfPeer = new ConcurrentHashMap<>();
+    /** Rank 0: by launch rank, the open connection that said hello as that rank. */
+    private final Map<Integer, Peer> connectedAs = new ConcurrentHashMap<>();
+    /** Rank 0: connections whose outbox overflowed, for the selector thread to end. */
+    private final java.util.Queue<Peer> overflowed = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Rank 0: guards the log of JOINED lines and what each connection was sent of it. */
+    private final Object joinLock = new Object();
+    /** Rank 0: every JOINED line so far, in order (append-only: a part once written never changes). */
+    private byte[] joinedLog = new byte[4096];
+    private int joinedLength;
+    /** Rank 0: how much of the log has been fanned out to every connection, and when last. */
+    private int joinedFannedOut;
+    private long lastJoinFanOut;
+    private Selector selector;
+    private volatile Thread serverThread;
+    /** Rank 0's selector thread: the lines it broadcast during the present round, fanned out at its end. */
+    private final java.io.ByteArrayOutputStream roundLines = new java.io.ByteArrayOutputStream();
     /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
     private volatile int[] current;
-    private ServerSocket server;
+    private ServerSocketChannel server;
     private volatile Socket toServer;
     private volatile boolean closing;
     /** Rank 0 closed its side on purpose ({@code LEFT 0}): the end of its connection is not a loss. */
@@ -159,7 +209,7 @@ final class Liveness implements AutoCloseable {
     /** Rank 0: the comparison of the ranks' collectives. */
     private Agreement agreement;
     /** Rank 0: by launch rank, the connection of every rank that said hello and has not departed or been lost. */
-    private final Map<Integer, Socket> online = new ConcurrentHashMap<>();
+    private final Map<Integer, Peer> online = new ConcurrentHashMap<>();
     /** Rank 0: by launch rank, the last collective of each rank that is closing, to tell it when others go past. */
     private final Map<Integer, Long> closingAt = new ConcurrentHashMap<>();
     /** Rank 0: the highest collective number reported, per generation (the newest only). */
@@ -179,8 +229,22 @@ final class Liveness implements AutoCloseable {
     static final int MAX_EARLY_LINE = 512;
     /** How long a new connection has to authenticate and say hello. */
     static final long HELLO_MILLIS = 5000;
-    /** The most connections at once that have not said hello; further ones are closed at accept. */
+    /**
+     * The most connections at once beyond the world's ranks that have not said hello; further ones are closed at
+     * accept.
+     */
     static final int MAX_PENDING = 64;
+    /**
+     * The most bytes rank 0 holds for one connection that does not read them (beyond what the kernel's buffers hold):
+     * a rank whose outbox grows past it is taken for lost, as one that stopped sending heartbeats.
+     */
+    static final int MAX_OUTBOX = 1 << 20;
+    /** How long rank 0 gathers JOINED lines, while ranks arrive in a burst, before fanning them out. */
+    static final long JOIN_BATCH_MILLIS = 50;
+    /** Up to this many ranks connected, every JOINED line is fanned out at once. */
+    static final int JOIN_BATCH_PEERS = 64;
+    /** How often rank 0's selector thread looks for silent connections and passed hello deadlines, at least. */
+    static final long SWEEP_MILLIS = 100;
     /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of its host. */
     static final String BIND_VARIABLE = "NCCL4J_LIVENESS_BIND";
     /** What the proofs of the channel's challenge and response are bound to. */
@@ -244,10 +308,20 @@ final class Liveness implements AutoCloseable {
         Liveness l = new Liveness(0, timeout, secret);
         l.size = worldSize;
         l.agreement = new Agreement(l::sendToRank, text -> l.broadcast("MISMATCH " + text + "\n"));
-        l.server = new ServerSocket();
-        l.server.setReuseAddress(true);
-        l.server.bind(new InetSocketAddress(bind, port));
-        daemon(l::accept, "nccl4j-liveness-server");
+        l.server = ServerSocketChannel.open();
+        try {
+            l.server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            // room in the backlog for every rank arriving at once (the kernel caps it at somaxconn)
+            l.server.bind(new InetSocketAddress(bind, port), Math.max(50, Math.min(worldSize, 65_536)));
+            l.server.configureBlocking(false);
+            l.selector = Selector.open();
+            l.server.register(l.selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(l.server);
+            closeQuietly(l.selector);
+            throw e;
+        }
+        l.serverThread = daemon(l::serveAll, "nccl4j-liveness-server");
         daemon(l::pingLoop, "nccl4j-liveness-ping");
         return l;
     }
@@ -480,7 +554,7 @@ final class Liveness implements AutoCloseable {
                 close();
                 throw new IllegalStateException(refusal);
             }
-            if (roster.size() >= worldSize) {
+            if (arrivals() >= worldSize) {
                 return true;
             }
             long now = System.nanoTime();
@@ -537,6 +611,11 @@ final class Liveness implements AutoCloseable {
 
     boolean anyLost() {
         return !lost.isEmpty() && !lost().isEmpty();
+    }
+
+    /** @return how many ranks said hello (the roster's size) */
+    int arrivals() {
+        return roster.size();
     }
 
     /** The ranks that said hello, by launch rank. */
@@ -612,149 +691,345 @@ final class Liveness implements AutoCloseable {
         return -1;
     }
 
-    private void accept() {
-        while (!closing) {
-            Socket s;
+    /**
+     * Rank 0's selector thread: accepts connections, reads every connection's lines and serves them, writes what the
+     * connections' outboxes hold, fans out the JOINED lines gathered, and ends the connections that overflowed, that
+     * passed their hello deadline or that fell silent. Rank 0 serves any number of ranks on this one thread; a line
+     * to a rank never waits for that rank to read it (see {@link #send}).
+     */
+    private void serveAll() {
+        ByteBuffer in = ByteBuffer.allocate(64 * 1024);
+        long nextSweep = System.nanoTime();
+        try {
+            while (!closing) {
+                long now = System.nanoTime();
+                long wake = Math.min(nextSweep, nextHelloDeadline(now + SWEEP_MILLIS * 1_000_000L));
+                synchronized (joinLock) {
+                    if (joinedFannedOut < joinedLength) {
+                        wake = Math.min(wake, lastJoinFanOut + JOIN_BATCH_MILLIS * 1_000_000L);
+                    }
+                }
+                selector.select(Math.max(1, (wake - now + 999_999L) / 1_000_000L));
+                for (SelectionKey k : selector.selectedKeys()) {
+                    handle(k, in);
+                }
+                selector.selectedKeys().clear();
+                Peer o;
+                while ((o = overflowed.poll()) != null) {
+                    end(o, null, false, "it did not read rank 0's lines (over " + MAX_OUTBOX + " bytes waited for it:"
+                            + " the process is stopped or too slow)");
+                }
+                fanOutJoins(false);
+                now = System.nanoTime();
+                boolean sweep = now - nextSweep >= 0;
+                // in accept order, which is deadline order but where a test shortened the deadline: all on a sweep
+                for (java.util.Iterator<Peer> it = early.iterator(); it.hasNext();) {
+                    Peer p = it.next();
+                    if (now - p.helloDeadline >= 0) {
+                        it.remove();
+                        end(p, "it did not authenticate and say hello within " + p.helloMillis + " ms", false, null);
+                    } else if (!sweep) {
+                        break;
+                    }
+                }
+                if (sweep) {
+                    nextSweep = now + SWEEP_MILLIS * 1_000_000L;
+                    for (Peer p : peers) {
+                        if (now - p.lastHeard > timeoutMillis * 1_000_000L) {
+                            end(p, null, false, "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the "
+                                    + "process is stopped or its host is unreachable)");
+                        }
+                    }
+                }
+                endRound();
+            }
+        } catch (IOException | java.nio.channels.ClosedSelectorException e) {
+            if (!closing) {
+                LOG.warn("nccl4j liveness: rank 0 stopped accepting: {}", e.toString());
+            }
+        } finally {
             try {
-                s = server.accept();
-            } catch (IOException e) {
-                if (!closing) {
-                    LOG.warn("nccl4j liveness: rank 0 stopped accepting: {}", e.toString());
+                for (SelectionKey k : selector.keys()) {
+                    closeQuietly(k.channel());
                 }
-                return;
+            } catch (java.nio.channels.ClosedSelectorException e) {
+                // closed already
             }
-            if (pending.get() >= MAX_PENDING) {   // at most MAX_PENDING threads wait for a hello
-                closeQuietly(s);
-                if (refusals.flooded()) {
-                    LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
-                            + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
-                            + "goes on", MAX_PENDING, helloMillis, remote(s));
-                }
-                continue;
-            }
-            pending.incrementAndGet();
-            long accepted = refusals.now();
-            try {
-                s.setTcpNoDelay(true);
-                daemon(() -> serveOne(s, accepted), "nccl4j-liveness-peer");
-            } catch (IOException | RuntimeException | Error e) {
-                pending.decrementAndGet();
-                closeQuietly(s);
-                if (e instanceof Error) {
-                    throw (Error) e;
-                }
-            }
+            closeQuietly(server);
+            closeQuietly(selector);   // a registered channel's socket closes once its selector lets it go
         }
     }
 
-    private static String remote(Socket s) {
-        java.net.SocketAddress a = s.getRemoteSocketAddress();
-        return a instanceof InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort()
-                : String.valueOf(a);
+    /** The hello deadline of the oldest connection that has not said hello, or {@code latest} when earlier. */
+    private long nextHelloDeadline(long latest) {
+        if (early.isEmpty()) {
+            return latest;
+        }
+        long first = early.iterator().next().helloDeadline;
+        return first - latest < 0 ? first : latest;
+    }
+
+    /** One ready key of the selector thread: new connections, or a connection to write to or read from. */
+    private void handle(SelectionKey k, ByteBuffer in) throws IOException {
+        if (!k.isValid()) {
+            return;
+        }
+        if (k.isAcceptable()) {
+            acceptAll();
+            return;
+        }
+        Peer p = (Peer) k.attachment();
+        try {
+            if (k.isWritable()) {
+                flush(p);
+            }
+            if (k.isValid() && k.isReadable()) {
+                read(p, in);
+            }
+        } catch (java.nio.channels.CancelledKeyException e) {
+            end(p, null, false, null);
+        } catch (RuntimeException e) {
+            LOG.warn("nccl4j liveness: rank 0 could not serve the connection from {}: {}", p.remote, e.toString());
+            end(p, null, false, null);
+        }
     }
 
     /**
-     * Rank 0: authenticates a connection and reads its hello ({@link #greet}), then reads that rank's lines until its
-     * connection ends; tells the others when it ends without BYE. A connection refused (its proof, its claims or a line
-     * a rank may not send) is closed, said with its address ({@link org.nccl4j.launch.Refusals}: at WARN once per
-     * burst), and is no loss.
-     *
-     * @param accepted when it was accepted, on {@link #refusals}' clock
+     * @return the most connections that may wait for their hello at once: {@value #MAX_PENDING} more than the world's
+     *         ranks, so that every rank may arrive at once (only {@value #MAX_PENDING} with no bound on the ranks)
      */
-    private void serveOne(Socket s, long accepted) {
-        boolean bye = false;
-        String[] hello = null;
-        int who = -1;
-        boolean early = true;
-        String refused = null;
-        boolean silent = false;
-        String why = "its connection ended without a goodbye";
-        try {
-            LineReader in = new LineReader(s, MAX_OPS_LINE);
-            hello = greet(s, in, System.nanoTime() + helloMillis * 1_000_000L);
-            who = Integer.parseInt(hello[1]);
-            early = false;
-            pending.decrementAndGet();
-            s.setSoTimeout(timeoutMillis);
-            String line;
-            while ((line = in.readLine(MAX_OPS_LINE, 0)) != null) {
-                if (line.length() > MAX_RANK_LINE && !line.startsWith("OPS ")) {
-                    throw new Refused("rank " + who + "'s connection sent a line longer than " + MAX_RANK_LINE
-                            + " bytes");
+    private int maxPending() {
+        return size >= Integer.MAX_VALUE - MAX_PENDING ? MAX_PENDING : MAX_PENDING + size;
+    }
+
+    /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
+    private void acceptAll() throws IOException {
+        SocketChannel c;
+        while ((c = server.accept()) != null) {
+            if (early.size() >= maxPending()) {   // at most so many connections wait for a hello
+                String from = remote(c);
+                closeQuietly(c);
+                if (refusals.flooded()) {
+                    LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
+                            + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
+                            + "goes on", maxPending(), helloMillis, from);
                 }
-                if (line.equals("BYE")) {
-                    bye = true;
+                continue;
+            }
+            try {
+                c.configureBlocking(false);
+                c.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                Peer p = new Peer(c, c.register(selector, SelectionKey.OP_READ), refusals.now(), helloMillis);
+                p.key.attach(p);
+                early.add(p);
+                if (secret != null) {
+                    p.serverNonce = JobSecret.nonce();
+                    send(p, "CHALLENGE " + p.serverNonce + "\n");
                 } else {
-                    bye |= served(who, hello, line);
+                    p.stage = 1;
                 }
+            } catch (IOException | RuntimeException e) {
+                closeQuietly(c);
+            }
+        }
+    }
+
+    private static String remote(SocketChannel c) {
+        try {
+            java.net.SocketAddress a = c.getRemoteAddress();
+            return a instanceof InetSocketAddress i ? i.getAddress().getHostAddress() + ":" + i.getPort()
+                    : String.valueOf(a);
+        } catch (IOException e) {
+            return "an unknown address";
+        }
+    }
+
+    /**
+     * Rank 0: one connection, served by the selector thread (its handshake, its lines, its deadlines); its outbox is
+     * written by any thread, under the connection's lock.
+     */
+    private static final class Peer {
+        final SocketChannel channel;
+        final SelectionKey key;
+        final String remote;
+        final InetAddress address;
+        /** When it was accepted, on {@link #refusals}' clock. */
+        final long accepted;
+        final long helloMillis;
+        final long helloDeadline;
+        /** Where its handshake is: 0 waits for AUTH (with a secret), 1 for HELLO, 2 said hello. */
+        int stage;
+        String serverNonce;
+        String[] hello;
+        int who = -1;
+        boolean bye;
+        /** Whether any byte was read from it. */
+        boolean any;
+        long lastHeard = System.nanoTime();
+        /** The line being read: at most {@value #MAX_EARLY_LINE} bytes before the hello, then {@code MAX_OPS_LINE}. */
+        byte[] line = new byte[256];
+        int length;
+        /** How much of the JOINED log it has been sent (under {@code joinLock}). */
+        int joinedSent;
+        /** What it has not read yet, in order (under this connection's lock). */
+        final java.util.ArrayDeque<ByteBuffer> outbox = new java.util.ArrayDeque<>();
+        long queued;
+        boolean writing;
+        boolean overflowed;
+        volatile boolean ended;
+
+        Peer(SocketChannel channel, SelectionKey key, long accepted, long helloMillis) {
+            this.channel = channel;
+            this.key = key;
+            this.remote = remote(channel);
+            this.address = channel.socket().getInetAddress();
+            this.accepted = accepted;
+            this.helloMillis = helloMillis;
+            this.helloDeadline = System.nanoTime() + helloMillis * 1_000_000L;
+        }
+    }
+
+    /**
+     * Rank 0: reads what a connection sent and serves its complete lines; a line longer than its bound is refused
+     * without reading it whole, and the end of the connection ends it.
+     */
+    private void read(Peer p, ByteBuffer in) {
+        in.clear();
+        int n;
+        try {
+            n = p.channel.read(in);
+        } catch (IOException e) {
+            end(p, null, false, null);   // the connection broke: the rank is gone unless it said goodbye
+            return;
+        }
+        if (n < 0) {
+            end(p, p.stage < 2 ? "it closed the connection before its hello" : null, p.stage < 2 && !p.any, null);
+            return;
+        }
+        if (n == 0) {
+            return;
+        }
+        p.any = true;
+        p.lastHeard = System.nanoTime();
+        in.flip();
+        try {
+            while (in.hasRemaining() && !p.ended) {
+                byte b = in.get();
+                if (b == '\n') {
+                    String line = new String(p.line, 0, p.length, StandardCharsets.UTF_8);
+                    p.length = 0;
+                    line(p, line);
+                    continue;
+                }
+                int max = p.stage < 2 ? MAX_EARLY_LINE : MAX_OPS_LINE;
+                if (p.length >= max) {
+                    throw new Refused("it sent a line longer than " + max + " bytes");
+                }
+                if (p.length == p.line.length) {
+                    p.line = java.util.Arrays.copyOf(p.line, Math.min(max, 2 * p.line.length));
+                }
+                p.line[p.length++] = b;
             }
         } catch (Refused e) {
-            refused = e.getMessage();
-            silent = e.silent;
-        } catch (SocketTimeoutException e) {
-            if (early) {
-                refused = "it did not authenticate and say hello within " + helloMillis + " ms";
-            } else {
-                why = "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the process is stopped or its "
-                        + "host is unreachable)";
+            end(p, e.getMessage(), e.silent, null);
+        }
+    }
+
+    /**
+     * Rank 0: one line of a connection: its challenge's answer ({@code AUTH}, with a secret), its hello, then the
+     * rank's lines ({@link #served}).
+     *
+     * @throws Refused when the line refuses the connection, with why
+     */
+    private void line(Peer p, String line) throws Refused {
+        if (p.stage == 0) {
+            String[] a = line.split(" ", -1);
+            if (!a[0].equals("AUTH")) {
+                throw new Refused("it did not authenticate (sent '" + printable(line, 60) + "' where AUTH was due): "
+                        + "every rank needs this job's " + JobSecret.VARIABLE);
             }
-        } catch (IOException e) {
-            // the connection broke: the rank is gone unless it said goodbye
+            if (a.length != 3 || !hex(a[1]) || !hex(a[2])
+                    || !secret.verify(PURPOSE, p.serverNonce, a[1], "client", a[2])) {
+                throw new Refused("its AUTH proof is wrong (not this job's " + JobSecret.VARIABLE
+                        + ", or an answer to another challenge)");
+            }
+            send(p, "OK " + secret.prove(PURPOSE, p.serverNonce, a[1], "server") + "\n");
+            p.stage = 1;
+            return;
         }
-        if (early) {
-            pending.decrementAndGet();
+        if (p.stage == 1) {
+            String[] hello = greet(p, line);
+            p.who = Integer.parseInt(hello[1]);
+            p.hello = hello;
+            p.stage = 2;
+            p.lastHeard = System.nanoTime();
+            early.remove(p);
+            return;
         }
-        peers.remove(s);
-        closeQuietly(s);
-        if (who >= 0 && rankOfSocket.remove(s, who)) {
-            online.remove(who, s);
-            closingAt.remove(who);
-            agreement.left(who);
+        if (line.length() > MAX_RANK_LINE && !line.startsWith("OPS ")) {
+            throw new Refused("rank " + p.who + "'s connection sent a line longer than " + MAX_RANK_LINE + " bytes");
+        }
+        if (line.equals("BYE")) {
+            p.bye = true;
+        } else {
+            p.bye |= served(p.who, p.hello, line);
+        }
+    }
+
+    /**
+     * Rank 0: the end of a connection. A refused one ({@code refused}: why) is closed and said with its address
+     * ({@link org.nccl4j.launch.Refusals}: at WARN once per burst) and is no loss; a rank's that ends without BYE
+     * (why: {@code why}, else the end of its connection) is lost, and every other rank is told.
+     *
+     * @param silent whether a refused connection sent nothing at all (a port probe: said at DEBUG only)
+     */
+    private void end(Peer p, String refused, boolean silent, String why) {
+        if (p.ended) {
+            return;
+        }
+        p.ended = true;
+        early.remove(p);
+        peers.remove(p);
+        p.key.cancel();
+        closeQuietly(p.channel);
+        synchronized (p) {
+            p.outbox.clear();
+            p.queued = 0;
+        }
+        if (p.who >= 0 && rankOfPeer.remove(p, p.who)) {
+            connectedAs.remove(p.who, p);
+            online.remove(p.who, p);
+            closingAt.remove(p.who);
+            agreement.left(p.who);
         }
         if (refused != null) {
             if (silent) {   // connected and left without a byte: a port probe, no claim to refuse
-                LOG.debug("nccl4j liveness: the connection from {} ended without a byte", remote(s));
+                LOG.debug("nccl4j liveness: the connection from {} ended without a byte", p.remote);
             } else if (!closing) {
-                refusals.refused("nccl4j liveness: refused the connection from " + remote(s) + ": " + refused
-                        + "; the job goes on", accepted);
+                refusals.refused("nccl4j liveness: refused the connection from " + p.remote + ": " + refused
+                        + "; the job goes on", p.accepted);
             }
             return;
         }
-        if (bye || closing || hello == null) {
+        String[] hello = p.hello;
+        if (p.bye || closing || hello == null) {
             return;
         }
-        LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {}", hello[1], hello[2], hello[3], why);
+        LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {}", hello[1], hello[2], hello[3],
+                why != null ? why : "its connection ended without a goodbye");
         String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
         lost(message.trim().split(" "));
         broadcast(message);
     }
 
     /**
-     * Rank 0: a new connection's challenge and response (with a secret) and hello, before {@code deadline}; its
-     * claims are checked and, when they hold, the rank is welcomed.
+     * Rank 0: a new connection's hello, after its challenge and response (with a secret); its claims are checked and,
+     * when they hold, the rank is welcomed.
      *
      * @return its hello's fields
      * @throws Refused when it is refused, with why
-     * @throws IOException when the connection ends, or the deadline passes
      */
-    private String[] greet(Socket s, LineReader in, long deadline) throws IOException {
-        if (secret != null) {
-            String serverNonce = JobSecret.nonce();
-            write(s, "CHALLENGE " + serverNonce + "\n");
-            String auth = early(in, deadline);
-            String[] a = auth.split(" ", -1);
-            if (!a[0].equals("AUTH")) {
-                throw new Refused("it did not authenticate (sent '" + printable(auth, 60) + "' where AUTH was due): "
-                        + "every rank needs this job's " + JobSecret.VARIABLE);
-            }
-            if (a.length != 3 || !hex(a[1]) || !hex(a[2])
-                    || !secret.verify(PURPOSE, serverNonce, a[1], "client", a[2])) {
-                throw new Refused("its AUTH proof is wrong (not this job's " + JobSecret.VARIABLE
-                        + ", or an answer to another challenge)");
-            }
-            write(s, "OK " + secret.prove(PURPOSE, serverNonce, a[1], "server") + "\n");
-        }
-        String line = early(in, deadline);
+    private String[] greet(Peer p, String line) throws Refused {
         if (line.startsWith("AUTH ") && secret == null) {
             throw new Refused("it sent AUTH, but rank 0 has no " + JobSecret.VARIABLE + ": give every rank the same "
                     + JobSecret.VARIABLE + ", or none");
@@ -776,17 +1051,8 @@ final class Liveness implements AutoCloseable {
         if (who < 0 || who >= size) {
             throw new Refused("it claims rank " + who + ", outside this job's ranks 0.." + (size - 1));
         }
-        welcome(s, hello, who);
+        welcome(p, hello, who);
         return hello;
-    }
-
-    /** Rank 0: a line before the hello; the end of the connection or the deadline is a refusal. */
-    private String early(LineReader in, long deadline) throws IOException {
-        String line = in.readLine(MAX_EARLY_LINE, deadline);
-        if (line == null) {
-            throw new Refused("it closed the connection before its hello", in.silent());
-        }
-        return line;
     }
 
     private static boolean hex(String s) {
@@ -891,84 +1157,198 @@ final class Liveness implements AutoCloseable {
 
     /** Rank 0: a line to one rank's connection, or to every connection with rank -1. */
     private void sendToRank(int r, String line) {
+        if (Thread.currentThread() == serverThread) {
+            endRound();   // what was broadcast before goes first
+        }
+        fanOutJoins(true);
         if (r < 0) {
-            for (Socket p : online.values()) {
-                try {
-                    write(p, line);
-                } catch (IOException e) {
-                    // its reader reports it
-                }
+            byte[] bytes = line.getBytes(StandardCharsets.UTF_8);
+            for (Peer p : online.values()) {
+                send(p, ByteBuffer.wrap(bytes));
             }
             return;
         }
-        Socket p = online.get(r);
-        if (p == null) {
-            for (Socket q : peers) {   // a closing rank is no longer online: find it among the connections
-                Integer k = rankOfSocket.get(q);
-                if (k != null && k == r) {
-                    p = q;
-                }
-            }
+        Peer p = online.get(r);
+        if (p == null) {   // a closing rank is no longer online, but still connected
+            p = connectedAs.get(r);
         }
         if (p != null) {
-            try {
-                write(p, line);
-            } catch (IOException e) {
-                // its reader reports it
-            }
+            send(p, line);
         }
     }
 
     /**
      * Rank 0: checks a hello's claim (a rank connected already, or one that joined from another address, is refused);
-     * then a newcomer gets the roster so far and everyone gets the newcomer.
+     * then a newcomer gets the roster so far (every JOINED line, its own included) and everyone gets the newcomer: at
+     * once when ranks arrive one by one (or at most {@value #JOIN_BATCH_PEERS} are connected), gathered for
+     * {@value #JOIN_BATCH_MILLIS} ms when more arrive in a burst.
      */
-    private void welcome(Socket s, String[] hello, int who) throws Refused {
-        InetAddress from = s.getInetAddress();
-        StringBuilder earlier = new StringBuilder();
+    private void welcome(Peer p, String[] hello, int who) throws Refused {
         synchronized (roster) {
-            for (Map.Entry<Socket, Integer> e : rankOfSocket.entrySet()) {
-                if (e.getValue() == who) {
-                    throw new Refused("it claims rank " + who + ", which is connected already (from "
-                            + remote(e.getKey()) + ")");
-                }
+            Peer already = connectedAs.get(who);
+            if (already != null) {
+                throw new Refused("it claims rank " + who + ", which is connected already (from " + already.remote
+                        + ")");
             }
             InetAddress before = joinedFrom.get(who);
-            if (before != null && !before.equals(from)) {
+            if (before != null && !before.equals(p.address)) {
                 throw new Refused("it claims rank " + who + ", which joined from " + before.getHostAddress());
             }
-            joinedFrom.put(who, from);
-            rankOfSocket.put(s, who);
+            joinedFrom.put(who, p.address);
+            rankOfPeer.put(p, who);
+            connectedAs.put(who, p);
             joined(hello);
-            for (Lost m : roster.values()) {
-                earlier.append("JOINED ").append(m.rank()).append(' ').append(m.host()).append(' ').append(m.pid())
-                        .append('\n');
+            byte[] line = ("JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n")
+                    .getBytes(StandardCharsets.UTF_8);
+            synchronized (joinLock) {
+                if (joinedLength + line.length > joinedLog.length) {
+                    joinedLog = java.util.Arrays.copyOf(joinedLog, Math.max(2 * joinedLog.length,
+                            joinedLength + line.length));
+                }
+                System.arraycopy(line, 0, joinedLog, joinedLength, line.length);
+                joinedLength += line.length;
+                send(p, ByteBuffer.wrap(joinedLog, 0, joinedLength));
+                p.joinedSent = joinedLength;
+                peers.add(p);
+                online.put(who, p);
             }
-            try {
-                write(s, earlier.toString());
-            } catch (IOException e) {
-                // its reader sees the end
+        }
+        fanOutJoins(false);
+    }
+
+    /**
+     * Rank 0: sends every connection the JOINED lines it has not had, in one write: when {@code now}, with at most
+     * {@value #JOIN_BATCH_PEERS} ranks connected, when the last such fan-out was {@value #JOIN_BATCH_MILLIS} ms ago or
+     * more, or when every rank has arrived; else the selector thread does it when that time comes.
+     */
+    private void fanOutJoins(boolean now) {
+        synchronized (joinLock) {
+            if (joinedFannedOut == joinedLength) {
+                return;
             }
-            String line = "JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
-            for (Socket p : peers) {
-                try {
-                    write(p, line);
-                } catch (IOException e) {
-                    // that one is going; its own reader reports it
+            long t = System.nanoTime();
+            if (!now && peers.size() > JOIN_BATCH_PEERS && t - lastJoinFanOut < JOIN_BATCH_MILLIS * 1_000_000L
+                    && roster.size() < size) {
+                return;
+            }
+            lastJoinFanOut = t;
+            joinedFannedOut = joinedLength;
+            for (Peer p : peers) {
+                if (p.joinedSent < joinedLength) {
+                    send(p, ByteBuffer.wrap(joinedLog, p.joinedSent, joinedLength - p.joinedSent));
+                    p.joinedSent = joinedLength;
                 }
             }
-            peers.add(s);
-            online.put(who, s);
         }
     }
 
+    /**
+     * Rank 0: a line to every connection that said hello. On the selector thread, the lines of one round of the
+     * selector (the losses of many ranks gone at once, say) are gathered and fanned out together at its end
+     * ({@link #endRound}): one write per rank.
+     */
     private void broadcast(String message) {
-        for (Socket p : peers) {
-            try {
-                write(p, message);
-            } catch (IOException e) {
-                // that one is going too; its own reader reports it
+        byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+        if (Thread.currentThread() == serverThread) {
+            roundLines.writeBytes(bytes);
+            return;
+        }
+        fanOut(bytes);
+    }
+
+    /** Rank 0: {@code bytes} to every connection that said hello, after the JOINED lines they have not had. */
+    private void fanOut(byte[] bytes) {
+        fanOutJoins(true);
+        for (Peer p : peers) {
+            send(p, ByteBuffer.wrap(bytes));
+        }
+    }
+
+    /** Rank 0's selector thread: fans out the lines broadcast during this round. */
+    private void endRound() {
+        if (roundLines.size() > 0) {
+            byte[] bytes = roundLines.toByteArray();
+            roundLines.reset();
+            fanOut(bytes);
+        }
+    }
+
+    private void send(Peer p, String line) {
+        send(p, ByteBuffer.wrap(line.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * Rank 0: queues {@code data} for a connection (its own view: the bytes may be shared) and writes what it can at
+     * once, without blocking; the selector thread writes the rest when the connection can take it. A connection whose
+     * outbox grows past {@value #MAX_OUTBOX} bytes is ended by the selector thread as lost: it stopped reading.
+     */
+    private void send(Peer p, ByteBuffer data) {
+        boolean wake = false;
+        synchronized (p) {
+            if (p.ended || p.overflowed) {
+                return;
             }
+            if (p.outbox.isEmpty()) {
+                try {
+                    p.channel.write(data);
+                } catch (IOException e) {
+                    return;   // the selector thread sees the end
+                }
+                if (!data.hasRemaining()) {
+                    return;
+                }
+            }
+            p.outbox.add(data);
+            p.queued += data.remaining();
+            if (p.queued > MAX_OUTBOX) {
+                p.overflowed = true;
+                p.outbox.clear();
+                overflowed.add(p);
+                wake = true;
+            } else if (!p.writing) {
+                p.writing = true;
+                try {
+                    p.key.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+                } catch (java.nio.channels.CancelledKeyException e) {
+                    return;   // ended
+                }
+                wake = true;
+            }
+        }
+        if (wake && Thread.currentThread() != serverThread) {
+            selector.wakeup();
+        }
+    }
+
+    /** Rank 0's selector thread: writes what a connection's outbox holds, as much as it takes now. */
+    private void flush(Peer p) {
+        boolean broke = false;
+        synchronized (p) {
+            try {
+                while (!p.outbox.isEmpty()) {
+                    ByteBuffer[] batch = new ByteBuffer[Math.min(64, p.outbox.size())];
+                    java.util.Iterator<ByteBuffer> it = p.outbox.iterator();
+                    for (int i = 0; i < batch.length; i++) {
+                        batch[i] = it.next();
+                    }
+                    p.queued -= p.channel.write(batch);
+                    while (!p.outbox.isEmpty() && !p.outbox.peekFirst().hasRemaining()) {
+                        p.outbox.removeFirst();
+                    }
+                    if (batch[batch.length - 1].hasRemaining()) {
+                        break;   // the connection takes no more now
+                    }
+                }
+                if (p.outbox.isEmpty() && p.writing) {
+                    p.writing = false;
+                    p.key.interestOps(SelectionKey.OP_READ);
+                }
+            } catch (IOException e) {
+                broke = true;
+            }
+        }
+        if (broke) {
+            end(p, null, false, null);
         }
     }
 
@@ -1129,12 +1509,8 @@ final class Liveness implements AutoCloseable {
                 }
             }
             if (server != null) {
-                for (Socket p : peers) {
-                    try {
-                        write(p, ping);
-                    } catch (IOException e) {
-                        // the reader sees the end
-                    }
+                for (Peer p : peers) {
+                    send(p, ByteBuffer.wrap(ping));
                 }
             }
         }
@@ -1358,10 +1734,11 @@ final class Liveness implements AutoCloseable {
         }
     }
 
-    private static void daemon(Runnable r, String name) {
+    private static Thread daemon(Runnable r, String name) {
         Thread t = new Thread(r, name);
         t.setDaemon(true);
         t.start();
+        return t;
     }
 
     private static void sleep(long millis) {
@@ -1387,9 +1764,23 @@ final class Liveness implements AutoCloseable {
         closing = true;
         closeQuietly(toServer);
         if (server != null) {
-            closeQuietly(server);
-            for (Socket p : peers) {
-                closeQuietly(p);
+            stopServing();
+        }
+    }
+
+    /**
+     * Rank 0: stops its selector thread, which closes every connection and the listening socket; waits for it (at
+     * most 2 s) unless called on it.
+     */
+    private void stopServing() {
+        closing = true;
+        selector.wakeup();
+        Thread t = serverThread;
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                t.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
     }
@@ -1417,10 +1808,7 @@ final class Liveness implements AutoCloseable {
             if (departed) {   // its departure was told: the end of its connections is no loss
                 broadcast("LEFT 0\n");
             }
-            closeQuietly(server);
-            for (Socket p : peers) {
-                closeQuietly(p);
-            }
+            stopServing();
         }
     }
 

@@ -62,8 +62,10 @@ import org.slf4j.LoggerFactory;
  *     rank out of range, rank 0's rank, a rank already taken or a second HELLO is refused (one WARN line with its
  *     address; rank 0's time-out lists it) and rank 0 keeps waiting (it may be a stranger); a peer with a different
  *     world size ends the rendezvous on every rank with an error naming the values. Each connection has the
- *     handshake timeout to identify itself; up to 16 wait side by side, and further ones are closed at accept (one
- *     WARN line per burst), so that strangers cannot hold up the real ranks. Rank 0 listens on
+ *     handshake timeout to identify itself; up to 16 more than the world's peers wait side by side (none holds a
+ *     thread: rank 0 serves every handshake on its one selector, never waiting for one peer's round trip), and
+ *     further ones are closed at accept (one WARN line per burst), so that strangers cannot hold up the real ranks
+ *     and the ranks of a large job arriving at once are not turned away. Rank 0 listens on
  *     {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at INFO);
  *     {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the format.
  *     A connection that is
@@ -198,7 +200,7 @@ public final class Rendezvous {
         this.runId = runId;
         this.timeout = b.timeout;
         this.handshakeTimeout = b.handshakeTimeout;
-        this.maxPending = b.maxPending;
+        this.maxPending = b.maxPending > 0 ? b.maxPending : MAX_PENDING + Math.max(0, worldSize - 1);
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
     }
@@ -398,16 +400,29 @@ public final class Rendezvous {
                 }
                 long now = System.nanoTime();
                 long wait = remaining;
-                for (Pending p : pending.values()) {
-                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(p.deadline - now) + 1);
+                if (!pending.isEmpty()) {   // the oldest connection's deadline is the nearest
+                    Pending oldest = pending.values().iterator().next();
+                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(oldest.deadline - now) + 1);
                 }
                 selector.select(Math.max(1, wait));
+                // connections whose first frame is complete, broke the format, ended or ran out of time: those the
+                // selector found readable, then those whose deadline passed (oldest first: accept order is deadline
+                // order), so that a round costs what happened in it, not one read per waiting connection
+                java.util.Set<Pending> ready = new java.util.LinkedHashSet<>();
+                for (java.nio.channels.SelectionKey k : selector.selectedKeys()) {
+                    if (k.isValid() && k.attachment() instanceof Pending p && p.poll(System.nanoTime())
+                            && !proven(p)) {
+                        ready.add(p);
+                    }
+                }
                 selector.selectedKeys().clear();
                 acceptAll(server, selector, pending, deadline, refused);
-                // connections whose first frame is complete, broke the format, ended or ran out of time
-                List<Pending> ready = new ArrayList<>();
+                now = System.nanoTime();
                 for (Pending p : pending.values()) {
-                    if (p.poll(System.nanoTime())) {
+                    if (p.deadline - now > 0) {
+                        break;
+                    }
+                    if (!ready.contains(p) && p.poll(now) && !proven(p)) {
                         ready.add(p);
                     }
                 }
@@ -472,8 +487,40 @@ public final class Rendezvous {
         }
     }
 
-    /** The connections that may wait to identify themselves at once; more are closed at accept. */
+    /**
+     * The connections beyond the world's peers that may wait to identify themselves at once; more are closed at
+     * accept.
+     */
     static final int MAX_PENDING = 16;
+
+    /**
+     * With a secret, a connection whose first frame came is checked here, without blocking: when it is the AUTH of a
+     * proof that holds, rank 0's own proof is sent and the connection waits, in the selector, for its HELLO (so that
+     * rank 0 never blocks on one peer's round trip while the others wait). Returns true when it does so; false when
+     * {@link #admit} is to take the connection now (its HELLO came, it failed, or its AUTH is refused there).
+     */
+    private boolean proven(Pending p) {
+        if (secret == null || p.authenticated || p.frame == null) {
+            return false;
+        }
+        try {
+            byte[] ok = proof(p.frame, p.nonce);
+            if (ok == null) {
+                return false;
+            }
+            ByteBuffer b = ByteBuffer.wrap(frameBytes(RendezvousWire.AUTH_OK, ok));
+            p.channel.write(b);
+            if (b.hasRemaining()) {
+                throw new IOException("could not send rank 0's proof at once");
+            }
+        } catch (IOException e) {
+            p.failure = e;
+            return false;
+        }
+        p.authenticated = true;
+        p.awaitNextFrame();
+        return true;
+    }
 
     /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
     private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
@@ -551,6 +598,15 @@ public final class Rendezvous {
             RANDOM.nextBytes(nonce);
         }
 
+        /** The AUTH frame was proven: the connection waits for its HELLO now. */
+        boolean authenticated;
+
+        void awaitNextFrame() {
+            buf.clear();
+            payload = null;
+            frame = null;
+        }
+
         /** @return whether the connection has sent nothing at all */
         boolean silent() {
             return payload == null && buf.position() == 0;
@@ -622,13 +678,15 @@ public final class Rendezvous {
                     throw new SocketTimeoutException();
                 }
                 RendezvousWire.Frame f = p.frame;
-                if (secret != null) {
+                if (secret != null && !p.authenticated) {   // its AUTH failed (proven() took the others)
                     String problem = authenticate(f, nonce, out);
                     if (problem != null) {
                         refuse(s, from, problem, refused, p.accepted);
                         return;
                     }
                     f = RendezvousWire.read(in);
+                } else if (secret != null) {
+                    // f: the frame after rank 0's proof
                 } else if (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR) {
                     refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
                             + JobSecret.VARIABLE + " on every rank, or on none", refused, p.accepted);
@@ -710,6 +768,21 @@ public final class Rendezvous {
                 closeQuietly(s);
             }
         }
+    }
+
+    /** Rank 0's proof for a peer's AUTH frame that proves the job's secret, or null when it does not. */
+    private byte[] proof(RendezvousWire.Frame f, byte[] nonce) {
+        if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
+            return null;
+        }
+        String serverNonce = RendezvousWire.hex(nonce);
+        String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
+        String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
+                RendezvousWire.AUTH_BYTES));
+        if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
+            return null;
+        }
+        return RendezvousWire.unhex(secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server"));
     }
 
     /**
@@ -1338,7 +1411,8 @@ public final class Rendezvous {
         private String runId;
         private Duration timeout = DEFAULT_TIMEOUT;
         private Duration handshakeTimeout = Duration.ofSeconds(10);
-        private int maxPending = MAX_PENDING;
+        /** 0: {@link #MAX_PENDING} more than the world's peers. */
+        private int maxPending;
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
@@ -1545,7 +1619,10 @@ public final class Rendezvous {
             return this;
         }
 
-        /** The connections that may wait to identify themselves at once (tests); 16 otherwise. */
+        /**
+         * The connections that may wait to identify themselves at once (tests); otherwise 16 more than the world's
+         * peers, so that every peer may arrive at once.
+         */
         Builder maxPending(int n) {
             this.maxPending = Math.max(1, n);
             return this;
