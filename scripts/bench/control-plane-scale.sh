@@ -17,8 +17,10 @@
 # directory); OUT_DIR/control-plane-scale.json holds them all, as one array, printed at the end with a table.
 # CORE_CLASSES=DIR runs the classes of DIR/classes and DIR/test-classes instead of the build's (a copy of an earlier
 # build's nccl4j-core/target, to measure before and after a change with the same harness).
-# Variables: WINDOW, OUT_DIR, BUILD, CORE_CLASSES, JAVA_OPTS (default -Xmx6g -Xss512k; split at white space), LIMIT (seconds per
-# N, default 600). The machine needs about 3 N threads and 2 N sockets per JVM: ulimit -n is raised to its hard limit
+# BUNDLE=DIR runs from a bundle of scripts/gpu-bundle.sh instead (its jre/bin/java and lib/*, the core's test jar
+# holding the harness; no build): how it ran on a 16-core GPU machine, which has no JDK.
+# Variables: WINDOW, OUT_DIR, BUILD, CORE_CLASSES, BUNDLE, JAVA_OPTS (default -Xmx6g -Xss512k; split at white space),
+# LIMIT (seconds per N, default 600). The machine needs about 3 N threads and 2 N sockets per JVM: ulimit -n is raised to its hard limit
 # and checked, and the script refuses an N that would not fit (4 N + 256 file descriptors).
 # Exit status: 0 when every N gave its figures, 1 otherwise, 2 for a usage error or a machine that cannot hold N.
 set -uo pipefail
@@ -42,6 +44,7 @@ out=$(cd "$out" && pwd)
 read -r -a opts <<< "${JAVA_OPTS:--Xmx6g -Xss512k}"
 java=java
 [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java=$JAVA_HOME/bin/java
+[ -n "${BUNDLE:-}" ] && java=$BUNDLE/jre/bin/java
 command -v "$java" > /dev/null || die "no java found: set JAVA_HOME or put java on PATH"
 
 ulimit -n "$(ulimit -Hn)" 2> /dev/null || true
@@ -53,7 +56,11 @@ for n in "${sizes[@]}"; do
 done
 
 cp_file=$out/classpath.txt
-if [ "${BUILD:-1}" != 0 ]; then
+if [ -n "${BUNDLE:-}" ]; then
+  [ -x "$BUNDLE/jre/bin/java" ] || die "BUNDLE=$BUNDLE has no jre/bin/java (scripts/gpu-bundle.sh makes one)"
+  BUILD=0
+  echo "$BUNDLE/lib/*" > "$cp_file"
+elif [ "${BUILD:-1}" != 0 ]; then
   (cd "$root" && mvn -B -ntp -q -o -pl nccl4j-core -am test-compile dependency:build-classpath \
       -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=test) || die "the build failed"
 fi
@@ -61,10 +68,14 @@ if [ ! -s "$cp_file" ]; then
   (cd "$root" && mvn -B -ntp -q -o -pl nccl4j-core dependency:build-classpath -Dmdep.outputFile="$cp_file" \
       -Dmdep.includeScope=test) || die "cannot resolve nccl4j-core's class path (build once without BUILD=0)"
 fi
-core=${CORE_CLASSES:-$root/nccl4j-core/target}
-if [ ! -d "$core/classes" ] || [ ! -d "$core/test-classes" ]; then die "no classes and test-classes in $core"; fi
-classpath=$core/test-classes:$core/classes:$root/nccl4j-native/target/classes
-classpath=$classpath:$(cat "$cp_file")
+if [ -n "${BUNDLE:-}" ]; then
+  classpath=$(cat "$cp_file")
+else
+  core=${CORE_CLASSES:-$root/nccl4j-core/target}
+  if [ ! -d "$core/classes" ] || [ ! -d "$core/test-classes" ]; then die "no classes and test-classes in $core"; fi
+  classpath=$core/test-classes:$core/classes:$root/nccl4j-native/target/classes
+  classpath=$classpath:$(cat "$cp_file")
+fi
 
 {
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr)"
