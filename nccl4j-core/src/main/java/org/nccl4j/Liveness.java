@@ -72,12 +72,15 @@ import org.slf4j.LoggerFactory;
  * {@code AUTH <clientNonce> <proof>} (the client's proof, purpose {@value #PURPOSE}); rank 0 checks it and answers
  * {@code OK <proof>} (the server's), which the rank checks before its {@code HELLO}, so that a false rank 0 is refused
  * too. A captured exchange is worth nothing on another connection (rank 0's nonce differs). Without a secret the
- * exchange is skipped, said once per process at INFO; both sides must agree: a rank with a secret facing a rank 0
- * without one (or the reverse) fails at join time naming {@code NCCL4J_JOB_SECRET}, and rank 0 refuses it.</li>
+ * exchange is skipped (rank 0 says {@code OPEN} on accept instead), said once per process at INFO; both sides must
+ * agree: a rank with a secret facing a rank 0 without one (it hears {@code OPEN}), or the reverse, fails at join time
+ * naming {@code NCCL4J_JOB_SECRET}, and rank 0 refuses it. A rank that hears nothing within its hello time (rank 0
+ * busy with thousands of arrivals) connects again, until its join deadline.</li>
  * <li><b>Claims.</b> Rank 0 refuses a hello for a rank outside [0, world size), for a rank connected already, or for a
  * rank that joined from another address; a second {@code HELLO} on one connection; any line before the hello but the
  * handshake's; and any line only rank 0 sends ({@code JOINED}, {@code LOST}, {@code LEFT}, {@code DEPARTED},
- * {@code CAUSED}, {@code AHEAD}, {@code CHECK}, {@code DESCRIBE}, {@code MISMATCH}, {@code CHALLENGE}, {@code OK}) or
+ * {@code CAUSED}, {@code AHEAD}, {@code CHECK}, {@code DESCRIBE}, {@code MISMATCH}, {@code CHALLENGE}, {@code OK},
+ * {@code OPEN}) or
  * it does not know. A refused connection is closed and said with its address
  * ({@code nccl4j liveness: refused the connection from <address>: <why>; the job goes on}), at WARN once per burst
  * of refusals ({@link org.nccl4j.launch.Refusals}: the others at DEBUG, counted in the next WARN line; a flood's
@@ -225,6 +228,8 @@ final class Liveness implements AutoCloseable {
     static final int MAX_RANK_LINE = 4 * 1024;
     /** The longest {@code OPS} line: {@link Agreement#WINDOW} shapes of at most 70 characters each. */
     static final int MAX_OPS_LINE = 128 + Agreement.WINDOW * 72;
+    /** What rank 0 without a secret says on accept, where one with the secret says {@code CHALLENGE}. */
+    static final String OPEN = "OPEN";
     /** The longest line before the hello ({@code CHALLENGE}, {@code AUTH}, {@code OK}, {@code HELLO}). */
     static final int MAX_EARLY_LINE = 512;
     /** How long a new connection has to authenticate and say hello. */
@@ -478,16 +483,19 @@ final class Liveness implements AutoCloseable {
             in = new LineReader(s, MAX_LINE);
             long deadline = System.nanoTime() + helloMillis * 1_000_000L;
             if (secret != null) {
-                // before rank 0's own deadline: a rank 0 without the secret waits for a hello, and its closing the
-                // connection must not be taken for a refusal worth retrying
-                String challenge = quietly(in, System.nanoTime() + helloMillis * 800_000L);
-                if (challenge == null || !challenge.startsWith("CHALLENGE ")) {
-                    String got = challenge == null ? (in.ended() ? "it closed the connection" : "nothing within "
-                            + helloMillis * 4 / 5 + " ms") : "'" + printable(challenge, 60) + "'";
-                    String text = where + " sent no CHALLENGE (" + got + "): rank " + rank + " has "
-                            + JobSecret.VARIABLE + " but rank 0 seems to run without it (or refused this connection); "
-                            + "give every rank the same " + JobSecret.VARIABLE + ", or none";
-                    throw in.ended() ? new IOException(text) : new Refused(text);
+                // a rank 0 without the secret says OPEN at once: that is the refusal; silence is a rank 0 too busy
+                // to answer yet (thousands of ranks arriving together), and the connection is tried again
+                String challenge = quietly(in, deadline);
+                if (challenge == null) {
+                    throw new IOException(where + " sent no CHALLENGE (" + (in.ended() ? "it closed the connection"
+                            : "nothing within " + helloMillis + " ms") + "); rank " + rank + " tries again");
+                }
+                if (!challenge.startsWith("CHALLENGE ")) {
+                    String got = challenge.equals(OPEN) ? "it runs without a secret"
+                            : "'" + printable(challenge, 60) + "'";
+                    throw new Refused(where + " sent no CHALLENGE (" + got + "): rank " + rank + " has "
+                            + JobSecret.VARIABLE + " but rank 0 runs without it; give every rank the same "
+                            + JobSecret.VARIABLE + ", or none");
                 }
                 String serverNonce = challenge.substring("CHALLENGE ".length());
                 String clientNonce = JobSecret.nonce();
@@ -507,6 +515,9 @@ final class Liveness implements AutoCloseable {
             write(s, "HELLO " + rank + " " + org.nccl4j.trace.TraceDump.localHost().replace(' ', '_') + " "
                     + ProcessHandle.current().pid() + "\n");
             first = quietly(in, deadline);
+            if (OPEN.equals(first)) {   // rank 0 without a secret, as this rank: its welcome follows
+                first = quietly(in, deadline);
+            }
             if (first != null && first.startsWith("CHALLENGE ")) {
                 throw new Refused(where + " asks for the job's secret, but rank " + rank + " has no "
                         + JobSecret.VARIABLE + ": give every rank the same " + JobSecret.VARIABLE + " (or "
@@ -826,6 +837,7 @@ final class Liveness implements AutoCloseable {
                     p.serverNonce = JobSecret.nonce();
                     send(p, "CHALLENGE " + p.serverNonce + "\n");
                 } else {
+                    send(p, OPEN + "\n");   // no secret here: a rank with one knows at once, and never waits
                     p.stage = 1;
                 }
             } catch (IOException | RuntimeException e) {
