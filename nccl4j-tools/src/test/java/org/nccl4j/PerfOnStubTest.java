@@ -173,6 +173,21 @@ class PerfOnStubTest {
     }
 
     @Test
+    void theJitWarmupCallsTheTimedLoopBeforeTheSizesAndSaysSo() {
+        StubNccl stub = StubNccl.fresh();
+        String base = run(0, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "5", "-c", "0", "-w", "0",
+                "--jit_quiet_ms", "0", "--jit_warmup", "0");
+        long without = stub.calls("ncclAllReduce").size();
+        assertTrue(!base.contains("# JIT warm-up"), base);
+        StubNccl warm = StubNccl.fresh();
+        String out = run(0, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "5", "-c", "0", "-w", "0",
+                "--jit_quiet_ms", "0", "--jit_warmup", "300");
+        assertEquals(without + 300, warm.calls("ncclAllReduce").size(), "300 more operations, one per call");
+        assertTrue(out.contains("# JIT warm-up: 300 calls of the timed loop at the smallest size before each sweep "
+                + "(--jit_warmup)"), out);
+    }
+
+    @Test
     void theLoadedNcclRefusesWhatItCannotHonour() {
         PerfArgs a = PerfArgs.parse("all_reduce_perf", "-R", "2");
         String m = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,

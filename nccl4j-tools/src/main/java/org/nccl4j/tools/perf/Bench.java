@@ -472,8 +472,50 @@ final class Bench implements AutoCloseable {
         return c;
     }
 
+    /**
+     * The eager timed loop: {@code iters} iterations, an event after each into {@code marks} when given, a wait after
+     * each with -z. A method of its own so that {@link #jitWarmup} can have the JIT compile it whole before any size
+     * is timed: inside {@link #measure} the loop was compiled on the fly (C1, then C2 at about the 8 KiB size of an
+     * 8 B..64 KiB sweep), and on a rank pinned to one core the compilations took their time from the timed loop.
+     */
+    private void eagerLoop(Operation o, Operation.Counts c, DataType t, ReduceOp redop, int root, int iters,
+            Event[] marks) {
+        for (int i = 0; i < iters; i++) {
+            iteration(o, c, t, redop, root);
+            if (marks != null) {
+                marks[i].record(streams[0]);
+            }
+            if (args.blocking != 0) {
+                syncAll();
+                if (args.blocking == 1) {
+                    barrier();
+                }
+            }
+        }
+    }
+
+    /**
+     * --jit_warmup: {@link #eagerLoop} called that many times with one iteration at the smallest size, out of place,
+     * on every rank alike (each call issues the operation), so that it is compiled as a whole method before the
+     * sizes; then a wait for the streams. Eager runs only (graph runs time launches, not this loop).
+     */
+    void jitWarmup(Operation o, DataType t, ReduceOp op, int root) {
+        if (args.jitWarmup == 0 || args.graphLaunches > 0) {
+            return;
+        }
+        Operation.Counts c = place(o, t, args.sizes().get(0), false);
+        for (int i = 0; i < args.jitWarmup; i++) {
+            eagerLoop(o, c, t, op, root, 1, null);
+            if (i % 1000 == 999) {
+                syncAll();   // the queue of launches stays short
+            }
+        }
+        syncAll();
+    }
+
     /** nccl-tests' warm-up: {@code -w} iterations at each size from -b doubling to -e, out of place. */
     void warmup(Operation o, DataType t, ReduceOp op, int root) {
+        jitWarmup(o, t, op, root);
         if (args.warmup == 0) {
             return;
         }
@@ -536,18 +578,7 @@ final class Bench implements AutoCloseable {
             }
             long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
             long h0 = System.nanoTime();
-            for (int i = 0; i < args.iters; i++) {
-                iteration(o, c, t, redop, root);
-                if (marks != null) {
-                    marks[i].record(streams[0]);
-                }
-                if (args.blocking != 0) {
-                    syncAll();
-                    if (args.blocking == 1) {
-                        barrier();
-                    }
-                }
-            }
+            eagerLoop(o, c, t, redop, root, args.iters, marks);
             hostNanos = System.nanoTime() - h0;
             if (threads != null && args.blocking == 0) {
                 allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;

@@ -169,6 +169,10 @@ public final class Perf {
                     out.printf(Locale.ROOT, "# JIT quiet waits before the measurements (--jit_quiet_ms %d): %.1f ms"
                             + " in all%n", args.jitQuietMs, bench.jitWaitMs());
                 }
+                if (args.jitWarmup > 0 && args.graphLaunches == 0) {
+                    out.printf(Locale.ROOT, "# JIT warm-up: %d calls of the timed loop at the smallest size before each"
+                            + " sweep (--jit_warmup)%n", args.jitWarmup);
+                }
                 Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {
                     write(args.jsonFile, JsonDocs.write(doc));

@@ -20,7 +20,7 @@ import picocli.CommandLine.Parameters;
  * The command line of nccl4j-perf, which is nccl-tests': the operation first, as the name of nccl-tests' program
  * ({@code nccl4j-perf all_reduce_perf -b 8 -e 1G -f 2}), then nccl-tests' flags with their meanings and defaults,
  * plus {@code --ops} to run several operations in one run, {@code --plot}, {@code --init_repeats},
- * {@code --op_times} and {@code --jit_quiet_ms}.
+ * {@code --op_times}, {@code --jit_quiet_ms} and {@code --jit_warmup}.
  *
  * <p>Each of nccl-tests' flags is either honoured or refused with one line that names it and says why; the table
  * is in docs/performance.md. Refusals that depend on the loaded NCCL ({@code -R}, {@code -x}) are made by
@@ -106,6 +106,14 @@ public final class PerfArgs {
      * for this many milliseconds, at most {@link #MAX_JIT_WAIT_MS}; 0 does not wait (default 20).
      */
     public int jitQuietMs = 20;
+    /**
+     * --jit_warmup: before each sweep's first size, this many calls of the timed loop's own method, one iteration
+     * each, at the smallest size, so that the JIT compiles it whole (C2) before any size is timed; 0: none (default
+     * 10000).
+     */
+    public int jitWarmup = 10_000;
+    /** The most calls --jit_warmup makes. */
+    static final int MAX_JIT_WARMUP = 1_000_000;
     /** The longest one --jit_quiet_ms wait lasts. */
     static final int MAX_JIT_WAIT_MS = 1000;
     /** The most iterations --op_times takes (one CUDA event each). */
@@ -310,6 +318,9 @@ public final class PerfArgs {
         @Option(names = "--jit_quiet_ms", paramLabel = "<ms>", description = "Before each measurement, wait until the "
                 + "JIT compiled nothing for <ms> (at most 1 s; default 20; 0: no wait).")
         String jitQuiet;
+        @Option(names = "--jit_warmup", paramLabel = "<calls>", description = "Before the first size, call the timed "
+                + "loop this many times at the smallest size, so the JIT compiles it first (default 10000; 0: none).")
+        String jitWarmup;
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Print this help and exit.")
         boolean help;
         @Option(names = "--version", versionHelp = true, description = "Print the versions and exit.")
@@ -319,7 +330,7 @@ public final class PerfArgs {
         Map<String, String> given() {
             String[] values = {t, g, b, e, i, f, n, m, w, cycles, p, c, o, d, r, z, y, timeout, graph, cputime,
                 timestamps, json, avg, register, cta, device, deviceCtas, memory, u, perIter, perIterSkip, ops, plot,
-                initRepeats, opTimes, jitQuiet};
+                initRepeats, opTimes, jitQuiet, jitWarmup};
             Map<String, String> out = new LinkedHashMap<>();
             for (int k = 0; k < values.length; k++) {
                 if (values[k] != null) {
@@ -340,7 +351,8 @@ public final class PerfArgs {
         {"-R", "--local_register"}, {"-x", "--cta_policy"}, {"-D", "--device_implementation"},
         {"-V", "--device_cta_count"}, {"-M", "--memory"}, {"-u", "--unalign"}, {"-I", "--per_iter_timing"},
         {"-K", "--per_iter_skip"}, {"--ops", "--ops"}, {"--plot", "--plot"}, {"--init_repeats", "--init_repeats"},
-        {"--op_times", "--op_times"}, {"--jit_quiet_ms", "--jit_quiet_ms"}, {"-h", "--help"}};
+        {"--op_times", "--op_times"}, {"--jit_quiet_ms", "--jit_quiet_ms"}, {"--jit_warmup", "--jit_warmup"},
+        {"-h", "--help"}};
 
     /**
      * The flags of nccl-tests' {@code src/common.cu} (short and long names), every one of which nccl4j-perf takes:
@@ -439,6 +451,7 @@ public final class PerfArgs {
             case "--init_repeats": initRepeats = (int) parseInt(flag, v, 0, 100_000); break;
             case "--op_times": opTimes = (int) parseInt(flag, v, 0, 1); break;
             case "--jit_quiet_ms": jitQuietMs = (int) parseInt(flag, v, 0, MAX_JIT_WAIT_MS); break;
+            case "--jit_warmup": jitWarmup = (int) parseInt(flag, v, 0, MAX_JIT_WARMUP); break;
             default: throw new IllegalStateException(flag);
         }
     }

@@ -214,7 +214,7 @@ class PerfArgsNcclTestsTest {
         assertEquals(64, PerfArgs.NCCL_TESTS_FLAGS.size(), "the 31 flags of nccl-tests' getopt string and -h, short "
                 + "and long");
         for (String ours : new String[] {"--ops", "--plot", "--init_repeats", "--op_times", "--jit_quiet_ms",
-            "--version", "<program>"}) {
+            "--jit_warmup", "--version", "<program>"}) {
             assertTrue(PerfArgs.USAGE.contains(ours), ours);
         }
         assertTrue(PerfArgs.USAGE.contains("all_reduce_perf, all_gather_perf, reduce_scatter_perf"), PerfArgs.USAGE);

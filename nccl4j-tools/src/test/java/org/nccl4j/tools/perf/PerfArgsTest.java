@@ -122,6 +122,9 @@ class PerfArgsTest {
         assertEquals(20, PerfArgs.parse().jitQuietMs);
         assertEquals(0, PerfArgs.parse("--jit_quiet_ms", "0").jitQuietMs);
         assertEquals(1000, PerfArgs.parse("--jit_quiet_ms=1000").jitQuietMs);
+        assertEquals(10_000, PerfArgs.parse().jitWarmup);
+        assertEquals(0, PerfArgs.parse("--jit_warmup", "0").jitWarmup);
+        assertEquals(250, PerfArgs.parse("--jit_warmup=250").jitWarmup);
         assertEquals(1, PerfArgs.parse("--blocking=1").blocking);
     }
 
@@ -229,6 +232,8 @@ class PerfArgsTest {
         assertTrue(m.contains("--jit_quiet_ms: '1001' must be in 0..1000"), m);
         m = refused("--jit_quiet_ms", "-1");
         assertTrue(m.contains("--jit_quiet_ms: '-1' must be in 0..1000"), m);
+        m = refused("--jit_warmup", "1000001");
+        assertTrue(m.contains("--jit_warmup: '1000001' must be in 0..1000000"), m);
         m = refused("--ops", "allgather_v");
         assertTrue(m.contains("--ops: 'allgather_v' is not an operation") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
