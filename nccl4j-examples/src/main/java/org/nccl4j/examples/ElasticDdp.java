@@ -147,7 +147,7 @@ public final class ElasticDdp {
                             + ms(detected - enqueued) + " after the all-reduce was enqueued: " + e.verdict());
                     int[] named = comm.lostRanks(Duration.ofMillis(300));   // the set every survivor agrees on
                     int[] lost = named.length > 0 ? named : killRanks;
-                    System.out.println(who + (named.length > 0 ? "the lost ranks, named by the liveness channel: "
+                    System.out.println(who + (named.length > 0 ? "the lost ranks every survivor agrees on (lostRanks): "
                             + java.util.Arrays.toString(named) : "no rank named; taking --kill-rank " + lostList));
                     Communicator smaller = comm.recover(null, lost);
                     comm.abort();
