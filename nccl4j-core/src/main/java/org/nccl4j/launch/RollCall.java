@@ -44,6 +44,8 @@ public final class RollCall implements AutoCloseable {
     private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final int CONNECT_MILLIS = 500;
     private static final int MAX_ASKING_THREADS = 32;
+    /** The most askers answered at once; a connection over it is closed at accept. */
+    private static final int MAX_ANSWERING = 16;
 
     private final int launchRank;
     private final JobSecret secret;
@@ -58,7 +60,9 @@ public final class RollCall implements AutoCloseable {
 
     /**
      * Answers the roll for this rank on {@code port} (every address of the host) until {@link #close()}, or until
-     * {@code linger} has passed, from a daemon thread that answers one asker at a time.
+     * {@code linger} has passed: a daemon thread accepts, and each asker is answered on a thread of its own, at most
+     * 16 at once (a connection over that is closed at accept), so that strangers that connect and stay silent cannot
+     * keep this rank's answer from its peers.
      *
      * @param launchRank this rank's launch rank (the rank the channel's roster knows it by), 0 or more
      * @param port the port, 1 to 65535: {@code base + launchRank}, as the askers compute it
@@ -102,6 +106,7 @@ public final class RollCall implements AutoCloseable {
     }
 
     private void serve(long untilNanos) {
+        java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(MAX_ANSWERING);
         try {
             while (!closed) {
                 long left = TimeUnit.NANOSECONDS.toMillis(untilNanos - System.nanoTime());
@@ -109,28 +114,57 @@ public final class RollCall implements AutoCloseable {
                     break;
                 }
                 server.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
-                try (Socket c = server.accept()) {
-                    c.setSoTimeout(CONNECT_MILLIS * 2);
-                    String line = readLine(c.getInputStream());
-                    String[] f = line == null ? new String[0] : line.split(" ");
-                    if (f.length != 3 || !f[0].equals("ROLL")) {
-                        continue;   // not an asker of ours: nothing is said to it
-                    }
-                    String proof = secret == null ? "-" : secret.prove(PURPOSE, f[2], Integer.toString(launchRank),
-                            "answer");
-                    write(c.getOutputStream(), "HERE " + launchRank + " " + proof);
+                Socket c;
+                try {
+                    c = server.accept();
                 } catch (SocketTimeoutException e) {
-                    // the linger ends, or an asker was silent
-                } catch (IOException e) {
-                    if (!closed) {
-                        LOG.debug("roll call: rank {} could not answer one asker: {}", launchRank, e.toString());
-                    }
+                    continue;   // the linger ends
                 }
+                if (!slots.tryAcquire()) {   // more silent strangers than askers: they cannot hold the answers back
+                    closeQuietly(c);
+                    continue;
+                }
+                Thread t = new Thread(() -> {
+                    try {
+                        answerOne(c);
+                    } finally {
+                        closeQuietly(c);
+                        slots.release();
+                    }
+                }, "nccl4j-roll-call-answer-" + launchRank);
+                t.setDaemon(true);
+                t.start();
             }
         } catch (IOException e) {
             LOG.debug("roll call: rank {} stops answering: {}", launchRank, e.toString());
         } finally {
             close();
+        }
+    }
+
+    /** One asker: its ROLL line within a second, then this rank's answer; anything else gets no word. */
+    private void answerOne(Socket c) {
+        try {
+            c.setSoTimeout(CONNECT_MILLIS * 2);
+            String line = readLine(c.getInputStream());
+            String[] f = line == null ? new String[0] : line.split(" ");
+            if (f.length != 3 || !f[0].equals("ROLL")) {
+                return;   // not an asker of ours: nothing is said to it
+            }
+            String proof = secret == null ? "-" : secret.prove(PURPOSE, f[2], Integer.toString(launchRank), "answer");
+            write(c.getOutputStream(), "HERE " + launchRank + " " + proof);
+        } catch (IOException e) {
+            if (!closed) {
+                LOG.debug("roll call: rank {} could not answer one asker: {}", launchRank, e.toString());
+            }
+        }
+    }
+
+    private static void closeQuietly(Socket c) {
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closing
         }
     }
 
@@ -210,7 +244,10 @@ public final class RollCall implements AutoCloseable {
             String nonce = JobSecret.nonce();
             write(s.getOutputStream(), "ROLL " + me + " " + nonce);
             String line = readLine(s.getInputStream());
-            String[] f = line == null ? new String[0] : line.split(" ");
+            if (line == null) {
+                return null;   // closed without a word (the answerer was busy, or is ending): again
+            }
+            String[] f = line.split(" ");
             if (f.length == 3 && f[0].equals("HERE") && f[1].equals(Integer.toString(rank))
                     && (secret == null ? f[2].equals("-")
                     : secret.verify(PURPOSE, nonce, Integer.toString(rank), "answer", f[2]))) {

@@ -81,6 +81,25 @@ class RollCallTest {
     }
 
     @Test
+    void silentStrangersCannotHoldTheAnswerBack() throws Exception {
+        int port = freePort();
+        java.util.List<Socket> silent = new java.util.ArrayList<>();
+        try (RollCall r = RollCall.answer(1, port, null, LINGER)) {
+            for (int i = 0; i < 40; i++) {   // connect and say nothing, more of them than the answering slots
+                silent.add(new Socket("127.0.0.1", port));
+            }
+            long t0 = System.nanoTime();
+            assertEquals(Set.of(1), RollCall.ask(0, Map.of(1, local(port)), Duration.ofSeconds(3), null));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms < 2500, "answered within the window despite 40 silent connections: " + ms + " ms");
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
     void badArgumentsAreNamed() throws Exception {
         assertEquals("launchRank must be 0 or more, got -1", assertThrows(IllegalArgumentException.class,
                 () -> RollCall.answer(-1, 30000, null, LINGER)).getMessage());
