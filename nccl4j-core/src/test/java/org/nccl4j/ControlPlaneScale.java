@@ -3,7 +3,6 @@ package org.nccl4j;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -97,11 +96,6 @@ final class ControlPlaneScale {
         System.exit(0);
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     private static Thread start(String name, Runnable r) {
         Thread t = new Thread(null, r, name, 256 * 1024);
@@ -112,7 +106,7 @@ final class ControlPlaneScale {
 
     /** Every rank's exchange; rank 0 listening first, then all released at once. */
     private void rendezvous() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         byte[] made = new byte[Rendezvous.UNIQUE_ID_BYTES];
         new java.util.Random(29).nextBytes(made);
         CountDownLatch listening = new CountDownLatch(1);
@@ -175,7 +169,7 @@ final class ControlPlaneScale {
 
     /** The liveness channel: joins, threads, CPU and heap with heartbeats, losses, departures and dump requests. */
     private void liveness() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness served = Liveness.serve(port, Liveness.DEFAULT_TIMEOUT, n, SECRET, InetAddress.getLoopbackAddress());
         Liveness[] rank = new Liveness[n];
         long t0 = System.nanoTime();

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -52,14 +51,9 @@ class DeparturesTest extends StubFixture {
         return f;
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     static Liveness[] channel(int ranks) throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness[] joined = new Liveness[ranks];
         joined[0] = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
         for (int r = 1; r < ranks; r++) {

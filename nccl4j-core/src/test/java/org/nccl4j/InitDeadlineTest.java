@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -24,11 +23,6 @@ class InitDeadlineTest extends StubFixture {
         stub.result(NcclFunction.ncclCommInitRankConfig, 0);
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     @Test
     void aNonblockingInitStillInProgressAtTheDeadlineIsAbortedAndThrowsNamingWhatWasWaitedFor() {
@@ -66,7 +60,7 @@ class InitDeadlineTest extends StubFixture {
 
     @Test
     void theRosterNamesTheRanksThatNeverArrived() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
         Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
         long deadline = System.nanoTime() + 5_000_000_000L;
@@ -108,7 +102,7 @@ class InitDeadlineTest extends StubFixture {
 
     @Test
     void theArrivalWaitEndsWhenAllHaveComeAndFailsAtTheDeadlineWhenOneNeverDoes() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
         Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
         try {
@@ -122,7 +116,7 @@ class InitDeadlineTest extends StubFixture {
             r1.close();
             r0.close();
         }
-        int nobody = freePort();
+        int nobody = StubFixture.freePort();
         Liveness lone = Liveness.joinLater(null, 1, "127.0.0.1", nobody, System.nanoTime() + 200_000_000L);
         try {
             assertTrue(!lone.awaitArrivals(2, System.nanoTime() + 400_000_000L, true),
@@ -136,7 +130,7 @@ class InitDeadlineTest extends StubFixture {
 
     @Test
     void withoutRankZerosChannelTheMessageSaysSo() throws Exception {
-        int port = freePort();   // nobody serves it
+        int port = StubFixture.freePort();   // nobody serves it
         Liveness r1 = Liveness.joinLater(null, 1, "127.0.0.1", port, System.nanoTime() + 100_000_000L);
         try {
             within(5000, () -> r1.failedToConnect(), "the background join giving up");

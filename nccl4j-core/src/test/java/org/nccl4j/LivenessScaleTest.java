@@ -13,7 +13,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -62,11 +61,6 @@ class LivenessScaleTest {
         }
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     private static long threadsNamed(java.util.function.Predicate<String> which) {
         return Thread.getAllStackTraces().keySet().stream().filter(t -> t.isAlive() && which.test(t.getName()))
@@ -95,7 +89,7 @@ class LivenessScaleTest {
     @Test
     @Timeout(180)
     void threeHundredRanksAreServedByTwoThreadsOfRankZeroAndALostRankIsNamedOnEveryOther() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         java.util.function.Predicate<String> rankZeros = name -> name.equals("nccl4j-liveness-server")
                 || name.equals("nccl4j-liveness-ping") || name.startsWith("nccl4j-liveness-peer");
         long before = threadsNamed(rankZeros);
@@ -145,7 +139,7 @@ class LivenessScaleTest {
     @Timeout(180)   // before rank 0 wrote without blocking, this test hung: rank 0 blocked on the stalled rank
     void aRankThatStopsReadingDoesNotHoldUpTheOthersAndIsTakenForLost() throws Exception {
         int n = 6;
-        int port = freePort();
+        int port = StubFixture.freePort();
         int stalledRank = n - 1;
         Liveness served = Liveness.serve(port, Liveness.DEFAULT_TIMEOUT, n, SECRET, InetAddress.getLoopbackAddress());
         Liveness[] ranks = new Liveness[n - 1];

@@ -90,11 +90,6 @@ class LivenessSecurityTest {
         }
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     private int port;
 
@@ -105,7 +100,7 @@ class LivenessSecurityTest {
 
     /** Rank 0 of {@code size} ranks; {@code everyAtWarn} false: refusals said as in production (bursts). */
     private Liveness serve(int size, JobSecret secret, Duration hello, boolean everyAtWarn) throws Exception {
-        port = freePort();
+        port = StubFixture.freePort();
         Liveness served = Liveness.serve(port, Liveness.DEFAULT_TIMEOUT, size, secret, null);
         if (everyAtWarn) {
             served.refusalQuiet(Duration.ZERO);
@@ -255,7 +250,7 @@ class LivenessSecurityTest {
 
     @Test
     void aRankWithTheSecretThatHearsNothingYetConnectsAgainAndJoins() throws Exception {
-        int p = freePort();
+        int p = StubFixture.freePort();
         ServerSocket busy = new ServerSocket(p);   // a rank 0 too busy to say anything: it accepts, then is silent
         Socket[] held = new Socket[1];
         Thread t = new Thread(() -> {
@@ -668,7 +663,7 @@ class LivenessSecurityTest {
         @Test
         void theChannelServedHereAsksForTheSecret() throws Exception {
             assertTrue(JobSecret.fromEnvironment() != null);
-            int p = freePort();
+            int p = StubFixture.freePort();
             try (Liveness l = Liveness.serve(p); Socket s = new Socket("127.0.0.1", p)) {
                 String first = new BufferedReader(new InputStreamReader(s.getInputStream())).readLine();
                 assertTrue(first.startsWith("CHALLENGE "), first);

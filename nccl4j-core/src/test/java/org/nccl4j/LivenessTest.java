@@ -3,7 +3,6 @@ package org.nccl4j;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -11,11 +10,6 @@ import org.nccl4j.trace.TraceDump;
 
 /** The liveness channel over loopback, and the watchdog failing a communicator whose peer is gone. */
 class LivenessTest extends StubFixture {
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     @Test
     void aRankThatDiesIsNamedToEveryOtherAndOneThatLeavesIsNot() throws Exception {
@@ -101,7 +95,7 @@ class LivenessTest extends StubFixture {
 
     @Test
     void aRankThatGoesSilentIsLostAfterTheHeartbeatTimeoutAndNamedToEveryOther() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Duration t = Duration.ofSeconds(2);
         Liveness r0 = Liveness.join(Liveness.serve(port, t), 0, "127.0.0.1", port);
         Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
@@ -188,7 +182,7 @@ class LivenessTest extends StubFixture {
      * {@code timeout} (null: the default).
      */
     private static Liveness[] channel(int ranks, Duration timeout) throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness[] joined = new Liveness[ranks];
         joined[0] = Liveness.join(timeout == null ? Liveness.serve(port) : Liveness.serve(port, timeout), 0,
                 "127.0.0.1", port);

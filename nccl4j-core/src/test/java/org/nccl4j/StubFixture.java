@@ -81,6 +81,18 @@ public abstract class StubFixture {
     }
 
     /**
+     * A TCP port free at the moment of the call (the kernel's pick), for a test's rank 0.
+     *
+     * @return the port
+     * @throws java.io.IOException when no socket can be opened
+     */
+    public static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /**
      * Polls {@code probe} every 10 ms until it returns non-null, and returns that.
      *
      * @throws AssertionError naming {@code what} when {@code millis} pass first

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
@@ -23,7 +22,7 @@ class SurvivorsTest {
         addrBefore = NcclNative.getenv("MASTER_ADDR");
         portBefore = NcclNative.getenv("MASTER_PORT");
         NcclNative.setenv("MASTER_ADDR", "127.0.0.1", 1);
-        NcclNative.setenv("MASTER_PORT", Integer.toString(freePort() - Survivors.PORT_OFFSET), 1);
+        NcclNative.setenv("MASTER_PORT", Integer.toString(StubFixture.freePort() - Survivors.PORT_OFFSET), 1);
     }
 
     @AfterEach
@@ -106,7 +105,7 @@ class SurvivorsTest {
     }
 
     private static Liveness[] channel(int n) throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Liveness[] joined = new Liveness[n];
         joined[0] = Liveness.join(Liveness.serve(port, Duration.ofSeconds(2)), 0, "127.0.0.1", port);
         for (int r = 1; r < n; r++) {
@@ -115,11 +114,6 @@ class SurvivorsTest {
         return joined;
     }
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 
     private static void put(String name, String value) {
         if (value == null) {

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.StubFixture;
 
 /** The roll call: who answers is there; silence, another rank's answer or a wrong proof is not. */
 class RollCallTest {
@@ -21,7 +22,7 @@ class RollCallTest {
 
     @Test
     void everyRankThatAnswersIsThereAndASilentOneIsNot() throws Exception {
-        int[] ports = {freePort(), freePort(), freePort()};
+        int[] ports = {StubFixture.freePort(), StubFixture.freePort(), StubFixture.freePort()};
         try (RollCall one = RollCall.answer(1, ports[0], null, LINGER);
              RollCall three = RollCall.answer(3, ports[2], null, LINGER)) {
             Map<Integer, InetSocketAddress> ask = new TreeMap<>();
@@ -38,7 +39,7 @@ class RollCallTest {
 
     @Test
     void aRankThatStartsAnsweringWithinTheWindowCounts() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         Thread late = new Thread(() -> {
             try {
                 Thread.sleep(400);
@@ -55,7 +56,7 @@ class RollCallTest {
     @Test
     void anAnswerForAnotherRankOrWithoutTheSecretDoesNotCount() throws Exception {
         JobSecret secret = JobSecret.of("roll-call-test-secret-0123456789");
-        int[] ports = {freePort(), freePort(), freePort()};
+        int[] ports = {StubFixture.freePort(), StubFixture.freePort(), StubFixture.freePort()};
         try (RollCall wrongRank = RollCall.answer(5, ports[0], secret, LINGER);
              RollCall noSecret = RollCall.answer(2, ports[1], null, LINGER);
              RollCall good = RollCall.answer(3, ports[2], secret, LINGER)) {
@@ -68,7 +69,7 @@ class RollCallTest {
 
     @Test
     void aStrangerGetsNoAnswerAndTheRollGoesOn() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         try (RollCall r = RollCall.answer(1, port, null, LINGER)) {
             try (Socket s = new Socket("127.0.0.1", port)) {
                 s.setSoTimeout(2000);
@@ -82,7 +83,7 @@ class RollCallTest {
 
     @Test
     void silentStrangersCannotHoldTheAnswerBack() throws Exception {
-        int port = freePort();
+        int port = StubFixture.freePort();
         java.util.List<Socket> silent = new java.util.ArrayList<>();
         try (RollCall r = RollCall.answer(1, port, null, LINGER)) {
             for (int i = 0; i < 40; i++) {   // connect and say nothing, more of them than the answering slots
@@ -112,7 +113,7 @@ class RollCallTest {
                 () -> RollCall.ask(0, Map.of(), null, null)).getMessage());
         assertEquals("others must not be null", assertThrows(IllegalArgumentException.class,
                 () -> RollCall.ask(0, null, Duration.ofSeconds(1), null)).getMessage());
-        int port = freePort();
+        int port = StubFixture.freePort();
         try (ServerSocket taken = new ServerSocket(port)) {
             IOException e = assertThrows(IOException.class, () -> RollCall.answer(4, port, null, LINGER));
             assertTrue(e.getMessage().startsWith("roll call: rank 4 cannot answer on port " + port + ": "),
@@ -125,9 +126,4 @@ class RollCallTest {
         return new InetSocketAddress("127.0.0.1", port);
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
 }
