@@ -93,9 +93,10 @@ import org.slf4j.LoggerFactory;
  * ({@code NCCL4J_LIVENESS_TIMEOUT} bounds the silence after it); at most {@value #MAX_PENDING} connections more
  * than the world's ranks wait for their hello at once (none holds a thread, so every rank of a large job may arrive
  * at once), further ones are closed at accept, said once per flood at WARN (a flood ends
- * {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close). Rank 0 holds at most
- * {@value #MAX_OUTBOX} bytes for a rank that does not read them: a rank that leaves more waiting is lost
- * ({@code it did not read rank 0's lines}), as one whose heartbeats stop.</li>
+ * {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close). A rank that leaves more than
+ * {@value #MAX_OUTBOX} bytes waiting and takes none of them for the liveness timeout, or more than
+ * {@value #HARD_OUTBOX} however fast it reads, is lost ({@code it did not read rank 0's lines}), as one whose
+ * heartbeats stop; a rank that reads, only slower for a moment, is not.</li>
  * <li><b>Where it listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
  * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.</li>
  * </ul>
@@ -107,8 +108,9 @@ import org.slf4j.LoggerFactory;
  * ({@code nccl4j-liveness-ping}) sends the pings and drives the comparison. A line to a rank never waits for that rank:
  * it goes to the connection's outbox, written at once without blocking as far as the socket takes it, the rest by the
  * selector thread when the socket can take more (a line fanned out to every rank is one array shared by their
- * outboxes); a rank that lets more than {@value #MAX_OUTBOX} bytes wait is lost, so that a stopped process cannot hold
- * up the news of every other rank. When ranks arrive in a burst, their {@code JOINED} lines are gathered for
+ * outboxes); a rank that lets more than {@value #MAX_OUTBOX} bytes wait and reads none of them for the liveness
+ * timeout (or lets {@value #HARD_OUTBOX} wait) is lost, so that a stopped process cannot hold up the news of every
+ * other rank. When ranks arrive in a burst, their {@code JOINED} lines are gathered for
  * {@value #JOIN_BATCH_MILLIS} ms and each rank is sent what it has not had in one write (at once when ranks arrive one
  * by one, with at most {@value #JOIN_BATCH_PEERS} ranks connected, or when the last arrives). The lines, bounds and
  * refusals are those of one thread per rank, which this replaced; the figures before and after, from 64 to 4,096
@@ -244,6 +246,8 @@ final class Liveness implements AutoCloseable {
      * a rank whose outbox grows past it is taken for lost, as one that stopped sending heartbeats.
      */
     static final int MAX_OUTBOX = 1 << 20;
+    /** The most bytes that may wait for a rank, however fast it reads. */
+    static final int HARD_OUTBOX = 16 << 20;
     /** How long rank 0 gathers JOINED lines, while ranks arrive in a burst, before fanning them out. */
     static final long JOIN_BATCH_MILLIS = 50;
     /** Up to this many ranks connected, every JOINED line is fanned out at once. */
@@ -727,8 +731,9 @@ final class Liveness implements AutoCloseable {
                 selector.selectedKeys().clear();
                 Peer o;
                 while ((o = overflowed.poll()) != null) {
-                    end(o, null, false, "it did not read rank 0's lines (over " + MAX_OUTBOX + " bytes waited for it:"
-                            + " the process is stopped or too slow)");
+                    end(o, null, false, "it did not read rank 0's lines (over " + MAX_OUTBOX + " bytes waited for it, "
+                            + "none taken for " + timeoutMillis + " ms, or over " + HARD_OUTBOX + ": the process is "
+                            + "stopped or too slow)");
                 }
                 fanOutJoins(false);
                 now = System.nanoTime();
@@ -746,6 +751,18 @@ final class Liveness implements AutoCloseable {
                 if (sweep) {
                     nextSweep = now + SWEEP_MILLIS * 1_000_000L;
                     for (Peer p : peers) {
+                        boolean stalled;
+                        synchronized (p) {
+                            stalled = !p.overflowed && !p.ended && stalled(p, now);
+                            if (stalled) {
+                                p.overflowed = true;
+                                p.outbox.clear();
+                            }
+                        }
+                        if (stalled) {
+                            overflowed.add(p);
+                            continue;
+                        }
                         if (now - p.lastHeard > timeoutMillis * 1_000_000L) {
                             end(p, null, false, "it sent nothing for " + timeoutMillis + " ms (no heartbeat: the "
                                     + "process is stopped or its host is unreachable)");
@@ -886,6 +903,8 @@ final class Liveness implements AutoCloseable {
         /** What it has not read yet, in order (under this connection's lock). */
         final java.util.ArrayDeque<ByteBuffer> outbox = new java.util.ArrayDeque<>();
         long queued;
+        /** When rank 0 last wrote any of its outbox to it (or found the outbox empty): a rank that reads drains. */
+        long lastDrained = System.nanoTime();
         boolean writing;
         boolean overflowed;
         volatile boolean ended;
@@ -1291,8 +1310,8 @@ final class Liveness implements AutoCloseable {
 
     /**
      * Rank 0: queues {@code data} for a connection (its own view: the bytes may be shared) and writes what it can at
-     * once, without blocking; the selector thread writes the rest when the connection can take it. A connection whose
-     * outbox grows past {@value #MAX_OUTBOX} bytes is ended by the selector thread as lost: it stopped reading.
+     * once, without blocking; the selector thread writes the rest when the connection can take it. A connection that
+     * {@linkplain #stalled stopped reading} is ended by the selector thread as lost.
      */
     private void send(Peer p, ByteBuffer data) {
         boolean wake = false;
@@ -1301,6 +1320,7 @@ final class Liveness implements AutoCloseable {
                 return;
             }
             if (p.outbox.isEmpty()) {
+                p.lastDrained = System.nanoTime();
                 try {
                     p.channel.write(data);
                 } catch (IOException e) {
@@ -1312,7 +1332,7 @@ final class Liveness implements AutoCloseable {
             }
             p.outbox.add(data);
             p.queued += data.remaining();
-            if (p.queued > MAX_OUTBOX) {
+            if (stalled(p, System.nanoTime())) {
                 p.overflowed = true;
                 p.outbox.clear();
                 overflowed.add(p);
@@ -1332,6 +1352,16 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether a connection stopped reading: more than {@value #MAX_OUTBOX} bytes wait for it and it has taken none of
+     * them for the liveness timeout, or more than {@value #HARD_OUTBOX} wait whatever it takes. A rank that reads,
+     * only slower for a moment (a collection, a busy core), is not taken for lost (under this connection's lock).
+     */
+    private boolean stalled(Peer p, long now) {
+        return p.queued > HARD_OUTBOX
+                || p.queued > MAX_OUTBOX && now - p.lastDrained > timeoutMillis * 1_000_000L;
+    }
+
     /** Rank 0's selector thread: writes what a connection's outbox holds, as much as it takes now. */
     private void flush(Peer p) {
         boolean broke = false;
@@ -1343,7 +1373,11 @@ final class Liveness implements AutoCloseable {
                     for (int i = 0; i < batch.length; i++) {
                         batch[i] = it.next();
                     }
-                    p.queued -= p.channel.write(batch);
+                    long wrote = p.channel.write(batch);
+                    p.queued -= wrote;
+                    if (wrote > 0) {
+                        p.lastDrained = System.nanoTime();
+                    }
                     while (!p.outbox.isEmpty() && !p.outbox.peekFirst().hasRemaining()) {
                         p.outbox.removeFirst();
                     }
