@@ -751,16 +751,7 @@ final class Liveness implements AutoCloseable {
                 if (sweep) {
                     nextSweep = now + SWEEP_MILLIS * 1_000_000L;
                     for (Peer p : peers) {
-                        boolean stalled;
-                        synchronized (p) {
-                            stalled = !p.overflowed && !p.ended && stalled(p, now);
-                            if (stalled) {
-                                p.overflowed = true;
-                                p.outbox.clear();
-                            }
-                        }
-                        if (stalled) {
-                            overflowed.add(p);
+                        if (overflowIfStalled(p, now)) {
                             continue;
                         }
                         if (now - p.lastHeard > timeoutMillis * 1_000_000L) {
@@ -1332,10 +1323,7 @@ final class Liveness implements AutoCloseable {
             }
             p.outbox.add(data);
             p.queued += data.remaining();
-            if (stalled(p, System.nanoTime())) {
-                p.overflowed = true;
-                p.outbox.clear();
-                overflowed.add(p);
+            if (overflowIfStalled(p, System.nanoTime())) {
                 wake = true;
             } else if (!p.writing) {
                 p.writing = true;
@@ -1360,6 +1348,22 @@ final class Liveness implements AutoCloseable {
     private boolean stalled(Peer p, long now) {
         return p.queued > HARD_OUTBOX
                 || p.queued > MAX_OUTBOX && now - p.lastDrained > timeoutMillis * 1_000_000L;
+    }
+
+    /**
+     * When the connection {@linkplain #stalled stopped reading}: drops its outbox and hands it to the selector thread
+     * to end, once; returns whether it did.
+     */
+    private boolean overflowIfStalled(Peer p, long now) {
+        synchronized (p) {
+            if (p.overflowed || p.ended || !stalled(p, now)) {
+                return false;
+            }
+            p.overflowed = true;
+            p.outbox.clear();
+        }
+        overflowed.add(p);
+        return true;
     }
 
     /** Rank 0's selector thread: writes what a connection's outbox holds, as much as it takes now. */

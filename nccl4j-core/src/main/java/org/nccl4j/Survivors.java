@@ -43,7 +43,7 @@ final class Survivors {
     /** News from the channel: once rank 0 is gone, this rank answers the roll call. */
     static void heard(Liveness l) {
         if (hubGone(l)) {
-            answer(l);
+            answer(l, basePort(LaunchInfo.rankZeroAddress()));
         }
     }
 
@@ -60,9 +60,9 @@ final class Survivors {
         if (!hubGone(l)) {
             return gone;
         }
-        int base = basePort();
-        RollCall mine = base < 0 ? null : answer(l);
-        if (mine == null) {
+        String[] master = LaunchInfo.rankZeroAddress();
+        int base = basePort(master);
+        if (answer(l, base) == null) {
             LOG.warn("nccl4j: rank 0, the liveness channel's hub, is gone and no roll call can be made (MASTER_PORT "
                     + "is not set, or this rank's roll-call port is taken): ranks lost with it are not known; gone: {}",
                     java.util.Arrays.toString(gone));
@@ -73,7 +73,7 @@ final class Survivors {
             known.add(r);
         }
         Map<Integer, Liveness.Lost> roster = l.roster();
-        String fallback = LaunchInfo.rankZeroAddress()[0];
+        String fallback = master[0];
         String self = TraceDump.localHost().replace(' ', '_');   // as this rank named its host in its hello
         int me = l.launchRankOfSelf();
         Map<Integer, InetSocketAddress> ask = new LinkedHashMap<>();
@@ -134,9 +134,8 @@ final class Survivors {
         return false;
     }
 
-    /** {@code MASTER_PORT + PORT_OFFSET} (or NCCL_COMM_ID's port's), or -1 when there is none. */
-    static int basePort() {
-        String[] master = LaunchInfo.rankZeroAddress();
+    /** {@code MASTER_PORT + PORT_OFFSET} (or NCCL_COMM_ID's port's) of {@code master}, or -1 when there is none. */
+    static int basePort(String[] master) {
         if (master == null || master[1] == null || !master[1].trim().matches("[0-9]{1,5}")) {
             return -1;
         }
@@ -151,14 +150,13 @@ final class Survivors {
         }
     }
 
-    /** This rank's answering side, started once per channel; null when its port cannot be bound. */
-    private static RollCall answer(Liveness l) {
+    /** This rank's answering side on {@code base + its rank}, started once per channel; null when it cannot be. */
+    private static RollCall answer(Liveness l, int base) {
         synchronized (ANSWERING) {
             RollCall r = ANSWERING.get(l);
             if (r != null) {
                 return r;
             }
-            int base = basePort();
             if (base < 0) {
                 return null;
             }

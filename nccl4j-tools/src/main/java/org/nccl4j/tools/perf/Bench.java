@@ -473,17 +473,17 @@ final class Bench implements AutoCloseable {
     }
 
     /**
-     * The eager timed loop: {@code iters} iterations, an event after each into {@code marks} when given, a wait after
+     * The eager timed loop: {@code iters} iterations, an event after each into {@code events} when given, a wait after
      * each with -z. A method of its own so that {@link #jitWarmup} can have the JIT compile it whole before any size
      * is timed: inside {@link #measure} the loop was compiled on the fly (C1, then C2 at about the 8 KiB size of an
      * 8 B..64 KiB sweep), and on a rank pinned to one core the compilations took their time from the timed loop.
      */
     private void eagerLoop(Operation o, Operation.Counts c, DataType t, ReduceOp redop, int root, int iters,
-            Event[] marks) {
+            Event[] events) {
         for (int i = 0; i < iters; i++) {
             iteration(o, c, t, redop, root);
-            if (marks != null) {
-                marks[i].record(streams[0]);
+            if (events != null) {
+                events[i].record(streams[0]);
             }
             if (args.blocking != 0) {
                 syncAll();
