@@ -188,6 +188,38 @@ class PerfOnStubTest {
     }
 
     @Test
+    void eachOperationStartsOneFootprintFurtherAsNcclTestsRotatesTheBuffers() {
+        StubNccl stub = StubNccl.fresh();
+        run(0, "all_reduce_perf", "-b", "1K", "-e", "4K", "-f", "4", "-n", "6", "-c", "0", "-w", "0",
+                "--jit_quiet_ms", "0", "--jit_warmup", "0");
+        long send = Long.decode(firstAddress(stub, "sendbuff"));
+        long recv = Long.decode(firstAddress(stub, "recvbuff"));
+        List<String> calls = stub.calls("ncclAllReduce");
+        // per size and placement: the untimed call at 0, then 6 timed ones (the barriers reduce elsewhere)
+        List<String> ours = calls.stream().filter(l -> l.contains("datatype=7")).toList();
+        assertEquals(2 * 2 * 7, ours.size(), calls.toString());
+        long[] oneK = {0, 0, 1024, 2048, 3072, 0, 1024}; // -e 4K holds four 1 KiB footprints
+        for (int i = 0; i < 7; i++) {
+            String out = ours.get(i);
+            String in = ours.get(7 + i);
+            assertTrue(out.contains(String.format("sendbuff=0x%x recvbuff=0x%x count=256 ", send + oneK[i],
+                    recv + oneK[i])), i + ": " + out);
+            assertTrue(in.contains(String.format("sendbuff=0x%x recvbuff=0x%x count=256 ", recv + oneK[i],
+                    recv + oneK[i])), i + ": " + in);
+        }
+        // 4 KiB fills -e: every operation at the start
+        assertTrue(ours.subList(14, 28).stream().allMatch(l -> l.contains(String.format(
+                "sendbuff=0x%x recvbuff=0x%x count=1024 ", send, recv)) || l.contains(String.format(
+                "sendbuff=0x%x recvbuff=0x%x count=1024 ", recv, recv))), ours.subList(14, 28).toString());
+    }
+
+    private static String firstAddress(StubNccl stub, String key) {
+        String line = stub.calls("ncclAllReduce").stream().filter(l -> l.contains("datatype=7")).findFirst()
+                .orElseThrow();
+        return line.replaceAll(".*" + key + "=(0x[0-9a-f]+).*", "$1");
+    }
+
+    @Test
     void theLoadedNcclRefusesWhatItCannotHonour() {
         PerfArgs a = PerfArgs.parse("all_reduce_perf", "-R", "2");
         String m = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,

@@ -42,7 +42,9 @@ import org.nccl4j.launch.Rendezvous;
  * <p>Buffers, as nccl-tests makes them: from {@code ncclMemAlloc} where NCCL has it (2.19+), else {@code cudaMalloc};
  * {@code -u} pads them and starts the operations that many elements in; {@code -R 1} registers the send and
  * receive buffers with {@link Communicator#register}, {@code -R 2} as symmetric windows
- * ({@link Communicator#registerWindow}).
+ * ({@link Communicator#registerWindow}). Operation i of a measurement or of the warm-up starts
+ * {@code i mod (-e / footprint)} footprints into both buffers (the footprint: the larger of the bytes it sends and
+ * receives), as nccl-tests rotates them; the untimed operation and the check start at the buffers' start.
  * {@code -y 1} issues on the legacy default stream.
  */
 final class Bench implements AutoCloseable {
@@ -68,6 +70,12 @@ final class Bench implements AutoCloseable {
     private final int[] rank;
     private final long[] sendAddr;
     private final long[] recvAddr;
+    /**
+     * nccl-tests' rotation of the buffers: operation i of a measurement starts {@code (i % shiftSteps) * shiftBytes}
+     * into both buffers, one operation's footprint further each time, as many as fit in -e (set by {@link #place}).
+     */
+    private long shiftBytes;
+    private long shiftSteps = 1;
     private final CudaGraph[] graphs;
     /** --op_times: an event per eager iteration on this process's first GPU, else null. */
     private final Event[] marks;
@@ -354,53 +362,63 @@ final class Bench implements AutoCloseable {
 
     // ------------------------------------------------------------------ issuing
 
-    private void issue(int k, Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+    /** Operation {@code index} of a measurement on local GPU k, at that index's place in the rotation. */
+    private void issue(int k, Operation o, Operation.Counts c, DataType t, ReduceOp op, int root, long index) {
         Communicator comm = comms.get(k);
         Stream s = streams[k];
         long n = c.param();
+        long shift = index % shiftSteps * shiftBytes;
+        long sa = sendAddr[k] + shift;
+        long ra = recvAddr[k] + shift;
         switch (o) {
-            case ALL_REDUCE: comm.allReduce(sendAddr[k], recvAddr[k], n, t, op, s); break;
-            case ALL_GATHER: comm.allGather(sendAddr[k], recvAddr[k], n, t, s); break;
-            case REDUCE_SCATTER: comm.reduceScatter(sendAddr[k], recvAddr[k], n, t, op, s); break;
-            case BROADCAST: comm.broadcast(sendAddr[k], recvAddr[k], n, t, root, s); break;
-            case REDUCE: comm.reduce(sendAddr[k], recvAddr[k], n, t, op, root, s); break;
-            case ALLTOALL: comm.alltoAll(sendAddr[k], recvAddr[k], n, t, s); break;
-            case GATHER: comm.gather(sendAddr[k], recvAddr[k], n, t, root, s); break;
-            case SCATTER: comm.scatter(sendAddr[k], recvAddr[k], n, t, root, s); break;
+            case ALL_REDUCE: comm.allReduce(sa, ra, n, t, op, s); break;
+            case ALL_GATHER: comm.allGather(sa, ra, n, t, s); break;
+            case REDUCE_SCATTER: comm.reduceScatter(sa, ra, n, t, op, s); break;
+            case BROADCAST: comm.broadcast(sa, ra, n, t, root, s); break;
+            case REDUCE: comm.reduce(sa, ra, n, t, op, root, s); break;
+            case ALLTOALL: comm.alltoAll(sa, ra, n, t, s); break;
+            case GATHER: comm.gather(sa, ra, n, t, root, s); break;
+            case SCATTER: comm.scatter(sa, ra, n, t, root, s); break;
             case SENDRECV:
-                comm.send(sendAddr[k], n, t, (rank[k] + 1) % nranks, s);
-                comm.recv(recvAddr[k], n, t, (rank[k] - 1 + nranks) % nranks, s);
+                comm.send(sa, n, t, (rank[k] + 1) % nranks, s);
+                comm.recv(ra, n, t, (rank[k] - 1 + nranks) % nranks, s);
                 break;
             default: throw new IllegalArgumentException(String.valueOf(o));
         }
     }
 
-    /** One iteration: the operation on every local rank, in a group when there are several (or for sendrecv). */
-    private void issueAll(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+    /**
+     * Operation {@code index} on every local rank, in a group when there are several (or for sendrecv); index 0 is
+     * at the start of the buffers (the untimed call, the check).
+     */
+    private void issueAll(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root, long index) {
         if (local == 1 && o != Operation.SENDRECV) {
-            issue(0, o, c, t, op, root);
+            issue(0, o, c, t, op, root, index);
             return;
         }
         Nccl.groupStart(); // the allocation-free form of Nccl.group(), for the timed loop
         try {
             for (int k = 0; k < local; k++) {
-                issue(k, o, c, t, op, root);
+                issue(k, o, c, t, op, root, index);
             }
         } finally {
             Nccl.groupEnd();
         }
     }
 
-    /** One timed iteration: -m operations, in one NCCL group when more than one (nccl-tests' aggregation). */
-    private void iteration(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+    /**
+     * Timed iteration i: -m operations, in one NCCL group when more than one (nccl-tests' aggregation), operations
+     * i x m to i x m + m - 1 of the rotation.
+     */
+    private void iteration(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root, int i) {
         if (args.aggIters == 1) {
-            issueAll(o, c, t, op, root);
+            issueAll(o, c, t, op, root, i);
             return;
         }
         Nccl.groupStart();
         try {
             for (int m = 0; m < args.aggIters; m++) {
-                issueAll(o, c, t, op, root);
+                issueAll(o, c, t, op, root, (long) i * args.aggIters + m);
             }
         } finally {
             Nccl.groupEnd();
@@ -469,6 +487,8 @@ final class Bench implements AutoCloseable {
                 recvAddr[k] = recv[k].address() + shift;
             }
         }
+        shiftBytes = Math.max(c.send(), c.recv()) * ws; // nccl-tests: max(sendBytes, expectedBytes)
+        shiftSteps = shiftBytes > 0 ? Math.max(1, args.maxBytes / shiftBytes) : 1;
         return c;
     }
 
@@ -481,7 +501,7 @@ final class Bench implements AutoCloseable {
     private void eagerLoop(Operation o, Operation.Counts c, DataType t, ReduceOp redop, int root, int iters,
             Event[] events) {
         for (int i = 0; i < iters; i++) {
-            iteration(o, c, t, redop, root);
+            iteration(o, c, t, redop, root, i);
             if (events != null) {
                 events[i].record(streams[0]);
             }
@@ -522,7 +542,7 @@ final class Bench implements AutoCloseable {
         for (long size : args.warmupSizes()) {
             Operation.Counts c = place(o, t, size, false);
             for (int i = 0; i < args.warmup; i++) {
-                issueAll(o, c, t, op, root);
+                issueAll(o, c, t, op, root, i);
             }
         }
         syncAll();
@@ -539,7 +559,7 @@ final class Bench implements AutoCloseable {
         long hostNanos;
         Operation.Counts c = place(o, t, size, inPlace);
         int shownRoot = o.rooted() ? root : -1;
-        issueAll(o, c, t, redop, root);
+        issueAll(o, c, t, redop, root, 0);
         syncAll();
         jitQuiet();
         barrier();
@@ -551,7 +571,7 @@ final class Bench implements AutoCloseable {
                     streams[begun].beginCapture();
                 }
                 for (int i = 0; i < args.iters; i++) {
-                    iteration(o, c, t, redop, root);
+                    iteration(o, c, t, redop, root, i);
                 }
             } finally {
                 for (int k = 0; k < begun; k++) {
@@ -668,7 +688,7 @@ final class Bench implements AutoCloseable {
                 b.slice(off + s * ws, (long) n * ws).copyFrom(host); // returns once the data has landed
             }
         }
-        issueAll(o, c, t, redop, root);
+        issueAll(o, c, t, redop, root, 0);
         syncAll();
         long wrong = 0;
         for (int k = 0; k < local; k++) {
