@@ -183,8 +183,11 @@ class PerfOnStubTest {
         String out = run(0, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "5", "-c", "0", "-w", "0",
                 "--jit_quiet_ms", "0", "--jit_warmup", "300");
         assertEquals(without + 300, warm.calls("ncclAllReduce").size(), "300 more operations, one per call");
-        assertTrue(out.contains("# JIT warm-up: 300 calls of the timed loop at the smallest size before each sweep "
-                + "(--jit_warmup)"), out);
+        // of 16 bytes (one rank): the timed loop's code without the traffic of the sweep's first size
+        assertEquals(300, warm.calls("ncclAllReduce").stream().filter(l -> l.contains(" count=4 datatype=7")).count());
+        assertEquals(0, stub.calls("ncclAllReduce").stream().filter(l -> l.contains(" count=4 datatype=7")).count());
+        assertTrue(out.contains("# JIT warm-up: 300 calls of the timed loop (16 B a rank at most) before each "
+                + "sweep (--jit_warmup)"), out);
     }
 
     @Test

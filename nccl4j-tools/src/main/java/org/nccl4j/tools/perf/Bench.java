@@ -515,15 +515,17 @@ final class Bench implements AutoCloseable {
     }
 
     /**
-     * --jit_warmup: {@link #eagerLoop} called that many times with one iteration at the smallest size, out of place,
-     * on every rank alike (each call issues the operation), so that it is compiled as a whole method before the
-     * sizes; then a wait for the streams. Eager runs only (graph runs time launches, not this loop).
+     * --jit_warmup: {@link #eagerLoop} called that many times with one iteration of at most 16 bytes a rank (the
+     * smallest size when smaller), out of place, on every rank alike (each call issues the operation), so that it is
+     * compiled as a whole method before the sizes; then a wait for the streams. The code is the same at every size,
+     * and a sweep of large sizes is not preceded by seconds of full-bandwidth traffic that nccl-tests does not send.
+     * Eager runs only (graph runs time launches, not this loop).
      */
     void jitWarmup(Operation o, DataType t, ReduceOp op, int root) {
         if (args.jitWarmup == 0 || args.graphLaunches > 0) {
             return;
         }
-        Operation.Counts c = place(o, t, args.sizes().get(0), false);
+        Operation.Counts c = place(o, t, Math.min(args.sizes().get(0), 16L * nranks), false);
         for (int i = 0; i < args.jitWarmup; i++) {
             eagerLoop(o, c, t, op, root, 1, null);
             if (i % 1000 == 999) {

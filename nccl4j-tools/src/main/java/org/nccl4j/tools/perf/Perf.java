@@ -170,8 +170,8 @@ public final class Perf {
                             + " in all%n", args.jitQuietMs, bench.jitWaitMs());
                 }
                 if (args.jitWarmup > 0 && args.graphLaunches == 0) {
-                    out.printf(Locale.ROOT, "# JIT warm-up: %d calls of the timed loop at the smallest size before each"
-                            + " sweep (--jit_warmup)%n", args.jitWarmup);
+                    out.printf(Locale.ROOT, "# JIT warm-up: %d calls of the timed loop (16 B a rank at most) before"
+                            + " each sweep (--jit_warmup)%n", args.jitWarmup);
                 }
                 Map<String, Object> doc = document(args, bench, lib, all, avgBusbw);
                 if (args.jsonFile != null) {

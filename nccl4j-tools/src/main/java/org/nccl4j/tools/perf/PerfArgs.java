@@ -108,8 +108,8 @@ public final class PerfArgs {
     public int jitQuietMs = 20;
     /**
      * --jit_warmup: before each sweep's first size, this many calls of the timed loop's own method, one iteration
-     * each, at the smallest size, so that the JIT compiles it whole (C2) before any size is timed; 0: none (default
-     * 10000).
+     * each, of 16 bytes a rank (the smallest size when smaller), so that the JIT compiles it whole (C2) before any
+     * size is timed; 0: none (default 10000).
      */
     public int jitWarmup = 10_000;
     /** The most calls --jit_warmup makes. */
@@ -319,7 +319,7 @@ public final class PerfArgs {
                 + "JIT compiled nothing for <ms> (at most 1 s; default 20; 0: no wait).")
         String jitQuiet;
         @Option(names = "--jit_warmup", paramLabel = "<calls>", description = "Before the first size, call the timed "
-                + "loop this many times at the smallest size, so the JIT compiles it first (default 10000; 0: none).")
+                + "loop this many times at 16 B a rank, so the JIT compiles it first (default 10000; 0: none).")
         String jitWarmup;
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Print this help and exit.")
         boolean help;
