@@ -184,7 +184,12 @@ class PerfOnStubTest {
                 "--jit_quiet_ms", "0", "--jit_warmup", "300");
         assertEquals(without + 300, warm.calls("ncclAllReduce").size(), "300 more operations, one per call");
         // of 16 bytes (one rank): the timed loop's code without the traffic of the sweep's first size
-        assertEquals(300, warm.calls("ncclAllReduce").stream().filter(l -> l.contains(" count=4 datatype=7")).count());
+        List<String> warmups = warm.calls("ncclAllReduce").stream().filter(l -> l.contains(" count=4 datatype=7"))
+                .toList();
+        assertEquals(300, warmups.size());
+        // out of place and in place in turn, as the sweep issues them
+        assertEquals(150, warmups.stream().filter(l -> l.replaceAll(".*sendbuff=(0x[0-9a-f]+) .*", "$1").equals(
+                l.replaceAll(".*recvbuff=(0x[0-9a-f]+) .*", "$1"))).count(), warmups.subList(0, 4).toString());
         assertEquals(0, stub.calls("ncclAllReduce").stream().filter(l -> l.contains(" count=4 datatype=7")).count());
         assertTrue(out.contains("# JIT warm-up: 300 calls of the timed loop (16 B a rank at most) before each "
                 + "sweep (--jit_warmup)"), out);

@@ -516,18 +516,26 @@ final class Bench implements AutoCloseable {
 
     /**
      * --jit_warmup: {@link #eagerLoop} called that many times with one iteration of at most 16 bytes a rank (the
-     * smallest size when smaller), out of place, on every rank alike (each call issues the operation), so that it is
-     * compiled as a whole method before the sizes; then a wait for the streams. The code is the same at every size,
-     * and a sweep of large sizes is not preceded by seconds of full-bandwidth traffic that nccl-tests does not send.
-     * Eager runs only (graph runs time launches, not this loop).
+     * smallest size when smaller), out of place and in place in turn, with a {@link #barrier} after every 16th, on
+     * every rank alike, so that it and what it calls are compiled as whole methods, with the profile of the sweep,
+     * before any size is timed; then a wait for the streams. The barrier matters: it is an all-reduce through the same
+     * dispatch as the measured operation, and a dispatch compiled having seen only all-gathers was thrown away
+     * (deoptimized) at the first barrier of the sweep and compiled again during the 64-128 MiB sizes, 20-180 us an
+     * operation late on a rank pinned to one core. The code is the same at every size, and a sweep of large sizes is
+     * not preceded by seconds of full-bandwidth traffic that nccl-tests does not send. Eager runs only (graph runs time
+     * launches, not this loop).
      */
     void jitWarmup(Operation o, DataType t, ReduceOp op, int root) {
         if (args.jitWarmup == 0 || args.graphLaunches > 0) {
             return;
         }
-        Operation.Counts c = place(o, t, Math.min(args.sizes().get(0), 16L * nranks), false);
+        long bytes = Math.min(args.sizes().get(0), 16L * nranks);
         for (int i = 0; i < args.jitWarmup; i++) {
+            Operation.Counts c = place(o, t, bytes, (i & 1) == 1);
             eagerLoop(o, c, t, op, root, 1, null);
+            if (i % 16 == 15) {
+                barrier();
+            }
             if (i % 1000 == 999) {
                 syncAll();   // the queue of launches stays short
             }
