@@ -29,9 +29,10 @@ import org.nccl4j.launch.Rendezvous;
  * or another launcher; {@link Communicator#fromEnvironment()}) or {@code -g} of them ({@link Communicator#initAll}
  * and a group around each iteration's calls).
  *
- * <p>One measurement, as nccl-tests takes it: (check only) write the input pattern; one operation and a wait;
- * a barrier; then a CUDA event on each stream, the {@code -n} iterations (or, with {@code -G}, the iterations
- * captured once as a CUDA graph and the graph launched {@code -G} times), a second event; the time is the
+ * <p>One measurement, as nccl-tests takes it (after {@code --jit_quiet_ms}'s wait, so that the GPUs do not idle
+ * between the untimed operation and the timed ones): one operation and a wait; a barrier; then a CUDA event on
+ * each stream, the {@code -n} iterations (or, with {@code -G}, the iterations captured once as a CUDA graph and the
+ * graph launched {@code -G} times), a second event; the time is the
  * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
  * processes as {@code -a} says. With {@code -m M} each iteration is M operations in one NCCL group, and the time is
  * over iterations x M. In eager runs the Java heap bytes this thread allocated while issuing the iterations are
@@ -569,9 +570,9 @@ final class Bench implements AutoCloseable {
         long hostNanos;
         Operation.Counts c = place(o, t, size, inPlace);
         int shownRoot = o.rooted() ? root : -1;
-        issueAll(o, c, t, redop, root, 0);
+        jitQuiet();   // first: the GPUs stay idle while it waits (20 ms or more), and then run the untimed operation
+        issueAll(o, c, t, redop, root, 0);   // and the barrier right before the timed loop, as in nccl-tests
         syncAll();
-        jitQuiet();
         barrier();
 
         if (args.graphLaunches > 0) {
