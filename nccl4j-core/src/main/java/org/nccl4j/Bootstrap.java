@@ -175,13 +175,14 @@ final class Bootstrap {
         String host = master[0];
         String base = master[1];
         String explicit = NcclNative.getenv(Liveness.PORT_VARIABLE);
-        if (explicit != null && explicit.trim().matches("[0-9]{1,5}")) {
+        if (LaunchInfo.portNumber(explicit) >= 0) {
             return new String[] {host.trim(), explicit.trim()};
         }
-        if (base == null || !base.trim().matches("[0-9]{1,5}")) {
+        int b = LaunchInfo.portNumber(base);
+        if (b < 0) {
             return null;
         }
-        int p = Integer.parseInt(base.trim()) + Liveness.PORT_OFFSET;
+        int p = b + Liveness.PORT_OFFSET;
         return p <= 65535 ? new String[] {host.trim(), Integer.toString(p)} : null;
     }
 }

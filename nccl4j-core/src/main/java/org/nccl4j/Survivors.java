@@ -136,10 +136,8 @@ final class Survivors {
 
     /** {@code MASTER_PORT + PORT_OFFSET} (or NCCL_COMM_ID's port's) of {@code master}, or -1 when there is none. */
     static int basePort(String[] master) {
-        if (master == null || master[1] == null || !master[1].trim().matches("[0-9]{1,5}")) {
-            return -1;
-        }
-        return Integer.parseInt(master[1].trim()) + PORT_OFFSET;
+        int port = master == null ? -1 : LaunchInfo.portNumber(master[1]);
+        return port < 0 ? -1 : port + PORT_OFFSET;
     }
 
     /** Stops this rank's answering of the roll call, if it answers (for tests: the port is free again). */

@@ -816,6 +816,24 @@ public final class LaunchInfo {
     }
 
     /**
+     * A port as {@link #rankZeroAddress} or a variable gives it: 1 to 5 digits, spaces around them allowed.
+     *
+     * @param text the port's text, may be null
+     * @return its number (0 to 99999: the caller checks the range it needs), or -1 when it is missing or not 1 to 5
+     *         digits
+     */
+    public static int portNumber(String text) {
+        if (text == null) {
+            return -1;
+        }
+        String t = text.trim();
+        if (t.isEmpty() || t.length() > 5 || !t.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return -1;
+        }
+        return Integer.parseInt(t);
+    }
+
+    /**
      * The rendezvous TCP port, for {@link Rendezvous}: {@code MASTER_PORT}, else {@code PET_MASTER_PORT}.
      *
      * @return the port, 1 to 65535, or empty when neither variable is set

@@ -26,6 +26,17 @@ class LaunchInfoTest {
     }
 
     @Test
+    void portNumberTakesOneToFiveDigitsAndNothingElse() {
+        assertEquals(29500, LaunchInfo.portNumber("29500"));
+        assertEquals(80, LaunchInfo.portNumber(" 80 "));
+        assertEquals(0, LaunchInfo.portNumber("0"));
+        assertEquals(99999, LaunchInfo.portNumber("99999"));   // the range is the caller's
+        for (String bad : new String[] {null, "", "  ", "123456", "-1", "+80", "8o", "80 81", "0x50", "٨٠"}) {
+            assertEquals(-1, LaunchInfo.portNumber(bad), String.valueOf(bad));
+        }
+    }
+
+    @Test
     void noLauncherIsASingleProcess() {
         LaunchInfo l = LaunchInfo.detect(env("PATH", "/usr/bin"));
         assertEquals(Source.SINGLE_PROCESS, l.source());
