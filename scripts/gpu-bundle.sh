@@ -4,6 +4,9 @@
 # presets' JNI jar trimmed to the libraries nccl4j loads), the test classes and the JUnit console launcher.
 #
 #   scripts/gpu-bundle.sh [bundle-dir]      (default: bundle)
+#   BUNDLE_TESTS=0   leave out the test classes and the JUnit console launcher (4 MiB): for benchmark calls whose
+#                    bundle travels with other files (a lent GPU machine takes 64 MiB in all); gpu-test.sh refuses
+#                    such a bundle, naming this variable
 #
 # bundle-dir is deleted first (rm -rf) and made anew. A relative bundle-dir is relative to the repository root (the
 # directory above scripts/), wherever you run the script from: scripts/gpu-bundle.sh bundle makes <root>/bundle. It
@@ -27,6 +30,8 @@ if [ -d "$out" ] && [ -n "$(git -C "$root" ls-files -- "$out" 2>/dev/null | head
   echo "gpu-bundle.sh: will not use $out as the bundle directory: it holds files git tracks ($(git -C "$root" ls-files -- "$out" | head -1), ...), and gpu-bundle.sh deletes it first (rm -rf)" >&2
   exit 2
 fi
+tests=${BUNDLE_TESTS:-1}
+case "$tests" in 0|1) ;; *) echo "gpu-bundle.sh: BUNDLE_TESTS=$tests: use 1 (the default) or 0" >&2; exit 2 ;; esac
 javacpp_platform=linux-x86_64
 # JNI libraries of the CUDA presets that nccl4j and its examples load.
 cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so libjninvml.so"}
@@ -37,8 +42,10 @@ mkdir -p "$out/lib" "$out/deps"
 # Build, and let Maven copy each module's dependencies (test scope: the tests run from the bundle too).
 mvn -q -B -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeGroupIds=org.nccl4j
 for m in nccl4j-*/target/dependency; do cp -f "$m"/*.jar "$out/deps/"; done
-mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$console_version \
-    -DoutputDirectory="$out/lib"
+if [ "$tests" = 1 ]; then
+  mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$console_version \
+      -DoutputDirectory="$out/lib"
+fi
 
 for f in "$out"/deps/*.jar; do
   name=$(basename "$f")
@@ -62,7 +69,7 @@ done
 rm -rf "$out/deps"
 for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
   cp $m/target/$m-*-SNAPSHOT.jar "$out/lib/" 2>/dev/null || true
-  cp $m/target/$m-*-tests.jar "$out/lib/" 2>/dev/null || true
+  if [ "$tests" = 1 ]; then cp $m/target/$m-*-tests.jar "$out/lib/" 2>/dev/null || true; fi
 done
 rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$javacpp_platform".jar
 
@@ -78,4 +85,4 @@ cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-tra
 # departures.sh's torch rows (TORCH=1) run the PyTorch counterpart, which it looks for in bench/ beside itself
 mkdir -p "$out/bench"
 cp scripts/bench/torch_departures.py scripts/bench/ports_attack.py "$out/bench/"
-echo "bundle: $out, $(du -sh "$out" | cut -f1)"
+echo "bundle: $out, $(du -sh "$out" | cut -f1)$([ "$tests" = 1 ] || echo ", without the tests (BUNDLE_TESTS=0)")"

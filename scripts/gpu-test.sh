@@ -43,7 +43,7 @@ if [ -z "$bundle" ] || [ ! -x "$java" ]; then
   exit 2
 fi
 console=$(find "$bundle/lib" -maxdepth 1 -name 'junit-platform-console-standalone-*.jar' 2>/dev/null | sort | head -1)
-[ -n "$console" ] || { echo "$tool: $bundle/lib has no junit-platform-console-standalone-*.jar (run scripts/gpu-bundle.sh)" >&2; exit 2; }
+[ -n "$console" ] || { echo "$tool: $bundle/lib has no junit-platform-console-standalone-*.jar (run scripts/gpu-bundle.sh, without BUNDLE_TESTS=0)" >&2; exit 2; }
 gpus=$(nccl4j_gpu_count "$tool") || exit 2
 np=$(nccl4j_ranks "$tool" "$gpus") || exit 2
 share=0

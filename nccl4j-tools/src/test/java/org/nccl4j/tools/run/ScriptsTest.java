@@ -1204,6 +1204,36 @@ class ScriptsTest {
         assertFalse(Files.exists(out.resolve("stale")), "the directory is made anew");
     }
 
+    /** BUNDLE_TESTS=0: no console launcher and no test jars, said in the last line; gpu-test.sh then refuses it. */
+    @Test
+    void gpuBundleWithoutTheTestsForBenchmarkCalls() throws Exception {
+        Path out = base.resolve("lean");
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "BUNDLE_TESTS", "0"),
+                out.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(1, r.of("mvn").size(), "no dependency:copy of the console launcher: " + r.of("mvn"));
+        List<String> files;
+        try (Stream<Path> s = Files.list(out.resolve("lib"))) {
+            files = s.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
+        }
+        assertEquals(List.of("cuda-13.3-9.25-1.5.14-linux-x86_64.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
+                "nccl4j-examples-0.1.0-SNAPSHOT.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar",
+                "nccl4j-tools-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+        assertTrue(r.out().strip().endsWith(", without the tests (BUNDLE_TESTS=0)"), r.out());
+        ScriptSandbox.fake(out.resolve("jre/bin/java"));   // fake jlink's java is an empty file
+        Result t = box.run(out.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), out.toString());
+        assertEquals(2, t.status(), t.toString());
+        assertEquals("gpu-test.sh: " + out + "/lib has no junit-platform-console-standalone-*.jar (run "
+                + "scripts/gpu-bundle.sh, without BUNDLE_TESTS=0)", t.err().strip());
+
+        r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "BUNDLE_TESTS", "no"),
+                out.toString());
+        assertEquals(2, r.status(), r.toString());
+        assertEquals("gpu-bundle.sh: BUNDLE_TESTS=no: use 1 (the default) or 0", r.err().strip());
+        assertEquals(List.of(), r.tools(), "refused before it deletes or builds anything");
+        assertTrue(Files.isDirectory(out.resolve("lib")));
+    }
+
     /** A relative bundle directory is relative to the repository root, not to the working directory. */
     @Test
     void gpuBundleTakesARelativeDirectoryFromTheRepositoryRoot() throws Exception {
