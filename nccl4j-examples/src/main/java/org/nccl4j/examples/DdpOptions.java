@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
  * <pre>
  * DdpTraining [--steps N] [--bucket-cap-mb MB] [--trace FILE] [--seed N] [--no-comm]
  *             [--size N] [--batch N] [--lr X] [--symmetric] [--cta-policy P] [--comm-priority high|normal]
- *             [--overlap-optimizer]
+ *             [--overlap-optimizer] [--split-last K]
  * </pre>
  * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
@@ -56,6 +56,11 @@ final class DdpOptions {
     @Option(names = "--overlap-optimizer", description = "Update each bucket's parameters as soon as its all-reduce "
             + "completes (GradientBuckets.await), while later buckets are still being reduced.")
     boolean overlapOptimizer;
+    @Option(names = "--split-last", paramLabel = "K", description = "Compute the first layer's weight gradient, the "
+            + "last of backward, in K column chunks, each its own bucket: the first chunks' all-reduces (and, with "
+            + "--overlap-optimizer, updates) run while the later chunks are computed (1 to 64, at most --size; "
+            + "default: ${DEFAULT-VALUE}, the whole gradient).")
+    int splitLast = 1;
 
     private DdpOptions() {
     }
@@ -95,9 +100,15 @@ final class DdpOptions {
         if (!o.commPriority.equals("normal") && !o.commPriority.equals("high")) {
             throw bad("--comm-priority", o.commPriority + " (normal or high)");
         }
-        if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high") || o.overlapOptimizer)) {
-            throw new Args.UsageException("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the "
-                    + "communication: leave them out with --no-comm");
+        if (o.splitLast < 1 || o.splitLast > Mlp.MAX_CHUNKS || o.splitLast > o.size) {
+            throw bad("--split-last", o.splitLast + " (1 to " + Math.min(Mlp.MAX_CHUNKS, o.size)
+                    + " chunks: at most " + Mlp.MAX_CHUNKS + " and at most --size, the gradient's columns)");
+        }
+        if (o.noComm && (o.symmetric || o.ctaPolicy != null || o.commPriority.equals("high") || o.overlapOptimizer
+                || o.splitLast > 1)) {
+            throw new Args.UsageException("--symmetric, --cta-policy, --comm-priority, --overlap-optimizer and "
+                    + "--split-last set the communication: leave them out with --no-comm (the compute-only step is "
+                    + "the model's own)");
         }
         return o;
     }
@@ -143,6 +154,6 @@ final class DdpOptions {
                 bucketCapMB, seed, size, batch, lr, noComm ? " no-comm" : "", symmetric ? " symmetric" : "",
                 ctaPolicy == null ? "" : " cta_policy=" + ctaPolicy.name().toLowerCase(Locale.ROOT),
                 commPriority.equals("high") ? " comm_priority=high" : "")
-                + (overlapOptimizer ? " overlap_optimizer" : "");
+                + (overlapOptimizer ? " overlap_optimizer" : "") + (splitLast > 1 ? " split_last=" + splitLast : "");
     }
 }

@@ -38,14 +38,18 @@ import org.nccl4j.launch.LaunchInfo;
  * <pre>
  * mpirun -np 2 --bind-to none -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE \
  *     java -cp "$CP" org.nccl4j.examples.DdpTraining [--steps 30] [--bucket-cap-mb 25] [--trace FILE] [--seed N]
- *     [--symmetric] [--cta-policy default|efficiency|zero] [--comm-priority high]
+ *     [--symmetric] [--cta-policy default|efficiency|zero] [--comm-priority high] [--overlap-optimizer]
+ *     [--split-last K]
  * java -cp "$CP" org.nccl4j.examples.DdpTraining --no-comm
  * </pre>
  * {@code --symmetric} puts the buckets in symmetric windows ({@link GradientBuckets.Builder#symmetric}) and sums
  * them (NCCL's symmetric kernels take sum only), folding 1/ranks into the step size; {@code --cta-policy} sets the
  * communicator's CTA policy ({@link CommConfig.Builder#ctaPolicy(org.nccl4j.CtaPolicy)}); {@code --comm-priority high}
  * runs the all-reduces on a stream of CUDA's greatest priority, so that NCCL's blocks are scheduled before the
- * backward GEMMs' waiting ones.
+ * backward GEMMs' waiting ones; {@code --overlap-optimizer} updates each bucket's parameters once its all-reduce is
+ * done ({@link GradientBuckets#await}); {@code --split-last K} computes dW1, the last gradient of backward and so the
+ * all-reduce that no GEMM hides, in K column chunks, each its own bucket ({@link Mlp}), so that only the last chunk's
+ * all-reduce is left after backward.
  *
  * <h2>What runs where</h2>
  * Forward and backward are cuBLAS calls and three small NVRTC-compiled kernels, the data comes from cuRAND
@@ -250,7 +254,7 @@ public final class DdpTraining {
                     ddp ? "bucket cap " + o.bucketCapMB + " MB" + (o.symmetric ? ", symmetric buckets (sum, lr / ranks)"
                     : "") + (o.ctaPolicy == null ? "" : ", CTA policy " + o.ctaPolicy) + (o.commPriority.equals("high")
                     ? ", all-reduce stream at high priority" : "") + (o.overlapOptimizer ? ", optimizer per bucket"
-                    : "") : "no communication");
+                    : "") + (o.splitLast > 1 ? ", dW1 in " + o.splitLast + " chunks" : "") : "no communication");
             if (ddp) {
                 System.out.println("NCCL " + Nccl.version() + " (" + Nccl.library().path() + ")");
             }
@@ -262,7 +266,8 @@ public final class DdpTraining {
         long[] off = Mlp.paramOffsets(dims, ALIGN_FLOATS);
         DeviceBuffer weights = track(DeviceBuffer.allocate(device, off[Mlp.PARAMS], DataType.FLOAT32));
         long[] params = new long[Mlp.PARAMS];
-        long[] grads = new long[Mlp.PARAMS];
+        final int chunks = ddp ? o.splitLast : 1;   // dW1's column chunks, gradients 0..chunks-1 (Mlp)
+        long[] grads = new long[Mlp.PARAMS + chunks - 1];
         for (int i = 0; i < Mlp.PARAMS; i++) {
             params[i] = weights.address() + 4 * off[i];
         }
@@ -275,12 +280,15 @@ public final class DdpTraining {
             if (o.commPriority.equals("high")) {
                 b.stream(prioritized(device));
             }
-            for (int i = 0; i < Mlp.PARAMS; i++) {
+            for (int j = 0; j < chunks; j++) {
+                b.add((long) Mlp.chunkColumns(dims[0], chunks, j) * dims[1]);
+            }
+            for (int i = 1; i < Mlp.PARAMS; i++) {
                 b.add(Mlp.paramCount(dims, i));
             }
             buckets = track(b.build());
-            for (int i = 0; i < Mlp.PARAMS; i++) {
-                grads[i] = buckets.gradient(i).address();
+            for (int g = 0; g < grads.length; g++) {
+                grads[g] = buckets.gradient(g).address();
             }
         } else {
             DeviceBuffer g = track(DeviceBuffer.allocate(device, off[Mlp.PARAMS], DataType.FLOAT32));
@@ -324,9 +332,10 @@ public final class DdpTraining {
             bucketNames = new String[buckets.bucketCount()];
             for (int k = 0; k < bucketNames.length; k++) {
                 List<String> members = new ArrayList<>();
-                for (int i = 0; i < Mlp.PARAMS; i++) {
-                    if (buckets.bucketOf(i) == k) {
-                        members.add("d" + PARAM_NAMES[i]);
+                for (int g = 0; g < grads.length; g++) {
+                    if (buckets.bucketOf(g) == k) {
+                        int p = mlp.paramOf(g);
+                        members.add("d" + PARAM_NAMES[p] + (p == 0 && chunks > 1 ? "[" + g + "/" + chunks + "]" : ""));
                     }
                 }
                 bucketNames[k] = String.format(Locale.ROOT, "bucket %d: %s (%.2f MiB)", k, String.join("+", members),
@@ -374,9 +383,9 @@ public final class DdpTraining {
                 ev[E_OPT].record(compute);   // the optimizer starts with the first bucket's wait
                 for (int k = 0; k < gb.bucketCount(); k++) {
                     gb.await(k, compute);
-                    for (int i = 0; i < Mlp.PARAMS; i++) {
-                        if (gb.bucketOf(i) == k) {
-                            mlp.sgd(ops, i, stepSize);
+                    for (int g = 0; g < mlp.gradientCount(); g++) {
+                        if (gb.bucketOf(g) == k) {
+                            mlp.sgd(ops, g, stepSize);
                         }
                     }
                 }

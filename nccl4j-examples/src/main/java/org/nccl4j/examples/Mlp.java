@@ -18,9 +18,15 @@ package org.nccl4j.examples;
  *           dZ_(l-1) = dA_(l-1) where A_(l-1) > 0, else 0                       relu-backward kernel
  * SGD       p   -= lr * dp            axpy per parameter
  * </pre>
- * The six parameters and their gradients are indexed in forward order: 0 W1, 1 b1, 2 W2, 3 b2, 4 W3, 5 b3.
+ * The six parameters are indexed in forward order: 0 W1, 1 b1, 2 W2, 3 b2, 4 W3, 5 b3, and so are their gradients,
+ * except that dW_1 may be written in K column chunks, gradients 0..K-1 (then b1 is gradient K, and so on): dW_1 is
+ * the last gradient of backward, so its all-reduce is the tail no GEMM hides, and in chunks the first chunks'
+ * all-reduces (and updates) run while the later chunks are computed. Chunk j holds columns
+ * {@code [j d0 / K, (j + 1) d0 / K)} of dW_1, which are contiguous in the column-major layout, computed by
+ * {@code gemm(N, T)} on the same columns of A_0^T: the same sums as the whole GEMM, element by element.
  * Backward of layer l writes dW_l and db_l first and reports each as ready, then computes dA_(l-1): that
- * GEMM is the work the gradients' all-reduce overlaps. Layer 1 computes no dA_0.
+ * GEMM is the work the gradients' all-reduce overlaps. Layer 1 computes no dA_0; with chunks it writes db_1 first and
+ * then the chunks, last column chunk first (the order in which {@code GradientBuckets} fills its buckets).
  *
  * <p>Buffers: parameters and gradients anywhere (6 addresses each), X = act[0], A_1 = act[1], A_2 = act[2],
  * the output A_3 = act[3] (overwritten by D, then dZ_3), Y (labels), gradient scratch for dA_1/dZ_1 and
@@ -32,17 +38,23 @@ final class Mlp {
     /** Parameters (and gradients): W and b per layer. */
     static final int PARAMS = 2 * LAYERS;
 
+    /** The most column chunks of dW_1. */
+    static final int MAX_CHUNKS = 64;
+
     /** Told when a gradient's last kernel has been enqueued. */
     @FunctionalInterface
     interface GradientReady {
-        /** @param gradient the gradient index, 0 W1 .. 5 b3 */
+        /** @param gradient the gradient index: 0 W1 .. 5 b3, or with K chunks of dW_1 0..K-1 W1, K b1 .. K + 4 b3 */
         void ready(int gradient);
     }
 
     private final int[] dims;
     private final int batch;
     private final long[] params;
+    /** The gradients' addresses in gradient order (dW_1's K chunks first). */
     private final long[] grads;
+    /** K: dW_1's column chunks. */
+    private final int chunks;
     private final long[] act;
     private final long[] actGrad;
     private final long labels;
@@ -53,7 +65,9 @@ final class Mlp {
      * @param dims d0..d3, the features of the input and of each layer's output
      * @param batch B, samples per step
      * @param params addresses of W1, b1, W2, b2, W3, b3
-     * @param grads addresses of their gradients
+     * @param grads addresses of their gradients in gradient order: dW_1 in K = {@code grads.length - 5} column
+     *     chunks (K from 1 to {@link #MAX_CHUNKS}, at most d0; chunk j has {@link #chunkColumns} columns), then db_1,
+     *     dW_2, db_2, dW_3, db_3
      * @param act addresses of X, A1, A2, A3 ([d_l x B] each)
      * @param scratch1 dA1/dZ1 [d1 x B]
      * @param scratch2 dA2/dZ2 [d2 x B]
@@ -63,14 +77,20 @@ final class Mlp {
      */
     Mlp(int[] dims, int batch, long[] params, long[] grads, long[] act, long scratch1, long scratch2, long labels,
             long ones, long normOut) {
-        if (dims.length != LAYERS + 1 || params.length != PARAMS || grads.length != PARAMS
-                || act.length != LAYERS + 1) {
-            throw new IllegalArgumentException("need 4 dims, 6 parameters, 6 gradients and 4 activations");
+        if (dims.length != LAYERS + 1 || params.length != PARAMS || grads.length < PARAMS
+                || grads.length > PARAMS + MAX_CHUNKS - 1 || act.length != LAYERS + 1) {
+            throw new IllegalArgumentException("need 4 dims, 6 parameters, 6 to " + (PARAMS + MAX_CHUNKS - 1)
+                    + " gradients (dW1 in 1 to " + MAX_CHUNKS + " chunks) and 4 activations");
+        }
+        if (grads.length - PARAMS + 1 > dims[0]) {
+            throw new IllegalArgumentException("dW1 has " + dims[0] + " columns: it cannot be cut in "
+                    + (grads.length - PARAMS + 1) + " chunks");
         }
         this.dims = dims.clone();
         this.batch = batch;
         this.params = params.clone();
         this.grads = grads.clone();
+        this.chunks = grads.length - PARAMS + 1;
         this.act = act.clone();
         // gradient w.r.t. act[l]: [1] scratch1, [2] scratch2, [3] the output buffer itself
         this.actGrad = new long[] {0, scratch1, scratch2, act[LAYERS]};
@@ -87,6 +107,47 @@ final class Mlp {
     static long paramCount(int[] dims, int i) {
         int layer = i / 2 + 1;
         return i % 2 == 0 ? (long) dims[layer] * dims[layer - 1] : dims[layer];
+    }
+
+    /**
+     * @param d0 the columns of dW_1 (the input features)
+     * @param chunks K
+     * @param j a chunk, 0..K-1
+     * @return the first column of chunk j, {@code j d0 / K}; with j = K, d0
+     */
+    static int chunkColumn(int d0, int chunks, int j) {
+        return (int) ((long) j * d0 / chunks);
+    }
+
+    /**
+     * @param d0 the columns of dW_1
+     * @param chunks K
+     * @param j a chunk, 0..K-1
+     * @return its columns
+     */
+    static int chunkColumns(int d0, int chunks, int j) {
+        return chunkColumn(d0, chunks, j + 1) - chunkColumn(d0, chunks, j);
+    }
+
+    /** @return the gradients, 6 + K - 1 */
+    int gradientCount() {
+        return grads.length;
+    }
+
+    /**
+     * @param param a parameter, 0 W1 .. 5 b3
+     * @return its gradient's index; for W1 with chunks, the first chunk's
+     */
+    int gradientOf(int param) {
+        return param == 0 ? 0 : param + chunks - 1;
+    }
+
+    /**
+     * @param gradient a gradient index
+     * @return the parameter it is (a part of) the gradient of
+     */
+    int paramOf(int gradient) {
+        return gradient < chunks ? 0 : gradient - chunks + 1;
     }
 
     /**
@@ -186,10 +247,21 @@ final class Mlp {
         int out = dims[l];
         long dz = actGrad[l];
         int w = 2 * (l - 1);
-        ops.gemm(false, true, out, in, batch, 1f, dz, out, act[l - 1], in, 0f, grads[w], out);
-        ready.ready(w);
-        ops.gemv(out, batch, 1f, dz, out, ones, 0f, grads[w + 1]);
-        ready.ready(w + 1);
+        if (l == 1 && chunks > 1) {
+            ops.gemv(out, batch, 1f, dz, out, ones, 0f, grads[gradientOf(w + 1)]);
+            ready.ready(gradientOf(w + 1));
+            for (int j = chunks - 1; j >= 0; j--) {
+                int c = chunkColumn(in, chunks, j);
+                ops.gemm(false, true, out, chunkColumns(in, chunks, j), batch, 1f, dz, out, act[0] + 4L * c, in, 0f,
+                        grads[j], out);
+                ready.ready(j);
+            }
+            return;
+        }
+        ops.gemm(false, true, out, in, batch, 1f, dz, out, act[l - 1], in, 0f, grads[gradientOf(w)], out);
+        ready.ready(gradientOf(w));
+        ops.gemv(out, batch, 1f, dz, out, ones, 0f, grads[gradientOf(w + 1)]);
+        ready.ready(gradientOf(w + 1));
         if (l > 1) {
             ops.gemm(true, false, in, batch, out, 1f, params[w], out, dz, out, 0f, actGrad[l - 1], in);
             ops.reluBackward(actGrad[l - 1], act[l - 1], (long) in * batch);
@@ -203,19 +275,27 @@ final class Mlp {
      * @param lr the learning rate
      */
     void sgd(Ops ops, float lr) {
-        for (int i = 0; i < PARAMS; i++) {
-            sgd(ops, i, lr);
+        for (int g = 0; g < grads.length; g++) {
+            sgd(ops, g, lr);
         }
     }
 
     /**
-     * p -= lr * dp for parameter {@code i} alone (an optimizer that follows the gradient buckets).
+     * p -= lr * dp for the part of the parameters that gradient {@code g} covers (an optimizer that follows the
+     * gradient buckets): a whole parameter, or one column chunk of W1.
      *
      * @param ops where to run
-     * @param i the parameter (W1, b1, W2, b2, W3, b3)
+     * @param g the gradient (0 W1 .. 5 b3; with K chunks of dW_1, 0..K-1 W1's chunks, then b1 .. b3)
      * @param lr the learning rate
      */
-    void sgd(Ops ops, int i, float lr) {
-        ops.axpy(Math.toIntExact(paramCount(dims, i)), -lr, grads[i], params[i]);
+    void sgd(Ops ops, int g, float lr) {
+        int p = paramOf(g);
+        if (p == 0 && chunks > 1) {
+            long first = (long) chunkColumn(dims[0], chunks, g) * dims[1];
+            ops.axpy(Math.toIntExact((long) chunkColumns(dims[0], chunks, g) * dims[1]), -lr, grads[g],
+                    params[0] + 4 * first);
+            return;
+        }
+        ops.axpy(Math.toIntExact(paramCount(dims, p)), -lr, grads[g], params[p]);
     }
 }

@@ -97,8 +97,28 @@ class DdpOptionsTest {
         assertEquals("Invalid value for option '--comm-priority': low (normal or high)",
                 assertThrows(IllegalArgumentException.class, () -> DdpOptions.parse("--comm-priority", "low"))
                         .getMessage());
-        assertEquals("--symmetric, --cta-policy, --comm-priority and --overlap-optimizer set the communication: leave "
-                + "them out with --no-comm", assertThrows(IllegalArgumentException.class,
-                        () -> DdpOptions.parse("--no-comm", "--overlap-optimizer")).getMessage());
+        String noComm = "--symmetric, --cta-policy, --comm-priority, --overlap-optimizer and --split-last set the "
+                + "communication: leave them out with --no-comm (the compute-only step is the model's own)";
+        assertEquals(noComm, assertThrows(IllegalArgumentException.class,
+                () -> DdpOptions.parse("--no-comm", "--overlap-optimizer")).getMessage());
+        assertEquals(noComm, assertThrows(IllegalArgumentException.class,
+                () -> DdpOptions.parse("--no-comm", "--split-last", "4")).getMessage());
+    }
+
+    @Test
+    void splitLastTakesOneToSixtyFourChunksAndNoMoreThanTheColumns() {
+        assertEquals(1, DdpOptions.parse().splitLast);
+        DdpOptions o = DdpOptions.parse("--split-last", "4", "--overlap-optimizer");
+        assertEquals(4, o.splitLast);
+        assertTrue(o.toString().endsWith(" overlap_optimizer split_last=4"), o.toString());
+        assertEquals(64, DdpOptions.parse("--split-last", "64").splitLast);
+        for (String bad : new String[] {"0", "-2", "65"}) {
+            assertEquals("Invalid value for option '--split-last': " + bad + " (1 to 64 chunks: at most 64 and at "
+                    + "most --size, the gradient's columns)", assertThrows(IllegalArgumentException.class,
+                            () -> DdpOptions.parse("--split-last", bad)).getMessage());
+        }
+        assertEquals("Invalid value for option '--split-last': 9 (1 to 8 chunks: at most 64 and at most --size, the "
+                + "gradient's columns)", assertThrows(IllegalArgumentException.class,
+                        () -> DdpOptions.parse("--size", "8", "--batch", "2", "--split-last", "9")).getMessage());
     }
 }

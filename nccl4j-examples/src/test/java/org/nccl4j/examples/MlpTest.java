@@ -23,16 +23,27 @@ class MlpTest {
     private static final class Rig {
         final CpuOps ops = new CpuOps(4096, 11, 22);
         final long[] params = new long[Mlp.PARAMS];
-        final long[] grads = new long[Mlp.PARAMS];
+        /** In gradient order: dW1 in {@code chunks} column chunks, then db1 .. db3. */
+        final long[] grads;
         final long[] act = new long[Mlp.LAYERS + 1];
         final long labels;
         final long norm;
         final Mlp mlp;
 
         Rig() {
+            this(1);
+        }
+
+        Rig(int chunks) {
+            grads = new long[Mlp.PARAMS + chunks - 1];
             for (int i = 0; i < Mlp.PARAMS; i++) {
                 params[i] = ops.alloc(Mlp.paramCount(DIMS, i));
-                grads[i] = ops.alloc(Mlp.paramCount(DIMS, i));
+            }
+            for (int j = 0; j < chunks; j++) {
+                grads[j] = ops.alloc((long) Mlp.chunkColumns(DIMS[0], chunks, j) * DIMS[1]);
+            }
+            for (int i = 1; i < Mlp.PARAMS; i++) {
+                grads[i + chunks - 1] = ops.alloc(Mlp.paramCount(DIMS, i));
             }
             for (int l = 0; l <= Mlp.LAYERS; l++) {
                 act[l] = ops.alloc((long) DIMS[l] * BATCH);
@@ -323,6 +334,79 @@ class MlpTest {
         // the lecture's model with 256-byte alignment: 16,000,000 is a multiple of 64, 4000 is not
         assertArrayEquals(new long[] {0, 16_000_000, 16_004_032, 32_004_032, 32_008_064, 48_008_064, 48_012_096},
                 Mlp.paramOffsets(lecture, 64));
+    }
+
+    /** The model's steps up to the gradients, the ready calls into the ops' log. */
+    private static void throughBackward(Rig r) {
+        r.mlp.initWeights(r.ops);
+        r.mlp.generateBatch(r.ops);
+        r.mlp.forward(r.ops);
+        r.mlp.loss(r.ops);
+        r.ops.log.clear();
+        for (int l = Mlp.LAYERS; l >= 1; l--) {
+            r.mlp.backward(r.ops, l, i -> r.ops.log.add("ready " + i));
+        }
+    }
+
+    @Test
+    void dW1InColumnChunksIsTheWholeGradientBitForBitAndSoIsTheUpdate() {
+        Rig whole = new Rig();
+        Rig split = new Rig(3);   // d0 = 5 columns: chunks [0, 1), [1, 3), [3, 5)
+        throughBackward(whole);
+        throughBackward(split);
+        assertEquals(List.of(0, 1, 3, 5), List.of(Mlp.chunkColumn(5, 3, 0), Mlp.chunkColumn(5, 3, 1),
+                Mlp.chunkColumn(5, 3, 2), Mlp.chunkColumn(5, 3, 3)));
+        assertEquals(8, split.mlp.gradientCount());
+        int out = DIMS[1];
+        int nonZero = 0;
+        for (int c = 0; c < DIMS[0]; c++) {
+            int j = c < 1 ? 0 : c < 3 ? 1 : 2;
+            for (int i = 0; i < out; i++) {
+                float w = whole.ops.get(whole.grads[0], i + (long) c * out);
+                float g = split.ops.get(split.grads[j], i + (long) (c - Mlp.chunkColumn(5, 3, j)) * out);
+                assertEquals(Float.floatToRawIntBits(w), Float.floatToRawIntBits(g), "dW1(" + i + "," + c + ")");
+                nonZero += w != 0 ? 1 : 0;
+            }
+        }
+        assertTrue(nonZero >= out * DIMS[0] / 2, nonZero + " of " + out * DIMS[0] + ": too few to compare");
+        for (int p = 1; p < Mlp.PARAMS; p++) {
+            for (long e = 0; e < Mlp.paramCount(DIMS, p); e++) {
+                assertEquals(whole.ops.get(whole.grads[p], e), split.ops.get(split.grads[p + 2], e), "d" + p);
+            }
+        }
+        // layer 1: db1 (gradient 3) first, then the chunks from the last column's down, each ready after its GEMM
+        assertEquals(List.of(
+                "gemm NT", "ready 6", "gemv", "ready 7", "gemm TN", "relu_backward",
+                "gemm NT", "ready 4", "gemv", "ready 5", "gemm TN", "relu_backward",
+                "gemv", "ready 3", "gemm NT", "ready 2", "gemm NT", "ready 1", "gemm NT", "ready 0"), split.ops.log);
+        assertEquals(List.of(0, 0, 0, 1, 2, 3, 4, 5), java.util.stream.IntStream.range(0, 8).map(split.mlp::paramOf)
+                .boxed().toList());
+        assertEquals(List.of(0, 3, 4, 5, 6, 7), java.util.stream.IntStream.range(0, 6).map(split.mlp::gradientOf)
+                .boxed().toList());
+
+        // the update, a gradient at a time in the order of buckets (last first), lands on the same weights
+        whole.mlp.sgd(whole.ops, 0.05f);
+        for (int g = split.mlp.gradientCount() - 1; g >= 0; g--) {
+            split.mlp.sgd(split.ops, g, 0.05f);
+        }
+        for (int p = 0; p < Mlp.PARAMS; p++) {
+            for (long e = 0; e < Mlp.paramCount(DIMS, p); e++) {
+                assertEquals(Float.floatToRawIntBits(whole.ops.get(whole.params[p], e)),
+                        Float.floatToRawIntBits(split.ops.get(split.params[p], e)), "param " + p + "[" + e + "]");
+            }
+        }
+    }
+
+    @Test
+    void dW1CannotHaveMoreChunksThanColumnsOrThanTheMost() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Mlp(DIMS, BATCH,
+                new long[6], new long[6 + 5], new long[4], 0, 0, 0, 0, 0));
+        assertEquals("dW1 has 5 columns: it cannot be cut in 6 chunks", e.getMessage());
+        int[] wide = {100, 4, 6, 3};
+        e = assertThrows(IllegalArgumentException.class, () -> new Mlp(wide, BATCH, new long[6],
+                new long[6 + Mlp.MAX_CHUNKS], new long[4], 0, 0, 0, 0, 0));
+        assertEquals("need 4 dims, 6 parameters, 6 to 69 gradients (dW1 in 1 to 64 chunks) and 4 activations",
+                e.getMessage());
     }
 
     @Test
