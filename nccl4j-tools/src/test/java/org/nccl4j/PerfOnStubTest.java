@@ -196,6 +196,24 @@ class PerfOnStubTest {
     }
 
     @Test
+    void withOpTimesTheJitWarmupRecordsTheEventAsTheTimedLoopDoes() {
+        String[] base = {"all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "5", "-c", "0", "-w", "0",
+            "--jit_quiet_ms", "0", "--op_times", "1", "--jit_warmup"};
+        String[] none = java.util.Arrays.copyOf(base, base.length + 1);
+        none[base.length] = "0";
+        cuda.clearCalls();
+        String out = run(0, none);
+        int without = cuda.calls("eventRecord").size();
+        String[] forty = java.util.Arrays.copyOf(base, base.length + 1);
+        forty[base.length] = "40";
+        cuda.clearCalls();
+        out = run(0, forty);
+        // one event after each warm-up call (the branch the timed loop takes), none of the sweep's fewer or more
+        assertEquals(without + 40, cuda.calls("eventRecord").size(), cuda.calls("eventRecord").toString());
+        assertTrue(out.contains("#  per operation (us, rank 0): out-of-place p10 1000.00 p50 1000.00"), out);
+    }
+
+    @Test
     void eachOperationStartsOneFootprintFurtherAsNcclTestsRotatesTheBuffers() {
         StubNccl stub = StubNccl.fresh();
         run(0, "all_reduce_perf", "-b", "1K", "-e", "4K", "-f", "4", "-n", "6", "-c", "0", "-w", "0",

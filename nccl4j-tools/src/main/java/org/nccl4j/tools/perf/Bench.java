@@ -517,7 +517,8 @@ final class Bench implements AutoCloseable {
 
     /**
      * --jit_warmup: {@link #eagerLoop} called that many times with one iteration of at most 16 bytes a rank (the
-     * smallest size when smaller), out of place and in place in turn, with a {@link #barrier} after every 16th, on
+     * smallest size when smaller), out of place and in place in turn, recording --op_times' first event when it is
+     * on (the timed loop's branch), with a {@link #barrier} after every 16th, on
      * every rank alike, so that it and what it calls are compiled as whole methods, with the profile of the sweep,
      * before any size is timed; then a wait for the streams. The barrier matters: it is an all-reduce through the same
      * dispatch as the measured operation, and a dispatch compiled having seen only all-gathers was thrown away
@@ -533,7 +534,7 @@ final class Bench implements AutoCloseable {
         long bytes = Math.min(args.sizes().get(0), 16L * nranks);
         for (int i = 0; i < args.jitWarmup; i++) {
             Operation.Counts c = place(o, t, bytes, (i & 1) == 1);
-            eagerLoop(o, c, t, op, root, 1, null);
+            eagerLoop(o, c, t, op, root, 1, marks);   // --op_times: its first event, as the timed loop records it
             if (i % 16 == 15) {
                 barrier();
             }
