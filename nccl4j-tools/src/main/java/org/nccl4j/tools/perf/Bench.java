@@ -517,15 +517,15 @@ final class Bench implements AutoCloseable {
 
     /**
      * --jit_warmup: {@link #eagerLoop} called that many times with one iteration of at most 16 bytes a rank (the
-     * smallest size when smaller), out of place and in place in turn, recording --op_times' first event when it is
-     * on (the timed loop's branch), with a {@link #barrier} after every 16th, on
-     * every rank alike, so that it and what it calls are compiled as whole methods, with the profile of the sweep,
-     * before any size is timed; then a wait for the streams. The barrier matters: it is an all-reduce through the same
-     * dispatch as the measured operation, and a dispatch compiled having seen only all-gathers was thrown away
-     * (deoptimized) at the first barrier of the sweep and compiled again during the 64-128 MiB sizes, 20-180 us an
-     * operation late on a rank pinned to one core. The code is the same at every size, and a sweep of large sizes is
-     * not preceded by seconds of full-bandwidth traffic that nccl-tests does not send. Eager runs only (graph runs time
-     * launches, not this loop).
+     * smallest size when smaller), out of place and in place in turn, recording --op_times' first event when that is
+     * on (the timed loop's branch), with a {@link #barrier} after every 16th, on every rank alike, so that the loop
+     * and what it calls are compiled as whole methods, with the profile of the sweep, before any size is timed; then
+     * a wait for the streams. The barrier matters: it is an all-reduce through the same dispatch as the measured
+     * operation, and a dispatch compiled having seen only all-gathers was thrown away (deoptimized) at the first
+     * barrier of the sweep and compiled again during the 64-128 MiB sizes, 20-180 us an operation late on a rank
+     * pinned to one core. The code is the same at every size, and a sweep of large sizes is not preceded by seconds
+     * of full-bandwidth traffic that nccl-tests does not send. Eager runs only (graph runs time launches, not this
+     * loop).
      */
     void jitWarmup(Operation o, DataType t, ReduceOp op, int root) {
         if (args.jitWarmup == 0 || args.graphLaunches > 0) {
