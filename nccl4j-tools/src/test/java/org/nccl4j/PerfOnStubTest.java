@@ -201,16 +201,27 @@ class PerfOnStubTest {
             "--jit_quiet_ms", "0", "--op_times", "1", "--jit_warmup"};
         String[] none = java.util.Arrays.copyOf(base, base.length + 1);
         none[base.length] = "0";
-        cuda.clearCalls();
-        String out = run(0, none);
-        int without = cuda.calls("eventRecord").size();
         String[] forty = java.util.Arrays.copyOf(base, base.length + 1);
         forty[base.length] = "40";
-        cuda.clearCalls();
-        out = run(0, forty);
-        // one event after each warm-up call (the branch the timed loop takes), none of the sweep's fewer or more
-        assertEquals(without + 40, cuda.calls("eventRecord").size(), cuda.calls("eventRecord").toString());
-        assertTrue(out.contains("#  per operation (us, rank 0): out-of-place p10 1000.00 p50 1000.00"), out);
+        // the watchdog records its markers on the same stream whenever it polls: off, so that every record counted
+        // is nccl4j-perf's own
+        String before = System.setProperty("nccl4j.watchdog", "off");
+        try {
+            cuda.clearCalls();
+            run(0, none);
+            int without = cuda.calls("eventRecord").size();
+            cuda.clearCalls();
+            String out = run(0, forty);
+            // one event after each warm-up call (the branch the timed loop takes)
+            assertEquals(without + 40, cuda.calls("eventRecord").size(), cuda.calls("eventRecord").toString());
+            assertTrue(out.contains("#  per operation (us, rank 0): out-of-place p10 1000.00 p50 1000.00"), out);
+        } finally {
+            if (before == null) {
+                System.clearProperty("nccl4j.watchdog");
+            } else {
+                System.setProperty("nccl4j.watchdog", before);
+            }
+        }
     }
 
     @Test
