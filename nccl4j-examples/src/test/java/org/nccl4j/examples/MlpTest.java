@@ -206,14 +206,7 @@ class MlpTest {
     @Test
     void eachLayerMarksDwAndDbReadyBeforeTheInputGradientGemm() {
         Rig r = new Rig();
-        r.mlp.initWeights(r.ops);
-        r.mlp.generateBatch(r.ops);
-        r.mlp.forward(r.ops);
-        r.mlp.loss(r.ops);
-        r.ops.log.clear();
-        for (int l = Mlp.LAYERS; l >= 1; l--) {
-            r.mlp.backward(r.ops, l, i -> r.ops.log.add("ready " + i));
-        }
+        throughBackward(r);
         assertEquals(List.of(
                 "gemm NT", "ready 4", "gemv", "ready 5", "gemm TN", "relu_backward",   // layer 3: dW3, db3, dA2
                 "gemm NT", "ready 2", "gemv", "ready 3", "gemm TN", "relu_backward",   // layer 2: dW2, db2, dA1
@@ -249,13 +242,7 @@ class MlpTest {
     @Test
     void sgdSubtractsLrTimesEachGradientFromItsParameter() {
         Rig r = new Rig();
-        r.mlp.initWeights(r.ops);
-        r.mlp.generateBatch(r.ops);
-        r.mlp.forward(r.ops);
-        r.mlp.loss(r.ops);
-        for (int l = Mlp.LAYERS; l >= 1; l--) {
-            r.mlp.backward(r.ops, l, i -> { });
-        }
+        throughBackward(r);
         List<float[]> before = new ArrayList<>();
         List<float[]> grad = new ArrayList<>();
         for (int i = 0; i < Mlp.PARAMS; i++) {
