@@ -148,8 +148,8 @@ final class Recovery {
         }
         String[] master = LaunchInfo.rankZeroAddress();
         String host = master == null ? null : master[0];
-        String port = master == null ? null : master[1];
-        if (host == null || host.isBlank() || LaunchInfo.portNumber(port) < 0) {
+        int port = master == null ? -1 : LaunchInfo.portNumber(master[1]);
+        if (host == null || host.isBlank() || port < 0) {
             throw new IllegalStateException("Communicator.recover needs a rendezvous for the remaining ranks and none "
                     + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
                     + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
@@ -166,7 +166,7 @@ final class Recovery {
                 host = root.host();   // the launch's rank 0 host is not the new root's
             }
         }
-        return Rendezvous.builder().tcp(host.trim(), LaunchInfo.portNumber(port) + 100 + n);
+        return Rendezvous.builder().tcp(host.trim(), port + 100 + n);
     }
 
     private static boolean contains(int[] values, int v) {

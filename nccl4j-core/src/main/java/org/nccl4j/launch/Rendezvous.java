@@ -678,6 +678,7 @@ public final class Rendezvous {
                     throw new SocketTimeoutException();
                 }
                 RendezvousWire.Frame f = p.frame;
+                // with a secret, an authenticated connection's f is the frame after rank 0's proof (proven())
                 if (secret != null && !p.authenticated) {   // its AUTH failed (proven() took the others)
                     String problem = authenticate(f, nonce, out);
                     if (problem != null) {
@@ -685,9 +686,7 @@ public final class Rendezvous {
                         return;
                     }
                     f = RendezvousWire.read(in);
-                } else if (secret != null) {
-                    // f: the frame after rank 0's proof
-                } else if (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR) {
+                } else if (secret == null && (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR)) {
                     refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
                             + JobSecret.VARIABLE + " on every rank, or on none", refused, p.accepted);
                     return;
@@ -799,16 +798,12 @@ public final class Rendezvous {
             return "malformed exchange: expected a " + RendezvousWire.AUTH_BYTES + "-byte AUTH frame, got "
                     + RendezvousWire.typeName(f.type) + " of " + f.payload.length + " bytes";
         }
-        String serverNonce = RendezvousWire.hex(nonce);
-        String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
-        String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
-                RendezvousWire.AUTH_BYTES));
-        if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
+        byte[] ok = proof(f, nonce);
+        if (ok == null) {
             return "wrong proof of the job's secret: the peer's " + JobSecret.VARIABLE + " differs from rank 0's (or"
                     + " it is not of this job); " + fix;
         }
-        RendezvousWire.write(out, RendezvousWire.AUTH_OK, RendezvousWire.unhex(
-                secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server")));
+        RendezvousWire.write(out, RendezvousWire.AUTH_OK, ok);
         return null;
     }
 
