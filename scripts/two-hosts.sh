@@ -73,13 +73,12 @@ if [[ "$parts" == *" ops "* ]]; then
       check "$where: ${op}_perf, every result checked" "$status" "$log"
     done
   done
+  # busbw LOG: size and out-of-place bus bandwidth of the rows of nccl-tests' table in rank 0's lines ("[0]" before
+  # each line of nccl4j-run's: size count type redop root time algbw busbw #wrong ..., out of place first)
+  busbw() { awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ && NF >= 9 { print $2, $9 }' "$@" | sort -k1,1; }
   echo "bus bandwidth, out of place (GB/s): op, size, 4 GPUs in one host, 2 hosts x 2 GPUs"
   for op in "${ops[@]}"; do
-    # rows of nccl-tests' table, rank 0's ("[0]" before each line of nccl4j-run's): size count type redop root time
-    # algbw busbw #wrong ... (out of place first)
-    join -j 1 <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ && NF >= 9 { print $2, $9 }' "$log_dir"/*-"$op"-inside.log \
-      | sort -k1,1) <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ && NF >= 9 { print $2, $9 }' "$log_dir"/*-"$op"-across.log \
-      | sort -k1,1) \
+    join -j 1 <(busbw "$log_dir"/*-"$op"-inside.log) <(busbw "$log_dir"/*-"$op"-across.log) \
       | sort -n | awk -v op="$op" '{ printf "%-15s %10d %9s %9s\n", op, $1, $2, $3 }'
   done
 fi

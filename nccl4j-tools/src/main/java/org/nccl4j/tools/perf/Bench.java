@@ -528,7 +528,7 @@ final class Bench implements AutoCloseable {
      * loop).
      */
     void jitWarmup(Operation o, DataType t, ReduceOp op, int root) {
-        if (args.jitWarmup == 0 || args.graphLaunches > 0) {
+        if (!args.jitWarmsUp()) {
             return;
         }
         long bytes = Math.min(args.sizes().get(0), 16L * nranks);

@@ -169,7 +169,7 @@ public final class Perf {
                     out.printf(Locale.ROOT, "# JIT quiet waits before the measurements (--jit_quiet_ms %d): %.1f ms"
                             + " in all%n", args.jitQuietMs, bench.jitWaitMs());
                 }
-                if (args.jitWarmup > 0 && args.graphLaunches == 0) {
+                if (args.jitWarmsUp()) {
                     out.printf(Locale.ROOT, "# JIT warm-up: %d calls of the timed loop (16 B a rank at most) before"
                             + " each sweep (--jit_warmup)%n", args.jitWarmup);
                 }
