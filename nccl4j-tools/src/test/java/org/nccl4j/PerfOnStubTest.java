@@ -196,6 +196,23 @@ class PerfOnStubTest {
     }
 
     @Test
+    void afterEachJitWaitTheOperationRunsWarmupTimesMoreAtMostIters() {
+        // one process, 2 GPUs, 2 sizes x 2 placements = 4 measurements, -n 5: each JIT wait adds min(-w, 5) more
+        // operations on each GPU before the untimed one
+        assertEquals(allReduces("3", "0") + 4 * 3 * 2, allReduces("3", "1"));
+        assertEquals(allReduces("8", "0") + 4 * 5 * 2, allReduces("8", "1"), "-w above -n: -n of them");
+        assertEquals(allReduces("0", "0"), allReduces("0", "1"), "-w 0: none");
+    }
+
+    /** The ncclAllReduce calls of a 2-GPU sweep of 1K and 2K with -n 5 and the given -w and --jit_quiet_ms. */
+    private static long allReduces(String warmup, String jitQuietMs) {
+        StubNccl stub = StubNccl.fresh();
+        run(0, "all_reduce_perf", "-b", "1K", "-e", "2K", "-f", "2", "-n", "5", "-c", "0", "-w", warmup, "-g", "2",
+                "--jit_warmup", "0", "--jit_quiet_ms", jitQuietMs);
+        return stub.calls("ncclAllReduce").size();
+    }
+
+    @Test
     void withOpTimesTheJitWarmupRecordsTheEventAsTheTimedLoopDoes() {
         String[] base = {"all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "5", "-c", "0", "-w", "0",
             "--jit_quiet_ms", "0", "--op_times", "1", "--jit_warmup"};
@@ -215,6 +232,8 @@ class PerfOnStubTest {
             // one event after each warm-up call (the branch the timed loop takes)
             assertEquals(without + 40, cuda.calls("eventRecord").size(), cuda.calls("eventRecord").toString());
             assertTrue(out.contains("#  per operation (us, rank 0): out-of-place p10 1000.00 p50 1000.00"), out);
+            // one process: its first operation as the others, no spread of the loop's start
+            assertTrue(out.contains("max 1000.00 first 1000.00 start spread 0.00; in-place"), out);
         } finally {
             if (before == null) {
                 System.clearProperty("nccl4j.watchdog");

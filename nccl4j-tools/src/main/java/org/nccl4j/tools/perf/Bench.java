@@ -217,7 +217,11 @@ final class Bench implements AutoCloseable {
             com.sun.management.ThreadMXBean t = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             if (t.isThreadAllocatedMemorySupported()) {
                 t.setThreadAllocatedMemoryEnabled(true);
-                return t.isThreadAllocatedMemoryEnabled() ? t : null;
+                if (t.isThreadAllocatedMemoryEnabled()) {
+                    t.getCurrentThreadAllocatedBytes();   // the first reading is the slow one: not in a measurement
+                    return t;
+                }
+                return null;
             }
         }
         return null;
@@ -561,6 +565,20 @@ final class Bench implements AutoCloseable {
     }
 
     /**
+     * After a --jit_quiet_ms wait: the measured operation, -w times (at most -n), untimed, so that the GPUs come to
+     * the timed loop from work, as in nccl-tests, where the warm-up or the previous measurement runs right before it.
+     * Found with --op_times on 2 x H100 (2026-11-26): after the wait's 20 ms or more of idle GPUs the first timed
+     * operation took about 100 us more than the others at 64 MiB (nccl-tests' first: 12-37 us more), which alone
+     * was the 1-2 % between nccl4j-perf and nccl-tests there.
+     */
+    private void rewarm(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
+        int n = Math.min(args.warmup, args.iters);
+        for (int i = 0; i < n; i++) {
+            issueAll(o, c, t, op, root, i);
+        }
+    }
+
+    /**
      * Measures one size and placement.
      *
      * @param redop the reduction operator, or null for an operation that does not reduce
@@ -569,11 +587,14 @@ final class Bench implements AutoCloseable {
     Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
         long hostNanos;
+        long loopStart;
         Operation.Counts c = place(o, t, size, inPlace);
         int shownRoot = o.rooted() ? root : -1;
-        jitQuiet();   // first: the GPUs stay idle while it waits (20 ms or more), and then run the untimed operation
-        issueAll(o, c, t, redop, root, 0);   // and the barrier right before the timed loop, as in nccl-tests
-        syncAll();
+        if (jitQuiet() > 0) {
+            rewarm(o, c, t, redop, root);   // the GPUs idled while it waited
+        }
+        issueAll(o, c, t, redop, root, 0);   // the untimed operation and the barrier right before the timed loop,
+        syncAll();                           // as in nccl-tests
         barrier();
 
         if (args.graphLaunches > 0) {
@@ -597,21 +618,23 @@ final class Bench implements AutoCloseable {
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
             }
-            long h0 = System.nanoTime();
+            loopStart = System.nanoTime();
             for (int l = 0; l < args.graphLaunches; l++) {
                 for (int k = 0; k < local; k++) {
                     graphs[k].launch(streams[k]);
                 }
             }
-            hostNanos = System.nanoTime() - h0;
+            hostNanos = System.nanoTime() - loopStart;
         } else {
+            // read before the start event: the process's first reading took about 100 us on 2 x H100, which the
+            // first measurement's first operation then waited for (2026-11-26, found with --op_times' first)
+            long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
             for (int k = 0; k < local; k++) {
                 start[k].record(streams[k]);
             }
-            long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
-            long h0 = System.nanoTime();
+            loopStart = System.nanoTime();
             eagerLoop(o, c, t, redop, root, args.iters, marks);
-            hostNanos = System.nanoTime() - h0;
+            hostNanos = System.nanoTime() - loopStart;
             if (threads != null && args.blocking == 0) {
                 allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
             }
@@ -630,7 +653,7 @@ final class Bench implements AutoCloseable {
                 graphs[k] = null;
             }
         }
-        double[] opTimes = marks != null ? opTimes() : null; // PerfArgs refuses --op_times with -G
+        double[] opTimes = marks != null ? opTimes(loopStart) : null; // PerfArgs refuses --op_times with -G
         double operations = (double) args.iters * args.aggIters * Math.max(1, args.graphLaunches);
         double us = combineTime(ms * 1000.0 / operations);
         cpuUs = hostNanos / 1000.0 / operations;
@@ -653,15 +676,23 @@ final class Bench implements AutoCloseable {
 
     /**
      * This process's first GPU's per-operation times of the last eager loop, leaving out the first -K: p10, p50,
-     * p90 and max, in us (an iteration's time over -m).
+     * p90 and max, in us (an iteration's time over -m); then the first operation's time (from the start event,
+     * -K or not), and the spread of the timed loop's start across processes: the latest process's start minus the
+     * earliest's by the host's monotonic clock (0 with one process; meaningful on one host, where the processes
+     * share that clock). A late process holds every other one's first operation back by about that much, which
+     * their times then include: a first operation far above p50 with a spread near its excess is that, not NCCL.
+     * The spread is taken with two combines after the loop, outside the timed window.
      */
-    private double[] opTimes() {
+    private double[] opTimes(long loopStart) {
         double[] t = new double[args.iters - args.perIterSkip];
         for (int i = args.perIterSkip; i < args.iters; i++) {
             t[i - args.perIterSkip] = 1000.0 * marks[i].elapsedSince(i == 0 ? start[0] : marks[i - 1])
                     / args.aggIters;
         }
-        return percentiles(t);
+        double first = 1000.0 * marks[0].elapsedSince(start[0]) / args.aggIters;
+        double spread = (combine(loopStart, ReduceOp.MAX) - combine(loopStart, ReduceOp.MIN)) / 1000.0;
+        double[] p = percentiles(t);
+        return new double[] {p[0], p[1], p[2], p[3], first, spread};
     }
 
     /** p10, p50, p90 and the maximum of {@code values} (nearest rank), which it sorts. */

@@ -394,6 +394,8 @@ public final class Perf {
                 q.put("p50", times[1]);
                 q.put("p90", times[2]);
                 q.put("max", times[3]);
+                q.put("first", times[4]);
+                q.put("start_spread", times[5]);
                 m.put("op_time_us", q);
             }
             out.add(m);
@@ -401,11 +403,17 @@ public final class Perf {
         return out;
     }
 
-    /** The comment line under a row with --op_times: this process's first GPU's per-operation times. */
+    /**
+     * The comment line under a row with --op_times: this process's first GPU's per-operation times, its first
+     * operation's, and the spread of the timed loop's start across processes ({@link Bench}'s opTimes).
+     */
     static String opTimesLine(int rank, double[] outOfPlace, double[] inPlace) {
-        return String.format(Locale.ROOT, "#  per operation (us, rank %d): out-of-place p10 %.2f p50 %.2f p90 %.2f"
-                + " max %.2f;"
-                + " in-place p10 %.2f p50 %.2f p90 %.2f max %.2f", rank, outOfPlace[0], outOfPlace[1], outOfPlace[2],
-                outOfPlace[3], inPlace[0], inPlace[1], inPlace[2], inPlace[3]);
+        return String.format(Locale.ROOT, "#  per operation (us, rank %d): out-of-place %s; in-place %s", rank,
+                opTimes(outOfPlace), opTimes(inPlace));
+    }
+
+    private static String opTimes(double[] t) {
+        return String.format(Locale.ROOT, "p10 %.2f p50 %.2f p90 %.2f max %.2f first %.2f start spread %.2f", t[0],
+                t[1], t[2], t[3], t[4], t[5]);
     }
 }

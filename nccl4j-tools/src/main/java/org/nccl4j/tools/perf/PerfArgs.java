@@ -103,7 +103,8 @@ public final class PerfArgs {
     public int opTimes = 0;
     /**
      * --jit_quiet_ms: before each measurement, wait (spinning) until the JIT compiler has finished no compilation
-     * for this many milliseconds, at most {@link #MAX_JIT_WAIT_MS}; 0 does not wait (default 20).
+     * for this many milliseconds, at most {@link #MAX_JIT_WAIT_MS}, then run the operation -w times (at most -n)
+     * untimed, so that the GPUs do not come to the timed loop idle; 0 does neither (default 20).
      */
     public int jitQuietMs = 20;
     /**
@@ -321,7 +322,8 @@ public final class PerfArgs {
                 + "per-operation p10/p50/p90/max (as -I).")
         String opTimes;
         @Option(names = "--jit_quiet_ms", paramLabel = "<ms>", description = "Before each measurement, wait until the "
-                + "JIT compiled nothing for <ms> (at most 1 s; default 20; 0: no wait).")
+                + "JIT compiled nothing for <ms> (at most 1 s), then run the operation -w times (at most -n) untimed "
+                + "(default 20; 0: neither).")
         String jitQuiet;
         @Option(names = "--jit_warmup", paramLabel = "<calls>", description = "Before the first size, call the timed "
                 + "loop this many times at 16 B a rank, so the JIT compiles it first (default 10000; 0: none).")

@@ -20,7 +20,8 @@ import java.util.Objects;
  * @param allocBytes Java heap bytes allocated per iteration while issuing the eager loop (this process),
  *     or NaN when not measured (CUDA graph runs, -z, results read from a file)
  * @param opTimeUs with --op_times: p10, p50, p90 and max of this process's first GPU's per-operation times in
- *     microseconds; else null (compared, hashed and printed by content, not by array identity)
+ *     microseconds, its first operation's time and the spread of the timed loop's start across processes (us); else
+ *     null (compared, hashed and printed by content, not by array identity)
  */
 public record Result(Operation operation, long size, long count, String type, String redop, int root,
         boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes,

@@ -150,18 +150,20 @@ class JsonAndPlotTest {
         Result r0 = RESULTS.get(0);
         List<Result> results = new java.util.ArrayList<>(RESULTS);
         results.set(0, new Result(r0.operation(), r0.size(), r0.count(), r0.type(), r0.redop(), r0.root(), r0.inPlace(),
-                r0.timeUs(), r0.algbw(), r0.busbw(), r0.wrong(), r0.allocBytes(), new double[] {6.5, 6.7, 7.0, 12.25}));
+                r0.timeUs(), r0.algbw(), r0.busbw(), r0.wrong(), r0.allocBytes(),
+                new double[] {6.5, 6.7, 7.0, 12.25, 12.25, 3.5}));
         List<Object> records = Perf.records(results, a);
         Map<String, Object> first = (Map<String, Object>) records.get(0);
-        assertEquals(Map.of("p10", 6.5, "p50", 6.7, "p90", 7.0, "max", 12.25), first.get("op_time_us"));
-        assertEquals(List.of("p10", "p50", "p90", "max"),
+        assertEquals(Map.of("p10", 6.5, "p50", 6.7, "p90", 7.0, "max", 12.25, "first", 12.25, "start_spread", 3.5),
+                first.get("op_time_us"));
+        assertEquals(List.of("p10", "p50", "p90", "max", "first", "start_spread"),
                 List.copyOf(((Map<String, Object>) first.get("op_time_us")).keySet()), "in this order");
         for (Object r : records.subList(1, records.size())) {
             assertNull(((Map<String, Object>) r).get("op_time_us"));
         }
-        assertEquals("#  per operation (us, rank 1): out-of-place p10 6.50 p50 6.70 p90 7.00 max 12.25; "
-                + "in-place p10 1.00 p50 2.00 p90 3.00 max 4.50",
-                Perf.opTimesLine(1, new double[] {6.5, 6.7, 7.0, 12.25}, new double[] {1, 2, 3, 4.5}));
+        assertEquals("#  per operation (us, rank 1): out-of-place p10 6.50 p50 6.70 p90 7.00 max 12.25 first 12.25 "
+                + "start spread 3.50; in-place p10 1.00 p50 2.00 p90 3.00 max 4.50 first 1.00 start spread 0.00",
+                Perf.opTimesLine(1, new double[] {6.5, 6.7, 7.0, 12.25, 12.25, 3.5}, new double[] {1, 2, 3, 4.5, 1, 0}));
     }
 
     @Test
