@@ -1844,6 +1844,7 @@ final class Liveness implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        Survivors.forget(this);   // the roll call after rank 0's loss, if this rank answers it
         Farewell.unregister(this);
         Socket s = toServer;
         if (s != null) {

@@ -31,8 +31,6 @@ final class Survivors {
     static final Duration MIN_WINDOW = Duration.ofSeconds(3);
     /** Where a rank of this host is asked. */
     static final String LOOPBACK = "127.0.0.1";
-    /** How long a rank answers after it learnt of rank 0's loss. */
-    static final Duration LINGER = Duration.ofSeconds(120);
 
     private static final Logger LOG = LoggerFactory.getLogger(Survivors.class);
     private static final Map<Liveness, RollCall> ANSWERING = Collections.synchronizedMap(new WeakHashMap<>());
@@ -140,7 +138,7 @@ final class Survivors {
         return port < 0 ? -1 : port + PORT_OFFSET;
     }
 
-    /** Stops this rank's answering of the roll call, if it answers (for tests: the port is free again). */
+    /** Stops this rank's answering of the roll call, if it answers: the port is free again. The channel's close. */
     static void forget(Liveness l) {
         RollCall r = ANSWERING.remove(l);
         if (r != null) {
@@ -160,7 +158,9 @@ final class Survivors {
             }
             int me = l.launchRankOfSelf();
             try {
-                r = RollCall.answer(me, base + me, JobSecret.fromEnvironment(), LINGER);
+                // until the channel closes: every later loss's roll call needs this rank's answer as well (a
+                // fixed linger left a second loss, minutes after rank 0's, with nobody answering)
+                r = RollCall.answer(me, base + me, JobSecret.fromEnvironment());
             } catch (java.io.IOException | IllegalArgumentException e) {
                 LOG.warn("nccl4j: rank {} cannot answer the roll call after rank 0's loss: {}", me, e.getMessage());
                 return null;

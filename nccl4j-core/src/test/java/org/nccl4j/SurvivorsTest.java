@@ -11,6 +11,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.nccl4j.jni.NcclNative;
+import org.nccl4j.launch.LaunchInfo;
 
 /** The ranks lost with rank 0, the liveness channel's hub, found by the roll call of those that remain. */
 class SurvivorsTest {
@@ -48,6 +49,11 @@ class SurvivorsTest {
             int[] three = Survivors.lostRanks(r3, Duration.ofMillis(200), 4);
             assertArrayEquals(new int[] {0, 1}, three, "rank 3");
             assertArrayEquals(new int[] {0, 1}, two.get(), "rank 2");
+            // a later loss's roll call: the survivors still answer each other (they answer until their channel closes)
+            CompletableFuture<int[]> again = CompletableFuture.supplyAsync(
+                    () -> Survivors.lostRanks(r2, Duration.ofMillis(200), 4));
+            assertArrayEquals(new int[] {0, 1}, Survivors.lostRanks(r3, Duration.ofMillis(200), 4), "rank 3 again");
+            assertArrayEquals(new int[] {0, 1}, again.get(), "rank 2 again");
         } finally {
             forget(ranks);
             r2.close();
@@ -77,6 +83,37 @@ class SurvivorsTest {
             forget(ranks);
             r1.close();
             r2.close();
+        }
+    }
+
+    @Test
+    void closingTheChannelStopsTheAnsweringAndFreesThePort() throws Exception {
+        Liveness[] ranks = channel(3);
+        Liveness r1 = ranks[1], r2 = ranks[2];
+        try {
+            within(3000, () -> r2.roster().size() == 3 ? true : null, "every rank in the roster");
+            ranks[0].dropWithoutGoodbye();
+            within(10000, () -> r1.anyLost() && r2.anyLost() ? true : null, "rank 0's loss reaching ranks 1 and 2");
+            Survivors.heard(r1);
+            Survivors.heard(r2);
+            int port = Survivors.basePort(LaunchInfo.rankZeroAddress()) + r2.launchRankOfSelf();
+            assertFalse(bindable(port), "rank 2 answers on " + port);
+            r2.close();   // rank 2 leaves the job: its port goes with it, not minutes later
+            assertTrue(bindable(port), "port " + port + " free once rank 2's channel closed");
+        } finally {
+            forget(ranks);
+            r1.close();
+            r2.close();
+        }
+    }
+
+    private static boolean bindable(int port) {
+        try (java.net.ServerSocket s = new java.net.ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new java.net.InetSocketAddress(port));
+            return true;
+        } catch (java.io.IOException e) {
+            return false;
         }
     }
 

@@ -73,15 +73,35 @@ public final class RollCall implements AutoCloseable {
      * @throws IllegalArgumentException for a negative rank, a port out of range or a linger that is not positive
      */
     public static RollCall answer(int launchRank, int port, JobSecret secret, Duration linger) throws IOException {
+        if (linger == null || linger.isNegative() || linger.isZero()) {
+            throw new IllegalArgumentException("linger must be longer than zero, got " + linger);
+        }
+        return start(launchRank, port, secret, linger);
+    }
+
+    /**
+     * Answers the roll for this rank on {@code port} until {@link #close()}, as {@link #answer(int, int, JobSecret,
+     * Duration)} does but with no end of its own: for a rank that must answer every roll call for as long as it takes
+     * part in the job (the owner closes it when it leaves).
+     *
+     * @param launchRank this rank's launch rank, 0 or more
+     * @param port the port, 1 to 65535: {@code base + launchRank}
+     * @param secret the job's secret, or null when the job has none
+     * @return the answering side
+     * @throws IOException when the port cannot be bound (another process holds it)
+     * @throws IllegalArgumentException for a negative rank or a port out of range
+     */
+    public static RollCall answer(int launchRank, int port, JobSecret secret) throws IOException {
+        return start(launchRank, port, secret, null);
+    }
+
+    private static RollCall start(int launchRank, int port, JobSecret secret, Duration linger) throws IOException {
         if (launchRank < 0) {
             throw new IllegalArgumentException("launchRank must be 0 or more, got " + launchRank);
         }
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("port must be 1 to 65535, got " + port + " (the base port plus launch "
                     + "rank " + launchRank + "; choose a lower MASTER_PORT)");
-        }
-        if (linger == null || linger.isNegative() || linger.isZero()) {
-            throw new IllegalArgumentException("linger must be longer than zero, got " + linger);
         }
         ServerSocket s = new ServerSocket();
         try {
@@ -93,8 +113,8 @@ public final class RollCall implements AutoCloseable {
                     .getMessage(), e);
         }
         RollCall r = new RollCall(launchRank, secret, s);
-        long until = System.nanoTime() + linger.toNanos();
-        Thread t = new Thread(() -> r.serve(until), "nccl4j-roll-call-" + launchRank);
+        long until = linger == null ? 0 : System.nanoTime() + linger.toNanos();
+        Thread t = new Thread(() -> r.serve(linger != null, until), "nccl4j-roll-call-" + launchRank);
         t.setDaemon(true);
         t.start();
         return r;
@@ -105,15 +125,16 @@ public final class RollCall implements AutoCloseable {
         return server.getLocalPort();
     }
 
-    private void serve(long untilNanos) {
+    /** Accepts until closed, and with {@code bounded} until {@code untilNanos} too. */
+    private void serve(boolean bounded, long untilNanos) {
         java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(MAX_ANSWERING);
         try {
             while (!closed) {
-                long left = TimeUnit.NANOSECONDS.toMillis(untilNanos - System.nanoTime());
-                if (left <= 0) {
+                long left = bounded ? TimeUnit.NANOSECONDS.toMillis(untilNanos - System.nanoTime()) : 0;
+                if (bounded && left <= 0) {
                     break;
                 }
-                server.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
+                server.setSoTimeout(bounded ? (int) Math.min(left, Integer.MAX_VALUE) : 0);   // 0: until closed
                 Socket c;
                 try {
                     c = server.accept();

@@ -38,6 +38,25 @@ class RollCallTest {
     }
 
     @Test
+    void withoutALingerItAnswersUntilClosedAndThenFreesItsPort() throws Exception {
+        int port = StubFixture.freePort();
+        RollCall r = RollCall.answer(4, port, null);
+        try {
+            assertEquals(port, r.port());
+            assertEquals(Set.of(4), RollCall.ask(0, Map.of(4, local(port)), Duration.ofSeconds(2), null));
+            Thread.sleep(300);   // no end of its own: still there for a later roll call
+            assertEquals(Set.of(4), RollCall.ask(1, Map.of(4, local(port)), Duration.ofSeconds(2), null));
+        } finally {
+            r.close();
+        }
+        try (ServerSocket again = new ServerSocket()) {
+            again.setReuseAddress(true);
+            again.bind(new InetSocketAddress(port));   // closed: the port is free for the next job
+        }
+        assertEquals(Set.of(), RollCall.ask(0, Map.of(4, local(port)), Duration.ofMillis(300), null));
+    }
+
+    @Test
     void aRankThatStartsAnsweringWithinTheWindowCounts() throws Exception {
         int port = StubFixture.freePort();
         Thread late = new Thread(() -> {
@@ -109,6 +128,8 @@ class RollCallTest {
                 () -> RollCall.answer(7, 70000, null, LINGER)).getMessage());
         assertEquals("linger must be longer than zero, got PT0S", assertThrows(IllegalArgumentException.class,
                 () -> RollCall.answer(1, 30000, null, Duration.ZERO)).getMessage());
+        assertEquals("port must be 1 to 65535, got 0 (the base port plus launch rank 2; choose a lower MASTER_PORT)",
+                assertThrows(IllegalArgumentException.class, () -> RollCall.answer(2, 0, null)).getMessage());
         assertEquals("window must be longer than zero, got null", assertThrows(IllegalArgumentException.class,
                 () -> RollCall.ask(0, Map.of(), null, null)).getMessage());
         assertEquals("others must not be null", assertThrows(IllegalArgumentException.class,
