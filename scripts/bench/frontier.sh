@@ -17,7 +17,8 @@
 #   CASES           ';'-separated argument lists, each after the program name (default: the small all-reduces,
 #                   "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0")
 #   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv,
-#                   frontier.md and frontier.json (the summary fields: symmetric_small_us,
+#                   frontier.png (time against size when no size is above 1 MiB, else bus bandwidth; a line per
+#                   program and -R), frontier.md and frontier.json (the summary fields: symmetric_small_us,
 #                   nccl_tests_symmetric_small_us, min_busbw_ratio_64MiB_up_4gpu; see frontier_report.py)
 #   BIND            Open MPI's binding of the ranks (default none; core or numa pin each rank, which small messages
 #                   need: with none, whole runs of either program settled near 8 or near 12 us on 4 x H100)
@@ -110,5 +111,10 @@ done
 echo "== runs took $(( $(date +%s) - start )) s, $failures failed${failed[*]:+: ${failed[*]}}"
 python3 "$root/scripts/bench/frontier_report.py" "$tsv" --json "$out/frontier.json" > "$out/frontier.md" \
   || { echo "$tool: the report failed"; failures=$((failures + 1)); }
+# the plot: times when every size is at most 1 MiB (small messages), else bus bandwidth
+y=$(awk -F'\t' 'NR > 1 && $7 > 1048576 { big = 1 } END { print big ? "busbw" : "time" }' "$tsv")
+"$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath "$bundle")" org.nccl4j.tools.perf.Plot \
+  "$out/frontier.png" --frontier --y "$y" --title "nccl4j-perf and nccl-tests, out of place, medians of $rounds rounds" \
+  "$tsv" > /dev/null || { echo "$tool: the plot failed"; failures=$((failures + 1)); }
 cat "$out/frontier.md"
 [ "$failures" = 0 ]

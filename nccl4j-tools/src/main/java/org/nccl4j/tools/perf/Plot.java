@@ -31,6 +31,7 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * placement and file:
  * <pre>
  * Plot out.png [--title TEXT] [--placement out-of-place|in-place|both] [LABEL=]results.json ...
+ * Plot out.png --frontier [--y busbw|time] [--title TEXT] frontier.tsv
  * </pre>
  */
 public final class Plot {
@@ -42,9 +43,9 @@ public final class Plot {
      *
      * @param name the legend text
      * @param sizes sizes in bytes, increasing, all above 0
-     * @param busbw bus bandwidth in GB/s for each size
+     * @param y the value at each size: bus bandwidth in GB/s, or a time in us ({@link #writeTimes})
      */
-    public record Series(String name, double[] sizes, double[] busbw) {
+    public record Series(String name, double[] sizes, double[] y) {
     }
 
     /**
@@ -94,13 +95,31 @@ public final class Plot {
      * @throws IOException when the file cannot be written
      */
     public static void write(Path file, String title, List<Series> series) throws IOException {
+        draw(file, title, "bus bandwidth (GB/s)", series);
+    }
+
+    /**
+     * Writes the chart of times per operation as a PNG: as {@link #write}, the y axis in microseconds.
+     *
+     * @param file the PNG to write
+     * @param title the chart's title
+     * @param series the lines, their values in us
+     * @throws IOException when the file cannot be written
+     */
+    public static void writeTimes(Path file, String title, List<Series> series) throws IOException {
+        draw(file, title, "time per operation (us)", series);
+    }
+
+    private static void draw(Path file, String title, String yTitle, List<Series> series) throws IOException {
         if (System.getProperty("java.awt.headless") == null) {
             System.setProperty("java.awt.headless", "true");
         }
         XYChart chart = new XYChartBuilder().width(1000).height(600).title(title)
-                .xAxisTitle("size (bytes, log2 scale)").yAxisTitle("bus bandwidth (GB/s)").build();
+                .xAxisTitle("size (bytes, log2 scale)").yAxisTitle(yTitle).build();
         XYStyler st = chart.getStyler();
-        st.setLegendPosition(Styler.LegendPosition.InsideNW);
+        // bandwidth rises to the right, leaving the top left free; times can be anywhere: their legend goes beside
+        st.setLegendPosition(yTitle.startsWith("time") ? Styler.LegendPosition.OutsideE
+                : Styler.LegendPosition.InsideNW);
         st.setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
         st.setXAxisDecimalPattern("0");
         st.setChartBackgroundColor(java.awt.Color.WHITE);
@@ -113,7 +132,7 @@ public final class Plot {
             for (int i = 0; i < x.length; i++) {
                 x[i] = Math.log(s.sizes()[i]) / Math.log(2);
             }
-            XYSeries xy = chart.addSeries(s.name(), x, s.busbw());
+            XYSeries xy = chart.addSeries(s.name(), x, s.y());
             xy.setMarker(SeriesMarkers.CIRCLE);
         }
         Path parent = file.toAbsolutePath().getParent();
@@ -165,6 +184,77 @@ public final class Plot {
         return out;
     }
 
+    /**
+     * The lines of a frontier run ({@code scripts/bench/frontier.sh}'s frontier.tsv: lib, np, reg, case, round, side,
+     * size, time_us, busbw, tab-separated, a header first): one per library, rank count, -R, case and side, named
+     * "nccl-tests" or "nccl4j" and "-R n", with the library, the ranks and the case's operation added where the file
+     * has more than one of them; the value at each size is the median over the rounds.
+     *
+     * @param tsv the file's lines
+     * @param times true for the times (us), false for the bus bandwidths (GB/s)
+     * @return the series, in the order the file first names them
+     * @throws IllegalArgumentException when the header is not frontier.tsv's or a row is malformed (its line named)
+     */
+    public static List<Series> frontierSeries(List<String> tsv, boolean times) {
+        String header = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw";
+        if (tsv.isEmpty() || !tsv.get(0).equals(header)) {
+            throw new IllegalArgumentException("not a frontier.tsv (scripts/bench/frontier.sh): the first line must be "
+                    + "the header " + header.replace("\t", " "));
+        }
+        Map<List<String>, Map<Long, List<Double>>> by = new LinkedHashMap<>();
+        java.util.Set<String> libs = new java.util.TreeSet<>();
+        java.util.Set<String> nps = new java.util.TreeSet<>();
+        java.util.Set<String> cases = new java.util.TreeSet<>();
+        for (int i = 1; i < tsv.size(); i++) {
+            String line = tsv.get(i);
+            if (line.isBlank()) {
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            long size;
+            double value;
+            try {
+                if (f.length != 9) {
+                    throw new NumberFormatException(f.length + " fields, not 9");
+                }
+                size = Long.parseLong(f[6]);
+                value = Double.parseDouble(times ? f[7] : f[8]);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("frontier.tsv line " + (i + 1) + " is not a row of frontier.sh ("
+                        + e.getMessage() + "): " + line);
+            }
+            String op = f[3].split(" ", 2)[0].replace("_perf", "");
+            libs.add(f[0]);
+            nps.add(f[1]);
+            cases.add(op);
+            by.computeIfAbsent(List.of(f[0], f[1], f[2], op, f[5]), k -> new java.util.TreeMap<>())
+                    .computeIfAbsent(size, k -> new ArrayList<>()).add(value);
+        }
+        List<Series> out = new ArrayList<>();
+        for (Map.Entry<List<String>, Map<Long, List<Double>>> e : by.entrySet()) {
+            List<String> k = e.getKey();
+            String name = ("c".equals(k.get(4)) ? "nccl-tests" : "nccl4j") + " -R " + k.get(2)
+                    + (cases.size() > 1 ? " " + k.get(3) : "") + (libs.size() > 1 ? " " + k.get(0) : "")
+                    + (nps.size() > 1 ? " " + k.get(1) + " GPUs" : "");
+            double[] x = new double[e.getValue().size()];
+            double[] y = new double[x.length];
+            int i = 0;
+            for (Map.Entry<Long, List<Double>> v : e.getValue().entrySet()) {
+                x[i] = v.getKey();
+                y[i++] = median(v.getValue());
+            }
+            out.add(new Series(name, x, y));
+        }
+        return out;
+    }
+
+    /** The median (the mean of the middle two for an even count), as frontier_report.py takes it. */
+    static double median(List<Double> values) {
+        double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        int n = v.length;
+        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+
     private static Double num(Map<String, Object> r, String key) {
         Object v = r.get(key);
         return v instanceof Double ? (Double) v : Double.NaN;
@@ -178,6 +268,16 @@ public final class Plot {
      */
     public static void main(String[] args) throws IOException {
         Options o = Args.parseOrExit(new Options(), args);
+        if (o.frontier) {
+            try {
+                frontier(o);
+            } catch (IllegalArgumentException | java.nio.file.NoSuchFileException e) {
+                System.err.println("Plot: " + (e instanceof java.nio.file.NoSuchFileException ? "no such file: " : "")
+                        + e.getMessage());
+                System.exit(Args.USAGE);
+            }
+            return;
+        }
         List<String> placements = o.placement.equals("both") ? List.of("out-of-place", "in-place")
                 : List.of(o.placement);
         List<Series> all = new ArrayList<>();
@@ -188,6 +288,21 @@ public final class Plot {
             all.addAll(seriesOf(readResults(f), label, placements));
         }
         write(o.png, o.title, all);
+        System.out.println("wrote " + o.png);
+    }
+
+    /** --frontier: the one frontier.tsv's chart. */
+    private static void frontier(Options o) throws IOException {
+        if (o.files.size() != 1) {
+            throw new IllegalArgumentException("--frontier draws one frontier.tsv, got " + o.files.size() + " files: "
+                    + o.files);
+        }
+        List<Series> series = frontierSeries(Files.readAllLines(Path.of(o.files.get(0))), o.y == YAxis.time);
+        if (o.y == YAxis.time) {
+            writeTimes(o.png, o.title, series);
+        } else {
+            write(o.png, o.title, series);
+        }
         System.out.println("wrote " + o.png);
     }
 
@@ -205,5 +320,20 @@ public final class Plot {
         @Option(names = "--placement", paramLabel = "out-of-place|in-place|both", description = "Which runs to draw "
                 + "(default: ${DEFAULT-VALUE}).")
         String placement = "out-of-place";
+        @Option(names = "--frontier", description = "The one file is scripts/bench/frontier.sh's frontier.tsv: a line "
+                + "per side (nccl-tests, nccl4j), -R, operation, library and rank count, medians over the rounds "
+                + "(out of place).")
+        boolean frontier;
+        @Option(names = "--y", paramLabel = "busbw|time", description = "With --frontier: what the y axis shows "
+                + "(default: ${DEFAULT-VALUE}).")
+        YAxis y = YAxis.busbw;
+    }
+
+    /** What a frontier chart's y axis shows. */
+    enum YAxis {
+        /** Bus bandwidth (GB/s). */
+        busbw,
+        /** Time per operation (us). */
+        time
     }
 }

@@ -134,6 +134,48 @@ class JsonAndPlotTest {
     }
 
     @Test
+    void frontierTsvGivesALinePerSideAndRegistrationWithTheMedianOfTheRounds(@TempDir Path dir) throws Exception {
+        List<String> tsv = List.of("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t6.0\t0.00",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t8\t6.5\t0.00",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t8\t6.1\t0.00",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t3\tjava\t8\t9.0\t0.00",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t16\t7.0\t0.01",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t16\t8.0\t0.02",
+                "system\t2\t2\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t5.3\t0.00");
+        List<Plot.Series> times = Plot.frontierSeries(tsv, true);
+        assertEquals(List.of("nccl-tests -R 0", "nccl4j -R 0", "nccl-tests -R 2"),
+                times.stream().map(Plot.Series::name).toList());
+        assertArrayEquals(new double[] {8, 16}, times.get(1).sizes());
+        assertArrayEquals(new double[] {6.5, 7.5}, times.get(1).y(), "median of 3 rounds, then of 2");
+        assertArrayEquals(new double[] {0.00, 0.015}, Plot.frontierSeries(tsv, false).get(1).y(), 1e-12);
+        // another library and operation in the file: named in each line
+        List<String> more = new java.util.ArrayList<>(tsv);
+        more.add("torch\t2\t0\tbroadcast_perf -b 8 -e 8\t1\tjava\t8\t7.0\t0.00");
+        assertEquals("nccl4j -R 0 broadcast torch", Plot.frontierSeries(more, true).get(3).name());
+        Path f = dir.resolve("frontier.tsv");
+        Files.write(f, tsv);
+        Path png = dir.resolve("frontier.png");
+        Plot.main(new String[] {png.toString(), "--frontier", "--y", "time", "--title", "small", f.toString()});
+        assertEquals((byte) 0x89, Files.readAllBytes(png)[0]);
+    }
+
+    @Test
+    void aFileThatIsNotAFrontierTsvIsRefusedWithTheLineNamed() {
+        assertEquals("not a frontier.tsv (scripts/bench/frontier.sh): the first line must be the header lib np reg "
+                + "case round side size time_us busbw", assertThrows(IllegalArgumentException.class,
+                () -> Plot.frontierSeries(List.of("size\ttime"), true)).getMessage());
+        String header = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw";
+        assertEquals("frontier.tsv line 2 is not a row of frontier.sh (For input string: \"8x\"): "
+                + "system\t2\t0\tc\t1\tc\t8x\t6.0\t0.00", assertThrows(IllegalArgumentException.class,
+                () -> Plot.frontierSeries(List.of(header, "system\t2\t0\tc\t1\tc\t8x\t6.0\t0.00"), true))
+                .getMessage());
+        assertEquals("frontier.tsv line 3 is not a row of frontier.sh (2 fields, not 9): a\tb",
+                assertThrows(IllegalArgumentException.class, () -> Plot.frontierSeries(List.of(header, "",
+                "a\tb"), true)).getMessage());
+    }
+
+    @Test
     void log2AxisLabelsAreByteSizes() {
         assertEquals("8", Plot.bytesLabel(3.0));
         assertEquals("1K", Plot.bytesLabel(10.0));
