@@ -46,11 +46,15 @@ public final class RollCall implements AutoCloseable {
     private static final int MAX_ASKING_THREADS = 32;
     /** The most askers answered at once; a connection over it is closed at accept. */
     private static final int MAX_ANSWERING = 16;
+    /** How long {@link #close()} waits for the accepting thread to let go of the port. */
+    private static final long CLOSE_WAIT_MILLIS = 2000;
 
     private final int launchRank;
     private final JobSecret secret;
     private final ServerSocket server;
     private volatile boolean closed;
+    /** The accepting thread, once started. */
+    private volatile Thread accepting;
 
     private RollCall(int launchRank, JobSecret secret, ServerSocket server) {
         this.launchRank = launchRank;
@@ -116,6 +120,7 @@ public final class RollCall implements AutoCloseable {
         long until = linger == null ? 0 : System.nanoTime() + linger.toNanos();
         Thread t = new Thread(() -> r.serve(linger != null, until), "nccl4j-roll-call-" + launchRank);
         t.setDaemon(true);
+        r.accepting = t;
         t.start();
         return r;
     }
@@ -303,7 +308,7 @@ public final class RollCall implements AutoCloseable {
         return null;
     }
 
-    /** Stops answering. */
+    /** Stops answering, and returns once the port is let go of (at most 2 s). */
     @Override
     public void close() {
         closed = true;
@@ -311,6 +316,14 @@ public final class RollCall implements AutoCloseable {
             server.close();
         } catch (IOException e) {
             // closing
+        }
+        Thread t = accepting;
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                t.join(CLOSE_WAIT_MILLIS);   // the socket is released once its accept returns: the port is free after
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }
