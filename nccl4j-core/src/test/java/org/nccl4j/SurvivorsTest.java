@@ -62,7 +62,7 @@ class SurvivorsTest {
     }
 
     @Test
-    void whenOnlyRankZeroIsLostEveryOtherAnswersAndNoneMoreIsLeftOut() throws Exception {
+    void whenOnlyRankZeroIsLostEveryOtherAnswersNoneMoreIsLeftOutAndClosingFreesThePort() throws Exception {
         Liveness[] ranks = channel(3);
         Liveness r1 = ranks[1], r2 = ranks[2];
         try {
@@ -79,26 +79,9 @@ class SurvivorsTest {
             assertArrayEquals(new int[] {0}, two);
             assertArrayEquals(new int[] {0}, one.get());
             assertTrue(ms < Survivors.MIN_WINDOW.toMillis(), "everyone answered, so no wait for the window: " + ms);
-        } finally {
-            forget(ranks);
-            r1.close();
-            r2.close();
-        }
-    }
-
-    @Test
-    void closingTheChannelStopsTheAnsweringAndFreesThePort() throws Exception {
-        Liveness[] ranks = channel(3);
-        Liveness r1 = ranks[1], r2 = ranks[2];
-        try {
-            within(3000, () -> r2.roster().size() == 3 ? true : null, "every rank in the roster");
-            ranks[0].dropWithoutGoodbye();
-            within(10000, () -> r1.anyLost() && r2.anyLost() ? true : null, "rank 0's loss reaching ranks 1 and 2");
-            Survivors.heard(r1);
-            Survivors.heard(r2);
             int port = Survivors.basePort(LaunchInfo.rankZeroAddress()) + r2.launchRankOfSelf();
             assertFalse(bindable(port), "rank 2 answers on " + port);
-            r2.close();   // rank 2 leaves the job: its port goes with it, not minutes later
+            r2.close();   // rank 2 leaves the job: its roll-call port goes with it, not minutes later
             assertTrue(bindable(port), "port " + port + " free once rank 2's channel closed");
         } finally {
             forget(ranks);
