@@ -566,10 +566,9 @@ final class Bench implements AutoCloseable {
 
     /**
      * After a --jit_quiet_ms wait: the measured operation, -w times (at most -n), untimed, so that the GPUs come to
-     * the timed loop from work, as in nccl-tests, where the warm-up or the previous measurement runs right before it.
-     * Found with --op_times on 2 x H100 (2026-11-26): after the wait's 20 ms or more of idle GPUs the first timed
-     * operation took about 100 us more than the others at 64 MiB (nccl-tests' first: 12-37 us more), which alone
-     * was the 1-2 % between nccl4j-perf and nccl-tests there.
+     * the timed loop from work, as in nccl-tests, where the warm-up or the previous measurement runs right before it,
+     * and not from the wait's 20 ms or more of idle. Measured alone on 2 x H100 (2026-11-26) it changed nothing at
+     * 64 MiB: the first operation's 100 us there were the allocation counter's first reading (see measure).
      */
     private void rewarm(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
         int n = Math.min(args.warmup, args.iters);
