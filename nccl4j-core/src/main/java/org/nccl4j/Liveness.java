@@ -1835,6 +1835,11 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /** @return whether this rank closed its channel (or froze): what it still hears no longer starts anything */
+    boolean closing() {
+        return closing;
+    }
+
     /** For tests: this rank's process stops (a SIGSTOP, a frozen host): its connections stay open but go silent. */
     void freeze() {
         closing = true;

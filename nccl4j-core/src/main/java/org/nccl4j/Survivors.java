@@ -153,7 +153,7 @@ final class Survivors {
             if (r != null) {
                 return r;
             }
-            if (base < 0) {
+            if (base < 0 || l.closing()) {   // closed: its close has stopped answering, and nothing starts it again
                 return null;
             }
             int me = l.launchRankOfSelf();

@@ -83,6 +83,8 @@ class SurvivorsTest {
             assertFalse(bindable(port), "rank 2 answers on " + port);
             r2.close();   // rank 2 leaves the job: its roll-call port goes with it, not minutes later
             assertTrue(bindable(port), "port " + port + " free once rank 2's channel closed");
+            Survivors.heard(r2);   // news that arrives as it closes starts no answering again
+            assertTrue(bindable(port), "port " + port + " still free after news on a closed channel");
         } finally {
             forget(ranks);
             r1.close();
