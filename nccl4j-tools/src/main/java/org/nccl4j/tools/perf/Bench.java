@@ -556,10 +556,7 @@ final class Bench implements AutoCloseable {
             return;
         }
         for (long size : args.warmupSizes()) {
-            Operation.Counts c = place(o, t, size, false);
-            for (int i = 0; i < args.warmup; i++) {
-                issueAll(o, c, t, op, root, i);
-            }
+            untimed(o, place(o, t, size, false), t, op, root, args.warmup);
         }
         syncAll();
     }
@@ -571,7 +568,11 @@ final class Bench implements AutoCloseable {
      * 64 MiB: the first operation's 100 us there were the allocation counter's first reading (see measure).
      */
     private void rewarm(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root) {
-        int n = Math.min(args.warmup, args.iters);
+        untimed(o, c, t, op, root, Math.min(args.warmup, args.iters));
+    }
+
+    /** Operations 0 to n - 1 of the rotation, untimed, on every local rank (the warm-ups). */
+    private void untimed(Operation o, Operation.Counts c, DataType t, ReduceOp op, int root, int n) {
         for (int i = 0; i < n; i++) {
             issueAll(o, c, t, op, root, i);
         }

@@ -1,6 +1,7 @@
 package org.nccl4j.tools.perf;
 
 import org.nccl4j.examples.Args;
+import org.nccl4j.examples.StepStats;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
@@ -241,18 +242,11 @@ public final class Plot {
             int i = 0;
             for (Map.Entry<Long, List<Double>> v : e.getValue().entrySet()) {
                 x[i] = v.getKey();
-                y[i++] = median(v.getValue());
+                y[i++] = StepStats.median(v.getValue().stream().mapToDouble(Double::doubleValue).toArray());
             }
             out.add(new Series(name, x, y));
         }
         return out;
-    }
-
-    /** The median (the mean of the middle two for an even count), as frontier_report.py takes it. */
-    static double median(List<Double> values) {
-        double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        int n = v.length;
-        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 
     private static Double num(Map<String, Object> r, String key) {
