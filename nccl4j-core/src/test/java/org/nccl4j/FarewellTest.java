@@ -135,6 +135,9 @@ class FarewellTest {
                 e.departure().cause());
     }
 
+    /** The child's stream and buffer, reachable until it ends. */
+    private static Object[] keep;
+
     /**
      * The child: rank 1 of the channel at {@code args[1]}, two all-reduces, then {@code args[0]}: uncaught (the
      * exception leaves main with the communicator open), inside (it leaves a try-with-resources around the
@@ -151,6 +154,9 @@ class FarewellTest {
         c.health().attachChannel(l);
         Stream s = Stream.create(0);
         DeviceBuffer b = DeviceBuffer.allocate(0, 4, DataType.FLOAT32);
+        // Held until the process ends: once main's frame is gone the buffer would be unreachable, and the leak
+        // warning of a Cleaner could land in the middle of the JVM's printing of the uncaught exception.
+        keep = new Object[] {s, b};
         for (int i = 0; i < 2; i++) {
             c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
         }
