@@ -1,32 +1,15 @@
 package org.nccl4j.tools.cli;
 
 import java.io.IOException;
-import java.util.Arrays;
 
 /**
  * What the tools' programs (nccl4j-perf and the GPU-run harnesses of {@code org.nccl4j.tools.harness}) share beyond
  * what the examples' {@code org.nccl4j.examples.Examples} gives them (the exit status on a machine without NCCL or a
- * GPU, the launch test, grouping, counts, a rank's abrupt end): a median, and a rank that stops as a frozen process.
+ * GPU, the launch test, grouping, counts, a rank's abrupt end; the median is {@code org.nccl4j.examples.StepStats}'s): a
+ * rank that stops as a frozen process.
  */
 public final class Programs {
     private Programs() {
-    }
-
-    /**
-     * The median of {@code values}: the middle value, or the mean of the two middle values for an even count
-     * (as Python's {@code statistics.median}).
-     *
-     * @param values the values (not modified)
-     * @return the median, NaN when there are none
-     */
-    public static double median(double[] values) {
-        if (values.length == 0) {
-            return Double.NaN;
-        }
-        double[] s = values.clone();
-        Arrays.sort(s);
-        int n = s.length;
-        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     }
 
     /**

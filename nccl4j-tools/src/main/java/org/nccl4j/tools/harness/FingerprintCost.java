@@ -2,7 +2,7 @@ package org.nccl4j.tools.harness;
 
 import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
-import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.examples.StepStats;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
@@ -49,8 +49,8 @@ public final class FingerprintCost {
                     stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();
-            double without = Programs.median(us[0]);
-            double with = Programs.median(us[1]);
+            double without = StepStats.median(us[0]);
+            double with = StepStats.median(us[1]);
             System.out.printf(Locale.ROOT, "%-16s %12s %14s %12s%n", "8 B all-reduce", "host us/op",
                     "vs off", "heap B/op");
             System.out.printf(Locale.ROOT, "%-16s %12.4f %+14.4f %12.4f%n", "fingerprint off", without, 0.0,

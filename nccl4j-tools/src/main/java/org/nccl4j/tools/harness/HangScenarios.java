@@ -2,6 +2,7 @@ package org.nccl4j.tools.harness;
 
 import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
+import org.nccl4j.examples.StepStats;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -367,10 +368,10 @@ public final class HangScenarios {
             System.out.printf(Locale.ROOT, "%-18s %12s %12s %16s %18s%n", "8 B all-reduce", "eager us/op",
                     "vs off", "heap B/op", "graph replay us/op");
             for (int i = 0; i < configs.length; i++) {
-                double m = Programs.median(eager[i]);
-                String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", Programs.median(replay[i])) : "-";
+                double m = StepStats.median(eager[i]);
+                String g = i < graphs.length ? String.format(Locale.ROOT, "%.3f", StepStats.median(replay[i])) : "-";
                 System.out.printf(Locale.ROOT, "%-18s %12.3f %+12.3f %16.4f %18s%n", names[i], m,
-                        m - Programs.median(eager[1]), bytes[i] / (double) ((long) ops[i] * ROUNDS), g);
+                        m - StepStats.median(eager[1]), bytes[i] / (double) ((long) ops[i] * ROUNDS), g);
             }
             System.out.printf(Locale.ROOT, "eager: median of %d rounds of %d operations (the check: %d), each round "
                     + "alternating the communicators in a turning order; replay: %d launches of a graph of %d%n",

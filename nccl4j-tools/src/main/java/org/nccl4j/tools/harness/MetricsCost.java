@@ -2,7 +2,7 @@ package org.nccl4j.tools.harness;
 
 import org.nccl4j.examples.Args;
 import org.nccl4j.examples.Examples;
-import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.examples.StepStats;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Locale;
@@ -53,8 +53,8 @@ public final class MetricsCost {
                     stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();
-            double notBound = Programs.median(us[0]);
-            double withMetrics = Programs.median(us[1]);
+            double notBound = StepStats.median(us[0]);
+            double withMetrics = StepStats.median(us[1]);
             double counted = registry.find("nccl4j.operations").tag("op", "ncclAllReduce").counter().count();
             long expected = (long) (ROUNDS + 3) * OPS;
             System.out.printf(Locale.ROOT, "%-12s %14s %12s %12s%n", "8 B all-reduce", "host us/op", "vs not bound",

@@ -1,6 +1,7 @@
 package org.nccl4j.tools.perf;
 
 import org.nccl4j.examples.Examples;
+import org.nccl4j.examples.StepStats;
 import org.nccl4j.tools.cli.JsonDocs;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -20,7 +21,6 @@ import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
-import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.jni.NcclLibrary;
 
 /**
@@ -292,7 +292,7 @@ public final class Perf {
         double[] again = bench.initRepeatMs();
         if (again.length > 0) {
             out.printf(Locale.ROOT, "# Communicator re-created %d times in this process: median %.1f ms (min %.1f,"
-                    + " max %.1f)%n", again.length, Programs.median(again), Arrays.stream(again).min().getAsDouble(),
+                    + " max %.1f)%n", again.length, StepStats.median(again), Arrays.stream(again).min().getAsDouble(),
                     Arrays.stream(again).max().getAsDouble());
         }
         out.println("#");
@@ -329,7 +329,7 @@ public final class Perf {
                 list.add(v);
             }
             doc.put("init_repeat_ms", list);
-            doc.put("init_repeat_median_ms", Programs.median(again));
+            doc.put("init_repeat_median_ms", StepStats.median(again));
         }
         doc.put("runtime", "java " + System.getProperty("java.version") + " (" + ManagementFactory.getRuntimeMXBean()
                 .getVmName() + ")");
