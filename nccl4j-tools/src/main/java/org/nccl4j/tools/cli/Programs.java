@@ -5,8 +5,8 @@ import java.io.IOException;
 /**
  * What the tools' programs (nccl4j-perf and the GPU-run harnesses of {@code org.nccl4j.tools.harness}) share beyond
  * what the examples' {@code org.nccl4j.examples.Examples} gives them (the exit status on a machine without NCCL or a
- * GPU, the launch test, grouping, counts, a rank's abrupt end; the median is {@code org.nccl4j.examples.StepStats}'s): a
- * rank that stops as a frozen process.
+ * GPU, the launch test, grouping, counts, a rank's abrupt end; the median is
+ * {@code org.nccl4j.examples.StepStats}'s): a rank that stops as a frozen process.
  */
 public final class Programs {
     private Programs() {
