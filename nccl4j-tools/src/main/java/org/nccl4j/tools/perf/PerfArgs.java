@@ -115,11 +115,6 @@ public final class PerfArgs {
     public int jitWarmup = 10_000;
     /** The most calls --jit_warmup makes. */
     static final int MAX_JIT_WARMUP = 1_000_000;
-
-    /** @return whether the --jit_warmup calls run: asked for, in an eager run (graph runs time launches) */
-    boolean jitWarmsUp() {
-        return jitWarmup > 0 && graphLaunches == 0;
-    }
     /** The longest one --jit_quiet_ms wait lasts. */
     static final int MAX_JIT_WAIT_MS = 1000;
     /** The most iterations --op_times takes (one CUDA event each). */
@@ -716,6 +711,11 @@ public final class PerfArgs {
     /** @return the sizes of the warm-up: from -b, doubling, up to -e (as nccl-tests) */
     public List<Long> warmupSizes() {
         return ladder(Math.max(minBytes, 1), maxBytes, 2, 0);
+    }
+
+    /** @return whether the --jit_warmup calls run: asked for, in an eager run (graph runs time launches) */
+    boolean jitWarmsUp() {
+        return jitWarmup > 0 && graphLaunches == 0;
     }
 
     /** @return "2(factor)" or "1048576(bytes)", as nccl-tests' header shows the step */

@@ -96,7 +96,7 @@ public final class Plot {
      * @throws IOException when the file cannot be written
      */
     public static void write(Path file, String title, List<Series> series) throws IOException {
-        draw(file, title, "bus bandwidth (GB/s)", series);
+        draw(file, title, "bus bandwidth (GB/s)", Styler.LegendPosition.InsideNW, series);
     }
 
     /**
@@ -108,19 +108,19 @@ public final class Plot {
      * @throws IOException when the file cannot be written
      */
     public static void writeTimes(Path file, String title, List<Series> series) throws IOException {
-        draw(file, title, "time per operation (us)", series);
+        // bandwidth rises to the right and leaves the top left free; times can be anywhere: their legend goes beside
+        draw(file, title, "time per operation (us)", Styler.LegendPosition.OutsideE, series);
     }
 
-    private static void draw(Path file, String title, String yTitle, List<Series> series) throws IOException {
+    private static void draw(Path file, String title, String yTitle, Styler.LegendPosition legend, List<Series> series)
+            throws IOException {
         if (System.getProperty("java.awt.headless") == null) {
             System.setProperty("java.awt.headless", "true");
         }
         XYChart chart = new XYChartBuilder().width(1000).height(600).title(title)
                 .xAxisTitle("size (bytes, log2 scale)").yAxisTitle(yTitle).build();
         XYStyler st = chart.getStyler();
-        // bandwidth rises to the right, leaving the top left free; times can be anywhere: their legend goes beside
-        st.setLegendPosition(yTitle.startsWith("time") ? Styler.LegendPosition.OutsideE
-                : Styler.LegendPosition.InsideNW);
+        st.setLegendPosition(legend);
         st.setxAxisTickLabelsFormattingFunction(Plot::bytesLabel);
         st.setXAxisDecimalPattern("0");
         st.setChartBackgroundColor(java.awt.Color.WHITE);
