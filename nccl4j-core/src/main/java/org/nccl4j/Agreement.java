@@ -49,6 +49,13 @@ final class Agreement {
     private long describeTo;
     private final Map<Integer, String[]> shapes = new TreeMap<>();
     private boolean done;
+    /**
+     * The closing ranks whose close fingerprints differ, compared window by window through {@link #closedAt}: the
+     * ranks may close before the next heartbeat's comparison, so their closes start one of their own. Null: none.
+     */
+    private List<Integer> closing;
+    /** The last collective of the closing ranks compared. */
+    private long closedAt;
 
     Agreement(Wire wire, Consumer<String> onMismatch) {
         this.wire = wire;
@@ -66,6 +73,7 @@ final class Agreement {
     }
 
     private void reset(int gen) {
+        closing = null;
         generation = gen;
         reported.clear();
         answers.clear();
@@ -74,6 +82,25 @@ final class Agreement {
         checking = 0;
         describeTo = 0;
         done = false;
+    }
+
+    /**
+     * Ranks {@code ranks} closed communicator {@code gen} after collective #{@code last} with differing fingerprints:
+     * their shapes since the last agreement are compared now, window by window, so that the first collective that
+     * differs is named ({@code MISMATCH}) while they wait to close, as the heartbeats' comparison would have.
+     */
+    synchronized void closedDiffering(List<Integer> ranks, int gen, long last) {
+        if (gen < generation || done || ranks.size() < 2) {
+            return;
+        }
+        if (gen > generation) {
+            reset(gen);
+        }
+        closing = new ArrayList<>(ranks);
+        closedAt = last;
+        checking = 0;
+        answers.clear();
+        describe(closing, agreedThrough + 1, last);
     }
 
     /** A rank left the comparison (it departed or is lost). */
@@ -168,10 +195,16 @@ final class Agreement {
             shapes.clear();
             if (verdict != null) {
                 done = true;
+                closing = null;
                 onMismatch.accept(generation + " " + verdict);
                 return;
             }
             agreedThrough = to;   // nothing differs in this window: the next comparison goes on from here
+            if (closing != null && to < closedAt) {   // the closing ranks' next window, at once
+                describe(closing, to + 1, closedAt);
+            } else {
+                closing = null;
+            }
         }
     }
 
@@ -183,7 +216,14 @@ final class Agreement {
         for (int r : ranks) {
             shapes.put(r, null);
         }
-        wire.send(-1, "DESCRIBE " + generation + " " + describeFrom + " " + describeTo + "\n");
+        String line = "DESCRIBE " + generation + " " + describeFrom + " " + describeTo + "\n";
+        if (closing == null) {
+            wire.send(-1, line);
+        } else {
+            for (int r : ranks) {   // closing ranks are no longer among those a broadcast reaches
+                wire.send(r, line);
+            }
+        }
     }
 
     /** The first collective whose shape differs between ranks, described with every differing field; or null. */

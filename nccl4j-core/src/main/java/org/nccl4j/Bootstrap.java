@@ -9,6 +9,7 @@ import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
+import org.nccl4j.launch.RendezvousException;
 
 /**
  * Making a communicator: {@link Communicator#create(int, int, UniqueId, int, CommConfig)}'s checks and NCCL call
@@ -109,57 +110,122 @@ final class Bootstrap {
         return Collections.unmodifiableList(out);
     }
 
-    /** {@link Communicator#fromEnvironment(CommConfig)}. */
+    /**
+     * {@link Communicator#fromEnvironment(CommConfig)}, through the start-up phases of {@link RankPhase}: the liveness
+     * channel first (rank 0 serves it, every rank joins it in the background), so that a rank lost at any later step
+     * is known to all; then the unique id, the arrival of every rank, and NCCL. A loss reported by the channel ends
+     * each wait with {@link PeerLostDuringStartupException} ({@link StartupGuard}).
+     */
     static Communicator fromEnvironment(CommConfig config) {
         LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
-        Nccl.library();
         java.time.Duration timeout = CommConfig.initTimeout(config);
         long deadline = System.nanoTime() + timeout.toNanos();
-        UniqueId id;
-        if (launch.worldSize() == 1) {
-            id = UniqueId.generate();
-        } else {
-            Rendezvous rv = Rendezvous.forLaunch(launch, timeout);
-            id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
-            rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
-        }
-        String[] where = launch.worldSize() == 1 ? null : livenessAddress();
+        int rank = launch.rank();
+        int size = launch.worldSize();
+        String[] where = size == 1 ? null : livenessAddress();
         Liveness served = null;
-        if (where != null && launch.rank() == 0) {
+        if (where != null && rank == 0) {
             try {
-                // before the communicator: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
-                served = Liveness.serve(Integer.parseInt(where[1]), where[0], launch.worldSize());
+                // before anything else: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
+                served = Liveness.serve(Integer.parseInt(where[1]), where[0], size);
             } catch (IOException e) {
                 org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
                         + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
                 where = null;
             }
         }
-        // joined in the background while NCCL makes the communicator: its roster names who never arrived
+        // joined in the background while the id is exchanged: its roster names who never arrived
         Liveness live = where == null ? null
-                : Liveness.joinLater(served, launch.rank(), where[0], Integer.parseInt(where[1]), deadline);
-        InitDeadline until = new InitDeadline(deadline, timeout, launch.rank(), launch.worldSize(), live);
+                : Liveness.joinLater(served, rank, where[0], Integer.parseInt(where[1]), deadline);
         if (live != null) {
-            // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
-            boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
-            if (!live.awaitArrivals(launch.worldSize(), deadline, commId)) {
-                live.close();
-                throw until.expired("the arrival of every rank on the liveness channel", null, false);
-            }
+            Farewell.register(live);   // a rank that ends during start-up says how, and in which phase
         }
-        Communicator c;
         try {
-            c = create(launch.rank(), launch.worldSize(), id, launch.device(), config, until);
+            return fromEnvironment(config, launch, live, timeout, deadline);
         } catch (RuntimeException | Error e) {
             if (live != null) {
+                if (!(e instanceof PeerLostDuringStartupException)) {
+                    live.departDuringStartUp(Departures.Kind.FAILURE, Farewell.describe(e));
+                }
                 live.close();
             }
             throw e;
         }
+    }
+
+    private static Communicator fromEnvironment(CommConfig config, LaunchInfo launch, Liveness live,
+            java.time.Duration timeout, long deadline) {
+        int rank = launch.rank();
+        int size = launch.worldSize();
+        Nccl.library();
+        UniqueId id;
+        if (size == 1) {
+            id = UniqueId.generate();
+        } else {
+            phase(live, RankPhase.RENDEZVOUS);
+            java.util.function.Supplier<String> lossSays = live == null ? null : () -> {
+                Liveness.Loss l = live.startupLoss(size);
+                return l == null ? null : l.says();
+            };
+            Rendezvous rv = Rendezvous.forLaunch(launch, timeout, lossSays);
+            try {
+                id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
+                rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
+            } catch (RendezvousException e) {
+                Liveness.Loss loss = StartupGuard.explain(live, size);
+                if (loss != null) {
+                    throw StartupGuard.lost(loss, rank, size, "rendezvous", "the rendezvous ended", e);
+                }
+                throw e;
+            }
+        }
+        phase(live, RankPhase.ID_TAKEN);
+        InitDeadline until = new InitDeadline(deadline, timeout, rank, size, live);
+        if (live != null) {
+            // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
+            boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
+            if (!live.awaitArrivals(size, deadline, commId)) {
+                Liveness.Loss loss = live.startupLoss(size);
+                if (loss != null) {
+                    throw StartupGuard.lost(loss, rank, size, "arrival", "NCCL was not called", null);
+                }
+                throw until.expired("the arrival of every rank on the liveness channel", null, false);
+            }
+        }
+        Liveness.Loss before = live == null ? null : live.startupLoss(size);
+        if (before != null) {   // lost since the last rank arrived: NCCL would wait for it
+            throw StartupGuard.lost(before, rank, size, "arrival", "NCCL was not called", null);
+        }
+        phase(live, RankPhase.NCCL_INIT);
+        Communicator c;
+        boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
+        StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(),
+                config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig") : null;
+        try {
+            c = create(rank, size, id, launch.device(), config, until);
+        } catch (NcclException e) {
+            Liveness.Loss loss = e instanceof PeerLostDuringStartupException ? null : StartupGuard.explain(live, size);
+            if (loss != null) {
+                throw StartupGuard.lost(loss, rank, size, e.operation(), "NCCL initialization failed: "
+                        + e.getMessage(), e);
+            }
+            throw e;
+        } finally {
+            if (guard != null) {
+                guard.close();
+            }
+        }
         if (live != null) {
             c.health().attachChannel(live);
+            live.phase(RankPhase.READY);
         }
         return c;
+    }
+
+    private static void phase(Liveness live, RankPhase p) {
+        if (live != null) {
+            live.phase(p);
+        }
     }
 
     /**

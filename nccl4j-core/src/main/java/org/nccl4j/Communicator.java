@@ -423,7 +423,7 @@ public final class Communicator implements AutoCloseable {
 
     /** Throws unless it is open: its failure, or that it is closed. */
     void ensureOpen() {
-        if (health.closed) {
+        if (health.refusing) {
             throw health.closedError();
         }
     }
@@ -433,9 +433,14 @@ public final class Communicator implements AutoCloseable {
         return health.sequence;
     }
 
-    /** @return whether {@link #close()} or {@link #abort()} was called */
+    /**
+     * Whether {@link #close()} or {@link #abort()} was called, on any thread (true from the moment either begins: the
+     * communicator takes no new operation from then on), or the watchdog closed it after a failure.
+     *
+     * @return whether it is closed or being closed
+     */
     public boolean isClosed() {
-        return health.closed;
+        return health.refusing;
     }
 
     /**

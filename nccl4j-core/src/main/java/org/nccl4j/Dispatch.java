@@ -121,9 +121,12 @@ final class Dispatch {
         int t = type.code();
         long s = stream.handle();
         int status;
-        health.enterCall();   // then the open check: a teardown either sees this call or this call sees it
+        long traced;
+        // then the open check: a teardown either sees this call or this call sees it; the call is over once the
+        // ledger has it, so that a close() on another thread reads this rank's true last collective
+        health.enterCall();
         try {
-            if (health.closed) {
+            if (health.refusing) {
                 throw health.closedError();
             }
             status = switch (c) {
@@ -141,15 +144,19 @@ final class Dispatch {
                 case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };
+            traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
+                    stream);
+            if (c.pointToPoint || !fingerprinted) {
+                health.ledger.sawIssuer();
+            } else {
+                health.ledger.issued(c.operation.code(), count, t, redOp, root, traced);
+            }
         } finally {
             health.leaveCall();
         }
-        long traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
-                stream);
-        if (c.pointToPoint || !fingerprinted) {
-            health.ledger.sawIssuer();
-        } else {
-            health.ledger.issued(c.operation.code(), count, t, redOp, root, traced);
+        OperationObserver o = comm.observer();
+        if (o != null) {
+            o.enqueued(comm, health.sequence, c.function, c.bytes(count, type, size), s);
         }
     }
 
@@ -162,13 +169,8 @@ final class Dispatch {
         if (status != 0) {
             Errors.checkEnqueued(status, fn, health);
         }
-        long seq = ++health.sequence;
-        long traced = health.record(operation, count, type, reduceOp, peer, bytes, stream);
-        OperationObserver o = comm.observer();
-        if (o != null) {
-            o.enqueued(comm, seq, fn, bytes, stream.handle());
-        }
-        return traced;
+        ++health.sequence;
+        return health.record(operation, count, type, reduceOp, peer, bytes, stream);
     }
 
     private void checkOp(ReduceOp op, DataType type) {
@@ -180,7 +182,7 @@ final class Dispatch {
 
     /** The checks of every form: open, the type, the stream, and the root or peer of an operation that has one. */
     private void checkCommon(Collective c, DataType type, int root, Stream stream) {
-        if (health.closed) {
+        if (health.refusing) {
             throw health.closedError();
         }
         Arguments.type(library, type);

@@ -138,7 +138,9 @@ final class Farewell {
         String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
         for (Liveness l : OPEN) {
             Watched c = l.owner();
-            if (c != null && !l.departed()) {
+            if (c == null && !l.departed()) {   // during start-up: no communicator yet; its phase says where
+                l.departDuringStartUp(Departures.Kind.EXIT, cause);
+            } else if (c != null && !l.departed()) {
                 l.depart(Departures.Kind.EXIT, c.generation, c.ledger.last(),
                         c.ledger.describe(c.ledger.last()), cause);
                 Departing.recordDeparture(c, "exited with its communicator open after "

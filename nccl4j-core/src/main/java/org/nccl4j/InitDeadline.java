@@ -75,9 +75,16 @@ final class InitDeadline {
     static long finished(int rc, long[] out, NcclFunction fn, Watched parent, InitDeadline deadline) {
         int status = rc;
         if (status == Errors.IN_PROGRESS && out[0] != 0) {
-            status = waitWhileInProgress(out[0], deadline.nanos);
+            Liveness live = deadline.liveness;
+            status = waitWhileInProgress(out[0], deadline.nanos,
+                    live == null ? null : () -> live.startupLoss(deadline.size) != null);
             if (status == Errors.IN_PROGRESS) {
                 NcclNative.ncclCommAbort(out[0]);
+                Liveness.Loss loss = live == null ? null : live.startupLoss(deadline.size);
+                if (loss != null) {   // a rank was lost: what NCCL half made is aborted, nothing waits for it
+                    throw StartupGuard.lost(loss, deadline.rank, deadline.size, fn.name(),
+                            "NCCL initialization abandoned", null);
+                }
                 throw deadline.expired(fn, parent);
             }
         }
@@ -99,9 +106,18 @@ final class InitDeadline {
      * ncclInProgress).
      */
     static int waitWhileInProgress(long comm, long deadlineNanos) {
+        return waitWhileInProgress(comm, deadlineNanos, null);
+    }
+
+    /**
+     * As {@link #waitWhileInProgress(long, long)}, giving up (ncclInProgress) as soon as {@code giveUp} says so (a rank
+     * was lost during start-up); null: never.
+     */
+    static int waitWhileInProgress(long comm, long deadlineNanos, java.util.function.BooleanSupplier giveUp) {
         int[] state = new int[1];
         while (true) {
-            if (deadlineNanos != Long.MAX_VALUE && System.nanoTime() - deadlineNanos >= 0) {
+            if (deadlineNanos != Long.MAX_VALUE && System.nanoTime() - deadlineNanos >= 0
+                    || giveUp != null && giveUp.getAsBoolean()) {
                 return Errors.IN_PROGRESS;
             }
             int rc = NcclNative.ncclCommGetAsyncError(comm, state);

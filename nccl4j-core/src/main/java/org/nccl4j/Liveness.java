@@ -204,6 +204,14 @@ final class Liveness implements AutoCloseable {
     private volatile String failedToConnect;
     /** What this rank heard of departures and mismatches. */
     private final Departures departures = new Departures();
+    /** This rank's phase ({@link RankPhase}), told to rank 0 (by rank 0: to every rank) as it changes. */
+    private volatile RankPhase phase = RankPhase.JOINED;
+    /** Rank 0: by launch rank, the phase each rank last said; every rank: rank 0's under key 0. */
+    private final Map<Integer, RankPhase> phases = new ConcurrentHashMap<>();
+    /** By launch rank: the phase and the way of each lost rank, as rank 0 told it ({@code LOST}). */
+    private final Map<Integer, String[]> lostAs = new ConcurrentHashMap<>();
+    /** When this rank first heard of a loss or departure during start-up ({@link System#nanoTime}), or 0. */
+    private volatile long firstLossNanos;
     /** The communicator the channel serves, once attached: its collectives are reported and compared. */
     private volatile Watched owner;
     /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
@@ -538,6 +546,10 @@ final class Liveness implements AutoCloseable {
         }
         toServer = s;
         fromServer(s, first);
+        RankPhase now = phase;
+        if (now != RankPhase.JOINED && server == null) {   // the phase it reached while connecting
+            write(s, "PHASE " + now.wire() + "\n");
+        }
         daemon(() -> listen(s, in), "nccl4j-liveness-" + rank);
     }
 
@@ -559,7 +571,7 @@ final class Liveness implements AutoCloseable {
      * deadline; otherwise (the rendezvous already met rank 0) it gives up after 10 s with a warning and returns true,
      * leaving a lost rank to NCCL's error and the watchdog.
      *
-     * @return false when the deadline passed first
+     * @return false when the deadline passed first, or a rank was lost first ({@link #startupLoss})
      * @throws IllegalStateException when rank 0 and this rank do not agree on the secret (naming NCCL4J_JOB_SECRET)
      */
     boolean awaitArrivals(int worldSize, long deadlineNanos, boolean mustReach) {
@@ -571,6 +583,9 @@ final class Liveness implements AutoCloseable {
             }
             if (arrivals() >= worldSize) {
                 return true;
+            }
+            if (startupLoss(worldSize) != null) {
+                return false;   // a rank is gone: the caller names it
             }
             long now = System.nanoTime();
             if (!connected() && !mustReach && (now - start > REACH_NANOS || failedToConnect != null)) {
@@ -1037,10 +1052,13 @@ final class Liveness implements AutoCloseable {
         if (p.bye || closing || hello == null) {
             return;
         }
-        LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {}", hello[1], hello[2], hello[3],
-                why != null ? why : "its connection ended without a goodbye");
-        String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
-        lost(message.trim().split(" "));
+        RankPhase was = phases.getOrDefault(p.who, RankPhase.JOINED);
+        String how = oneLine(why != null ? why : "its connection ended without a goodbye");
+        LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {} ({})", hello[1], hello[2], hello[3], how,
+                was.during());
+        // LOST <rank> <host> <pid> <phase> <how...>: a reader of the first four fields only reads it as before
+        String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + was.wire() + " " + how + "\n";
+        lost(message.trim().split(" ", 6));
         broadcast(message);
     }
 
@@ -1129,6 +1147,14 @@ final class Liveness implements AutoCloseable {
                 case "CAUSE":
                     broadcast("CAUSED " + who + " " + rest + "\n");
                     return false;
+                case "PHASE": {
+                    RankPhase said = RankPhase.fromWire(rest.trim());
+                    if (said == null) {
+                        throw new IllegalArgumentException("no such phase");
+                    }
+                    phases.put(who, said);
+                    return false;
+                }
                 case "HELLO":
                     throw new Refused("a second HELLO on the connection of rank " + who + " ('"
                             + printable(line, 60) + "')");
@@ -1153,11 +1179,42 @@ final class Liveness implements AutoCloseable {
         agreement.left(who);
         if (g[1].equals("close")) {
             closingAt.put(who, last);
+            String[] lastAndFingerprint = g[2].split(":");
+            if (lastAndFingerprint.length > 1) {
+                closedWith(who, Integer.parseInt(g[0]), last, lastAndFingerprint[1]);
+            }
             if (highest > last && highestGeneration == Integer.parseInt(g[0])) {
                 sendToRank(who, "AHEAD " + g[0] + " " + highest + "\n");
             }
         }
         broadcast("DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n");
+    }
+
+    /** Rank 0: by launch rank, the generation, last collective and fingerprint each closing rank closed with. */
+    private final Map<Integer, String> closedWith = new ConcurrentHashMap<>();
+
+    /**
+     * Rank 0: rank {@code who} closes communicator {@code gen} after collective #{@code last} with fingerprint
+     * {@code fp}; when it differs from another closing rank's at the same collective, the closing ranks' shapes are
+     * compared at once, so that the first collective that differs is named before they close
+     * ({@link Agreement#closedDiffering}).
+     */
+    private void closedWith(int who, int gen, long last, String fp) {
+        String at = gen + " " + last + " ";
+        synchronized (closedWith) {
+            closedWith.put(who, at + fp);
+            List<Integer> same = new ArrayList<>();
+            boolean differ = false;
+            for (Map.Entry<Integer, String> e : new TreeMap<>(closedWith).entrySet()) {
+                if (e.getValue().startsWith(at)) {
+                    same.add(e.getKey());
+                    differ |= !e.getValue().equals(at + fp);
+                }
+            }
+            if (differ) {
+                agreement.closedDiffering(same, gen, last);
+            }
+        }
     }
 
     /** Rank 0: rank {@code who} has issued up to collective #n of communicator {@code gen}. */
@@ -1233,6 +1290,10 @@ final class Liveness implements AutoCloseable {
                 p.joinedSent = joinedLength;
                 peers.add(p);
                 online.put(who, p);
+            }
+            RankPhase mine = phase;
+            if (mine != RankPhase.JOINED) {   // rank 0's own phase, which it told the earlier ranks
+                send(p, "PHASE " + mine.wire() + "\n");
             }
         }
         fanOutJoins(false);
@@ -1418,7 +1479,11 @@ final class Liveness implements AutoCloseable {
         closeQuietly(s);
         if (!closing && !serverLeft && rank != 0) {
             Lost known = roster.get(0);
+            RankPhase was = phases.get(0);
+            lostAs.putIfAbsent(0, new String[] {was == null ? null : was.wire(), why.equals("its connection ended")
+                    ? "its connection ended without a goodbye" : why});
             lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
+            heardOfLoss();
             LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
                     known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
             news("rank 0 is lost");
@@ -1428,8 +1493,13 @@ final class Liveness implements AutoCloseable {
     /** Every rank: one line of rank 0's; a line it does not expect (a rank's, or the handshake's) is ignored. */
     private void fromServer(Socket s, String line) {
         if (line.startsWith("LOST ")) {
-            lost(line.split(" "));
+            lost(line.split(" ", 6));
             news("rank " + line.split(" ")[1] + " is lost");
+        } else if (line.startsWith("PHASE ")) {   // rank 0's own phase
+            RankPhase said = RankPhase.fromWire(line.substring("PHASE ".length()).trim());
+            if (said != null) {
+                phases.put(0, said);
+            }
         } else if (line.startsWith("JOINED ")) {
             joined(line.split(" "));
         } else if (line.equals("LEFT 0")) {
@@ -1460,6 +1530,9 @@ final class Liveness implements AutoCloseable {
                             g[6].replace("#", " #").replace('_', ' '), cause, System.nanoTime()));
                     if (who == 0) {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
+                    }
+                    if (Integer.parseInt(g[3]) == STARTUP_GENERATION && who != rank) {
+                        heardOfLoss();
                     }
                     if (kind != Departures.Kind.CLOSE && who != rank) {
                         news("rank " + who + " " + kind.says + (cause == null ? "" : ": " + cause));
@@ -1705,6 +1778,105 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /** The generation of a departure during start-up: no communicator has been made yet. */
+    static final int STARTUP_GENERATION = -1;
+
+    /**
+     * This rank is now in {@code p}: told to rank 0 (rank 0 tells every rank its own), so that a loss of this rank is
+     * named with its phase. Start-up phases only travel; a communicator's phases are known from its heartbeats.
+     */
+    void phase(RankPhase p) {
+        phase = p;
+        String line = "PHASE " + p.wire() + "\n";
+        if (server != null) {
+            phases.put(0, p);
+            broadcast(line);
+            return;
+        }
+        Socket s = toServer;
+        if (s != null && !closing) {
+            try {
+                write(s, line);
+            } catch (IOException e) {
+                // the reader sees the end
+            }
+        }
+    }
+
+    /** @return this rank's phase */
+    RankPhase phase() {
+        return phase;
+    }
+
+    /**
+     * This rank leaves before its communicator was made ({@code DEPART -1 <kind> 0 <phase> <cause>}): every rank hears
+     * how, and in which phase.
+     */
+    void departDuringStartUp(Departures.Kind kind, String cause) {
+        if (owner == null) {
+            depart(kind, STARTUP_GENERATION, 0, phase.wire(), cause);
+        }
+    }
+
+    /** A rank lost (or that left) while this one makes its communicator: who, in which phase, and how. */
+    record Loss(int rank, String host, long pid, RankPhase phase, String how, long heardNanos) {
+        /** {@code rank 1 (gpu7, pid 934) was lost during NCCL initialization (SIGTERM)}. */
+        String says() {
+            return "rank " + rank + (host == null ? "" : " (" + host + ", pid " + pid + ")") + " was lost "
+                    + (phase == null ? "during start-up" : phase.during()) + " (" + how + ")";
+        }
+    }
+
+    /**
+     * The first other rank (of launch ranks below {@code worldSize}) known to be lost or to have left before the
+     * communicator was made, or null.
+     */
+    Loss startupLoss(int worldSize) {
+        if (firstLossNanos == 0) {
+            return null;
+        }
+        // a rank that ended (or was lost) first; one that failed because of another's loss last
+        Departures.Departure failed = null;
+        java.util.Set<Integer> failedRanks = new java.util.HashSet<>();
+        for (Departures.Departure d : new TreeMap<>(departures.of(STARTUP_GENERATION)).values()) {
+            if (d.rank() != rank && d.rank() < worldSize) {
+                if (d.kind() == Departures.Kind.FAILURE) {
+                    failed = failed == null ? d : failed;
+                    failedRanks.add(d.rank());
+                    continue;
+                }
+                return departureLoss(d);
+            }
+        }
+        Loss fromLost = lostLoss(worldSize, failedRanks);
+        if (fromLost != null || failed == null) {
+            return fromLost;
+        }
+        return departureLoss(failed);
+    }
+
+    private Loss departureLoss(Departures.Departure d) {
+        RankPhase was = RankPhase.fromWire(d.lastName());
+        String how = d.cause() != null ? d.cause() : d.kind().says;
+        return new Loss(d.rank(), d.host(), d.pid(), was, how, firstLossNanos);
+    }
+
+    private Loss lostLoss(int worldSize, java.util.Set<Integer> failedRanks) {
+        for (Lost l : new TreeMap<>(lost).values()) {
+            if (l.rank() != rank && l.rank() < worldSize && !failedRanks.contains(l.rank())) {
+                String[] as = lostAs.get(l.rank());
+                RankPhase was = as == null ? null : RankPhase.fromWire(as[0]);
+                if (was == null && l.rank() == 0) {
+                    was = phases.get(0);
+                }
+                String how = as == null || as[1] == null ? "its connection ended without a goodbye" : as[1];
+                Lost named = l.host() != null ? l : roster.getOrDefault(l.rank(), l);
+                return new Loss(l.rank(), named.host(), named.pid(), was, how, firstLossNanos);
+            }
+        }
+        return null;
+    }
+
     /** The cause of this rank's departure, when it comes after it (the exception leaving main). */
     void cause(String cause) {
         Socket s = toServer;
@@ -1758,7 +1930,18 @@ final class Liveness implements AutoCloseable {
     private void lost(String[] f) {
         Lost m = parse(f);
         if (m != null && m.rank() != rank) {
+            if (f.length > 4) {
+                lostAs.putIfAbsent(m.rank(), new String[] {f[4], f.length > 5 ? f[5] : null});
+            }
             lost.putIfAbsent(m.rank(), m);
+            heardOfLoss();
+        }
+    }
+
+    /** Notes when the first loss or departure was heard (the start-up guard's clock starts there). */
+    private void heardOfLoss() {
+        if (firstLossNanos == 0) {
+            firstLossNanos = System.nanoTime() | 1;
         }
     }
 

@@ -64,6 +64,31 @@ final class Teardown {
      * @return null to finalize, else why to abort instead (one phrase, for the log)
      */
     static String awaitPeers(Watched c, Liveness l, Duration timeout) {
+        return awaitPeers(c, l, timeout, null);
+    }
+
+    /**
+     * {@code close()} or {@code abort()} and its thread, and the thread that issued the collectives when it is another:
+     * {@code close() on thread "shutdown-hook", while thread "main" issued the collectives}.
+     */
+    static String closer(String call, Watched h) {
+        Thread t = Thread.currentThread();
+        Thread issuer = h.ledger.issuer();
+        return call + " on thread \"" + t.getName() + "\"" + (issuer != null && issuer != t ? ", while thread \""
+                + issuer.getName() + "\" issued the collectives" : "");
+    }
+
+    /** Whether the closing thread is not the one that issued the collectives (the close is then its own cause). */
+    static boolean otherThread(Watched h) {
+        Thread issuer = h.ledger.issuer();
+        return issuer != null && issuer != Thread.currentThread();
+    }
+
+    /**
+     * As {@link #awaitPeers(Watched, Liveness, Duration)}, telling {@code cause} with the close (null: none yet; the
+     * exception that leaves the rank's main may follow).
+     */
+    static String awaitPeers(Watched c, Liveness l, Duration timeout, String cause) {
         Ledger ledger = c.ledger;
         long last = ledger.last();
         int gen = c.generation;
@@ -72,7 +97,7 @@ final class Teardown {
         }
         Long own = ledger.fingerprintAt(last);
         String fingerprint = own == null ? null : Long.toHexString(own);
-        l.depart(Departures.Kind.CLOSE, gen, last, ledger.describe(last), null, fingerprint);
+        l.depart(Departures.Kind.CLOSE, gen, last, ledger.describe(last), cause, fingerprint);
         Departures d = l.departures();
         int self = l.launchRankOfSelf();
         long end = System.nanoTime() + timeout.toNanos();
@@ -87,7 +112,8 @@ final class Teardown {
                         + "completed, so the abort loses nothing";
             }
             if (c.ownOperationsComplete() && everyPeerClosing(c, l, d, gen, last, self)) {
-                return differingFingerprints(d, gen, last, self, fingerprint);
+                String differ = differingFingerprints(d, gen, last, self, fingerprint);
+                return differ == null ? null : namedMismatch(d, gen, differ);
             }
             if (System.nanoTime() - end >= 0) {
                 return "the close deadline (" + Durations.format(timeout) + ", " + TIMEOUT_VARIABLE + ") passed before "
@@ -104,8 +130,9 @@ final class Teardown {
         if (l.anyLost()) {
             return "a peer is lost";
         }
-        if (d.mismatch(gen) != null) {
-            return "the ranks' collectives differ";
+        String mismatch = d.mismatch(gen);
+        if (mismatch != null) {
+            return "the ranks' collectives differ: " + mismatch;
         }
         if (d.highestReported() > last) {
             return "a peer issued collective #" + d.highestReported() + ", past this rank's last (#" + last + ")";
@@ -143,6 +170,27 @@ final class Teardown {
         return differ.length() == 0 ? null : "the ranks' collectives differ at or before collective #" + last
                 + " (the fingerprints of ranks " + differ + " differ from this rank's; run scripts/nccl4j-trace over "
                 + "every rank's flight record to see where)";
+    }
+
+    /** How long a closing rank whose fingerprint differs waits for rank 0 to name the first collective that differs. */
+    static final long MISMATCH_WAIT_NANOS = 1_500_000_000L;
+
+    /**
+     * The ranks closed with differing fingerprints: rank 0 compares their shapes as they wait
+     * ({@link Agreement#closedDiffering}); this rank waits (at most {@link #MISMATCH_WAIT_NANOS}) for the verdict, which
+     * names the collective and every field that differs, and gives {@code fallback} when it does not come (rank 0 gone,
+     * or the shapes no longer held).
+     */
+    private static String namedMismatch(Departures d, int gen, String fallback) {
+        long end = System.nanoTime() + MISMATCH_WAIT_NANOS;
+        while (System.nanoTime() - end < 0) {
+            String m = d.mismatch(gen);
+            if (m != null) {
+                return "the ranks' collectives differ: " + m;
+            }
+            LockSupport.parkNanos(2_000_000L);
+        }
+        return fallback;
     }
 
     private static boolean everyPeerClosing(Watched c, Liveness l, Departures d, int gen, long last, int self) {
@@ -192,9 +240,14 @@ final class Teardown {
             h.check.release();
         }
         Liveness l = h.liveness;
+        String by = null;
+        if (!h.closed) {
+            by = closer("abort()", h);
+            h.stopIssuing(by);   // the last collective told is this rank's last, whichever thread aborts
+        }
         if (l != null && !h.closed) {
             long last = h.ledger.last();
-            l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), null);
+            l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), otherThread(h) ? by : null);
             Departing.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
         }
         h.leaveLiveness();
@@ -228,8 +281,13 @@ final class Teardown {
         Duration deadline = timeout();
         Liveness l = h.liveness;
         String abortBecause = null;
-        if (l != null && !h.closed) {
-            abortBecause = awaitPeers(h, l, deadline);
+        if (!h.closed) {
+            String by = closer("close()", h);
+            boolean other = otherThread(h);
+            h.stopIssuing(by);   // the last collective told is this rank's last, whichever thread closes
+            if (l != null) {
+                abortBecause = awaitPeers(h, l, deadline, other ? by : null);
+            }
         }
         h.leaveLiveness();
         h.lifecycle.lock();

@@ -85,6 +85,13 @@ final class Watched implements Stream.User, Errors.Source {
 
     /** Closed for calls: closed, aborted, or failed. */
     volatile boolean closed;
+    /**
+     * No new operation is taken: set as {@code close()} or {@code abort()} begins, on whatever thread, before it reads
+     * the last collective it tells the peers, and when it is closed. The one flag the collective path reads.
+     */
+    volatile boolean refusing;
+    /** Who began closing it, while it is being closed: {@code close() on thread "hook"}. */
+    private volatile String closingBy;
     /** 1 while a thread is inside an NCCL call that enqueues on it: a teardown waits for it to leave. */
     @SuppressWarnings("unused")
     private volatile int inCall;
@@ -390,8 +397,25 @@ final class Watched implements Stream.User, Errors.Source {
             return f.toProgram();
         }
         String why = closedAtExit;
+        String by = closingBy;
+        if (!closed && by != null) {
+            return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is being closed: "
+                    + by);
+        }
         return new IllegalStateException("this Communicator (rank " + rank + " of " + size + ") is closed"
                 + (why == null ? "" : ": " + why));
+    }
+
+    /**
+     * {@code close()} or {@code abort()} begins ({@code how}: which, and on which thread): no operation is taken from
+     * now on, and one inside NCCL on another thread is let finish, so that the last collective is the one told.
+     */
+    void stopIssuing(String how) {
+        if (closingBy == null) {
+            closingBy = how;
+        }
+        refusing = true;
+        awaitCallsLeft(how);
     }
 
     // ------------------------------------------------------------------ the flight record
@@ -463,6 +487,7 @@ final class Watched implements Stream.User, Errors.Source {
                 return false;
             }
             closed = true;
+            refusing = true;
         }
         NcclLog.unregister(handle);
         leak.closed();

@@ -183,6 +183,8 @@ public final class Rendezvous {
     private final int maxPending;
     private final Duration pollInterval;
     private final ProcessEnvironment processEnvironment;
+    /** Asked while the TCP route waits: a reason (a rank known lost) ends the rendezvous on every rank; or null. */
+    private final Supplier<String> abandonWhen;
 
     private Rendezvous(Builder b, int rank, int worldSize, String host, int port, String token, String runId,
             InetAddress bindAddress, ProcessEnvironment processEnvironment) {
@@ -203,6 +205,7 @@ public final class Rendezvous {
         this.maxPending = b.maxPending > 0 ? b.maxPending : MAX_PENDING + Math.max(0, worldSize - 1);
         this.pollInterval = b.pollInterval;
         this.processEnvironment = processEnvironment;
+        this.abandonWhen = b.abandonWhen;
     }
 
     /**
@@ -241,7 +244,23 @@ public final class Rendezvous {
      * @return the rendezvous
      */
     public static Rendezvous forLaunch(LaunchInfo launch, Duration timeout) {
+        return forLaunch(launch, timeout, null);
+    }
+
+    /**
+     * As {@link #forLaunch(LaunchInfo, Duration)}, ending the wait early when {@code abandonWhen} gives a reason
+     * ({@link Builder#abandonWhen}).
+     *
+     * @param launch the detected launch
+     * @param timeout how long to wait, positive
+     * @param abandonWhen asked while waiting; null for none
+     * @return the rendezvous
+     */
+    public static Rendezvous forLaunch(LaunchInfo launch, Duration timeout, Supplier<String> abandonWhen) {
         Builder rb = builder().launch(launch).timeout(timeout);
+        if (abandonWhen != null) {
+            rb.abandonWhen(abandonWhen);
+        }
         switch (forLaunchRoute()) {
             case COMM_ID -> rb.commId();
             case FILE -> rb.file(Path.of(NcclNative.getenv(FILE_VARIABLE)));
@@ -398,8 +417,13 @@ public final class Rendezvous {
                 if (remaining <= 0) {
                     throw timeoutOnServer(peers, refused);
                 }
+                String gaveUp = abandonWhen == null ? null : abandonWhen.get();
+                if (gaveUp != null) {
+                    abortPeers(peers, "rendezvous aborted by rank 0: " + gaveUp);
+                    throw new RendezvousException("rank 0 gave up the rendezvous: " + gaveUp);
+                }
                 long now = System.nanoTime();
-                long wait = remaining;
+                long wait = abandonWhen == null ? remaining : Math.min(remaining, ABANDON_POLL_MILLIS);
                 if (!pending.isEmpty()) {   // the oldest connection's deadline is the nearest
                     Pending oldest = pending.values().iterator().next();
                     wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(oldest.deadline - now) + 1);
@@ -960,6 +984,9 @@ public final class Rendezvous {
 
     // ---- TCP, other ranks ----
 
+    /** How often a wait that may be abandoned ({@link Builder#abandonWhen}) asks. */
+    private static final long ABANDON_POLL_MILLIS = 20;
+
     /** How much longer than the timeout a connected rank waits for rank 0's answer (rank 0 may have started later). */
     private static final long ANSWER_GRACE_NANOS = TimeUnit.SECONDS.toNanos(2);
 
@@ -976,6 +1003,11 @@ public final class Rendezvous {
             RendezvousWire.Frame challenge = null;
             while (challenge == null) {
                 long remaining = remainingMillis(deadline);
+                String why = abandonWhen == null ? null : abandonWhen.get();
+                if (why != null) {
+                    throw new RendezvousException("rank " + rank + " gave up the rendezvous with rank 0 at " + target
+                            + ": " + why);
+                }
                 if (remaining <= 0) {
                     throw new RendezvousException("rank " + rank + " could not connect to rank 0 at " + target
                             + " within " + seconds(timeout)
@@ -1411,8 +1443,23 @@ public final class Rendezvous {
         private Duration pollInterval = Duration.ofMillis(100);
         private Map<String, String> environment;
         private ProcessEnvironment processEnvironment;
+        private Supplier<String> abandonWhen;
 
         private Builder() {
+        }
+
+        /**
+         * Asked every few milliseconds while the TCP route waits (rank 0 for its peers, a peer for rank 0 to listen):
+         * when it returns a reason (say, that a rank was lost), the rendezvous ends with a
+         * {@link RendezvousException} naming it, and rank 0 tells every peer connected so far, so that no rank waits
+         * for one that will never come. {@link org.nccl4j.Communicator#fromEnvironment()} asks its liveness channel.
+         *
+         * @param reason returns why to give up, or null to go on; not null
+         * @return this builder
+         */
+        public Builder abandonWhen(Supplier<String> reason) {
+            this.abandonWhen = Objects.requireNonNull(reason, "reason");
+            return this;
         }
 
         /**

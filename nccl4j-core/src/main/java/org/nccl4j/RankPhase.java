@@ -1,0 +1,83 @@
+package org.nccl4j;
+
+import java.util.Locale;
+
+/**
+ * Where a rank is in its life, from process start to exit: the one model that the liveness channel, the rendezvous,
+ * the start-up guard, the watchdog, teardown and the farewell at exit follow. A rank that leaves, however it leaves,
+ * is named to every other rank with the phase it was in (docs/reliability.md has the table of what each other rank
+ * learns, and how soon, for every phase and every way of leaving).
+ *
+ * <p>{@link Communicator#fromEnvironment} goes through the start-up phases in this order: the rank joins rank 0's
+ * liveness channel first ({@link #JOINED}), so that from then on its death is known to every rank; then it takes
+ * the unique id ({@link #RENDEZVOUS}, {@link #ID_TAKEN}), waits for every rank to have arrived, and calls NCCL
+ * ({@link #NCCL_INIT}). A rank lost in any of these phases ends the start-up of every other rank within 2 s with
+ * {@link PeerLostDuringStartupException}. Before {@link #JOINED} a rank is not known to the others: one that dies
+ * there never started, as far as they can tell, and the init timeout ({@code NCCL4J_INIT_TIMEOUT}) bounds their wait.
+ */
+public enum RankPhase {
+    /** The process runs, and has not reached rank 0's liveness channel yet. */
+    LAUNCHED("launched", "before it joined the job"),
+    /** Said hello on rank 0's liveness channel: from now on its death is known to every rank. */
+    JOINED("joined", "right after joining the job"),
+    /** Exchanging NCCL's unique id with rank 0 ({@code NCCL4J} rendezvous, file or {@code NCCL_COMM_ID}). */
+    RENDEZVOUS("rendezvous", "during the rendezvous"),
+    /** Holds the unique id; waits for every rank to arrive before NCCL is called. */
+    ID_TAKEN("id-taken", "after taking the unique id"),
+    /** Inside NCCL's communicator initialization ({@code ncclCommInitRank}, {@code ncclCommInitRankConfig}). */
+    NCCL_INIT("nccl-init", "during NCCL initialization"),
+    /** The communicator is made; between collectives. */
+    READY("ready", "with its communicator ready"),
+    /** A collective issued and not yet complete. */
+    IN_COLLECTIVE("in-collective", "inside a collective"),
+    /** Closing its communicator ({@code close()}: the agreement on the last collective, then finalize). */
+    CLOSING("closing", "while closing its communicator"),
+    /** Making a new communicator from a failed one ({@code shrink}, {@code reform}, {@code grow}). */
+    RECOVERING("recovering", "during recovery"),
+    /** The rank has left. */
+    GONE("gone", "after it left");
+
+    private final String wire;
+    private final String during;
+
+    RankPhase(String wire, String during) {
+        this.wire = wire;
+        this.during = during;
+    }
+
+    /**
+     * How the phase reads in a message: {@code during NCCL initialization}, {@code after taking the unique id}.
+     *
+     * @return the words, as in "rank 1 (gpu7, pid 934) was lost during NCCL initialization"
+     */
+    public String during() {
+        return during;
+    }
+
+    /**
+     * Whether a rank in this phase has not yet made its communicator: a loss ends the others' start-up.
+     *
+     * @return true for the phases before {@link #READY}
+     */
+    public boolean isStartUp() {
+        return ordinal() < READY.ordinal();
+    }
+
+    /** The phase's name on the liveness channel: {@code nccl-init}. */
+    String wire() {
+        return wire;
+    }
+
+    /** The phase named {@code wire} on the liveness channel, or null when it names none. */
+    static RankPhase fromWire(String wire) {
+        if (wire == null) {
+            return null;
+        }
+        for (RankPhase p : values()) {
+            if (p.wire.equals(wire.toLowerCase(Locale.ROOT))) {
+                return p;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,243 @@
+package org.nccl4j;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.jni.StubNccl;
+
+/**
+ * A rank lost while the communicator is being made ends every other rank's start-up within 2 s, naming the rank, its
+ * host and pid, the phase it was in and how it left: two child JVMs ({@link #main}) run
+ * {@link Communicator#fromEnvironment} as ranks 0 and 1 of one job on the stub NCCL (loopback, MASTER_ADDR and
+ * MASTER_PORT), the stub holds them in a phase (a sleep in {@code ncclCommInitRank} or {@code ncclGetUniqueId}), the
+ * test ends one of them one way, and the other must end within the bound with the facts. The cells of the phase model
+ * that the stub can hold a rank in; docs/reliability.md has the whole table.
+ */
+class StartupDeparturesTest {
+    /** The bound of the issue: every other rank knows, and has ended, within 2 s. */
+    static final long BOUND_MILLIS = 2000;
+
+    @TempDir
+    Path dir;
+
+    private int port;
+
+    private Process rank(int rank, String mode, Map<String, String> env) throws IOException {
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        ProcessBuilder pb = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
+                "-Dnccl4j.library=" + StubNccl.full(), "-Dnccl4j.test.stubDir=" + StubNccl.dir(),
+                "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"),
+                StartupDeparturesTest.class.getName(), mode)
+                .redirectErrorStream(true).redirectOutput(dir.resolve("out" + rank + ".txt").toFile());
+        Map<String, String> e = pb.environment();
+        e.put("MASTER_ADDR", "127.0.0.1");
+        e.put("MASTER_PORT", Integer.toString(port));
+        e.put("RANK", Integer.toString(rank));
+        e.put("WORLD_SIZE", "2");
+        e.put("LOCAL_RANK", Integer.toString(rank));
+        e.put("LOCAL_WORLD_SIZE", "2");
+        e.put("NCCL4J_DEVICE", "0");
+        e.put("NCCL4J_TRACE_DIR", dir.toString());
+        e.put("NCCL_STUB_LOG", dir.resolve("stub" + rank + ".log").toString());
+        e.putAll(env);
+        return pb.start();
+    }
+
+    private String out(int rank) throws IOException {
+        Path f = dir.resolve("out" + rank + ".txt");
+        return Files.exists(f) ? Files.readString(f, StandardCharsets.UTF_8) : "";
+    }
+
+    /** Waits until rank {@code rank}'s output has {@code marker} (its main thread has reached a step). */
+    private void awaitMarker(int rank, String marker) {
+        StubFixture.within(30_000, () -> {
+            try {
+                return out(rank).contains(marker) ? true : null;
+            } catch (IOException e) {
+                return null;
+            }
+        }, "rank " + rank + " at " + marker);
+    }
+
+    private record Outcome(int status, long millis, String out) {
+    }
+
+    /** Ends {@code victim} ({@code kill}: SIGKILL, else SIGTERM) and waits for {@code survivor}. */
+    private Outcome end(Process victim, boolean kill, Process survivor, int survivorRank) throws Exception {
+        long t0 = System.nanoTime();
+        if (kill) {
+            victim.destroyForcibly();
+        } else {
+            victim.destroy();
+        }
+        boolean ended = survivor.waitFor(30, TimeUnit.SECONDS);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        if (!ended) {
+            survivor.destroyForcibly();
+        }
+        victim.waitFor(30, TimeUnit.SECONDS);
+        String out = out(survivorRank);
+        assertTrue(ended, "the survivor did not end: " + out);
+        try (var files = Files.list(dir)) {
+            assertTrue(files.noneMatch(f -> f.getFileName().toString().startsWith("hs_err")), "a JVM crashed");
+        }
+        return new Outcome(survivor.exitValue(), ms, out);
+    }
+
+    private static final Map<String, String> HELD_IN_INIT = Map.of("NCCL_STUB_SLEEP_MS_ncclCommInitRank", "60000",
+            "NCCL_STUB_SLEEP_MS_ncclCommInitRankConfig", "60000");
+
+    @Test
+    void aRankKilledDuringNcclInitEndsItsPeerWhoseBlockingInitCannotBeAbandoned() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", HELD_IN_INIT);
+        Process r1 = rank(1, "blocking", HELD_IN_INIT);
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        Outcome o = end(r1, true, r0, 0);
+        assertEquals(FailurePolicy.EXIT_STATUS, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("rank 0 of 2: rank 1 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "
+                + r1.pid() + ") was lost during NCCL initialization (its connection ended without a goodbye); the "
+                + "communicator was not made (NCCL initialization could not be abandoned)"), o.out());
+        assertTrue(o.out().contains("is at org.nccl4j.jni.NcclNative.ncclCommInitRank("), o.out());
+        assertTrue(o.out().contains("Halting the process with status 70"), o.out());
+    }
+
+    @Test
+    void aRankTerminatedDuringNcclInitIsNamedWithItsSignalAndANonblockingPeerThrows() throws Exception {
+        port = StubFixture.freePort();
+        Map<String, String> inProgress = Map.of("NCCL_STUB_RESULT_ncclCommInitRankConfig", "7",
+                "NCCL_STUB_ASYNC_ERROR", "7");
+        Process r0 = rank(0, "nonblocking", inProgress);
+        Process r1 = rank(1, "blocking", HELD_IN_INIT);
+        awaitMarker(0, "AT InitDeadline.waitWhileInProgress");
+        awaitMarker(1, "AT ncclCommInitRank");
+        Outcome o = end(r1, false, r0, 0);
+        assertEquals(1, o.status(), o.out());   // the exception left main
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("org.nccl4j.PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost during NCCL "
+                + "initialization (SIGTERM); the communicator was not made (NCCL initialization abandoned)"), o.out());
+        assertTrue(Files.readString(dir.resolve("stub0.log")).contains("ncclCommAbort"), "what NCCL half made is "
+                + "aborted");
+    }
+
+    @Test
+    void rankZeroTerminatedDuringNcclInitIsNamedByTheOthers() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", HELD_IN_INIT);
+        Process r1 = rank(1, "blocking", HELD_IN_INIT);
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        Outcome o = end(r0, false, r1, 1);
+        assertEquals(FailurePolicy.EXIT_STATUS, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("rank 1 of 2: rank 0 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "
+                + r0.pid() + ") was lost during NCCL initialization (SIGTERM)"), o.out());
+    }
+
+    @Test
+    void aRankWhoseOwnStartUpFailsIsNamedWithItsException() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", HELD_IN_INIT);
+        Process r1 = rank(1, "blocking", Map.of("NCCL_STUB_RESULT_ncclCommInitRank", "5"));
+        assertTrue(r1.waitFor(30, TimeUnit.SECONDS), out(1));
+        long t0 = System.nanoTime();   // rank 1 told its failure, then ended
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), out(0));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        String out = out(0);
+        assertEquals(1, r1.exitValue(), out(1));
+        assertTrue(out(1).contains("org.nccl4j.NcclException: ncclCommInitRank failed: "), out(1));
+        assertEquals(FailurePolicy.EXIT_STATUS, r0.exitValue(), out);
+        assertTrue(ms < BOUND_MILLIS, "ended " + ms + " ms after rank 1: " + out);
+        assertTrue(out.contains("rank 0 of 2: rank 1 (" + org.nccl4j.trace.TraceDump.localHost() + ", pid "
+                + r1.pid() + ") was lost during NCCL initialization (NcclException: ncclCommInitRank failed: "),
+                out);
+    }
+
+    @Test
+    void aRankKilledDuringTheRendezvousEndsRankZerosRendezvous() throws Exception {
+        port = StubFixture.freePort();
+        // rank 0 takes 1.5 s to make the id: rank 1 waits for it, connected to the rendezvous
+        Process r0 = rank(0, "blocking", Map.of("NCCL_STUB_SLEEP_MS_ncclGetUniqueId", "1500"));
+        Process r1 = rank(1, "blocking", Map.of());
+        awaitMarker(1, "AT Rendezvous.fetch");
+        Thread.sleep(300);   // connected and waiting for the id
+        Outcome o = end(r1, true, r0, 0);
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost during the rendezvous "
+                + "(its connection ended without a goodbye)"), o.out());
+    }
+
+    @Test
+    void rankZeroTerminatedDuringTheRendezvousEndsTheOthers() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", Map.of("NCCL_STUB_SLEEP_MS_ncclGetUniqueId", "20000"));
+        Process r1 = rank(1, "blocking", Map.of());
+        awaitMarker(0, "AT ncclGetUniqueId");
+        awaitMarker(1, "AT Rendezvous.fetch");
+        Outcome o = end(r0, false, r1, 1);
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("PeerLostDuringStartupException: rank 1 of 2: rank 0 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r0.pid() + ") was lost during the rendezvous "
+                + "(SIGTERM)"), o.out());
+    }
+
+    /** Frames of the main thread that mark the steps a test waits for, and what to print. */
+    private static final String[][] MARKERS = {
+        {"org.nccl4j.jni.NcclNative", "ncclCommInitRank", "AT ncclCommInitRank"},
+        {"org.nccl4j.jni.NcclNative", "ncclCommInitRankConfig", "AT ncclCommInitRank"},
+        {"org.nccl4j.InitDeadline", "waitWhileInProgress", "AT InitDeadline.waitWhileInProgress"},
+        {"org.nccl4j.jni.NcclNative", "ncclGetUniqueId", "AT ncclGetUniqueId"},
+        {"org.nccl4j.launch.Rendezvous", "fetch", "AT Rendezvous.fetch"},
+    };
+
+    /**
+     * A rank: {@code Communicator.fromEnvironment}, blocking or nonblocking ({@code args[0]}), then a minute's sleep;
+     * a thread prints {@code AT <step>} when the main thread reaches one of {@link #MARKERS}.
+     *
+     * @param args {@code blocking} or {@code nonblocking}
+     * @throws Exception the start-up's failure leaves main, as in a program
+     */
+    public static void main(String[] args) throws Exception {
+        FakeCuda.install(1);
+        Thread main = Thread.currentThread();
+        Thread watcher = new Thread(() -> {
+            java.util.Set<String> said = new java.util.HashSet<>();
+            while (true) {
+                for (StackTraceElement f : main.getStackTrace()) {
+                    for (String[] m : MARKERS) {
+                        if (f.getClassName().equals(m[0]) && f.getMethodName().equals(m[1]) && said.add(m[2])) {
+                            System.out.println(m[2]);
+                            System.out.flush();
+                        }
+                    }
+                }
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "marker");
+        watcher.setDaemon(true);
+        watcher.start();
+        CommConfig config = args[0].equals("nonblocking") ? CommConfig.builder().blocking(false).build() : null;
+        Communicator c = Communicator.fromEnvironment(config);
+        System.out.println("READY rank " + c.rank());
+        Thread.sleep(60_000);
+        c.close();
+    }
+}
