@@ -118,16 +118,16 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Why the JDK's NIO and not a library: Netty would bring buffers, an event loop and a line decoder, but none of what
  * the channel is made of (the challenge and response, the claims, the bounds and refusals, the roster and departures),
- * which stay nccl4j's own code whichever way the bytes travel; it would add four to six jars to a library whose core
- * depends on slf4j alone, and the build here is offline with no usable Netty (no 4.2, and no netty-codec or
- * netty-handler of any version in the local repository). JGroups solves a harder problem (group membership with views,
- * merges and reliable multicast among peers) with its own discovery, failure detection and security stack, which would
- * overlap and contradict this channel's: here rank 0 is the authority by construction (the launcher names it), a lost
- * rank is a fact its kernel reports, and the job ends or recovers rather than merging partitions. One selector over
- * plain sockets is a few hundred lines, keeps the protocol that the scripts, the attack tests and the other ranks
- * speak, and served 2,048 simulated ranks on one thread (4,096 did not all join on the 2-core machine: see the
- * report). A tree of relays (ranks forwarding rank 0's lines) is the next step if one host's fan-out ever becomes the
- * limit; rank 0's own fan-out does not call for it yet.
+ * which stay nccl4j's own code whichever way the bytes travel; it would add four to six jars (Netty 4.2's buffer,
+ * common, transport, resolver, codec and handler) to a library whose core depends on slf4j alone, and those jars would
+ * land on the class paths of the Spark and Flink jobs that embed it, which bring Netty versions of their own. JGroups
+ * solves a harder problem (group membership with views, merges and reliable multicast among peers) with its own
+ * discovery, failure detection and security stack, which would overlap and contradict this channel's: here rank 0 is
+ * the authority by construction (the launcher names it), a lost rank is a fact its kernel reports, and the job ends or
+ * recovers rather than merging partitions. One selector over plain sockets is a few hundred lines, keeps the protocol
+ * that the scripts, the attack tests and the other ranks speak, and served 2,048 simulated ranks on one thread (4,096
+ * did not all join on the 2-core machine: see the report). A tree of relays (ranks forwarding rank 0's lines) is the
+ * next step if one host's fan-out ever becomes the limit; rank 0's own fan-out does not call for it yet.
  */
 final class Liveness implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Liveness.class);

@@ -107,7 +107,18 @@ final class Recovery {
     }
 
     static Communicator recover(Communicator c, CommConfig config, int... excludedRanks) {
-        Communicator made = recover0(c, config, excludedRanks);
+        Liveness told = c.health().liveness;
+        if (told != null) {
+            told.phase(RankPhase.RECOVERING);   // a loss during it is named so everywhere
+        }
+        Communicator made;
+        try {
+            made = recover0(c, config, excludedRanks);
+        } finally {
+            if (told != null) {
+                told.phase(RankPhase.READY);
+            }
+        }
         Liveness l = c.health().detachChannel();
         if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
             l.renumber(excludedRanks);

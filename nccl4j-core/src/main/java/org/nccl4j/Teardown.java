@@ -177,9 +177,9 @@ final class Teardown {
 
     /**
      * The ranks closed with differing fingerprints: rank 0 compares their shapes as they wait
-     * ({@link Agreement#closedDiffering}); this rank waits (at most {@link #MISMATCH_WAIT_NANOS}) for the verdict, which
-     * names the collective and every field that differs, and gives {@code fallback} when it does not come (rank 0 gone,
-     * or the shapes no longer held).
+     * ({@link Agreement#closedDiffering}); this rank waits (at most {@link #MISMATCH_WAIT_NANOS}) for the verdict,
+     * which names the collective and every field that differs, and gives {@code fallback} when it does not come (rank
+     * 0 gone, or the shapes no longer held).
      */
     private static String namedMismatch(Departures d, int gen, String fallback) {
         long end = System.nanoTime() + MISMATCH_WAIT_NANOS;
