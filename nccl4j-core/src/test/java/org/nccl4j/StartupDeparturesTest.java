@@ -31,12 +31,17 @@ class StartupDeparturesTest {
     private int port;
 
     private Process rank(int rank, String mode, Map<String, String> env) throws IOException {
+        return rank(rank, mode, env, "");
+    }
+
+    /** Rank {@code rank} of a job whose output files end in {@code run} (several jobs in one test). */
+    private Process rank(int rank, String mode, Map<String, String> env, String run) throws IOException {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         ProcessBuilder pb = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
                 "-Dnccl4j.library=" + StubNccl.full(), "-Dnccl4j.test.stubDir=" + StubNccl.dir(),
                 "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"),
                 StartupDeparturesTest.class.getName(), mode)
-                .redirectErrorStream(true).redirectOutput(dir.resolve("out" + rank + ".txt").toFile());
+                .redirectErrorStream(true).redirectOutput(dir.resolve("out" + rank + run + ".txt").toFile());
         Map<String, String> e = pb.environment();
         e.put("MASTER_ADDR", "127.0.0.1");
         e.put("MASTER_PORT", Integer.toString(port));
@@ -46,25 +51,38 @@ class StartupDeparturesTest {
         e.put("LOCAL_WORLD_SIZE", "2");
         e.put("NCCL4J_DEVICE", "0");
         e.put("NCCL4J_TRACE_DIR", dir.toString());
-        e.put("NCCL_STUB_LOG", dir.resolve("stub" + rank + ".log").toString());
+        e.put("NCCL_STUB_LOG", dir.resolve("stub" + rank + run + ".log").toString());
         e.putAll(env);
         return pb.start();
     }
 
     private String out(int rank) throws IOException {
-        Path f = dir.resolve("out" + rank + ".txt");
+        return out(rank, "");
+    }
+
+    private String out(int rank, String run) throws IOException {
+        Path f = dir.resolve("out" + rank + run + ".txt");
         return Files.exists(f) ? Files.readString(f, StandardCharsets.UTF_8) : "";
     }
 
     /** Waits until rank {@code rank}'s output has {@code marker} (its main thread has reached a step). */
     private void awaitMarker(int rank, String marker) {
+        awaitMarker(rank, marker, "");
+    }
+
+    private void awaitMarker(int rank, String marker, String run) {
         StubFixture.within(30_000, () -> {
             try {
-                return out(rank).contains(marker) ? true : null;
+                return out(rank, run).contains(marker) ? true : null;
             } catch (IOException e) {
                 return null;
             }
         }, "rank " + rank + " at " + marker);
+    }
+
+    /** Sends {@code SIG<name>} to {@code p} (the shell's kill: no kill binary needed). */
+    private static void signal(String name, Process p) throws Exception {
+        assertEquals(0, new ProcessBuilder("sh", "-c", "kill -" + name + " " + p.pid()).start().waitFor());
     }
 
     private record Outcome(int status, long millis, String out) {
@@ -195,6 +213,58 @@ class StartupDeparturesTest {
                 + "(SIGTERM)"), o.out());
     }
 
+    @Test
+    void sigintAndSystemExitFromAnotherThreadDuringNcclInitAreNamed() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", HELD_IN_INIT);
+        Process r1 = rank(1, "blocking", HELD_IN_INIT);
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        long t0 = System.nanoTime();
+        signal("INT", r1);
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), out(0));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertEquals(FailurePolicy.EXIT_STATUS, r0.exitValue(), out(0));
+        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(0));
+        assertTrue(out(0).contains("was lost during NCCL initialization (SIGINT)"), out(0));
+
+        port = StubFixture.freePort();
+        Process q0 = rank(0, "blocking", HELD_IN_INIT, "0");
+        Process q1 = rank(1, "exit-in-init", HELD_IN_INIT, "1");
+        awaitMarker(0, "AT ncclCommInitRank", "0");
+        assertTrue(q1.waitFor(30, TimeUnit.SECONDS), out(1, "1"));
+        assertEquals(3, q1.exitValue(), "System.exit(3) from its watcher thread");
+        long t1 = System.nanoTime();
+        assertTrue(q0.waitFor(30, TimeUnit.SECONDS), out(0, "0"));
+        long ms1 = (System.nanoTime() - t1) / 1_000_000;
+        String out = out(0, "0");
+        assertTrue(ms1 < BOUND_MILLIS, "ended " + ms1 + " ms after rank 1: " + out);
+        assertTrue(out.contains("was lost during NCCL initialization (System.exit at org.nccl4j.StartupDeparturesTest"),
+                out);
+    }
+
+    @Test
+    void aStoppedRankDuringNcclInitIsLostAtTheLivenessTimeout() throws Exception {
+        port = StubFixture.freePort();
+        Map<String, String> env = new java.util.HashMap<>(HELD_IN_INIT);
+        env.put("NCCL4J_LIVENESS_TIMEOUT", "2s");
+        Process r0 = rank(0, "blocking", env);
+        Process r1 = rank(1, "blocking", env);
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        long t0 = System.nanoTime();
+        signal("STOP", r1);
+        try {
+            assertTrue(r0.waitFor(30, TimeUnit.SECONDS), out(0));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertEquals(FailurePolicy.EXIT_STATUS, r0.exitValue(), out(0));
+            assertTrue(ms < 2000 + BOUND_MILLIS, "the liveness timeout (2 s), then within the bound: " + ms + " ms");
+            assertTrue(out(0).contains("was lost during NCCL initialization (it sent nothing for 2000 ms"), out(0));
+        } finally {
+            r1.destroyForcibly();
+        }
+    }
+
     /** Frames of the main thread that mark the steps a test waits for, and what to print. */
     private static final String[][] MARKERS = {
         {"org.nccl4j.jni.NcclNative", "ncclCommInitRank", "AT ncclCommInitRank"},
@@ -208,7 +278,8 @@ class StartupDeparturesTest {
      * A rank: {@code Communicator.fromEnvironment}, blocking or nonblocking ({@code args[0]}), then a minute's sleep;
      * a thread prints {@code AT <step>} when the main thread reaches one of {@link #MARKERS}.
      *
-     * @param args {@code blocking} or {@code nonblocking}
+     * @param args {@code blocking}, {@code nonblocking}, or {@code exit-in-init} (blocking; {@code System.exit(3)} from
+     *        the watcher thread once main is inside NCCL's initialization)
      * @throws Exception the start-up's failure leaves main, as in a program
      */
     public static void main(String[] args) throws Exception {
@@ -222,6 +293,9 @@ class StartupDeparturesTest {
                         if (f.getClassName().equals(m[0]) && f.getMethodName().equals(m[1]) && said.add(m[2])) {
                             System.out.println(m[2]);
                             System.out.flush();
+                            if (args[0].equals("exit-in-init") && m[2].equals("AT ncclCommInitRank")) {
+                                System.exit(3);   // from this thread, while main is inside NCCL
+                            }
                         }
                     }
                 }
