@@ -215,6 +215,16 @@ final class Bootstrap {
                 guard.close();
             }
         }
+        Liveness.Loss late = live == null ? null : live.startupLoss(size);
+        if (late != null) {   // lost while NCCL made the communicator: it cannot serve a collective with that rank
+            try {
+                c.abort();
+            } catch (RuntimeException e) {
+                // the loss is what the program needs to hear
+            }
+            throw StartupGuard.lost(late, rank, size, config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig",
+                    "the communicator NCCL made was aborted", null);
+        }
         if (live != null) {
             c.health().attachChannel(live);
             live.phase(RankPhase.READY);

@@ -1532,6 +1532,8 @@ final class Liveness implements AutoCloseable {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
                     }
                     if (Integer.parseInt(g[3]) == STARTUP_GENERATION && who != rank) {
+                        // it never made (or never kept) its communicator: gone for any communicator of this start-up
+                        lost.putIfAbsent(who, new Lost(who, g[1], Long.parseLong(g[2])));
                         heardOfLoss();
                     }
                     if (kind != Departures.Kind.CLOSE && who != rank) {
