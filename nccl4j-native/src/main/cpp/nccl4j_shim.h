@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 
 /* ---- statuses of our own (NCCL's are 0..8, and 9 is ncclNumResults) ---- */
 #define N4J_NOT_LOADED (-1000)     /* no NCCL library has been opened */
@@ -269,6 +270,9 @@ static int n4j_unsetenv(const char* name) {
   return 0;
 }
 static const char* n4j_getenv(const char* name) { return getenv(name); }
+/* Ends the process at once with status: no atexit handler, no static destructor, no stdio flush. For a process
+ * whose thread is inside NCCL's blocking initialization, which the C runtime's exit would tear down under it. */
+static void n4j_exit_now(int status) { _exit(status); }
 
 /* ---- helpers ---- */
 

@@ -139,6 +139,7 @@ final class Bootstrap {
                 : Liveness.joinLater(served, rank, where[0], Integer.parseInt(where[1]), deadline);
         if (live != null) {
             Farewell.register(live);   // a rank that ends during start-up says how, and in which phase
+            live.awaitJoined(deadline);   // joined before the rendezvous: its loss there is known to all
         }
         try {
             return fromEnvironment(config, launch, live, timeout, deadline);
@@ -201,8 +202,14 @@ final class Bootstrap {
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
         StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(),
                 config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig") : null;
+        StartupGuard.initBegins();
         try {
             c = create(rank, size, id, launch.device(), config, until);
+            if (Farewell.exiting()) {   // the process began to exit while NCCL made it: its exit waits for this
+                c.abort();
+                throw new IllegalStateException("rank " + rank + " of " + size + ": the process is exiting; the "
+                        + "communicator NCCL made was aborted");
+            }
         } catch (NcclException e) {
             Liveness.Loss loss = e instanceof PeerLostDuringStartupException ? null : StartupGuard.explain(live, size);
             if (loss != null) {
@@ -211,6 +218,7 @@ final class Bootstrap {
             }
             throw e;
         } finally {
+            StartupGuard.initEnded();
             if (guard != null) {
                 guard.close();
             }

@@ -152,6 +152,7 @@ final class Farewell {
                 }
             }
         }
+        awaitInits(cause);
         Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
                 Watched c = l.owner();
@@ -168,6 +169,36 @@ final class Farewell {
         for (Liveness l : OPEN) {
             l.close();
         }
+    }
+
+    /** How long the exit waits for a blocking NCCL initialization under way to return. */
+    static final long INIT_WAIT_MILLIS = 3000;
+
+    /**
+     * A thread is inside NCCL's blocking initialization, which cannot be abandoned: the departure told, waits (at most
+     * {@link #INIT_WAIT_MILLIS}) for it to return (its peers, told, give up theirs, so it usually fails within a
+     * second; one that made its communicator aborts it at once, seeing the exit); when it has not, ends the process
+     * with {@code _exit}, since the C runtime's exit handlers would crash libnccl under that thread. The status is the
+     * signal's (128 + its number) or 1.
+     */
+    private static void awaitInits(String cause) {
+        long end = System.nanoTime() + INIT_WAIT_MILLIS * 1_000_000L;
+        while (StartupGuard.initsUnderWay() > 0) {
+            if (System.nanoTime() - end >= 0) {
+                int status = signalStatus();
+                LOG.warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending the "
+                        + "process with status {} without the C runtime's exit handlers, which libnccl would crash "
+                        + "in", INIT_WAIT_MILLIS, cause, status);
+                StartupGuard.exitNow(status);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+        }
+    }
+
+    /** The exit status a JVM ends with on the signal recorded (128 + its number), else 1. */
+    static int signalStatus() {
+        String s = signal;
+        return "SIGTERM".equals(s) ? 143 : "SIGINT".equals(s) ? 130 : "SIGHUP".equals(s) ? 129 : 1;
     }
 
     /** @return whether the process is ending: nccl4j's shutdown hook has started */

@@ -562,6 +562,22 @@ final class Liveness implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until this rank has said hello on rank 0's channel (from then on its loss is known to every rank), the
+     * channel failed, {@value #REACH_NANOS} ns passed or the deadline: {@link Communicator#fromEnvironment} joins
+     * before the rendezvous, so that a rank lost in the rendezvous is not one that never arrived.
+     */
+    void awaitJoined(long deadlineNanos) {
+        long start = System.nanoTime();
+        while (!connected() && refusal == null && failedToConnect == null && !closing) {
+            long now = System.nanoTime();
+            if (now - start > REACH_NANOS || now - deadlineNanos >= 0) {
+                return;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+        }
+    }
+
     /** How long a rank tries to reach rank 0's channel when the rendezvous has shown that rank 0 is alive. */
     private static final long REACH_NANOS = 10_000_000_000L;
 
@@ -1188,6 +1204,14 @@ final class Liveness implements AutoCloseable {
             }
         }
         broadcast("DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n");
+        if (Integer.parseInt(g[0]) == STARTUP_GENERATION && who != rank) {
+            // rank 0's own start-up waits read it here: its connection to itself may not be up yet to hear it
+            departures.heard(new Departures.Departure(who, host, Long.parseLong(pid),
+                    Departures.Kind.valueOf(g[1].toUpperCase(java.util.Locale.ROOT)), STARTUP_GENERATION, 0, g[3],
+                    g.length > 4 && !g[4].isBlank() ? g[4] : null, System.nanoTime()));
+            lost.putIfAbsent(who, new Lost(who, host, Long.parseLong(pid)));
+            heardOfLoss();
+        }
     }
 
     /** Rank 0: by launch rank, the generation, last collective and fingerprint each closing rank closed with. */

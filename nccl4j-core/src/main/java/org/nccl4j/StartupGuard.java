@@ -2,6 +2,7 @@ package org.nccl4j;
 
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.jni.NcclNative;
 
 /**
  * Start-up ends everywhere when a rank is lost during it: the exception every other rank's
@@ -27,6 +28,18 @@ final class StartupGuard implements AutoCloseable {
     static final long POLL_NANOS = 10_000_000L;
     /** How long a failed start-up step waits for the news that may explain it (the loss reaches it a moment later). */
     static final long EXPLAIN_NANOS = 600_000_000L;
+    /** Blocking NCCL initializations under way in this process (the exit waits for them: {@link Farewell}). */
+    private static final java.util.concurrent.atomic.AtomicInteger INITS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /**
+     * How the guard ends the process: the ERROR line, then {@code _exit} ({@link NcclNative#exitNow}), not a halt:
+     * the C runtime's exit would run libnccl's exit handlers and static destructors under the thread that is still
+     * inside its initialization, and crash the process (seen on 4 x H200 with NCCL 2.28.3). Tests replace it.
+     */
+    static volatile LeftBehind.Ending ending = (status, line) -> {
+        org.slf4j.LoggerFactory.getLogger(StartupGuard.class).error(line);
+        exitNow(status);
+    };
 
     private final Thread thread;
     private volatile boolean done;
@@ -78,7 +91,38 @@ final class StartupGuard implements AutoCloseable {
                 + LeftBehind.where(initializing) + ". Halting the process with status " + FailurePolicy.EXIT_STATUS
                 + " (" + LeftBehind.VARIABLE + "=off leaves it waiting for the init timeout; a communicator made "
                 + "with CommConfig.Builder.blocking(false) throws instead)";
-        LeftBehind.ending.end(FailurePolicy.EXIT_STATUS, line);
+        ending.end(FailurePolicy.EXIT_STATUS, line);
+    }
+
+    /** A blocking NCCL initialization begins on this thread ({@link #initEnded()} in a finally). */
+    static void initBegins() {
+        INITS.incrementAndGet();
+    }
+
+    /** It returned (made the communicator, failed, or was given up). */
+    static void initEnded() {
+        INITS.decrementAndGet();
+    }
+
+    /** @return how many blocking NCCL initializations are under way in this process */
+    static int initsUnderWay() {
+        return INITS.get();
+    }
+
+    /**
+     * Flushes what Java and NCCL have to say, then ends the process with {@code _exit(status)}; a halt when the native
+     * library is not loaded (then NCCL is not either).
+     */
+    static void exitNow(int status) {
+        System.out.flush();
+        System.err.flush();
+        NcclLog.flush();
+        try {
+            NcclNative.exitNow(status);
+        } catch (LinkageError e) {
+            // no native library: nothing of NCCL runs
+        }
+        Runtime.getRuntime().halt(status);
     }
 
     /**

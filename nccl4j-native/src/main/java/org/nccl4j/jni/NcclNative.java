@@ -179,6 +179,16 @@ public final class NcclNative {
      */
     @Name("n4j_getenv") public static native String getenv(String name);
 
+    /**
+     * POSIX {@code _exit(status)}: ends the process at once, running no {@code atexit} handler and no static destructor
+     * of a loaded library. For a process whose thread is inside NCCL's blocking initialization, which the C runtime's
+     * normal exit would tear down under it (a crash in libnccl); Java's shutdown hooks must have run already. Needs no
+     * NCCL library.
+     *
+     * @param status the exit status
+     */
+    @Name("n4j_exit_now") public static native void exitNow(int status);
+
     // ---- version, ids, communicators ----
 
     /**
