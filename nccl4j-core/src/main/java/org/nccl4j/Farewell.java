@@ -141,6 +141,9 @@ final class Farewell {
             if (c == null && !l.departed()) {   // during start-up: no communicator yet; its phase says where
                 l.departDuringStartUp(Departures.Kind.EXIT, cause);
             } else if (c != null && !l.departed()) {
+                // no operation is taken from now on, whatever the program's threads do while the hooks run: the
+                // last collective told is the last one issued, so a peer waiting beyond it fails at once
+                c.stopIssuing("the process is exiting (" + cause + ")");
                 l.depart(Departures.Kind.EXIT, c.generation, c.ledger.last(),
                         c.ledger.describe(c.ledger.last()), cause);
                 Departing.recordDeparture(c, "exited with its communicator open after "
@@ -153,6 +156,7 @@ final class Farewell {
             }
         }
         awaitInits(cause);
+        awaitOwnOperations();
         Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
                 Watched c = l.owner();
@@ -171,8 +175,28 @@ final class Farewell {
         }
     }
 
+    /** How long the exit waits for the collectives its communicators have in flight before it aborts them. */
+    static final long OPERATIONS_WAIT_MILLIS = 1000;
+
+    /**
+     * Waits (at most {@link #OPERATIONS_WAIT_MILLIS}) until the operations this process issued have completed, before
+     * the aborts: an abort in the middle of a collective can let a peer's half of it complete with data that is not
+     * the reduction (seen on 2 x H200 with NCCL 2.28.3: a peer's in-place all-reduce returned with the element of one
+     * rank only), while a collective every rank issued completes within milliseconds when left to run.
+     */
+    private static void awaitOwnOperations() {
+        long end = System.nanoTime() + OPERATIONS_WAIT_MILLIS * 1_000_000L;
+        for (Liveness l : OPEN) {
+            Watched c = l.owner();
+            while (c != null && c.failure == null && !c.closed && !c.ownOperationsComplete()
+                    && System.nanoTime() - end < 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+            }
+        }
+    }
+
     /** How long the exit waits for a blocking NCCL initialization under way to return. */
-    static final long INIT_WAIT_MILLIS = 3000;
+    static final long INIT_WAIT_MILLIS = 1000;
 
     /**
      * A thread is inside NCCL's blocking initialization, which cannot be abandoned: the departure told, waits (at most

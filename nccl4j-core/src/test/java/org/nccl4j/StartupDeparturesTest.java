@@ -233,10 +233,10 @@ class StartupDeparturesTest {
         Process q1 = rank(1, "exit-in-init", HELD_IN_INIT, "1");
         awaitMarker(0, "AT ncclCommInitRank", "0");
         assertTrue(q1.waitFor(30, TimeUnit.SECONDS), out(1, "1"));
-        // the stub's initialization never returns: 3 s after System.exit(3) the exit ends the process with _exit, as
+        // the stub's initialization never returns: 1 s after System.exit(3) the exit ends the process with _exit, as
         // the C runtime's exit handlers would crash libnccl under the initializing thread (the status is then 1)
         assertEquals(1, q1.exitValue(), out(1, "1"));
-        assertTrue(out(1, "1").contains("NCCL's initialization was still under way 3000 ms after the exit began "
+        assertTrue(out(1, "1").contains("NCCL's initialization was still under way 1000 ms after the exit began "
                 + "(System.exit at org.nccl4j.StartupDeparturesTest"), out(1, "1"));
         assertTrue(out(1, "1").contains("ending the process with status 1 without the C runtime's exit handlers"),
                 out(1, "1"));

@@ -1051,8 +1051,8 @@ public final class Rendezvous {
             byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
             RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
             // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
-            RendezvousWire.Frame answer = readOnClient(s, s.getInputStream(), deadline + ANSWER_GRACE_NANOS, target,
-                    false);
+            RendezvousWire.Frame answer = readOnClient(s, awaitAnswer(s, deadline + ANSWER_GRACE_NANOS, target),
+                    deadline + ANSWER_GRACE_NANOS, target, false);
             if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
                 throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
                         + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "
@@ -1162,6 +1162,40 @@ public final class Rendezvous {
                     + new String(f.payload, java.nio.charset.StandardCharsets.UTF_8));
         }
         return f;
+    }
+
+    /**
+     * The stream of rank 0's answer, once its first byte has come: while it waits, asks {@link Builder#abandonWhen}
+     * every {@value #ABANDON_POLL_MILLIS} ms (rank 0 may be waiting for a rank that is gone, or be gone itself), and
+     * gives up with its reason. Without it, the connection's own stream.
+     */
+    private InputStream awaitAnswer(Socket s, long deadline, String target) throws IOException {
+        InputStream in = s.getInputStream();
+        if (abandonWhen == null) {
+            return in;
+        }
+        java.io.PushbackInputStream back = new java.io.PushbackInputStream(in, 1);
+        while (true) {
+            String why = abandonWhen.get();
+            if (why != null) {
+                throw new RendezvousException("rank " + rank + " gave up waiting for the unique id from rank 0 at "
+                        + target + ": " + why);
+            }
+            long remaining = remainingMillis(deadline);
+            if (remaining <= 0) {
+                throw clientTimeout(target);
+            }
+            s.setSoTimeout((int) Math.max(1, Math.min(remaining, ABANDON_POLL_MILLIS)));
+            try {
+                int b = back.read();
+                if (b >= 0) {
+                    back.unread(b);
+                }
+                return back;   // a byte, or the end: the frame's reader says which
+            } catch (SocketTimeoutException e) {
+                // nothing yet: ask again
+            }
+        }
     }
 
     private RendezvousException clientTimeout(String target) {
