@@ -9,35 +9,54 @@
 #   scripts/departures.sh [BUNDLE]              the matrix; BUNDLE: made by scripts/gpu-bundle.sh (default: the
 #                                               bundle this script sits in, else bundle/ beside scripts/)
 #   FUZZ=100 scripts/departures.sh [BUNDLE]     SIGTERM to a random rank of a 2-rank loop at a random moment, 100 runs
+#   STARTUP_FUZZ=200 scripts/departures.sh [BUNDLE]   the same from the process's start: start-up included, 200 runs
 #   TORCH=1 scripts/departures.sh               the same scenarios with PyTorch's ProcessGroupNCCL (the torch column)
 #   scripts/departures.sh --merge DIR TSV...    one table (DIR/departures.md and .tsv) from several runs' TSVs
 #
 # Matrix rows are SCENARIOS x LAUNCHERS x CONFIGS (each a space-separated subset, in the order given):
 #   SCENARIOS  kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher
-#              cpu-stuck (default: all; "none", a run without departure, is there to check a machine)
+#              cpu-stuck startup-rendezvous-kill startup-rendezvous-term startup-idtaken-kill startup-idtaken-term
+#              startup-init-kill startup-init-term startup-init-exit close-thread abort-thread (default: all; "none",
+#              a run without departure, is there to check a machine). With TORCH=1 the scenarios up to cpu-stuck,
+#              startup-init-term (rank EVENT_RANK SIGTERMs itself as soon as init_process_group(device_id=...)
+#              returns, the communicator made eagerly) and startup-init-term-lazy (the same without device_id: the
+#              first all_reduce makes the communicator); the other start-up scenarios and close-thread and
+#              abort-thread have no torch counterpart
 #   LAUNCHERS  run (scripts/nccl4j-run), mpirun (Open MPI, MASTER_ADDR/MASTER_PORT, --tag-output), java (one plain
 #              java per rank with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT); default "run mpirun java".
 #              With TORCH=1: python (one plain python per rank, env://) and torchrun; default "python torchrun"
 #   CONFIGS    2gpu (2 ranks, one per GPU: device = LOCAL_RANK), 4gpu (4 ranks on 4 GPUs), 4share (4 ranks on GPU 0,
-#              NCCL4J_DEVICE=0, NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo); default "2gpu 4gpu 4share". A config
-#              that needs more GPUs than the machine has is skipped, saying so
+#              NCCL4J_DEVICE=0, NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo), 2share (2 ranks on GPU 0, the same way;
+#              not in the default); default "2gpu 4gpu 4share". A config that needs more GPUs than the machine
+#              has is skipped, saying so
 # The event: rank EVENT_RANK (default: the last) at step EVENT_STEP (default 3) of STEPS (default 8); COUNT floats
 # (default 1048576). sigterm-launcher: rank 0 prints the EVENT line and the script sends SIGTERM to the launcher
 # (nccl4j-run, mpirun, torchrun) when it sees it; with plain java or python, which have no launcher, to every rank
 # (as a batch system's cancel does). cpu-stuck runs with NCCL4J_TIMEOUT=20s (torch: a 20 s process group timeout).
 # Nothing else is set: the watchdog and torch run at their defaults.
+# The start-up scenarios: rank EVENT_RANK ends itself (SIGKILL, SIGTERM, System.exit(3) from another thread) inside
+# Communicator.fromEnvironment, placed by a thread that reads its main thread's stack every millisecond: in the
+# rendezvous (Rendezvous.fetch or serve, once it joined rank 0's liveness channel), after the rendezvous and before
+# NCCL is called (idtaken), or in NCCL's initialization (ncclCommInitRank); every rank prints PHASE lines, and the row
+# says "not placed" (no EVENT) when the watcher never saw the place. A rank that nccl4j halts with status 70 (its
+# blocking NCCL initialization could not be abandoned) has nccl4j's ERROR line as its result ("halted with status
+# 70: ..."). close-thread, abort-thread: at EVENT_STEP a second thread of rank EVENT_RANK closes (aborts) the
+# communicator while its main thread goes on issuing all-reduces; that rank's IllegalStateException is its expected
+# end (exit 0).
 # A rank's end is its process's exit as the script sees it (exactly for plain ranks; under a launcher, by polling
 # every 0.1 s for the processes that carry the row's marker, -Dnccl4j.row=ID or --row ID), else its RESULT time.
-# Every rank is timed but the one that leaves where it cannot end by itself (kill, stop: a stopped plain rank is
-# killed once the others have ended) or keeps running by design (abort-live). The stuck rank of cpu-stuck is timed:
-# nccl4j ends it (NCCL4J_LEFT_BEHIND_EXIT) once its peers gave up on it.
+# Every rank is timed but the one that leaves where it cannot end by itself (kill, stop, startup-*-kill: a stopped
+# plain rank is killed once the others have ended) or keeps running by design (abort-live). The stuck rank of
+# cpu-stuck is timed: nccl4j ends it (NCCL4J_LEFT_BEHIND_EXIT) once its peers gave up on it.
 # SIGTERM or SIGINT to the script kills this run's ranks and the row's launcher before it exits (143).
 #
 # Other variables: ROW_LIMIT (default 60): seconds per row, after which its processes are killed and each rank still
 # running is "still waiting at ROW_LIMIT s"; BUDGET (seconds, default 0: none): rows that could end past it are not
 # started but listed, with the variables that run them, so that one call stays within a time limit; OUT_DIR
 # (default: a new temporary directory) receives departures.md, departures.tsv and a directory per row (logs, traces,
-# hs_err files); PORT (default 20000): row n uses MASTER_PORT PORT + 100 n (the liveness channel is at +50);
+# hs_err files); PORT (default 20000): row (or run) n uses MASTER_PORT PORT + 100 n (the liveness channel is at +50),
+# n counted again from 1 where that would reach the kernel's ephemeral ports (ip_local_port_range, from 32768), which
+# outgoing connections take: a run of 200 once lost its liveness port there ("Address already in use");
 # JAVA_OPTS, MPIRUN_OPTS; PYTHON (TORCH=1; default /opt/torch/.venv/bin/python3 when it exists, else python3).
 # NCCL_NVLS_ENABLE=0 is exported, and forwarded to every rank (mpirun -x).
 #
@@ -50,8 +69,32 @@
 # processes left, when the SIGTERMs landed (steps, close, after the end) and the longest time from SIGTERM to the
 # survivor's exit, which must be at most 5 s.
 #
+# STARTUP_FUZZ=N: N runs of a 2-rank job of plain java processes (DepartureScenarios startup-fuzz: fromEnvironment,
+# then FUZZ_STEPS, default 160, all-reduces of 64K floats FUZZ_SLEEP_MS, default 50, ms apart: about 8 s, then the
+# close), JOBS at a time on ports of their own, FUZZ_CONFIG as for FUZZ. SIGTERM to a random rank at a time drawn
+# uniformly from 0..FUZZ_WINDOW_MS (default 8000) ms after that rank's process started (not after READY): start-up
+# included. The rank's PHASE lines say where the SIGTERM found it (the last one before it; none: launched, the JVM
+# still starting), its JOINED line whether it had joined rank 0's liveness channel. A survivor must end within 2 s
+# of the SIGTERM (an exception out of main, or nccl4j's halt with status 70), but one whose peer was still in phase
+# launched (it never reached nccl4j) or had not joined the channel yet (rank 0 the victim: the survivor had not), as
+# nothing can tell such a survivor (nccl4j's RankPhase): those runs are counted apart, "waited for a rank that never
+# started" and "before the liveness link was up", and still timed (they wait for the init timeout, which the script
+# leaves at its default: each such run lasts FUZZ_LIMIT). FUZZ_LIMIT (default 20) seconds per run, BUDGET and
+# FUZZ_SEED as for FUZZ. Prints, at the end:
+#   JVM crashes: C of N                        hs_err files, or exit status 134 or 139
+#   survivors ended within 2 s: W of N         (the runs apart below cannot count here)
+#   slowest survivor: S s (run K, signal at T ms, phase P)    of the runs whose ranks had joined
+#   signal landed (the victim's phase): launched a, joining b, rendezvous c, ...
+#   waited for a rank that never started: k (still waiting at FUZZ_LIMIT=20 s: j)
+#   signal after launched, before the liveness link was up: m (still waiting at FUZZ_LIMIT=20 s: i)
+#   processes left: L
+# and OUT_DIR/startup-fuzz.md and .tsv (one row a run: the victim, the draw, the phase, whether it had joined, both
+# exits, the survivor's time and what it got: its RESULT line, or nccl4j's halt). Exits 0 when no JVM crashed,
+# nothing was left and every survivor of a victim that had joined ended within 2 s.
+#
 # Prints a line per row (or run) and a summary line; exits 0 when every row ended within its bound with no hs_err file
-# and no process left (FUZZ: no crash, nothing left, every survivor out within 5 s), 1 otherwise, 2 for a usage error.
+# and no process left (FUZZ: no crash, nothing left, every survivor out within 5 s; STARTUP_FUZZ: above), 1
+# otherwise, 2 for a usage error.
 set -uo pipefail
 [ -f "$(dirname "$0")/env.sh" ] || { echo "${0##*/}: $(dirname "$0")/env.sh is missing" >&2; exit 2; }
 # shellcheck source=env.sh
@@ -59,8 +102,12 @@ set -uo pipefail
 tool=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
 main=org.nccl4j.tools.harness.DepartureScenarios
-all_scenarios="kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher cpu-stuck"
-known_scenarios="$all_scenarios none"
+base_scenarios="kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher"
+base_scenarios+=" cpu-stuck"
+startup_scenarios="startup-rendezvous-kill startup-rendezvous-term startup-idtaken-kill startup-idtaken-term"
+startup_scenarios+=" startup-init-kill startup-init-term startup-init-exit"
+all_scenarios="$base_scenarios $startup_scenarios close-thread abort-thread"
+torch_scenarios="$base_scenarios startup-init-term startup-init-term-lazy"
 tsv_header="row	scenario	launcher	config	framework	ranks	bound_s	event_rank	event_t	r0	r1	r2	r3	end0	end1	end2	end3	measured	worst	exits	traces	trace_verdict	hs_err	left	within	seconds	seen	notes"
 
 die() { echo "$tool: $*" >&2; exit 2; }
@@ -184,6 +231,10 @@ torch=${TORCH:-0}
 case "$torch" in 0|1) ;; *) die "TORCH=$torch: 1 runs the torch rows, 0 or unset the nccl4j ones" ;; esac
 fuzz=${FUZZ:-0}
 whole FUZZ "$fuzz"
+sfuzz=${STARTUP_FUZZ:-0}
+whole STARTUP_FUZZ "$sfuzz"
+[ "$fuzz" -gt 0 ] && [ "$sfuzz" -gt 0 ] && die "FUZZ=$fuzz and STARTUP_FUZZ=$sfuzz: set one of them"
+[ "$sfuzz" -gt 0 ] && [ "$torch" = 1 ] && die "STARTUP_FUZZ runs nccl4j's ranks: leave TORCH unset"
 limit=${ROW_LIMIT:-60}
 whole ROW_LIMIT "$limit"
 [ "$limit" -ge 5 ] || die "ROW_LIMIT=$limit: give a row 5 s or more"
@@ -191,6 +242,15 @@ budget=${BUDGET:-0}
 whole BUDGET "$budget"
 base_port=${PORT:-20000}
 whole PORT "$base_port"
+# port_slots: how many rows' ports fit below the ephemeral range (or below 65536 when PORT is above it)
+ephemeral=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null)
+[[ $ephemeral =~ ^[0-9]+$ ]] || ephemeral=32768
+if [ "$base_port" -lt "$ephemeral" ]; then port_top=$ephemeral; else port_top=65536; fi
+port_slots=$(( (port_top - 1 - 50 - base_port) / 100 ))
+[ "$port_slots" -ge 1 ] || die "PORT=$base_port leaves no room for a row's ports (PORT + 100, + 150) below $port_top:" \
+  "choose a lower PORT"
+# port_of N: MASTER_PORT of row or run N
+port_of() { echo $((base_port + 100 * (($1 - 1) % port_slots + 1))); }
 steps=${STEPS:-8}
 whole STEPS "$steps"
 event_step=${EVENT_STEP:-3}
@@ -203,9 +263,20 @@ if [ "$torch" = 1 ]; then default_launchers="python torchrun"; else default_laun
 launchers=${LAUNCHERS:-$default_launchers}
 configs=${CONFIGS:-2gpu 4gpu 4share}
 scenarios=${SCENARIOS:-all}
-[ "$scenarios" = all ] && scenarios=$all_scenarios
+if [ "$torch" = 1 ]; then known_scenarios="$torch_scenarios none"; else known_scenarios="$all_scenarios none"; fi
+[ "$scenarios" = all ] && scenarios=${known_scenarios% none}
 for s in $scenarios; do
-  case " $known_scenarios " in *" $s "*) ;; *) die "SCENARIOS: unknown scenario $s (known: $known_scenarios)" ;; esac
+  case " $known_scenarios " in
+    *" $s "*) ;;
+    *) case " $all_scenarios $torch_scenarios " in
+         *" $s "*) if [ "$torch" = 1 ]; then
+                     die "SCENARIOS: $s has no torch counterpart (with TORCH=1: $torch_scenarios none)"
+                   else
+                     die "SCENARIOS: $s is a torch scenario: run it with TORCH=1"
+                   fi ;;
+         *) die "SCENARIOS: unknown scenario $s (known: $known_scenarios)" ;;
+       esac ;;
+  esac
 done
 for l in $launchers; do
   case "$torch:$l" in
@@ -215,7 +286,7 @@ for l in $launchers; do
   esac
 done
 for c in $configs; do
-  case "$c" in 2gpu|4gpu|4share) ;; *) die "CONFIGS: unknown config $c (2gpu, 4gpu, 4share)" ;; esac
+  case "$c" in 2gpu|4gpu|4share|2share) ;; *) die "CONFIGS: unknown config $c (2gpu, 4gpu, 4share, 2share)" ;; esac
 done
 # liveness_ms: NCCL4J_LIVENESS_TIMEOUT (default 4s) in milliseconds
 liveness=${NCCL4J_LIVENESS_TIMEOUT:-4s}
@@ -235,8 +306,8 @@ mkdir -p "$out_dir" || die "cannot create OUT_DIR=$out_dir"
 out_dir=$(cd "$out_dir" && pwd)
 
 need_java=0
-[ "$fuzz" -gt 0 ] && need_java=1
-[ "$torch" = 0 ] && [ "$fuzz" = 0 ] && need_java=1
+[ "$fuzz" -gt 0 ] || [ "$sfuzz" -gt 0 ] && need_java=1
+[ "$torch" = 0 ] && need_java=1
 if [ "$need_java" = 1 ]; then
   if [ -n "${1:-}" ]; then
     bundle=$(nccl4j_bundle_dir "$tool" "$1") || exit 2
@@ -273,7 +344,7 @@ on_signal() {
   trap - TERM INT
   echo "$tool: stopped by a signal: killing this run's processes" >&2
   local p
-  p=$(pgrep -f -- "(-Dnccl4j\\.row=|--row )${run_id}[rf][0-9]+( |\$)" | tr '\n' ' ')
+  p=$(pgrep -f -- "(-Dnccl4j\\.row=|--row )${run_id}[rfs][0-9]+( |\$)" | tr '\n' ' ')
   [ -n "$current_dir" ] && p+=" $(pids "$current_dir")"
   # shellcheck disable=SC2086  # one pid per word
   [ -n "${p// /}" ] && kill -KILL $p 2> /dev/null
@@ -379,11 +450,28 @@ launcher_statuses() {
     END { for (i = 1; i <= n; i++) printf " r%s=%s", order[i], got[order[i]] }' "$1" 2> /dev/null
 }
 
-# seen_line DIR R: what a user of rank R sees: its RESULT if not ok, else the last error line of its stderr file
+# halted R FILE...: nccl4j's halt of rank R (its ERROR line, "... Halting the process with status 70") as one short
+# line, "halted with status 70: rank 0 of 2: rank 1 (host, pid P) was lost during NCCL initialization (SIGTERM); the
+# communicator was not made (NCCL initialization could not be abandoned)"; nothing when there is none
+halted() {
+  local r=$1 l msg
+  shift
+  l=$(grep -ahom1 "nccl4j: rank $r of [0-9]*: .*Halting the process with status [0-9]*" "$@" 2> /dev/null | head -1)
+  [ -n "$l" ] || return 0
+  msg=${l#nccl4j: }
+  msg=${msg%%; its thread *}
+  msg=${msg%%. Restart the job*}
+  echo "halted with status ${l##* }: $msg"
+}
+
+# seen_line DIR R: what a user of rank R sees: its RESULT if not ok, else nccl4j's halt, else the last error line of
+# its stderr file
 seen_line() {
   local dir=$1 r=$2 res=""
   res=$(grep -ahom1 "RESULT rank=$r t=[0-9]* .*" "$dir"/*.log 2> /dev/null | head -1 | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
   if [ -n "$res" ] && [ "$res" != ok ]; then echo "$res"; return; fi
+  res=$(halted "$r" "$dir"/*.log "$dir"/*.err)
+  if [ -n "$res" ]; then echo "$res"; return; fi
   if [ -f "$dir/rank$r.err" ] && grep -aq 'was left behind and is stuck' "$dir/rank$r.err"; then
     grep -aom1 'nccl4j: rank [0-9]* of [0-9]* was left behind.*' "$dir/rank$r.err" | cut -c1-200
     return
@@ -397,7 +485,7 @@ rows_done=0
 rows_total=0
 tsv=$out_dir/departures.tsv
 md=$out_dir/departures.md
-[ "$fuzz" = 0 ] && echo "$tsv_header" > "$tsv"
+[ "$fuzz" = 0 ] && [ "$sfuzz" = 0 ] && echo "$tsv_header" > "$tsv"
 
 # not_run ROW SCENARIO LAUNCHER CONFIG FRAMEWORK: a row the BUDGET left out
 not_run() {
@@ -414,10 +502,10 @@ run_row() {
   local scenario=$1 launcher=$2 config=$3
   local row=$((rows_done + 1)) framework=nccl4j np=2 share=0 r
   [ "$torch" = 1 ] && framework=torch
-  case "$config" in 4gpu) np=4 ;; 4share) np=4; share=1 ;; esac
+  case "$config" in 4gpu) np=4 ;; 4share) np=4; share=1 ;; 2share) share=1 ;; esac
   local id; id=$(printf '%sr%03d' "$run_id" "$row")
   local dir; dir=$out_dir/$(printf '%03d' "$row")-$scenario-$launcher-$config
-  local port=$((base_port + 100 * row))
+  local port; port=$(port_of "$row")
   rows_done=$row
   if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + limit + 5 )) -gt "$budget" ]; then
     not_run "$row" "$scenario" "$launcher" "$config" "$framework"
@@ -574,17 +662,20 @@ run_row() {
       res=$(grep -aho "nccl4j: rank $r of [0-9]* was left behind and is stuck.*" "${logs[@]}" 2> /dev/null \
         | head -1 | cut -c1-160)
     fi
+    [ -z "$res" ] && res=$(halted "$r" "${logs[@]}")   # ... and one halted during start-up
+    local leaves_killed=0
+    case "$scenario" in kill|startup-*-kill) [ "$r" = "$leaver" ] && leaves_killed=1 ;; esac
     if [ -z "$res" ]; then
       case " $stopped_by_us " in
         *" $r "*) res="stopped (killed by the script once the others had ended)" ;;
         *) if [ "$still" = 1 ]; then res="no line (killed at the limit)"
-           elif [ "$st" = 137 ] || { [ "$scenario" = kill ] && [ "$r" = "$leaver" ]; }; then res=killed
+           elif [ "$st" = 137 ] || [ "$leaves_killed" = 1 ]; then res=killed
            else res="no line"; fi ;;
       esac
     fi
     results[r]=$(clean "$res")
     local timed=1
-    case "$scenario" in kill|stop|abort-live) [ "$r" = "$leaver" ] && timed=0 ;; esac
+    case "$scenario" in kill|stop|abort-live|startup-*-kill) [ "$r" = "$leaver" ] && timed=0 ;; esac
     [ "$timed" = 1 ] && measured+=" $r"
     if [ "$still" = 1 ]; then
       ends[r]="still waiting at $limit s"
@@ -630,6 +721,10 @@ run_row() {
   fi
   [ "$left" -gt 0 ] && notes+="left:$left_note; "
   [ "$scenario" = sigterm-launcher ] && [ -z "$sig_ms" ] && notes+="no EVENT seen, no SIGTERM sent; "
+  local unplaced   # a start-up scenario whose place the watcher never saw ran without a departure
+  unplaced=$(grep -ahom1 "rank [0-9]*: startup-[a-z-]* was not placed: .*" "${logs[@]}" 2> /dev/null | head -1 \
+    | sed 's/; the run goes on without a departure$//')
+  [ -n "$unplaced" ] && notes+="$unplaced; "
   notes=${notes%; }
   local secs; secs=$(seconds $((t_end - t0)))
   tsv_line "$row" "$scenario" "$launcher" "$config" "$framework" "$np" "$(seconds "$bound_ms")" "$ev_rank" "$ev_t" \
@@ -647,7 +742,7 @@ run_row() {
 # survivor_ms crash hs_err left survivor_result
 fuzz_run() {
   local k=$1 victim=$2 delay=$3 dir=$4 r
-  local port=$((base_port + 100 * k)) id; id=$(printf '%sf%03d' "$run_id" "$k")
+  local port id; port=$(port_of "$k"); id=$(printf '%sf%03d' "$run_id" "$k")
   rm -rf "$dir"
   mkdir -p "$dir/traces"
   pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
@@ -800,6 +895,227 @@ fuzz_main() {
 
 if [ "$fuzz" -gt 0 ]; then
   fuzz_main
+  exit
+fi
+
+# ---------------------------------------------------------------- STARTUP_FUZZ
+
+# The PHASE names of DepartureScenarios, in order, then where a SIGTERM can also land: the order of the summary.
+sfuzz_phases="launched joining rendezvous id-taken set-device nccl-init ready in-loop closing closed"
+
+# sfuzz_run K VICTIM DELAY_MS DIR: one run of the start-up fuzz; writes DIR/result, a line of startup-fuzz.tsv
+sfuzz_run() {
+  local k=$1 victim=$2 delay=$3 dir=$4 r
+  local port id; port=$(port_of "$k"); id=$(printf '%ss%03d' "$run_id" "$k")
+  rm -rf "$dir"
+  mkdir -p "$dir/traces"
+  pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
+  started=()
+  exit_files=()
+  local gpu=$((k % gpus)) born=()
+  local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
+  # shellcheck disable=SC2206  # JAVA_OPTS holds several options
+  jvm+=(${JAVA_OPTS:-})
+  for r in 0 1; do
+    local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE=2 LOCAL_RANK="$r"
+      LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
+    [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
+    born[r]=$(now_ms)
+    start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" startup-fuzz \
+      --steps "$fuzz_steps" --sleep-ms "$fuzz_sleep" --count 64K
+  done
+  # the SIGTERM, DELAY_MS after the victim's process started; then the end of both ranks, or the limit
+  local t0=${born[0]} target=$((born[victim] + delay)) now sig_ms="" at_limit=0 t_kill=""
+  while :; do
+    now=$(now_ms)
+    [ -e "$dir/exit0" ] && [ -e "$dir/exit1" ] && break
+    if [ -z "$sig_ms" ] && [ "$now" -ge "$target" ] && [ -s "$dir/pid$victim" ] && [ ! -e "$dir/exit$victim" ]; then
+      sig_ms=$(now_ms)
+      kill -TERM "$(cat "$dir/pid$victim")" 2> /dev/null
+      continue
+    fi
+    if [ $((now - t0)) -ge $((fuzz_limit * 1000)) ]; then
+      at_limit=1
+      t_kill=$now
+      # shellcheck disable=SC2046  # one pid per word
+      kill -KILL $(pids "$dir") $(marked) 2> /dev/null
+      break
+    fi
+    if [ -z "$sig_ms" ] && [ $((target - now)) -lt 50 ]; then
+      sleep "$(awk -v m=$((target - now)) 'BEGIN { printf "%.3f", (m > 0 ? m : 0) / 1000 }')"
+    else
+      sleep 0.05
+    fi
+  done
+  wait "${started[@]}" 2> /dev/null
+  local left=0 i p
+  for i in $(seq 1 20); do
+    [ -z "$(marked | tr -d ' ')" ] && break
+    sleep 0.1
+  done
+  for p in $(marked); do left=$((left + 1)); kill -KILL "$p" 2> /dev/null; done
+  local survivor=$((1 - victim)) vst vms sst sms
+  read -r vst vms < "$dir/exit$victim"
+  read -r sst sms < "$dir/exit$survivor"
+  # where the SIGTERM found the victim: its last PHASE line before it (none: the JVM was still starting)
+  local phase at=""
+  if [ -z "$sig_ms" ]; then
+    if [ "$vms" -le "$target" ]; then phase="after the end"; else phase="no signal"; fi
+  elif [ "$vms" -le "$sig_ms" ]; then
+    phase="after the end"
+  else
+    at=$((sig_ms - born[victim]))
+    phase=$(awk -v s="$sig_ms" -v r="rank=$victim" '$1 == "PHASE" && $2 == r && substr($3, 3) + 0 <= s { p = $4 }
+      END { print (p == "" ? "launched" : p) }' "$dir/rank$victim.log" 2> /dev/null)
+  fi
+  local never=0
+  [ "$phase" = launched ] && never=1
+  # whether the two ranks' liveness link was up when the SIGTERM came: the victim had joined rank 0's channel (rank
+  # 0 the victim: the survivor had joined it); before that, nothing can tell the survivor (nccl4j's RankPhase)
+  local joined="-" jr=$victim jt
+  [ "$victim" = 0 ] && jr=$survivor
+  if [ -n "$sig_ms" ] && [ "$phase" != "after the end" ]; then
+    jt=$(grep -aom1 "^JOINED rank=$jr t=[0-9]*" "$dir/rank$jr.log" 2> /dev/null | sed 's/.*t=//')
+    if [ -n "$jt" ] && [ "$jt" -le "$sig_ms" ]; then joined=yes; else joined=no; fi
+  fi
+  # the survivor: its end after the SIGTERM; a run whose job had ended first has nothing to time
+  local surv_ms="" waiting=0 within=yes
+  if [ -n "$sig_ms" ] && [ "$phase" != "after the end" ]; then
+    if [ "$at_limit" = 1 ] && [ "$sms" -ge "$t_kill" ]; then
+      waiting=1
+      surv_ms=$((t_kill - sig_ms))
+      within=no
+    else
+      surv_ms=$((sms > sig_ms ? sms - sig_ms : 0))
+      [ "$surv_ms" -le 2000 ] || within=no
+    fi
+  fi
+  local hs; hs=$(find "$dir" -maxdepth 1 -name 'hs_err_*.log' | wc -l)
+  local crash=0
+  [ "$hs" -gt 0 ] && crash=1
+  case " $vst $sst " in *" 134 "*|*" 139 "*) crash=1 ;; esac
+  local sres
+  sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
+    | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
+  [ -z "$sres" ] && sres=$(halted "$survivor" "$dir/rank$survivor.log")
+  if [ -z "$sres" ]; then
+    if [ "$waiting" = 1 ]; then sres="no line (still waiting at $fuzz_limit s, killed)"; else sres="no line"; fi
+  fi
+  tsv_line "$k" "$victim" "$delay" "$at" "$phase" "$never" "$joined" "$vst" "$sst" "$surv_ms" "$waiting" "$within" \
+    "$crash" "$hs" "$left" "$(clean "$sres")" > "$dir/result"
+}
+
+sfuzz_main() {
+  local n=$sfuzz jobs=${JOBS:-4} k
+  whole JOBS "$jobs"
+  [ "$jobs" -ge 1 ] || die "JOBS=$jobs: 1 or more"
+  fuzz_config=${FUZZ_CONFIG:-share}
+  case "$fuzz_config" in share) ;; gpus) [ "$gpus" -ge 2 ] || die "FUZZ_CONFIG=gpus needs 2 GPUs, found $gpus" ;;
+    *) die "FUZZ_CONFIG=$fuzz_config: share or gpus" ;; esac
+  fuzz_steps=${FUZZ_STEPS:-160}
+  whole FUZZ_STEPS "$fuzz_steps"
+  [ "$fuzz_steps" -ge 1 ] || die "FUZZ_STEPS=$fuzz_steps: 1 or more"
+  fuzz_sleep=${FUZZ_SLEEP_MS:-50}
+  whole FUZZ_SLEEP_MS "$fuzz_sleep"
+  local window=${FUZZ_WINDOW_MS:-8000}
+  whole FUZZ_WINDOW_MS "$window"
+  fuzz_limit=${FUZZ_LIMIT:-20}
+  whole FUZZ_LIMIT "$fuzz_limit"
+  [ "$fuzz_limit" -ge 1 ] || die "FUZZ_LIMIT=$fuzz_limit: give a run 1 s or more"
+  [ $((window + 2000)) -le $((fuzz_limit * 1000)) ] || die "FUZZ_WINDOW_MS=$window and FUZZ_LIMIT=$fuzz_limit: a" \
+    "run must last 2 s past the latest SIGTERM: raise FUZZ_LIMIT to $(( (window + 2999) / 1000 )) or more"
+  local seed=${FUZZ_SEED:-$(( $(date +%s) % 32768 ))}
+  whole FUZZ_SEED "$seed"
+  RANDOM=$seed
+  local fdir=$out_dir/startup-fuzz
+  echo "== STARTUP_FUZZ: $n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM to a random rank 0..$window ms" \
+    "after its process started (FUZZ_SEED=$seed), FUZZ_LIMIT=$fuzz_limit s, logs in $fdir"
+  local victims=() delays=() running=() p
+  for ((k = 1; k <= n; k++)); do
+    victims[k]=$((RANDOM % 2))
+    delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
+  done
+  local started_runs=0
+  for ((k = 1; k <= n; k++)); do
+    while :; do
+      local still=()
+      for p in "${running[@]}"; do kill -0 "$p" 2> /dev/null && still+=("$p"); done
+      running=("${still[@]}")
+      [ ${#running[@]} -lt "$jobs" ] && break
+      sleep 0.2
+    done
+    # BUDGET: no run is started that could end past it
+    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
+    sfuzz_run "$k" "${victims[k]}" "${delays[k]}" "$fdir/$(printf '%03d' "$k")" &
+    running+=($!)
+    started_runs=$k
+  done
+  for p in "${running[@]}"; do wait "$p"; done
+  local ftsv=$out_dir/startup-fuzz.tsv res
+  tsv_line run victim delay_ms signal_ms phase never_started joined victim_status survivor_status survivor_ms \
+    at_limit within crash hs_err left survivor_result > "$ftsv"
+  for ((k = 1; k <= started_runs; k++)); do
+    res=$fdir/$(printf '%03d' "$k")/result
+    if [ -f "$res" ]; then cat "$res" >> "$ftsv"
+    else tsv_line "$k" "${victims[k]}" "${delays[k]}" "" "no result" 0 - "" "" "" 0 no 0 0 0 "" >> "$ftsv"; fi
+  done
+  local summary
+  summary=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" \
+      -v order="$sfuzz_phases" 'NR > 1 {
+      crash += $13; left += $15; ph[$5]++
+      if ($12 == "yes") within++
+      if ($6 == 1) { never++; if ($11 == 1) neverstill++; next }
+      if ($7 == "no") { unjoined++; if ($11 == 1) unjoinedstill++; next }
+      if ($10 != "" && (worst == "" || $10 + 0 > worst + 0)) {
+        worst = $10; wrun = $1; wat = $4; wph = $5; wstill = $11
+      }
+    }
+    END {
+      printf "JVM crashes: %d of %d\n", crash, n
+      printf "survivors ended within 2 s: %d of %d\n", within, n
+      if (worst == "") print "slowest survivor: none (no run whose ranks had joined was timed)"
+      else printf "slowest survivor: %.2f s (run %d, signal at %s ms, phase %s%s)\n", worst / 1000, wrun, wat, wph, \
+        wstill ? "; still waiting at the limit, FUZZ_LIMIT=" limit " s" : ""
+      m = split(order, o, " ")
+      line = "signal landed (the victim'"'"'s phase):"
+      for (i = 1; i <= m; i++) { line = line (i > 1 ? "," : "") " " o[i] " " ph[o[i]] + 0; seen[o[i]] = 1 }
+      for (p in ph) if (!(p in seen)) line = line ", " p " " ph[p]
+      print line
+      printf "waited for a rank that never started: %d (still waiting at FUZZ_LIMIT=%d s: %d)\n", never, limit, \
+        neverstill
+      printf "signal after launched, before the liveness link was up: %d (still waiting at FUZZ_LIMIT=%d s: %d)\n", \
+        unjoined, limit, unjoinedstill
+      printf "processes left: %d\n", left
+      if (notrun) printf "runs not started (BUDGET): %d\n", notrun
+    }' "$ftsv")
+  { echo "# Departures: SIGTERM fuzz from the process's start"
+    echo
+    echo "${summary//$'\n'/$'  \n'}  "   # markdown: each line its own
+    echo
+    echo "$started_runs runs of $n, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps," \
+      "FUZZ_SLEEP_MS=$fuzz_sleep, FUZZ_WINDOW_MS=$window, FUZZ_LIMIT=$fuzz_limit, FUZZ_SEED=$seed. Signal: ms after" \
+      "the victim's process started; phase: its last PHASE line before the SIGTERM (launched: none, or before" \
+      "fromEnvironment); joined: the victim had joined rank 0's liveness channel (rank 0 the victim: the survivor" \
+      "had) before the SIGTERM; survivor: from the SIGTERM to its exit."
+    echo
+    echo "| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | survivor |" \
+      "within 2 s | crash | hs_err | left | survivor's RESULT |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' 'NR > 1 { s = $10; if (s != "") s = sprintf("%.2f s", s / 1000)
+      if ($11 == 1) s = s " (still waiting, killed)"
+      if ($6 == 1) s = s " (never started)"
+      gsub(/\|/, "\\|", $16)
+      printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $7, \
+        $8, $9, s, $12, $13, $14, $15, $16 }' "$ftsv"
+  } > "$out_dir/startup-fuzz.md"
+  echo "$summary"
+  echo "report: $out_dir/startup-fuzz.md"
+  awk -F'\t' 'NR > 1 { runs++; if ($13 > 0 || $15 > 0 || ($6 != 1 && $7 != "no" && $12 != "yes")) bad++ }
+    END { exit (bad || !runs) ? 1 : 0 }' "$ftsv"
+}
+
+if [ "$sfuzz" -gt 0 ]; then
+  sfuzz_main
   exit
 fi
 

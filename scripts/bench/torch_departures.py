@@ -24,6 +24,12 @@ At step --step, rank --rank (default: the last) does the scenario:
                     so that the SIGTERM the harness sends torchrun (or every rank) finds them inside it
   cpu-stuck         a CPU loop of --stuck-seconds (60) at step S, no NCCL (departures.sh passes --timeout-s 20,
                     the counterpart of NCCL4J_TIMEOUT=20s)
+  startup-init-term the start-up cell: rank R SIGTERMs itself as soon as init_process_group(device_id=...) returns
+                    (the communicator made eagerly, NCCL's ncclCommInitRank done on every rank), before any step;
+                    the others run the steps, and their first all_reduce waits for it ("rank 0: its first all_reduce
+                    returned after X s" if it ever returns; departures.sh caps the wait at ROW_LIMIT)
+  startup-init-term-lazy  the same without device_id: the process group is made lazily, the first all_reduce makes
+                    the communicator, and the others' first all_reduce waits in NCCL's initialization
   fuzz, none        no departure (fuzz also prints READY after step 1 and CLOSING before the destroy)
 
 Lines, each in one write to stdout: START rank=R t=<epoch ms> pid=P size=N device=D <scenario>;
@@ -45,7 +51,9 @@ import sys
 import time
 
 SCENARIOS = ["kill", "stop", "throw-inside", "throw-outside", "exit", "abort-live", "skip", "count", "type",
-             "sigterm-rank", "sigterm-launcher", "cpu-stuck", "fuzz", "none"]
+             "sigterm-rank", "sigterm-launcher", "cpu-stuck", "startup-init-term", "startup-init-term-lazy", "fuzz",
+             "none"]
+STARTUP = ("startup-init-term", "startup-init-term-lazy")
 PROG = "torch_departures.py"
 
 
@@ -209,10 +217,13 @@ def steps(a, me, world, who, torch, dist):
             event(a.scenario)
         if mine and a.scenario in ("count", "type"):
             event("%s (%d x %s)" % (a.scenario, tensor.numel(), str(tensor.dtype).replace("torch.", "")))
+        t_first = time.monotonic()
         dist.all_reduce(tensor)
         if terminate:
             time.sleep(0.2)
         torch.cuda.synchronize()
+        if step == 1 and a.scenario in STARTUP:
+            line("rank %d: its first all_reduce returned after %.2f s" % (me, time.monotonic() - t_first))
         bad = (buf != expected).nonzero()
         if bad.numel():
             i = int(bad[0][0])
@@ -234,11 +245,21 @@ def run(a, me, world, who):
     dev = int(dev) if dev not in (None, "") else env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                                                           default=0) % max(1, count)
     torch.cuda.set_device(dev)
-    kw = {"backend": "nccl", "rank": me, "world_size": world, "device_id": torch.device("cuda", dev)}
+    lazy = a.scenario == "startup-init-term-lazy"
+    kw = {"backend": "nccl", "rank": me, "world_size": world}
+    if not lazy:
+        kw["device_id"] = torch.device("cuda", dev)
     if a.timeout_s is not None:
         kw["timeout"] = datetime.timedelta(seconds=a.timeout_s)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     dist.init_process_group(**kw)
+    if a.scenario in STARTUP and me == who:
+        how = ("no device_id: the first collective makes the communicator" if lazy
+               else "device_id=cuda:%d: the communicator made eagerly" % dev)
+        line("EVENT rank=%d t=%d %s (init_process_group returned; %s)" % (me, now_ms(), a.scenario, how))
+        signal_self(signal.SIGTERM)
+        time.sleep(60)
+        raise RuntimeError("kill -TERM of this process did not end it")
     if a.scenario == "throw-outside":
         steps(a, me, world, who, torch, dist)
         dist.destroy_process_group()

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
@@ -30,11 +31,14 @@ import org.nccl4j.jni.StubNccl;
  */
 class DepartureScenariosTest extends StubFixture {
     private static final Consumer<String> STDOUT = DepartureScenarios.sink;
-    private final List<String> lines = new ArrayList<>();
+    /** What the loop printed: the closing thread of close-thread and abort-thread prints too. */
+    private final List<String> lines = new CopyOnWriteArrayList<>();
 
     @AfterEach
     void restoreTheSink() {
         DepartureScenarios.sink = STDOUT;
+        DepartureScenarios.closer = null;
+        DepartureScenarios.expected = null;
     }
 
     private static Options parse(String... args) {
@@ -68,19 +72,26 @@ class DepartureScenariosTest extends StubFixture {
     void everyScenarioHasItsCommandLineName() {
         List<String> names = Arrays.stream(Scenario.values()).map(s -> s.label).collect(Collectors.toList());
         assertEquals(List.of("kill", "stop", "throw-inside", "throw-outside", "exit", "abort-live", "skip", "count",
-                "type", "sigterm-rank", "sigterm-launcher", "cpu-stuck", "fuzz", "none"), names);
+                "type", "sigterm-rank", "sigterm-launcher", "cpu-stuck", "startup-rendezvous-kill",
+                "startup-rendezvous-term", "startup-idtaken-kill", "startup-idtaken-term", "startup-init-kill",
+                "startup-init-term", "startup-init-exit", "close-thread", "abort-thread", "fuzz", "startup-fuzz", "none"),
+                names);
         for (String n : names) {
             assertEquals(n, parse(n).scenario.label);
         }
         Args.UsageException e = assertThrows(Args.UsageException.class, () -> parse("THROW_INSIDE"));
         assertTrue(e.getMessage().contains("'THROW_INSIDE' is not one of kill, stop, throw-inside, throw-outside, exit, "
-                + "abort-live, skip, count, type, sigterm-rank, sigterm-launcher, cpu-stuck, fuzz, none"), e.getMessage());
+                + "abort-live, skip, count, type, sigterm-rank, sigterm-launcher, cpu-stuck, startup-rendezvous-kill, "
+                + "startup-rendezvous-term, startup-idtaken-kill, startup-idtaken-term, startup-init-kill, "
+                + "startup-init-term, startup-init-exit, close-thread, abort-thread, fuzz, startup-fuzz, none"),
+                e.getMessage());
         assertTrue(e.getMessage().endsWith("try 'DepartureScenarios --help'"), e.getMessage());
         e = assertThrows(Args.UsageException.class, () -> parse("kill", "--steps", "many"));
         assertTrue(e.getMessage().startsWith("Invalid value for option '--steps': 'many' is not an int"), e.getMessage());
         String help = new picocli.CommandLine(new Options()).getUsageMessage();
         assertTrue(help.contains("One of: kill, stop, throw-inside, throw-outside,")
-                && help.contains("sigterm-launcher, cpu-stuck, fuzz, none."), help);
+                && help.contains("startup-init-exit, close-thread, abort-thread,")
+                && help.contains("fuzz, startup-fuzz, none."), help);
     }
 
     @Test
@@ -222,10 +233,88 @@ class DepartureScenariosTest extends StubFixture {
 
     @Test
     void fuzzMarksTheFirstStepAndTheClose() throws Exception {
-        List<String> out = loop("fuzz", "--count", "16", "--sleep-ms", "0", "--steps", "5");
-        assertEquals("START READY CLOSING", kinds(out));
-        assertTrue(out.get(1).matches("READY rank=0 t=\\d{13}"), out.get(1));
-        assertTrue(out.get(2).matches("CLOSING rank=0 t=\\d{13}"), out.get(2));
-        assertEquals(5, allReduces().size());
+        for (String scenario : List.of("fuzz", "startup-fuzz")) {
+            List<String> out = loop(scenario, "--count", "16", "--sleep-ms", "0", "--steps", "5");
+            assertEquals("START READY CLOSING", kinds(out), scenario);
+            assertTrue(out.get(0).endsWith(" " + scenario), out.get(0));
+            assertTrue(out.get(1).matches("READY rank=0 t=\\d{13}"), out.get(1));
+            assertTrue(out.get(2).matches("CLOSING rank=0 t=\\d{13}"), out.get(2));
+            assertEquals(5, allReduces().size());
+        }
+    }
+
+    /** The start-up scenarios leave before the loop: on a rank that reaches it they are a run without departure. */
+    @Test
+    void aStartUpScenarioIssuesEveryStepOnceTheCommunicatorIsMade() throws Exception {
+        for (String scenario : List.of("startup-rendezvous-kill", "startup-idtaken-term", "startup-init-exit")) {
+            List<String> out = loop(scenario, "--count", "16", "--sleep-ms", "0", "--steps", "4");
+            assertEquals("START", kinds(out), scenario);
+            assertEquals(4, allReduces().size(), scenario);
+            Scenario s = parse(scenario).scenario;
+            assertTrue(s.watched(), scenario);
+        }
+        assertEquals(DepartureScenarios.Phase.RENDEZVOUS, Scenario.STARTUP_RENDEZVOUS_TERM.at);
+        assertEquals("TERM", Scenario.STARTUP_RENDEZVOUS_TERM.way);
+        assertEquals(DepartureScenarios.Phase.SET_DEVICE, Scenario.STARTUP_IDTAKEN_KILL.until(),
+                "id-taken is placed up to the NCCL call");
+        assertEquals(DepartureScenarios.Phase.NCCL_INIT, Scenario.STARTUP_INIT_EXIT.until());
+        assertEquals("EXIT", Scenario.STARTUP_INIT_EXIT.way);
+        assertTrue(Scenario.STARTUP_FUZZ.watched() && Scenario.STARTUP_FUZZ.at == null);
+        assertTrue(!Scenario.FUZZ.watched() && !Scenario.CLOSE_THREAD.watched() && !Scenario.KILL.watched());
+    }
+
+    /** The main thread's expected end in close-thread and abort-thread: the communicator is being closed, or is. */
+    private static final String BEING_CLOSED = "this Communicator \\(rank 0 of 1\\) is (being closed: (close|abort)"
+            + "\\(\\) on thread \"departures-closer\", while thread \"[^\"]+\" issued the collectives|closed.*)";
+    /** The closing thread's EVENT text after the scenario's name. */
+    private static final String ON_THREAD = "\\(\\) on thread \"departures-closer\", while thread \"[^\"]+\" issues "
+            + "all-reduces\\)";
+
+    @Test
+    void closeThreadClosesOnASecondThreadAndTheMainThreadsIllegalStateIsTheExpectedEnd() throws Exception {
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> loop("close-thread", "--count", "16", "--sleep-ms", "50", "--steps", "40", "--step", "2"));
+        assertTrue(e.getMessage().matches(BEING_CLOSED), e.getMessage());
+        assertTrue(e == DepartureScenarios.expected, "the main thread's end is the one close-thread expects");
+        assertEquals("START EVENT", kinds(lines));
+        assertTrue(lines.get(1).matches("EVENT rank=0 t=\\d{13} close-thread \\(close" + ON_THREAD), lines.get(1));
+        assertTrue(lines.get(1).contains("while thread \"" + Thread.currentThread().getName() + "\""), lines.get(1));
+        int issued = allReduces().size();
+        assertTrue(issued >= 1 && issued < 40, issued + " all-reduces: the main thread was stopped, after step 1");
+        String report = DepartureScenarios.closer.report(0, 10_000);
+        assertTrue(report.matches("rank 0: close\\(\\) on thread \"departures-closer\" returned after \\d+ ms"),
+                report);
+        assertEquals(0, newCalls().stream().filter(c -> c.startsWith("ncclCommAbort ")).count(),
+                newCalls().toString());
+    }
+
+    @Test
+    void abortThreadAbortsOnASecondThreadAndTheMainThreadsIllegalStateIsTheExpectedEnd() throws Exception {
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> loop("abort-thread", "--count", "16", "--sleep-ms", "50", "--steps", "40", "--step", "3"));
+        assertTrue(e.getMessage().matches(BEING_CLOSED), e.getMessage());
+        assertTrue(e == DepartureScenarios.expected);
+        assertTrue(lines.get(1).matches("EVENT rank=0 t=\\d{13} abort-thread \\(abort" + ON_THREAD), lines.get(1));
+        int issued = allReduces().size();
+        assertTrue(issued >= 2 && issued < 40, issued + " all-reduces: steps 1 and 2 ran, the abort stopped the rest");
+        String report = DepartureScenarios.closer.report(0, 10_000);
+        assertTrue(report.matches("rank 0: abort\\(\\) on thread \"departures-closer\" returned after \\d+ ms"),
+                report);
+        assertEquals(1, newCalls().stream().filter(c -> c.startsWith("ncclCommAbort ")).count(),
+                newCalls().toString());
+    }
+
+    /** A closing thread that never returns is said so, with the wait, instead of holding the rank for ever. */
+    @Test
+    void aCloserThatHasNotReturnedIsSaidSo() throws Exception {
+        Communicator comm = comm(0, 1);
+        lines.clear();
+        DepartureScenarios.sink = lines::add;
+        stub.sleep(org.nccl4j.jni.NcclFunction.ncclCommAbort, 1500);
+        DepartureScenarios.Closer c = DepartureScenarios.Closer.start(0, comm, true);
+        assertEquals("rank 0: abort() on thread \"departures-closer\" has not returned after 100 ms", c.report(0, 100));
+        String done = c.report(0, 10_000);
+        assertTrue(done.matches("rank 0: abort\\(\\) on thread \"departures-closer\" returned after "
+                + "(1[5-9]|[2-9])\\d\\d ms"), done);
     }
 }

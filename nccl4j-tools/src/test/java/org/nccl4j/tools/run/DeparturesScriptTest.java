@@ -349,8 +349,28 @@ class DeparturesScriptTest {
     void whatCannotRunIsRefusedOrSkippedSayingWhy() throws Exception {
         Map<String, String> cases = new LinkedHashMap<>();
         cases.put("SCENARIOS=dance", "departures.sh: SCENARIOS: unknown scenario dance (known: kill stop throw-inside "
-                + "throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher cpu-stuck none)");
-        cases.put("CONFIGS=8gpu", "departures.sh: CONFIGS: unknown config 8gpu (2gpu, 4gpu, 4share)");
+                + "throw-outside exit abort-live skip count type sigterm-rank sigterm-launcher cpu-stuck "
+                + "startup-rendezvous-kill startup-rendezvous-term startup-idtaken-kill startup-idtaken-term "
+                + "startup-init-kill startup-init-term startup-init-exit close-thread abort-thread none)");
+        cases.put("TORCH=1 SCENARIOS=close-thread", "departures.sh: SCENARIOS: close-thread has no torch counterpart (with "
+                + "TORCH=1: kill stop throw-inside throw-outside exit abort-live skip count type sigterm-rank "
+                + "sigterm-launcher cpu-stuck startup-init-term startup-init-term-lazy none)");
+        cases.put("TORCH=1 SCENARIOS=startup-init-kill", "departures.sh: SCENARIOS: startup-init-kill has no torch "
+                + "counterpart (with TORCH=1: kill stop throw-inside throw-outside exit abort-live skip count type "
+                + "sigterm-rank sigterm-launcher cpu-stuck startup-init-term startup-init-term-lazy none)");
+        cases.put("SCENARIOS=startup-init-term-lazy", "departures.sh: SCENARIOS: startup-init-term-lazy is a torch "
+                + "scenario: run it with TORCH=1");
+        cases.put("STARTUP_FUZZ=many", "departures.sh: STARTUP_FUZZ=many is not a whole number");
+        cases.put("FUZZ=2 STARTUP_FUZZ=3", "departures.sh: FUZZ=2 and STARTUP_FUZZ=3: set one of them");
+        cases.put("STARTUP_FUZZ=2 TORCH=1", "departures.sh: STARTUP_FUZZ runs nccl4j's ranks: leave TORCH unset");
+        cases.put("STARTUP_FUZZ=2 JOBS=0", "departures.sh: JOBS=0: 1 or more");
+        cases.put("STARTUP_FUZZ=2 FUZZ_CONFIG=ring", "departures.sh: FUZZ_CONFIG=ring: share or gpus");
+        cases.put("STARTUP_FUZZ=2 FUZZ_STEPS=0", "departures.sh: FUZZ_STEPS=0: 1 or more");
+        cases.put("STARTUP_FUZZ=2 FUZZ_WINDOW_MS=soon", "departures.sh: FUZZ_WINDOW_MS=soon is not a whole number");
+        cases.put("STARTUP_FUZZ=2 FUZZ_WINDOW_MS=30000", "departures.sh: FUZZ_WINDOW_MS=30000 and FUZZ_LIMIT=20: a run "
+                + "must last 2 s past the latest SIGTERM: raise FUZZ_LIMIT to 32 or more");
+        cases.put("STARTUP_FUZZ=2 FUZZ_LIMIT=0", "departures.sh: FUZZ_LIMIT=0: give a run 1 s or more");
+        cases.put("CONFIGS=8gpu", "departures.sh: CONFIGS: unknown config 8gpu (2gpu, 4gpu, 4share, 2share)");
         cases.put("TORCH=yes", "departures.sh: TORCH=yes: 1 runs the torch rows, 0 or unset the nccl4j ones");
         cases.put("ROW_LIMIT=1m", "departures.sh: ROW_LIMIT=1m is not a whole number");
         cases.put("ROW_LIMIT=2", "departures.sh: ROW_LIMIT=2: give a row 5 s or more");
@@ -372,6 +392,75 @@ class DeparturesScriptTest {
         r = box.run(box.root.resolve("scripts/departures.sh"), env("FAKE_GPUS", "2"), box.base.resolve("none").toString());
         assertEquals(2, r.status(), r.toString());
         assertEquals("departures.sh: no bundle at " + box.base.resolve("none") + " (scripts/gpu-bundle.sh)", r.err().strip());
+    }
+
+    // ---------------------------------------------------------------- start-up, close-thread, abort-thread
+
+    @Test
+    void startUpRowsTimeEveryRankButAKilledOneAndTakeNccl4jsHaltAsTheRanksEnd() throws Exception {
+        Result r = run(2, "SCENARIOS", "startup-init-term startup-rendezvous-kill startup-init-exit close-thread "
+                + "abort-thread", "LAUNCHERS", "java", "CONFIGS", "2gpu");
+        assertEquals(0, r.status(), r.toString());
+        List<Map<String, String>> rows = rows();
+        assertEquals(List.of("startup-init-term", "startup-rendezvous-kill", "startup-init-exit", "close-thread",
+                "abort-thread"), rows.stream().map(m -> m.get("scenario")).collect(Collectors.toList()));
+        String halted = "halted with status 70: rank 0 of 2: rank 1 (fake, pid 1) was lost during NCCL initialization "
+                + "(SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)";
+        Map<String, String> term = rows.get(0);
+        assertEquals(halted, term.get("r0"), "nccl4j's ERROR line, short, stands for the RESULT a halt leaves out");
+        assertEquals(halted, term.get("seen"));
+        assertEquals("no line", term.get("r1"));
+        assertEquals("r0=70 r1=143", term.get("exits"));
+        assertEquals("0 1", term.get("measured"), "the rank that SIGTERMs itself is timed");
+        Map<String, String> kill = rows.get(1);
+        assertEquals("PeerLostDuringStartupException: rank 0 of 2: rank 1 (fake, pid 1) was lost during the rendezvous "
+                + "(its connection ended without a goodbye); the communicator was not made (the rendezvous ended). "
+                + "Restart the job", kill.get("r0"));
+        assertEquals("killed", kill.get("r1"));
+        assertEquals("r0=1 r1=137", kill.get("exits"));
+        assertEquals("0", kill.get("measured"), "the killed rank is not timed");
+        assertEquals("r0=70 r1=3", rows.get(2).get("exits"));
+        assertEquals("0 1", rows.get(2).get("measured"));
+        for (Map<String, String> m : rows.subList(3, 5)) {
+            String call = m.get("scenario").equals("close-thread") ? "close()" : "abort()";
+            assertEquals("IllegalStateException: this Communicator (rank 1 of 2) is being closed: " + call + " on thread "
+                    + "\"departures-closer\", while thread \"main\" issued the collectives", m.get("r1"),
+                    "the main thread's expected end");
+            assertTrue(m.get("r0").startsWith("PeerDepartedException: rank 0 of 2: allReduce #4 cannot complete: "),
+                    m.get("r0"));
+            assertEquals("r0=1 r1=0", m.get("exits"));
+            assertEquals("0 1", m.get("measured"));
+        }
+        for (Map<String, String> m : rows) {
+            assertEquals("1", m.get("event_rank"), m.toString());
+            assertEquals("2.00", m.get("bound_s"));
+            assertEquals("yes", m.get("within"), m.toString());
+            assertEquals("", m.get("notes"), m.toString());
+            double end = secs(m.get("end0"));
+            assertTrue(end >= 0.2 && end < 2, m.toString());
+        }
+        String md = Files.readString(out.resolve("departures.md"));
+        assertTrue(md.contains("\n| startup-init-term | 2gpu | yes " + term.get("worst") + " s · " + halted.substring(0, 60)),
+                md);
+        String ev = rowLog(term, "rank1.log");
+        assertTrue(ev.contains(" startup-init-term (main thread at org.nccl4j.jni.NcclNative.ncclCommInitRank; liveness "
+                + "join done)"), ev);
+        assertEquals(List.of(), marked());
+    }
+
+    @Test
+    void aStartUpScenarioWhosePlaceWasNeverSeenRunsWithoutDepartureAndTheRowSaysSo() throws Exception {
+        Result r = run(2, "SCENARIOS", "startup-idtaken-term", "LAUNCHERS", "java", "CONFIGS", "2gpu",
+                "FAKE_NOT_PLACED", "1");
+        assertEquals(1, r.status(), r.toString());
+        Map<String, String> m = rows().get(0);
+        assertEquals("no EVENT", m.get("within"));
+        assertEquals("ok", m.get("r0"));
+        assertEquals("ok", m.get("r1"));
+        assertEquals("r0=0 r1=0", m.get("exits"));
+        assertEquals("rank 1: startup-idtaken-term was not placed: the main thread was never seen in "
+                + "NcclNative.ncclCommInitRank or ncclCommInitRankConfig (its stack read every 1 ms)", m.get("notes"));
+        assertTrue(r.out().contains("[1/1] startup-idtaken-term java 2gpu: within 2.00 s: no EVENT "), r.out());
     }
 
     // ---------------------------------------------------------------- torch, --merge
@@ -463,6 +552,162 @@ class DeparturesScriptTest {
                 && r.outLines().get(1).endsWith("; 4 runs not started (BUDGET)"), r.toString());
     }
 
+    // ---------------------------------------------------------------- STARTUP_FUZZ
+
+    /** The columns of startup-fuzz.tsv. */
+    static final List<String> SFUZZ_COLUMNS = List.of("run", "victim", "delay_ms", "signal_ms", "phase", "never_started",
+            "joined", "victim_status", "survivor_status", "survivor_ms", "at_limit", "within", "crash", "hs_err", "left",
+            "survivor_result");
+
+    private List<Map<String, String>> sfuzzRows() throws IOException {
+        List<String> lines = Files.readAllLines(out.resolve("startup-fuzz.tsv"));
+        assertEquals(String.join("\t", SFUZZ_COLUMNS), lines.get(0));
+        List<Map<String, String>> rows = new ArrayList<>();
+        for (String l : lines.subList(1, lines.size())) {
+            String[] f = l.split("\t", -1);
+            assertEquals(SFUZZ_COLUMNS.size(), f.length, l);
+            Map<String, String> m = new LinkedHashMap<>();
+            for (int i = 0; i < f.length; i++) {
+                m.put(SFUZZ_COLUMNS.get(i), f[i]);
+            }
+            rows.add(m);
+        }
+        return rows;
+    }
+
+    /** The phases of the summary, in order. */
+    static final List<String> PHASES = List.of("launched", "joining", "rendezvous", "id-taken", "set-device", "nccl-init",
+            "ready", "in-loop", "closing", "closed");
+
+    @Test
+    void startupFuzzSignalsARandomRankFromItsStartAndTimesTheSurvivorByThePhaseItFound() throws Exception {
+        Result r = run(1, "STARTUP_FUZZ", "6", "JOBS", "3", "FUZZ_WINDOW_MS", "1000", "FUZZ_LIMIT", "4", "FUZZ_SEED",
+                "29", "FAKE_FUZZ_MS", "600");
+        List<String> lines = r.outLines();
+        assertEquals("== STARTUP_FUZZ: 6 runs, 3 at a time, FUZZ_CONFIG=share, SIGTERM to a random rank 0..1000 ms after "
+                + "its process started (FUZZ_SEED=29), FUZZ_LIMIT=4 s, logs in " + out + "/startup-fuzz", lines.get(0));
+        List<Map<String, String>> rows = sfuzzRows();
+        assertEquals(6, rows.size());
+        // the draws of FUZZ_SEED=29 (bash's RANDOM), victims and ms after the victim's start
+        assertEquals(List.of("0:73", "1:657", "0:299", "0:885", "1:988", "1:15"), rows.stream().map(m -> m.get("victim")
+                + ":" + m.get("delay_ms")).collect(Collectors.toList()));
+        int never = 0;
+        int unjoined = 0;
+        int within = 0;
+        Map<String, Integer> phases = new LinkedHashMap<>();
+        long slowest = -1;
+        Map<String, String> slow = null;
+        for (Map<String, String> m : rows) {
+            String phase = m.get("phase");
+            phases.merge(phase, 1, Integer::sum);
+            assertEquals("143", m.get("victim_status"), m.toString());
+            int at = Integer.parseInt(m.get("signal_ms"));
+            int drawn = Integer.parseInt(m.get("delay_ms"));
+            assertTrue(at >= drawn && at < drawn + 300, "sent when drawn: " + m);
+            String res = m.get("survivor_result");
+            if (phase.equals("launched")) {
+                never++;
+                assertEquals("1", m.get("never_started"));
+                assertEquals("no", m.get("joined"));
+                assertEquals("1", m.get("at_limit"), "nothing tells a survivor of a rank that never started: " + m);
+                assertEquals("no line (still waiting at 4 s, killed)", res);
+                assertEquals("137", m.get("survivor_status"));
+                assertEquals("no", m.get("within"));
+                continue;
+            }
+            assertEquals("0", m.get("never_started"), m.toString());
+            if (m.get("joined").equals("no")) {   // the fake's JOINED comes with its rendezvous: joining, here
+                unjoined++;
+                assertTrue(phase.equals("joining") || phase.equals("rendezvous"), m.toString());
+                if (m.get("at_limit").equals("1")) {
+                    assertEquals("no line (still waiting at 4 s, killed)", res);
+                }
+                continue;
+            }
+            assertEquals("yes", m.get("joined"), m.toString());
+            assertEquals("yes", m.get("within"), m.toString());
+            within++;
+            long ms = Long.parseLong(m.get("survivor_ms"));
+            assertTrue(ms >= 250 && ms < 1500, m.toString());   // FAKE_DETECT_MS 300 after it noticed
+            if (ms > slowest) {
+                slowest = ms;
+                slow = m;
+            }
+            switch (phase) {
+                case "nccl-init":
+                    assertTrue(res.startsWith("halted with status 70: rank " + (1 - Integer.parseInt(m.get("victim")))
+                            + " of 2: rank " + m.get("victim") + " (fake, pid 1) was lost during NCCL initialization"), res);
+                    assertEquals("70", m.get("survivor_status"));
+                    break;
+                case "joining":
+                case "rendezvous":
+                case "id-taken":
+                case "set-device":
+                    assertTrue(res.startsWith("PeerLostDuringStartupException: "), res);
+                    break;
+                default:
+                    assertTrue(PHASES.indexOf(phase) >= PHASES.indexOf("ready"), m.toString());
+                    assertTrue(res.startsWith("PeerDepartedException: "), res);
+            }
+        }
+        assertEquals(2, never, "15 and 73 ms: the JVM still starting, no PHASE line yet: " + rows);
+        assertEquals("JVM crashes: 0 of 6", lines.get(1));
+        assertEquals("survivors ended within 2 s: " + within + " of 6", lines.get(2));
+        assertEquals(String.format("slowest survivor: %.2f s (run %s, signal at %s ms, phase %s)", slowest / 1000.0,
+                slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(3));
+        assertEquals("signal landed (the victim's phase): " + PHASES.stream().map(p -> p + " " + phases.getOrDefault(p, 0))
+                .collect(Collectors.joining(", ")), lines.get(4));
+        assertEquals("waited for a rank that never started: " + never + " (still waiting at FUZZ_LIMIT=4 s: " + never + ")",
+                lines.get(5));
+        long stillUnjoined = rows.stream().filter(m -> m.get("never_started").equals("0") && m.get("joined").equals("no")
+                && m.get("at_limit").equals("1")).count();
+        assertEquals("signal after launched, before the liveness link was up: " + unjoined + " (still waiting at "
+                + "FUZZ_LIMIT=4 s: " + stillUnjoined + ")", lines.get(6));
+        assertEquals("processes left: 0", lines.get(7));
+        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(8));
+        assertEquals(9, lines.size(), r.toString());
+        assertEquals(0, r.status(), "every survivor of a rank that had started ended within 2 s: " + r);
+        String md = Files.readString(out.resolve("startup-fuzz.md"));
+        assertTrue(md.contains("\n| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | "
+                + "survivor |"), md);
+        assertTrue(md.contains("(still waiting, killed) (never started) | no | 0 | 0 | 0 | no line (still waiting at 4 s, "
+                + "killed) |"), md);
+        assertEquals(List.of(), marked());
+    }
+
+    @Test
+    void startupFuzzCountsASignalBeforeTheJvmSaidAnythingAsNeverStartedAndApartFromTheBound() throws Exception {
+        Result r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
+        assertEquals(List.of("JVM crashes: 0 of 2", "survivors ended within 2 s: 0 of 2",
+                "slowest survivor: none (no run whose ranks had joined was timed)",
+                "signal landed (the victim's phase): launched 2, joining 0, rendezvous 0, id-taken 0, set-device 0, "
+                        + "nccl-init 0, ready 0, in-loop 0, closing 0, closed 0",
+                "waited for a rank that never started: 2 (still waiting at FUZZ_LIMIT=3 s: 2)",
+                "signal after launched, before the liveness link was up: 0 (still waiting at FUZZ_LIMIT=3 s: 0)",
+                "processes left: 0",
+                "report: " + out + "/startup-fuzz.md"), r.outLines().subList(1, r.outLines().size()));
+        assertEquals(0, r.status(), "a rank that never started cannot be told: not a failure of the bound");
+        for (Map<String, String> m : sfuzzRows()) {
+            assertEquals("0", m.get("delay_ms"));
+            assertEquals("launched", m.get("phase"));
+            assertTrue(Long.parseLong(m.get("survivor_ms")) >= 2800, m.toString());
+        }
+        // a JVM crash fails the run; BUDGET starts no run that could end past it
+        r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "1000", "FUZZ_LIMIT", "3", "FUZZ_SEED", "7",
+                "FAKE_FUZZ_CRASH", "1");
+        assertEquals(1, r.status(), r.toString());
+        assertEquals("JVM crashes: 2 of 2", r.outLines().get(1), r.toString());
+        for (Map<String, String> m : sfuzzRows()) {
+            assertEquals("134", m.get("victim_status"), m.toString());
+            assertEquals("1", m.get("crash"));
+            assertEquals("1", m.get("hs_err"));
+        }
+        r = run(1, "STARTUP_FUZZ", "3", "BUDGET", "10");
+        assertEquals(1, r.status(), r.toString());
+        assertEquals("JVM crashes: 0 of 0", r.outLines().get(1));
+        assertEquals("runs not started (BUDGET): 3", r.outLines().get(r.outLines().size() - 2), r.toString());
+    }
+
     // ---------------------------------------------------------------- torch_departures.py
 
     private static final Path TORCH_SCRIPT = ScriptSandbox.SCRIPTS.resolve("bench/torch_departures.py");
@@ -471,6 +716,23 @@ class DeparturesScriptTest {
         List<String> command = new ArrayList<>(List.of("python3", TORCH_SCRIPT.toString()));
         command.addAll(Arrays.asList(a));
         return exec(null, env, 60, command);
+    }
+
+    @Test
+    void torchStartUpCellsRunUnderTheNccl4jRowsName() throws Exception {
+        Result r = run(2, "TORCH", "1", "PYTHON", "python3", "SCENARIOS", "startup-init-term startup-init-term-lazy",
+                "LAUNCHERS", "python", "CONFIGS", "2gpu");
+        assertEquals(0, r.status(), r.toString());
+        List<Map<String, String>> rows = rows();
+        assertEquals(List.of("startup-init-term python", "startup-init-term-lazy python"), rows.stream()
+                .map(m -> m.get("scenario") + " " + m.get("launcher")).collect(Collectors.toList()));
+        for (Map<String, String> m : rows) {
+            assertEquals("torch", m.get("framework"));
+            assertEquals("r0=1 r1=143", m.get("exits"));
+            assertEquals("0 1", m.get("measured"));
+        }
+        String md = Files.readString(out.resolve("departures.md"));
+        assertTrue(md.contains("\n| startup-init-term | 2gpu | yes "), md);
     }
 
     /** Its options are checked before torch is imported, so this runs with or without torch. */
@@ -484,6 +746,12 @@ class DeparturesScriptTest {
         r = python(Map.of(), "--help");
         assertEquals(0, r.status(), r.out());
         assertTrue(r.out().contains("one of: kill, stop, throw-inside, throw-outside,"), r.out());
+        // argparse wraps the list, breaking lines after a hyphen too
+        assertTrue(r.out().replaceAll("-\\s+", "-").replaceAll("\\s+", " ").contains("cpu-stuck, startup-init-term, "
+                + "startup-init-term-lazy, fuzz, none"), r.out());
+        r = python(Map.of("WORLD_SIZE", "1", "RANK", "0"), "startup-init-term-lazy");
+        assertEquals(2, r.status(), r.out());
+        assertTrue(r.out().contains("needs 2 or more ranks"), "the scenario is one it knows: " + r.out());
         r = python(Map.of(), "dance");
         assertEquals(2, r.status(), r.out());
         assertTrue(r.out().contains("argument SCENARIO: invalid choice: 'dance'"), r.out());

@@ -22,12 +22,82 @@
 #   FAKE_LEFTOVER_RANK  that rank starts a process carrying the row's marker that outlives it by 30 s
 #   FAKE_FUZZ_MS     fuzz: how long the steps take after READY (default 800); FAKE_FUZZ_CRASH=1: SIGTERM makes a
 #                    rank write an hs_err file and exit 134
+#   FAKE_PHASE_MS    startup-fuzz: how long each start-up phase lasts (default 100), after 100 ms of "JVM start"
+#                    without a line; JOINED when joining ends. A rank whose peer ended with a nonzero status ends as
+#                    nccl4j would: never (it waits until killed) when the peer had not joined (the peer rank 0: when
+#                    this rank had not), else by the peer's last PHASE line: nccl-init: nccl4j's ERROR line and the
+#                    halt with status 70, other start-up phases: PeerLostDuringStartupException, later:
+#                    PeerDepartedException (each FAKE_DETECT_MS after it noticed)
+#   FAKE_NOT_PLACED  1: the rank of a start-up scenario says it was not placed and every rank runs without departure
 #   FAKE_ARGS_DIR    the launchers (nccl4j-run's, mpirun, torchrun) write their arguments there, one a line, in
 #                    launcher.args, mpirun.args, torchrun.args
 # Each rank also prints "ENV rank=R NAME=VALUE..." with the variables the script sets for a row.
 tool=$(basename "$0")
 now() { date +%s%3N; }
 say() { printf '%s\n' "$*"; }
+
+# ms VARIABLE DEFAULT: the variable's milliseconds as seconds for sleep
+ms() { awk -v m="${!1:-$2}" 'BEGIN { print m / 1000 }'; }
+
+# wait_or_react MS: MS milliseconds in steps of 20, unless the other rank (of two) ended with a nonzero status
+# first: then this rank ends as nccl4j would, by the other's last PHASE line (see FAKE_PHASE_MS)
+wait_or_react() {
+  local end=$(( $(now) + $1 )) st other_phase
+  while [ "$(now)" -lt "$end" ]; do
+    if [ -f "$d/exit$other" ] && read -r st _ < "$d/exit$other" && [ "$st" != 0 ]; then
+      other_phase=$(grep -ao "^PHASE rank=$other t=[0-9]* [a-z-]*" "$d/rank$other.log" | tail -1 | sed 's/.* //')
+      local linked=$other   # the peer's join of rank 0's channel tells; rank 0's own loss: this rank's join
+      [ "$other" = 0 ] && linked=$me
+      if ! grep -aq "^JOINED rank=$linked " "$d/rank$linked.log"; then
+        while :; do sleep 0.1; done   # nothing tells this rank: nccl4j waits for its init timeout
+      fi
+      case "${other_phase:-launched}" in
+        nccl-init)
+          sleep "$(ms FAKE_DETECT_MS 300)"
+          echo "00:00:00.000 ERROR LeftBehind - nccl4j: rank $me of 2: rank $other (fake, pid 1) was lost during NCCL" \
+            "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
+            "Restart the job (or let its launcher restart it), after fixing what ended rank $other; its thread" \
+            "\"main\" is at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with" \
+            "status 70 (NCCL4J_LEFT_BEHIND_EXIT=off leaves it waiting for the init timeout)" >&2
+          exit 70 ;;
+        joining|rendezvous|id-taken|set-device)
+          sleep "$(ms FAKE_DETECT_MS 300)"
+          say "RESULT rank=$me t=$(now) PeerLostDuringStartupException: rank $me of 2: rank $other (fake, pid 1) was" \
+            "lost during the rendezvous (SIGTERM); the communicator was not made (the rendezvous ended)"
+          exit 1 ;;
+        *)
+          sleep "$(ms FAKE_DETECT_MS 300)"
+          say "RESULT rank=$me t=$(now) PeerDepartedException: rank $other (fake, pid 1) is exiting (SIGTERM)"
+          exit 1 ;;
+      esac
+    fi
+    sleep 0.02
+  done
+}
+
+# startup_fuzz_rank: DepartureScenarios startup-fuzz, its PHASE lines FAKE_PHASE_MS apart
+startup_fuzz_rank() {
+  local p
+  d=$(dirname "$NCCL4J_TRACE_DIR")
+  other=$((1 - me))
+  if [ "${FAKE_FUZZ_CRASH:-0}" = 1 ]; then trap 'hs_err force' TERM; fi
+  sleep 0.1   # the JVM's start: no line yet
+  for p in launched joining rendezvous id-taken set-device nccl-init ready; do
+    [ "$p" = rendezvous ] && say "JOINED rank=$me t=$(now)"
+    say "PHASE rank=$me t=$(now) $p"
+    wait_or_react "${FAKE_PHASE_MS:-100}"
+  done
+  say "START rank=$me t=$(now) pid=$$ size=2 device=${NCCL4J_DEVICE:-$me} startup-fuzz"
+  say "PHASE rank=$me t=$(now) in-loop"
+  say "READY rank=$me t=$(now)"
+  wait_or_react "${FAKE_FUZZ_MS:-800}"
+  say "CLOSING rank=$me t=$(now)"
+  say "PHASE rank=$me t=$(now) closing"
+  wait_or_react 100
+  say "PHASE rank=$me t=$(now) closed"
+  say "RESULT rank=$me t=$(now) ok"
+  exit 0
+}
 
 rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   local scenario=$1 who="" a
@@ -39,6 +109,20 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   local me=${OMPI_COMM_WORLD_RANK:-${RANK:-0}} np=${OMPI_COMM_WORLD_SIZE:-${WORLD_SIZE:-1}}
   [ -z "$who" ] && who=$((np - 1))
   if [ -n "${logdir:-}" ]; then exec 2>> "$logdir/rank$me.err"; fi
+  hs_err() {
+    [ "${FAKE_HS_ERR_RANK:-x}" = "$me" ] || [ "${1:-}" = force ] || return 0
+    [ -n "$errfile" ] && echo "# fake JVM crash" > "${errfile//%p/$$}"
+    echo "# A fatal error has been detected by the Java Runtime Environment" >&2
+    exit 134
+  }
+  [ "$scenario" = startup-fuzz ] && startup_fuzz_rank
+  if [ "${FAKE_NOT_PLACED:-0}" = 1 ] && [[ $scenario == startup-* ]]; then
+    [ "$me" = "$who" ] && say "rank $me: $scenario was not placed: the main thread was never seen in" \
+      "NcclNative.ncclCommInitRank or ncclCommInitRankConfig (its stack read every 1 ms); the run goes on without a" \
+      "departure"
+    say "RESULT rank=$me t=$(now) ok"
+    exit 0
+  fi
   say "START rank=$me t=$(now) pid=$$ size=$np device=${NCCL4J_DEVICE:-$me} $scenario"
   say "ENV rank=$me NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE-unset} NCCL4J_DEVICE=${NCCL4J_DEVICE-unset}" \
     "NCCL_HOSTID=${NCCL_HOSTID-unset} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME-unset}" \
@@ -48,12 +132,6 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   if [ "${FAKE_LEFTOVER_RANK:-x}" = "$me" ]; then
     bash -c 'sleep 30; :' leftover "$marker" > /dev/null 2>&1 &
   fi
-  hs_err() {
-    [ "${FAKE_HS_ERR_RANK:-x}" = "$me" ] || [ "${1:-}" = force ] || return 0
-    [ -n "$errfile" ] && echo "# fake JVM crash" > "${errfile//%p/$$}"
-    echo "# A fatal error has been detected by the Java Runtime Environment" >&2
-    exit 134
-  }
   if [ "$scenario" = fuzz ]; then
     if [ "${FAKE_FUZZ_CRASH:-0}" = 1 ]; then trap 'hs_err force' TERM; fi
     say "READY rank=$me t=$(now)"
@@ -71,8 +149,24 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   fi
   if [ "$me" = "$who" ]; then
     hs_err ""
-    say "EVENT rank=$me t=$(now) $scenario"
     case "$scenario" in
+      startup-init-term-lazy) say "EVENT rank=$me t=$(now) $scenario (init_process_group returned, lazy)" ;;
+      startup-init-*) say "EVENT rank=$me t=$(now) $scenario (main thread at" \
+        "org.nccl4j.jni.NcclNative.ncclCommInitRank; liveness join done)" ;;
+      startup-*) say "EVENT rank=$me t=$(now) $scenario (main thread at org.nccl4j.launch.Rendezvous.fetch; liveness" \
+        "join done)" ;;
+      close-thread|abort-thread) say "EVENT rank=$me t=$(now) $scenario (${scenario%-thread}() on thread" \
+        "\"departures-closer\", while thread \"main\" issues all-reduces)" ;;
+      *) say "EVENT rank=$me t=$(now) $scenario" ;;
+    esac
+    case "$scenario" in
+      startup-*-kill) kill -KILL $$ ;;
+      startup-*-term|startup-init-term-lazy) kill -TERM $$; sleep 5 ;;
+      startup-*-exit) exit 3 ;;
+      close-thread|abort-thread) sleep 0.1
+        say "RESULT rank=$me t=$(now) IllegalStateException: this Communicator (rank $me of $np) is being closed:" \
+          "${scenario%-thread}() on thread \"departures-closer\", while thread \"main\" issued the collectives"
+        exit 0 ;;
       kill) kill -KILL $$ ;;
       stop) kill -STOP $$; sleep 30; exit 0 ;;
       exit) exit 3 ;;
@@ -90,6 +184,26 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   [ "${FAKE_HANG:-0}" = 1 ] && sleep 1000
   sleep "$(awk -v m="${FAKE_DETECT_MS:-300}" 'BEGIN { print m / 1000 }')"
   hs_err ""
+  case "$tool:$scenario" in
+    python3:*) ;;   # torch's ranks: ncclRemoteError, below
+    java:startup-init-*)
+      echo "12:00:00.000 ERROR LeftBehind - nccl4j: rank $me of $np: rank $who (fake, pid 1) was lost during NCCL" \
+        "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
+        "Restart the job (or let its launcher restart it), after fixing what ended rank $who; its thread \"main\" is" \
+        "at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with status 70" \
+        "(NCCL4J_LEFT_BEHIND_EXIT=off leaves it waiting for the init timeout)" >&2
+      exit 70 ;;
+    java:startup-*)
+      say "RESULT rank=$me t=$(now) PeerLostDuringStartupException: rank $me of $np: rank $who (fake, pid 1) was" \
+        "lost during the rendezvous (its connection ended without a goodbye); the communicator was not made (the" \
+        "rendezvous ended). Restart the job"
+      exit 1 ;;
+    java:close-thread|java:abort-thread)
+      say "RESULT rank=$me t=$(now) PeerDepartedException: rank $me of $np: allReduce #4 cannot complete: rank $who" \
+        "(fake, pid 1) closed its communicator after allReduce #3, its last (${scenario%-thread}() on thread" \
+        "\"departures-closer\", while thread \"main\" issued the collectives)"
+      exit 1 ;;
+  esac
   echo "[rank $me] ncclRemoteError: remote process exited" >&2
   say "RESULT rank=$me t=$(now) RemoteErrorException: rank $who (fake, pid 1) is gone"
   exit 1
