@@ -210,9 +210,9 @@ final class Farewell {
         while (StartupGuard.initsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
                 int status = signalStatus();
-                LOG.warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending the "
-                        + "process with status {} without the C runtime's exit handlers, which libnccl would crash "
-                        + "in", INIT_WAIT_MILLIS, cause, status);
+                LOG.warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending "
+                        + "the process with status {} without the C runtime's exit handlers, which libnccl would "
+                        + "crash in", INIT_WAIT_MILLIS, cause, status);
                 StartupGuard.exitNow(status);
             }
             java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);

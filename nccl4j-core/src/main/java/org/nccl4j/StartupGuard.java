@@ -29,7 +29,8 @@ final class StartupGuard implements AutoCloseable {
     /** How long a failed start-up step waits for the news that may explain it (the loss reaches it a moment later). */
     static final long EXPLAIN_NANOS = 600_000_000L;
     /** Blocking NCCL initializations under way in this process (the exit waits for them: {@link Farewell}). */
-    private static final java.util.concurrent.atomic.AtomicInteger INITS = new java.util.concurrent.atomic.AtomicInteger();
+    private static final java.util.concurrent.atomic.AtomicInteger INITS =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * How the guard ends the process: the ERROR line, then {@code _exit} ({@link NcclNative#exitNow}), not a halt:
