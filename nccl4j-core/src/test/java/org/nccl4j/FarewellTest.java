@@ -126,6 +126,23 @@ class FarewellTest {
     }
 
     @Test
+    void sigtermWhileMainIssuesTellsTheLastCollectiveReallyIssued() throws Exception {
+        Ended e = run("loop", true);
+        assertEquals(Departures.Kind.EXIT, e.departure().kind());
+        assertEquals("SIGTERM", e.departure().cause());
+        try (var files = Files.list(dir)) {
+            org.nccl4j.trace.TraceDump d = org.nccl4j.trace.TraceDump.read(files
+                    .filter(f -> f.getFileName().toString().startsWith("nccl4j-trace-rank1-")).findFirst()
+                    .orElseThrow());
+            // the exit stopped the issuing before it read the last collective: the record written after it agrees
+            assertTrue(d.lastEnqueued() > 2, "the loop ran: " + d.lastEnqueued());
+            assertEquals(d.lastEnqueued(), e.departure().last(), "told " + e.departure().last() + ", issued "
+                    + d.lastEnqueued());
+        }
+        assertTrue(e.out().contains("is being closed: the process is exiting (SIGTERM)"), e.out());
+    }
+
+    @Test
     void systemExitIsNamedWithTheLineThatCalledIt() throws Exception {
         Ended e = run("exit3", false);
         assertEquals(3, e.status(), e.out());
@@ -141,7 +158,7 @@ class FarewellTest {
     /**
      * The child: rank 1 of the channel at {@code args[1]}, two all-reduces, then {@code args[0]}: uncaught (the
      * exception leaves main with the communicator open), inside (it leaves a try-with-resources around the
-     * communicator), sleep (until SIGTERM), exit3 ({@code System.exit(3)}).
+     * communicator), sleep (until SIGTERM), loop (all-reduces until SIGTERM), exit3 ({@code System.exit(3)}).
      *
      * @param args the mode and the port
      * @throws Exception never on purpose
@@ -171,6 +188,10 @@ class FarewellTest {
             case "sleep":
                 Thread.sleep(60_000);
                 return;
+            case "loop":   // all-reduces until the exit refuses the next one
+                while (true) {
+                    c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+                }
             default:
                 System.exit(3);
         }
