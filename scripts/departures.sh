@@ -736,6 +736,34 @@ run_row() {
     "(last timed end ${worst:--}), exits $exits, traces $traces, hs_err $hs, left $left, $secs s${seen:+ | $seen}"
 }
 
+# run_draws N JOBS WINDOW RUN DIR: N runs of RUN (RUN K VICTIM DELAY_MS DIR/K), JOBS at a time, each with a victim
+# (rank 0 or 1) and a delay of 0..WINDOW ms drawn from RANDOM (seeded by the caller) before any run starts; no run is
+# started that could end past BUDGET (fuzz_limit seconds a run). Sets started_runs (the caller's local) to the runs
+# started, and victims and delays (the caller's locals too) to the draws; returns once every one has ended.
+run_draws() {
+  local n=$1 jobs=$2 window=$3 run=$4 dir=$5 k p
+  local running=()
+  for ((k = 1; k <= n; k++)); do
+    victims[k]=$((RANDOM % 2))
+    delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
+  done
+  for ((k = 1; k <= n; k++)); do
+    while :; do
+      local still=()
+      for p in "${running[@]}"; do kill -0 "$p" 2> /dev/null && still+=("$p"); done
+      running=("${still[@]}")
+      [ ${#running[@]} -lt "$jobs" ] && break
+      sleep 0.2
+    done
+    # BUDGET: no run is started that could end past it
+    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
+    "$run" "$k" "${victims[k]}" "${delays[k]}" "$dir/$(printf '%03d' "$k")" &
+    running+=($!)
+    started_runs=$k
+  done
+  for p in "${running[@]}"; do wait "$p"; done
+}
+
 # ---------------------------------------------------------------- FUZZ
 
 # fuzz_run K VICTIM DELAY_MS DIR: one run; writes DIR/result: victim phase victim_status survivor_status
@@ -830,27 +858,8 @@ fuzz_main() {
   RANDOM=$seed
   echo "== FUZZ: $n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM 0..$window ms after the first READY" \
     "(FUZZ_SEED=$seed), logs in $out_dir/fuzz"
-  local victims=() delays=() running=() p
-  for ((k = 1; k <= n; k++)); do
-    victims[k]=$((RANDOM % 2))
-    delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
-  done
-  local started_runs=0
-  for ((k = 1; k <= n; k++)); do
-    while :; do
-      local still=()
-      for p in "${running[@]}"; do kill -0 "$p" 2> /dev/null && still+=("$p"); done
-      running=("${still[@]}")
-      [ ${#running[@]} -lt "$jobs" ] && break
-      sleep 0.2
-    done
-    # BUDGET: no run is started that could end past it
-    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
-    fuzz_run "$k" "${victims[k]}" "${delays[k]}" "$out_dir/fuzz/$(printf '%03d' "$k")" &
-    running+=($!)
-    started_runs=$k
-  done
-  for p in "${running[@]}"; do wait "$p"; done
+  local started_runs=0 victims=() delays=()
+  run_draws "$n" "$jobs" "$window" fuzz_run "$out_dir/fuzz"
   local ftsv=$out_dir/fuzz.tsv
   printf 'run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\tsurvivor_result\n' \
     > "$ftsv"
@@ -1030,27 +1039,8 @@ sfuzz_main() {
   local fdir=$out_dir/startup-fuzz
   echo "== STARTUP_FUZZ: $n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM to a random rank 0..$window ms" \
     "after its process started (FUZZ_SEED=$seed), FUZZ_LIMIT=$fuzz_limit s, logs in $fdir"
-  local victims=() delays=() running=() p
-  for ((k = 1; k <= n; k++)); do
-    victims[k]=$((RANDOM % 2))
-    delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
-  done
-  local started_runs=0
-  for ((k = 1; k <= n; k++)); do
-    while :; do
-      local still=()
-      for p in "${running[@]}"; do kill -0 "$p" 2> /dev/null && still+=("$p"); done
-      running=("${still[@]}")
-      [ ${#running[@]} -lt "$jobs" ] && break
-      sleep 0.2
-    done
-    # BUDGET: no run is started that could end past it
-    if [ "$budget" -gt 0 ] && [ $(( $(date +%s) - t_start + fuzz_limit + 5 )) -gt "$budget" ]; then break; fi
-    sfuzz_run "$k" "${victims[k]}" "${delays[k]}" "$fdir/$(printf '%03d' "$k")" &
-    running+=($!)
-    started_runs=$k
-  done
-  for p in "${running[@]}"; do wait "$p"; done
+  local started_runs=0 victims=() delays=()
+  run_draws "$n" "$jobs" "$window" sfuzz_run "$fdir"
   local ftsv=$out_dir/startup-fuzz.tsv res
   tsv_line run victim delay_ms signal_ms phase never_started joined victim_status survivor_status survivor_ms \
     at_limit within crash hs_err left survivor_result > "$ftsv"
