@@ -170,6 +170,12 @@ public final class Communicator implements AutoCloseable {
      *       {@code MASTER_ADDR}/{@code MASTER_PORT}: TCP served by rank 0; a world of one needs none;</li>
      *   <li>{@link #create(int, int, UniqueId, int, CommConfig)} on the detected device.</li>
      * </ol>
+     * With more than one rank, rank 0 first serves the liveness channel ({@code MASTER_PORT + 50}) and every rank
+     * joins it before the rendezvous ({@link RankPhase}): a rank lost at any later step of start-up ends every other
+     * rank's call within 2 s with {@link PeerLostDuringStartupException}. A rank still inside NCCL's blocking
+     * initialization when that news comes, which no exception can reach, is ended with status 70 instead (one ERROR
+     * line first; {@code NCCL4J_LEFT_BEHIND_EXIT}); with {@link CommConfig.Builder#blocking}{@code (false)} the
+     * initialization is aborted and the exception thrown.
      *
      * <p>It may be called many times in one run (several communicators, or destroy and create again); each call is a
      * new rendezvous. Over TCP rank 0 listens on {@code MASTER_PORT} again each time, and a peer that comes while the
@@ -180,6 +186,9 @@ public final class Communicator implements AutoCloseable {
      * @param config the configuration, or null for NCCL's defaults
      * @return the communicator
      * @throws RendezvousException when the id cannot be exchanged
+     * @throws PeerLostDuringStartupException when another rank was lost (or ended its start-up) before the
+     *         communicator was made, naming it, its phase and how it left
+     * @throws InitTimeoutException when a rank never arrived within the init timeout ({@code NCCL4J_INIT_TIMEOUT})
      */
     public static Communicator fromEnvironment(CommConfig config) {
         return Bootstrap.fromEnvironment(config);
