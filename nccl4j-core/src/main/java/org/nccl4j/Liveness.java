@@ -1179,7 +1179,9 @@ final class Liveness implements AutoCloseable {
                             + "rank may not send");
             }
         } catch (RuntimeException e) {
-            LOG.warn("nccl4j liveness: a line from rank {} it cannot read: {}", who, printable(line, 200));
+            // through the refusals' one line per burst: a connection that floods unreadable lines fills no log
+            refusals.refused("nccl4j liveness: a line from rank " + who + " it cannot read: " + printable(line, 200)
+                    + "; the job goes on");
             return false;
         }
     }
