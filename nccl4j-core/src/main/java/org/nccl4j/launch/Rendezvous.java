@@ -940,21 +940,33 @@ public final class Rendezvous {
      * Sends an ERROR frame, then reads and discards what the peer still sends for a moment, so that closing does not
      * reset the connection before the peer has read the error.
      */
+    /**
+     * Sends the ERROR frame, then reads what the peer still sends (so that the close is no reset that could discard
+     * the frame before the peer reads it) for at most {@value #DRAIN_MILLIS} ms in all and 64 KiB: a peer that
+     * trickles bytes after its refusal cannot hold rank 0's one serving thread.
+     */
     private static void sendError(Socket s, String message) {
         try {
             RendezvousWire.writeError(s.getOutputStream(), message);
             s.shutdownOutput();
-            s.setSoTimeout(200);
             InputStream in = s.getInputStream();
             byte[] sink = new byte[4096];
             int total = 0;
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_MILLIS);
             while (total < 65536) {
+                long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+                if (left <= 0) {
+                    break;
+                }
+                s.setSoTimeout((int) left);
                 int n = in.read(sink);
                 if (n < 0) {
                     break;
                 }
                 total += n;
             }
+        } catch (SocketTimeoutException e) {
+            LOG.debug("{} sent more after its error for {} ms; closed", s.getRemoteSocketAddress(), DRAIN_MILLIS);
         } catch (IOException e) {
             LOG.debug("could not send the error to {}: {}", s.getRemoteSocketAddress(), e.toString());
         }
@@ -983,6 +995,9 @@ public final class Rendezvous {
     }
 
     // ---- TCP, other ranks ----
+
+    /** The longest rank 0 reads what a refused connection still sends, in all. */
+    static final long DRAIN_MILLIS = 200;
 
     /** How often a wait that may be abandoned ({@link Builder#abandonWhen}) asks. */
     private static final long ABANDON_POLL_MILLIS = 20;

@@ -155,6 +155,36 @@ class RendezvousSecurityTest {
     }
 
     @Test
+    void aPeerTricklingBytesAfterItsRefusalDoesNotHoldRankZero() throws Exception {
+        List<Future<byte[]>> results = new ArrayList<>();
+        int port = startServer(base(0, 2, SECRET), () -> id(9), results);
+        byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
+        try (Socket stranger = rawAuthPeer(port, nonce)) {
+            // a proof under another secret: refused; then one byte every 100 ms, as long as rank 0 reads
+            RendezvousWire.write(stranger.getOutputStream(), RendezvousWire.AUTH,
+                    authPayload(OTHER, nonce, JobSecret.nonce()));
+            Future<?> trickle = pool.submit(() -> {
+                try {
+                    for (int i = 0; i < 300; i++) {
+                        stranger.getOutputStream().write('x');
+                        Thread.sleep(100);
+                    }
+                } catch (IOException | InterruptedException e) {
+                    // rank 0 closed it: the point
+                }
+                return null;
+            });
+            Thread.sleep(300);   // refused, and trickling
+            long t0 = System.nanoTime();
+            assertArrayEquals(id(9), base(1, 2, SECRET).tcp(HOST, port).build().exchange(neverCalled()));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms < 2000, "the real rank waited " + ms + " ms behind the trickle");
+            assertArrayEquals(id(9), results.get(0).get(30, TimeUnit.SECONDS));
+            trickle.cancel(true);
+        }
+    }
+
+    @Test
     void secretOnRankZeroOnly() throws Exception {
         List<Future<byte[]>> results = new ArrayList<>();
         int port = startServer(base(0, 2, SECRET), () -> id(3), results);
