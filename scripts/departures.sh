@@ -838,13 +838,19 @@ fuzz_run() {
     "$crash" "$hs" "$left" "$(clean "${sres:-no line}")" > "$dir/result"
 }
 
-fuzz_main() {
-  local n=$fuzz jobs=${JOBS:-4} k
-  whole JOBS "$jobs"
-  [ "$jobs" -ge 1 ] || die "JOBS=$jobs: 1 or more"
+# fuzz_jobs_and_config JOBS: checks JOBS (1 or more) and sets fuzz_config from FUZZ_CONFIG (share, the default, or
+# gpus, which needs 2 GPUs), for FUZZ and STARTUP_FUZZ alike
+fuzz_jobs_and_config() {
+  whole JOBS "$1"
+  [ "$1" -ge 1 ] || die "JOBS=$1: 1 or more"
   fuzz_config=${FUZZ_CONFIG:-share}
   case "$fuzz_config" in share) ;; gpus) [ "$gpus" -ge 2 ] || die "FUZZ_CONFIG=gpus needs 2 GPUs, found $gpus" ;;
     *) die "FUZZ_CONFIG=$fuzz_config: share or gpus" ;; esac
+}
+
+fuzz_main() {
+  local n=$fuzz jobs=${JOBS:-4} k
+  fuzz_jobs_and_config "$jobs"
   fuzz_steps=${FUZZ_STEPS:-100}
   whole FUZZ_STEPS "$fuzz_steps"
   fuzz_sleep=${FUZZ_SLEEP_MS:-10}
@@ -1016,11 +1022,7 @@ sfuzz_run() {
 
 sfuzz_main() {
   local n=$sfuzz jobs=${JOBS:-4} k
-  whole JOBS "$jobs"
-  [ "$jobs" -ge 1 ] || die "JOBS=$jobs: 1 or more"
-  fuzz_config=${FUZZ_CONFIG:-share}
-  case "$fuzz_config" in share) ;; gpus) [ "$gpus" -ge 2 ] || die "FUZZ_CONFIG=gpus needs 2 GPUs, found $gpus" ;;
-    *) die "FUZZ_CONFIG=$fuzz_config: share or gpus" ;; esac
+  fuzz_jobs_and_config "$jobs"
   fuzz_steps=${FUZZ_STEPS:-160}
   whole FUZZ_STEPS "$fuzz_steps"
   [ "$fuzz_steps" -ge 1 ] || die "FUZZ_STEPS=$fuzz_steps: 1 or more"

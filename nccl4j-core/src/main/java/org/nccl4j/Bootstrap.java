@@ -185,23 +185,20 @@ final class Bootstrap {
         if (live != null) {
             // NCCL is called once every rank is there: a rank that never came is named here, at the deadline
             boolean commId = Rendezvous.forLaunchRoute() == Rendezvous.Route.COMM_ID;
-            if (!live.awaitArrivals(size, deadline, commId)) {
-                Liveness.Loss loss = live.startupLoss(size);
-                if (loss != null) {
-                    throw StartupGuard.lost(loss, rank, size, "arrival", "NCCL was not called", null);
-                }
+            if (!live.awaitArrivals(size, deadline, commId) && live.startupLoss(size) == null) {
                 throw until.expired("the arrival of every rank on the liveness channel", null, false);
             }
         }
+        // a rank lost before every rank arrived, or since: NCCL would wait for it
         Liveness.Loss before = live == null ? null : live.startupLoss(size);
-        if (before != null) {   // lost since the last rank arrived: NCCL would wait for it
+        if (before != null) {
             throw StartupGuard.lost(before, rank, size, "arrival", "NCCL was not called", null);
         }
         phase(live, RankPhase.NCCL_INIT);
         Communicator c;
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(),
-                config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig") : null;
+        String initCall = config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig";
+        StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(), initCall) : null;
         StartupGuard.initBegins();
         try {
             c = create(rank, size, id, launch.device(), config, until);
@@ -230,8 +227,7 @@ final class Bootstrap {
             } catch (RuntimeException e) {
                 // the loss is what the program needs to hear
             }
-            throw StartupGuard.lost(late, rank, size, config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig",
-                    "the communicator NCCL made was aborted", null);
+            throw StartupGuard.lost(late, rank, size, initCall, "the communicator NCCL made was aborted", null);
         }
         if (live != null) {
             c.health().attachChannel(live);

@@ -122,6 +122,7 @@ final class Dispatch {
         long s = stream.handle();
         int status;
         long traced;
+        long bytes = c.bytes(count, type, size);
         // then the open check: a teardown either sees this call or this call sees it; the call is over once the
         // ledger has it, so that a close() on another thread reads this rank's true last collective
         health.enterCall();
@@ -144,8 +145,7 @@ final class Dispatch {
                 case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };
-            traced = enqueued(status, c.function, c.operation, count, type, redOp, root, c.bytes(count, type, size),
-                    stream);
+            traced = enqueued(status, c.function, c.operation, count, type, redOp, root, bytes, stream);
             if (c.pointToPoint || !fingerprinted) {
                 health.ledger.sawIssuer();
             } else {
@@ -156,7 +156,7 @@ final class Dispatch {
         }
         OperationObserver o = comm.observer();
         if (o != null) {
-            o.enqueued(comm, health.sequence, c.function, c.bytes(count, type, size), s);
+            o.enqueued(comm, health.sequence, c.function, bytes, s);
         }
     }
 

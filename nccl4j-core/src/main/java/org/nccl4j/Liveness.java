@@ -1211,8 +1211,7 @@ final class Liveness implements AutoCloseable {
             departures.heard(new Departures.Departure(who, host, Long.parseLong(pid),
                     Departures.Kind.valueOf(g[1].toUpperCase(java.util.Locale.ROOT)), STARTUP_GENERATION, 0, g[3],
                     g.length > 4 && !g[4].isBlank() ? g[4] : null, System.nanoTime()));
-            lost.putIfAbsent(who, new Lost(who, host, Long.parseLong(pid)));
-            heardOfLoss();
+            goneAtStartUp(who, host, Long.parseLong(pid));
         }
     }
 
@@ -1558,9 +1557,7 @@ final class Liveness implements AutoCloseable {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
                     }
                     if (Integer.parseInt(g[3]) == STARTUP_GENERATION && who != rank) {
-                        // it never made (or never kept) its communicator: gone for any communicator of this start-up
-                        lost.putIfAbsent(who, new Lost(who, g[1], Long.parseLong(g[2])));
-                        heardOfLoss();
+                        goneAtStartUp(who, g[1], Long.parseLong(g[2]));
                     }
                     if (kind != Departures.Kind.CLOSE && who != rank) {
                         news("rank " + who + " " + kind.says + (cause == null ? "" : ": " + cause));
@@ -1831,11 +1828,6 @@ final class Liveness implements AutoCloseable {
         }
     }
 
-    /** @return this rank's phase */
-    RankPhase phase() {
-        return phase;
-    }
-
     /**
      * This rank leaves before its communicator was made ({@code DEPART -1 <kind> 0 <phase> <cause>}): every rank hears
      * how, and in which phase.
@@ -1964,6 +1956,15 @@ final class Liveness implements AutoCloseable {
             lost.putIfAbsent(m.rank(), m);
             heardOfLoss();
         }
+    }
+
+    /**
+     * Rank {@code who} left during start-up: it never made (or never kept) its communicator, so it is gone for any
+     * communicator of this start-up.
+     */
+    private void goneAtStartUp(int who, String host, long pid) {
+        lost.putIfAbsent(who, new Lost(who, host, pid));
+        heardOfLoss();
     }
 
     /** Notes when the first loss or departure was heard (the start-up guard's clock starts there). */

@@ -54,15 +54,6 @@ public enum RankPhase {
         return during;
     }
 
-    /**
-     * Whether a rank in this phase has not yet made its communicator: a loss ends the others' start-up.
-     *
-     * @return true for the phases before {@link #READY}
-     */
-    public boolean isStartUp() {
-        return ordinal() < READY.ordinal();
-    }
-
     /** The phase's name on the liveness channel: {@code nccl-init}. */
     String wire() {
         return wire;

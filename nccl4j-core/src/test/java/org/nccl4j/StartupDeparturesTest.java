@@ -110,16 +110,23 @@ class StartupDeparturesTest {
         return new Outcome(survivor.exitValue(), ms, out);
     }
 
+    /** A new job whose two ranks are both held inside the stub's blocking {@code ncclCommInitRank} ({@code env}). */
+    private Process[] bothInInit(Map<String, String> env) throws Exception {
+        port = StubFixture.freePort();
+        Process[] r = {rank(0, "blocking", env), rank(1, "blocking", env)};
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        return r;
+    }
+
     private static final Map<String, String> HELD_IN_INIT = Map.of("NCCL_STUB_SLEEP_MS_ncclCommInitRank", "60000",
             "NCCL_STUB_SLEEP_MS_ncclCommInitRankConfig", "60000");
 
     @Test
     void aRankKilledDuringNcclInitEndsItsPeerWhoseBlockingInitCannotBeAbandoned() throws Exception {
-        port = StubFixture.freePort();
-        Process r0 = rank(0, "blocking", HELD_IN_INIT);
-        Process r1 = rank(1, "blocking", HELD_IN_INIT);
-        awaitMarker(0, "AT ncclCommInitRank");
-        awaitMarker(1, "AT ncclCommInitRank");
+        Process[] r = bothInInit(HELD_IN_INIT);
+        Process r0 = r[0];
+        Process r1 = r[1];
         Outcome o = end(r1, true, r0, 0);
         assertEquals(FailurePolicy.EXIT_STATUS, o.status(), o.out());
         assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
@@ -151,11 +158,9 @@ class StartupDeparturesTest {
 
     @Test
     void rankZeroTerminatedDuringNcclInitIsNamedByTheOthers() throws Exception {
-        port = StubFixture.freePort();
-        Process r0 = rank(0, "blocking", HELD_IN_INIT);
-        Process r1 = rank(1, "blocking", HELD_IN_INIT);
-        awaitMarker(0, "AT ncclCommInitRank");
-        awaitMarker(1, "AT ncclCommInitRank");
+        Process[] r = bothInInit(HELD_IN_INIT);
+        Process r0 = r[0];
+        Process r1 = r[1];
         Outcome o = end(r0, false, r1, 1);
         assertEquals(FailurePolicy.EXIT_STATUS, o.status(), o.out());
         assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
@@ -215,11 +220,9 @@ class StartupDeparturesTest {
 
     @Test
     void sigintAndSystemExitFromAnotherThreadDuringNcclInitAreNamed() throws Exception {
-        port = StubFixture.freePort();
-        Process r0 = rank(0, "blocking", HELD_IN_INIT);
-        Process r1 = rank(1, "blocking", HELD_IN_INIT);
-        awaitMarker(0, "AT ncclCommInitRank");
-        awaitMarker(1, "AT ncclCommInitRank");
+        Process[] r = bothInInit(HELD_IN_INIT);
+        Process r0 = r[0];
+        Process r1 = r[1];
         long t0 = System.nanoTime();
         signal("INT", r1);
         assertTrue(r0.waitFor(30, TimeUnit.SECONDS), out(0));
@@ -251,13 +254,11 @@ class StartupDeparturesTest {
 
     @Test
     void aStoppedRankDuringNcclInitIsLostAtTheLivenessTimeout() throws Exception {
-        port = StubFixture.freePort();
         Map<String, String> env = new java.util.HashMap<>(HELD_IN_INIT);
         env.put("NCCL4J_LIVENESS_TIMEOUT", "2s");
-        Process r0 = rank(0, "blocking", env);
-        Process r1 = rank(1, "blocking", env);
-        awaitMarker(0, "AT ncclCommInitRank");
-        awaitMarker(1, "AT ncclCommInitRank");
+        Process[] r = bothInInit(env);
+        Process r0 = r[0];
+        Process r1 = r[1];
         long t0 = System.nanoTime();
         signal("STOP", r1);
         try {
