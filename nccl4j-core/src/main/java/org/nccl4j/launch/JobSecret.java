@@ -179,6 +179,11 @@ public final class JobSecret {
                 proof.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** {@code HMAC-SHA256(secret, data)}: the root of {@link RecordSeal}'s session keys. */
+    byte[] hmac(byte[] data) {
+        return RecordSeal.hmac(key, data);
+    }
+
     @Override
     public String toString() {
         return "JobSecret[" + key.length + " bytes, not shown]";
