@@ -352,6 +352,7 @@ public final class Checks {
             out.addAll(lines);
         }
         out.addAll(nccl4jValues(env, m));
+        out.addAll(jobSecret(env));
         // a value that is well formed but wrong for this machine: its OK line goes
         Set<String> judged = new TreeSet<>();
         for (Finding f : out) {
@@ -387,6 +388,62 @@ public final class Checks {
             }
         }
         return out;
+    }
+
+    /**
+     * The job secret of a launch that spans hosts: without one, anything that reaches rank 0's ports can join the
+     * rendezvous or the liveness channel (WARN); a secret that is set but unusable (FAIL: the ranks refuse to start);
+     * nothing said for a single-host or an undetected launch, where loopback keeps the ports to the host.
+     */
+    static List<Finding> jobSecret(Map<String, String> env) {
+        List<Finding> out = new ArrayList<>();
+        org.nccl4j.launch.JobSecret secret;
+        try {
+            secret = org.nccl4j.launch.JobSecret.from(env);
+        } catch (IllegalArgumentException | IllegalStateException x) {
+            out.add(Finding.fail("env", org.nccl4j.launch.JobSecret.VARIABLE, x.getMessage(), "set "
+                    + org.nccl4j.launch.JobSecret.VARIABLE + " to the same random value on every rank, e.g. "
+                    + "$(openssl rand -hex 32)"));
+            return out;
+        }
+        String hosts = hostsOf(env);
+        if (hosts == null) {
+            return out;
+        }
+        if (secret == null) {
+            out.add(Finding.warn("env", org.nccl4j.launch.JobSecret.VARIABLE, "a job over " + hosts + " runs without "
+                    + "a job secret: anything that reaches rank 0's ports (MASTER_PORT and MASTER_PORT + 50) can join "
+                    + "the rendezvous or the liveness channel, and every record after the handshake travels without a "
+                    + "MAC", "export NCCL4J_JOB_SECRET=$(openssl rand -hex 32) once and pass the same value to every "
+                    + "rank (mpirun -x NCCL4J_JOB_SECRET; srun and torchrun inherit it; a Kubernetes Secret as "
+                    + "NCCL4J_JOB_SECRET_FILE); docs/launching.md, \"The job secret\""));
+        } else {
+            out.add(Finding.ok("env", org.nccl4j.launch.JobSecret.VARIABLE, "a job over " + hosts + " with a job "
+                    + "secret (" + org.nccl4j.launch.JobSecret.NOT_SHOWN + ")"));
+        }
+        return out;
+    }
+
+    /** "N hosts" (or "several hosts") when the launch in {@code env} spans more than one host, else null. */
+    private static String hostsOf(Map<String, String> env) {
+        org.nccl4j.launch.LaunchInfo launch;
+        try {
+            launch = org.nccl4j.launch.LaunchInfo.detect(env);
+        } catch (RuntimeException x) {
+            return null;   // no launch here (the doctor run by hand), or one the environment check already judges
+        }
+        if (launch.worldSize() < 2) {
+            return null;
+        }
+        if (launch.nodeCount().isPresent()) {
+            int nodes = launch.nodeCount().getAsInt();
+            return nodes > 1 ? nodes + " hosts" : null;
+        }
+        if (launch.localWorldSize().isPresent() && launch.localWorldSize().getAsInt() < launch.worldSize()) {
+            return "several hosts (" + launch.worldSize() + " ranks, " + launch.localWorldSize().getAsInt()
+                    + " on this one)";
+        }
+        return null;
     }
 
     private static Finding unknown(String name, String rawValue, Set<String> known) {

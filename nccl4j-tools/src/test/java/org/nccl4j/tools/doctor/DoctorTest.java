@@ -73,6 +73,35 @@ class DoctorTest {
     }
 
     @Test
+    void aJobOverHostsWithoutASecretIsAWarnAndWithOneItIsOk() {
+        Map<String, String> mpi = Map.of("OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "16",
+                "OMPI_COMM_WORLD_LOCAL_RANK", "3", "OMPI_COMM_WORLD_LOCAL_SIZE", "8", "MASTER_ADDR", "node1",
+                "MASTER_PORT", "29500");
+        Finding f = only(Checks.jobSecret(mpi), "NCCL4J_JOB_SECRET");
+        assertEquals(Status.WARN, f.status());
+        assertTrue(f.detail().startsWith("a job over several hosts (16 ranks, 8 on this one) runs without a job "
+                + "secret: anything that reaches rank 0's ports"), f.detail());
+        assertTrue(f.fix().contains("mpirun -x NCCL4J_JOB_SECRET"), f.fix());
+        Map<String, String> slurm = new java.util.HashMap<>(Map.of("SLURM_PROCID", "0", "SLURM_NTASKS", "8",
+                "SLURM_LOCALID", "0", "SLURM_NODEID", "0", "SLURM_NNODES", "2", "MASTER_PORT", "29500",
+                "MASTER_ADDR", "node1"));
+        assertTrue(only(Checks.jobSecret(slurm), "NCCL4J_JOB_SECRET").detail().startsWith("a job over 2 hosts"));
+        String secret = "0123456789abcdef0123";
+        slurm.put("NCCL4J_JOB_SECRET", secret);
+        Finding ok = only(Checks.jobSecret(slurm), "NCCL4J_JOB_SECRET");
+        assertEquals(Status.OK, ok.status());
+        assertFalse(ok.detail().contains(secret), ok.detail());
+        // one host (every rank local), or no launch at all: nothing to say
+        assertEquals(List.of(), Checks.jobSecret(Map.of("RANK", "0", "WORLD_SIZE", "4", "LOCAL_RANK", "0",
+                "LOCAL_WORLD_SIZE", "4", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500")));
+        assertEquals(List.of(), Checks.jobSecret(Map.of()));
+        // a secret too short to use: the ranks would refuse to start
+        Finding bad = only(Checks.jobSecret(Map.of("NCCL4J_JOB_SECRET", "short")), "NCCL4J_JOB_SECRET");
+        assertEquals(Status.FAIL, bad.status());
+        assertTrue(bad.detail().contains("must hold at least 16 characters"), bad.detail());
+    }
+
+    @Test
     void theJobSecretVariablesAreKnownAndAMisspeltSecretIsNotShown() {
         Map<String, String> env = Map.of("NCCL4J_JOB_SECRET", "s".repeat(32), "NCCL4J_JOB_SECRET_FILE", "/run/s",
                 "NCCL4J_RENDEZVOUS_BIND", "any");
