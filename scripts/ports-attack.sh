@@ -8,13 +8,23 @@
 #               another job's secret, a real rank's recorded AUTH+HELLO replayed, CONNECTIONS held HOLD s
 #   running     (every rank in the job) the same on the liveness channel (LOST, LEFT, JOINED one connection each),
 #               then the impostor on MASTER_PORT again (closed by then)
+# Between the two, the siege: the attacker holds rank 0's waiting slots on both ports (SLOTS silent connections each,
+# every one reconnected at once when closed) and a trickle on each, and the last rank is let go into it; the job
+# records how long that rank took from its start to its START line (siege_arrival_ms). In a job with the secret
+# (SECRETS), the last rank reaches rank 0 through a relay (ports_attack.py relay) that alters records after the
+# handshake once each: the unique-id frame (a bit flipped), a forged LOST line to the rank, a replayed line each way.
+# A job without the secret has no relay (nothing authenticates its records: docs/reliability.md says so) and gets
+# the no-secret attacks: a HELLO claiming world size 99, an impostor that takes the last rank's liveness slot and
+# drops.
 # The claim under test: every rank ends its loop with RESULT ok and exit 0, and each attack costs at most one WARN
 # line. The replays take a real rank's bytes from a packet capture on lo (root only, else they are "not run"); the
 # capture is also searched for the secret, which must never travel.
 #
 #   scripts/ports-attack.sh [BUNDLE]      BUNDLE: made by scripts/gpu-bundle.sh (default: bundle/ beside scripts/)
 #
-# Variables: LAUNCHERS (default "java mpirun run": plain java per rank, Open MPI, scripts/nccl4j-run), SIZES (default
+# Variables: SECRETS (default "yes no": jobs with the job's secret and without; nccl4j-run always makes one, so its
+# jobs are "yes" only), SLOTS (default 24 a port), SIEGE (default 60: the siege's longest seconds),
+# LAUNCHERS (default "java mpirun run": plain java per rank, Open MPI, scripts/nccl4j-run), SIZES (default
 # "4 2": ranks per job, one per GPU; a size above the GPU count is skipped, saying so), STEPS (default 700, about
 # 40 s), COUNT (floats per all-reduce, default 1048576), SETTLE (default 2.5 s; more than Refusals' 2 s burst quiet),
 # HOLD (default 6 s, more than the liveness channel's 5 s hello deadline), CONNECTIONS (default 1000), PORT (default
@@ -48,6 +58,9 @@ command -v python3 > /dev/null || die "python3 is needed for the attacks"
 [ -f "$attacker" ] || die "no $attacker"
 
 launchers=${LAUNCHERS:-java mpirun run}
+secrets_modes=${SECRETS:-yes no}
+slots=${SLOTS:-24}
+siege_s=${SIEGE:-60}
 sizes=${SIZES:-4 2}
 steps=${STEPS:-700}
 count=${COUNT:-1048576}
@@ -63,6 +76,10 @@ done
 for l in $launchers; do
   case "$l" in java|mpirun|run) ;; *) die "LAUNCHERS: unknown launcher '$l' (java, mpirun, run)" ;; esac
 done
+for m in $secrets_modes; do
+  case "$m" in yes|no) ;; *) die "SECRETS: 'yes', 'no' or both (got '$m')" ;; esac
+done
+[[ "$slots" =~ ^[0-9]+$ && "$siege_s" =~ ^[0-9]+$ ]] || die "SLOTS and SIEGE take whole numbers"
 [ "${launchers/mpirun/}" = "$launchers" ] || command -v mpirun > /dev/null || die "LAUNCHERS has mpirun: not found"
 gpus=$(nccl4j_gpu_count "$tool") || exit 2
 out=${OUT_DIR:-$(mktemp -d /tmp/ports-attack.XXXXXX)}
@@ -80,9 +97,12 @@ n=0
 : > "$out/ports.tsv"
 for launcher in $launchers; do
   for np in $sizes; do
+   for sec in $secrets_modes; do
+    [ "$launcher" = run ] && [ "$sec" = no ] && continue   # nccl4j-run always makes a secret
     n=$((n + 1))
     port=$((port0 + 100 * n))
-    dir=$out/$launcher-$np
+    relay_port=$((port + 20))
+    dir=$out/$launcher-$np-$([ "$sec" = yes ] && echo secret || echo nosecret)
     rm -rf "$dir"; mkdir -p "$dir"
     if [ "$np" -gt "$gpus" ]; then
       echo "$launcher-$np: skipped: needs $np GPUs, this machine has $gpus" | tee "$dir/skipped"
@@ -90,10 +110,14 @@ for launcher in $launchers; do
     fi
     last=$((np - 1))
     go=$dir/go
+    use_relay=0
+    [ "$sec" = yes ] && use_relay=1
     # the rank's script: the last rank waits (up to 90 s) for the go file, then every rank runs the program
     { echo '#!/usr/bin/env bash'
       echo "r=\${RANK:-\${OMPI_COMM_WORLD_RANK:-0}}"
       echo "if [ \"\$r\" = $last ]; then for _ in \$(seq 900); do [ -e $(printf %q "$go") ] && break; sleep 0.1; done; fi"
+      # the last rank of a job with the secret reaches rank 0 through the relay (both ports: MASTER_PORT and + 50)
+      [ "$use_relay" = 1 ] && echo "if [ \"\$r\" = $last ]; then export MASTER_PORT=$relay_port; fi"
       printf 'exec'
       # shellcheck disable=SC2086  # JAVA_OPTS holds several options, split on white space
       printf ' %q' "$java" $java_opts -XX:ErrorFile="$dir/hs_err_%p.log" -cp "$cp" "$main" none \
@@ -106,8 +130,8 @@ for launcher in $launchers; do
       spid=$!
       sleep 0.3
     fi
-    secret_env=()
-    [ "$launcher" != run ] && secret_env=(NCCL4J_JOB_SECRET="$(cat "$secret_file")")
+    secret_env=(NCCL4J_ATTACK_JOB=1)   # env needs one assignment; without the secret, none is passed
+    [ "$launcher" != run ] && [ "$sec" = yes ] && secret_env=(NCCL4J_JOB_SECRET="$(cat "$secret_file")")
     pids=()
     logs=()
     t0=$(now_ms)
@@ -122,8 +146,8 @@ for launcher in $launchers; do
       mpirun)
         nccl4j_mpi_forward_args NCCL_ NCCL4J_ LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES
         # shellcheck disable=SC2154  # set by env.sh's nccl4j_mpi_root_args and nccl4j_mpi_forward_args
-        env "${secret_env[@]}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output -np "$np" \
-          "${nccl4j_mpi_fwd[@]}" -x NCCL4J_JOB_SECRET -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
+        env -u NCCL4J_JOB_SECRET "${secret_env[@]}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output \
+          -np "$np" "${nccl4j_mpi_fwd[@]}" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
           "$dir/rank.sh" > "$dir/job.log" 2>&1 &
         pids+=($!)
         logs+=("$dir/job.log") ;;
@@ -143,14 +167,29 @@ for launcher in $launchers; do
     python3 "$attacker" attack --phase rendezvous --port "$port" --size "$np" "${capargs[@]}" "${logargs[@]}" \
       --settle "$settle" --hold-seconds 4 --connections "$connections" --out "$dir/attacks.jsonl" \
       > /dev/null 2> "$dir/attack.err"
+    rpid=""
+    if [ "$use_relay" = 1 ]; then
+      python3 "$attacker" relay --port "$port" --listen "$relay_port" --out "$dir/relay.jsonl" \
+        > /dev/null 2>> "$dir/attack.err" &
+      rpid=$!
+    fi
+    python3 "$attacker" siege --port "$port" --slots "$slots" --seconds "$siege_s" --ready-file "$dir/siege.ready" \
+      --out "$dir/siege.json" > /dev/null 2>> "$dir/attack.err" &
+    gpid=$!
+    for _ in $(seq 100); do [ -e "$dir/siege.ready" ] && break; sleep 0.1; done
+    t_go=$(now_ms)
     touch "$go"
+    arrival=""
     for _ in $(seq 900); do
-      [ "$(cat "${logs[@]}" 2> /dev/null | grep -ac 'START rank=')" -ge "$np" ] && break
+      if [ "$(cat "${logs[@]}" 2> /dev/null | grep -ac 'START rank=')" -ge "$np" ]; then
+        arrival=$(( $(now_ms) - t_go )); break
+      fi
       alive=0
       for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && alive=1; done
       [ "$alive" = 1 ] || break   # the job ended before it started: the report says so
       sleep 0.1
     done
+    kill -TERM "$gpid" 2> /dev/null; wait "$gpid" 2> /dev/null
     sleep 1.5   # the liveness channel's joins
     capargs=()
     [ -s "$dir/capture.jsonl" ] && capargs+=(--capture "$dir/capture.jsonl")
@@ -172,6 +211,7 @@ for launcher in $launchers; do
     done
     t_end=$(now_ms)
     [ -n "$spid" ] && { kill -TERM "$spid" 2> /dev/null; wait "$spid" 2> /dev/null; }
+    [ -n "$rpid" ] && { kill -TERM "$rpid" 2> /dev/null; wait "$rpid" 2> /dev/null; }
     [ -s "$dir/capture.jsonl" ] && captures+=("$dir/capture.jsonl")
     ok=$(cat "${logs[@]}" | grep -ac 'RESULT rank=[0-9]* t=[0-9]* ok')
     warns=$(cat "${logs[@]}" | grep -acE '\bWARN\b')
@@ -188,7 +228,10 @@ for launcher in $launchers; do
     { echo "launcher=$launcher"; echo "size=$np"; echo "port=$port"; echo "statuses=${statuses[*]}"
       echo "results_ok=$ok"; echo "warn_lines=$warns"; echo "lost_lines=$lost"; echo "hs_err=$hs"
       echo "seconds=$(( (t_end - t0) / 1000 ))"; echo "after_attacks_ms=$((t_end - t_attacked))"
-      echo "secret_check=$secret_check"; } > "$dir/job.txt"
+      echo "secret_check=$secret_check"; echo "secret=$sec"; echo "siege_arrival_ms=${arrival:-none}"
+      echo "siege=$(cat "$dir/siege.json" 2> /dev/null)"
+      if [ "$use_relay" = 1 ]; then echo "relay=$(grep -c alteration "$dir/relay.jsonl" 2> /dev/null)"; fi
+    } > "$dir/job.txt"
     verdict=ok
     [ "$ok" = "$np" ] || verdict=fail
     for s in "${statuses[@]}"; do [ "$s" = 0 ] || verdict=fail; done
@@ -198,8 +241,11 @@ for launcher in $launchers; do
       "$dir/attacks.jsonl" 2> /dev/null || echo "?")
     [ "$worst" = 0 ] || [ "$worst" = 1 ] || verdict=fail
     [ "$verdict" = ok ] || bad=1
-    printf '%s\t%s\t%s\tRESULT ok %s of %s\texit %s\tWARN lines %s\tmost per attack %s\t%s\n' "$launcher" "$np" \
-      "$verdict" "$ok" "$np" "${statuses[*]}" "$warns" "$worst" "$secret_check" | tee -a "$out/ports.tsv"
+    [ -n "$arrival" ] || verdict=fail
+    printf '%s\t%s\t%s\t%s\tRESULT ok %s of %s\texit %s\tWARN lines %s\tmost per attack %s\tlast rank in %s ms\t%s\n' \
+      "$launcher" "$np" "secret=$sec" "$verdict" "$ok" "$np" "${statuses[*]}" "$warns" "$worst" "${arrival:-never}" \
+      "$secret_check" | tee -a "$out/ports.tsv"
+   done
   done
 done
 python3 "$attacker" report --out "$out/ports.md" "$out"/*/ > /dev/null || bad=1

@@ -13,6 +13,18 @@ scripts/ports-attack.sh. Standard library only.
         from the attack's start to SETTLE seconds after its end. One JSON line per attack on stdout (and --out).
         Phase rendezvous (rank 0 waits for a rank that has not started): attacks on MASTER_PORT. Phase running
         (every rank is in the job): attacks on the liveness channel, and MASTER_PORT once more (closed by then).
+    ports_attack.py siege --host H --port P [--slots N] [--seconds S] [--ready-file F] [--out FILE.json]
+        Holds rank 0's waiting slots on both ports (N silent connections each, default 24, every one reconnected at
+        once when rank 0 closes it) and keeps a trickle on each (a bad opening, then one byte every 100 ms,
+        reconnected when closed), until SIGTERM or S seconds (default 60); writes F once the slots are held, so that
+        the caller can start a real rank into the siege. Prints (and writes) one JSON object: reconnects per port,
+        how long rank 0 kept each trickle (the longest), connections refused.
+    ports_attack.py relay --host H --port P --listen R [--out FILE.jsonl]
+        A relay on R and R + 50 to P and P + 50, as a spoofed address or a hijacked MASTER_ADDR puts one in the path
+        of a rank: it forwards both directions and, once each, alters the records that follow the handshake: the
+        first unique-id frame from rank 0 (one bit of its payload flipped), a forged line to the rank (LOST 1 ...)
+        after its 4th line from rank 0, an earlier line from rank 0 sent again after its 12th, and an earlier line
+        of the rank sent again to rank 0 after its 8th. One JSON line per alteration and per connection's end.
     ports_attack.py check-secret --capture FILE --secret-file F
         Exit 1 when the captured bytes hold the secret (it must never travel), else print how many bytes were read.
 
@@ -25,6 +37,12 @@ The attacks (a name, then what it does):
     wrong-secret the whole exchange done right with another job's secret
     replay       a real rank's recorded exchange (AUTH and HELLO) sent again on a new connection
     after-start  (running, rendezvous port) the impostor HELLO once the job runs: the port is closed by then
+    world-size   (rendezvous) a HELLO for rank 1 claiming a world size of 99, no proof (a job without a secret
+                 must refuse it, not end its rendezvous)
+    impostor-drop (rendezvous, liveness port) a HELLO for the rank that has not started yet, then the connection
+                 dropped at once: the real rank joins later and the job must run on, nobody marked lost
+    log-flood    (running, liveness port) 2,000 unreadable lines on one connection, then 200 connections with one
+                 each: at most one WARN line
 """
 import argparse
 import hashlib
@@ -385,6 +403,42 @@ def lv_replay(a):
             data.split(b"\n")[1].decode()[:40], dport), describe_lines(*answer_after(s))
 
 
+def rz_world_size(a):
+    s, t, nonce = rz_open(a.host, a.port)
+    with s:
+        s.sendall(frame(2, struct.pack(">iiB", 1, 99, 0)))
+        return "HELLO frame for rank 1 of 99 (the job has %d), no proof (challenge was %s)" % (
+            a.size, FRAME_TYPES.get(t)), describe_rendezvous(*answer_after(s))
+
+
+def lv_impostor_drop(a):
+    s, first = lv_open(a)
+    last = a.size - 1
+    with s:
+        s.sendall(("HELLO %d intruder 4242\n" % last).encode())
+        time.sleep(0.2)
+    return "HELLO %d intruder 4242 (the rank not started yet), dropped 0.2 s later (rank 0 said %r)" % (
+        last, first[:10]), "closed by the attacker"
+
+
+def lv_log_flood(a):
+    s, first = lv_open(a)
+    with s:
+        sent, why = send_all(s, b"".join(b"PING x%d ~zz\n" % i for i in range(2000)))
+        got, state = answer_after(s, 1.0)
+    opened = 0
+    for i in range(200):
+        try:
+            c = connect(a.host, a.port, 2.0)
+            c.sendall(b"NONSENSE %d\n" % i)
+            c.close()
+            opened += 1
+        except OSError:
+            pass
+    return "2,000 unreadable lines on one connection, then %d connections with one each" % opened, \
+        "took %d bytes%s; %s" % (sent, "" if why is None else " then " + why, describe_lines(got, state))
+
+
 def hold(a):
     """N connections opened at once and held; how many rank 0 closed, how many it kept waiting."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -428,10 +482,13 @@ def hold(a):
 
 
 RENDEZVOUS = [("impostor", rz_impostor), ("lines", rz_lines), ("long-line", rz_long), ("random", rz_random),
-              ("wrong-secret", rz_wrong_secret), ("replay", rz_replay), ("hold", hold)]
+              ("wrong-secret", rz_wrong_secret), ("replay", rz_replay), ("hold", hold), ("world-size", rz_world_size),
+              ("impostor-drop", lv_impostor_drop)]
+LIVENESS_IN_RENDEZVOUS = {"impostor-drop"}
 RUNNING = [("impostor", lv_impostor), ("lines LOST", lv_line("LOST")), ("lines LEFT", lv_line("LEFT")),
            ("lines JOINED", lv_line("JOINED")), ("long-line", lv_long), ("random", lv_random),
-           ("wrong-secret", lv_wrong_secret), ("replay", lv_replay), ("hold", hold), ("after-start", rz_after_start)]
+           ("wrong-secret", lv_wrong_secret), ("replay", lv_replay), ("hold", hold), ("log-flood", lv_log_flood),
+           ("after-start", rz_after_start)]
 
 
 def warn_lines(logs):
@@ -452,7 +509,8 @@ def attack(a):
     for name, fn in phase:
         if a.only and name.split()[0] not in a.only:
             continue
-        port = base if (a.phase == "rendezvous" or name == "after-start") else base + 50
+        port = base if ((a.phase == "rendezvous" and name not in LIVENESS_IN_RENDEZVOUS)
+                        or name == "after-start") else base + 50
         a.port = port
         before = warn_lines(a.log)
         t0 = time.time()
@@ -475,6 +533,219 @@ def attack(a):
                 print(json.dumps(row), file=f)
     a.port = base
     return results
+
+
+# --------------------------------------------------------------------------------------------- siege and relay
+
+def siege(a):
+    """Holds the waiting slots of both ports and a trickle on each, reconnecting whatever rank 0 closes."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 4 * a.slots + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4 * a.slots + 64, hard), hard))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
+    ports = [a.port, a.port + 50]
+    stats = {p: {"reconnects": 0, "refused": 0, "trickle_longest_s": 0.0, "trickles": 0} for p in ports}
+    sel = selectors.DefaultSelector()
+    conns = {}   # socket -> (port, kind, opened)
+
+    def open_one(port, kind):
+        try:
+            c = socket.socket()
+            c.setblocking(False)
+            c.connect_ex((a.host, port))
+            sel.register(c, selectors.EVENT_READ)
+            conns[c] = (port, kind, time.time())
+            return True
+        except OSError:
+            stats[port]["refused"] += 1
+            return False
+
+    for p in ports:
+        for _ in range(a.slots):
+            open_one(p, "slot")
+        open_one(p, "trickle")
+    ready_written = False
+    t_end = time.time() + a.seconds
+    last_drip = 0.0
+    while not stop and time.time() < t_end:
+        if not ready_written and time.time() > t_end - a.seconds + 0.5:
+            if a.ready_file:
+                open(a.ready_file, "w").close()
+            ready_written = True
+        for key, _ in sel.select(0.05):
+            c = key.fileobj
+            closed = False
+            try:
+                while True:
+                    if not c.recv(4096):
+                        closed = True
+                        break
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed = True
+            if closed:
+                port, kind, opened = conns.pop(c)
+                sel.unregister(c)
+                c.close()
+                if kind == "trickle":
+                    st = stats[port]
+                    st["trickles"] += 1
+                    st["trickle_longest_s"] = round(max(st["trickle_longest_s"], time.time() - opened), 2)
+                else:
+                    stats[port]["reconnects"] += 1
+                open_one(port, kind)   # at once: the attacker that wins every freed slot if the newest goes
+        now = time.time()
+        if now - last_drip >= 0.1:
+            last_drip = now
+            for c, (port, kind, opened) in list(conns.items()):
+                if kind != "trickle":
+                    continue
+                try:
+                    if now - opened < 0.15:
+                        c.send(b"\x00\x00\x00\x00\x02\x02" if port == a.port else b"GARBAGE")
+                    else:
+                        c.send(b"x")
+                except OSError:
+                    pass
+    for c in list(conns):
+        c.close()
+    out = {"siege_seconds": round(a.seconds if not stop else time.time() - (t_end - a.seconds), 1),
+           "slots_per_port": a.slots,
+           "ports": {str(p): st for p, st in stats.items()}}
+    print(json.dumps(out), flush=True)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            print(json.dumps(out), file=f)
+    return 0
+
+
+def relay(a):
+    """Forwards R -> P and R + 50 -> P + 50 and alters, once each, records after the handshake."""
+    import threading
+    done = {"id": False, "forge": False, "replay_down": False, "replay_up": False}
+    lock = threading.Lock()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
+
+    def event(**kw):
+        kw["t"] = round(time.time(), 3)
+        line = json.dumps(kw)
+        print(line, flush=True)
+        if a.out:
+            with lock, open(a.out, "a", encoding="utf-8") as f:
+                print(line, file=f)
+
+    def once(name):
+        with lock:
+            if done[name]:
+                return False
+            done[name] = True
+            return True
+
+    def pump_frames(src, dst):   # rendezvous, rank 0 -> rank: flip a bit of the first ID frame's payload
+        buf = b""
+        while True:
+            data = src.recv(65536)
+            if not data:
+                return
+            buf += data
+            out = b""
+            while len(buf) >= 10:
+                magic, version, ftype, length = struct.unpack(">IBBI", buf[:10])
+                if magic != MAGIC or length > (1 << 20):
+                    out += buf
+                    buf = b""
+                    break
+                if len(buf) < 10 + length:
+                    break
+                fr = bytearray(buf[:10 + length])
+                buf = buf[10 + length:]
+                if ftype == 3 and length > 0 and once("id"):
+                    fr[10] ^= 1
+                    event(port=a.port, alteration="the unique-id frame from rank 0: one bit of its payload "
+                                                  "flipped (%d bytes)" % length)
+                out += bytes(fr)
+            if out:
+                dst.sendall(out)
+
+    def pump_lines(src, dst, down):
+        buf = b""
+        seen = []
+        while True:
+            data = src.recv(65536)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                line += b"\n"
+                seen.append(line)
+                dst.sendall(line)
+                if down and len(seen) == 4 and once("forge"):
+                    dst.sendall(b"LOST 1 intruder 4242\n")
+                    event(port=a.port + 50, alteration="a forged line to the rank after rank 0's 4th: LOST 1 "
+                                                       "intruder 4242")
+                if down and len(seen) == 12 and once("replay_down"):
+                    dst.sendall(seen[5])
+                    event(port=a.port + 50, alteration="rank 0's 6th line sent to the rank again: %r"
+                          % seen[5][:60].decode("utf-8", "replace"))
+                if not down and len(seen) == 8 and once("replay_up"):
+                    dst.sendall(seen[4])
+                    event(port=a.port + 50, alteration="the rank's 5th line sent to rank 0 again: %r"
+                          % seen[4][:60].decode("utf-8", "replace"))
+
+    def serve(listen_port, target_port, lines):
+        ls = socket.socket()
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((a.host, listen_port))
+        ls.listen(64)
+        ls.settimeout(0.5)
+        while not stop:
+            try:
+                c, _ = ls.accept()
+            except socket.timeout:
+                continue
+            try:
+                up = socket.create_connection((a.host, target_port), timeout=5)
+            except OSError as e:
+                event(port=target_port, connection="could not reach rank 0: %s" % e)
+                c.close()
+                continue
+            c.settimeout(None)
+            up.settimeout(None)
+
+            def run(src, dst, down, cs=(c, up)):
+                try:
+                    if lines:
+                        pump_lines(src, dst, down)
+                    elif down:
+                        pump_frames(src, dst)
+                    else:
+                        while True:
+                            d = src.recv(65536)
+                            if not d:
+                                break
+                            dst.sendall(d)
+                except OSError as e:
+                    event(port=target_port, connection="%s ended: %s" % ("rank 0 -> rank" if down else
+                                                                         "rank -> rank 0", e.__class__.__name__))
+                finally:
+                    for x in cs:
+                        try:
+                            x.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+            threading.Thread(target=run, args=(up, c, True), daemon=True).start()
+            threading.Thread(target=run, args=(c, up, False), daemon=True).start()
+
+    threading.Thread(target=serve, args=(a.listen, a.port, False), daemon=True).start()
+    threading.Thread(target=serve, args=(a.listen + 50, a.port + 50, True), daemon=True).start()
+    while not stop:
+        time.sleep(0.2)
+    event(relay="stopped", altered=[k for k, v in done.items() if v])
+    return 0
 
 
 def check_secret(a):
@@ -515,8 +786,32 @@ def report(a):
         worst_all = max(worst_all, worst)
         size = int(facts.get("size", "0"))
         ran = facts.get("results_ok") == str(size) and all(x == "0" for x in facts.get("statuses", "x").split())
-        out += ["## %s, %s ranks: %s" % (facts.get("launcher"), size,
-                                           "ran to the end, every sum correct" if ran else "DID NOT run to the end"),
+        siege = {}
+        try:
+            siege = json.loads(facts.get("siege") or "{}")
+        except ValueError:
+            pass
+        held = "; ".join("port %s: %d reconnects, %d trickles, the longest kept %.2f s" % (
+            p, st["reconnects"], st["trickles"], st["trickle_longest_s"]) for p, st in siege.get("ports", {}).items())
+        relay_rows = []
+        try:
+            relay_rows = [json.loads(line) for line in open(os.path.join(d, "relay.jsonl"), encoding="utf-8")]
+        except OSError:
+            pass
+        altered = [r["alteration"] for r in relay_rows if "alteration" in r]
+        ended = [r["connection"] for r in relay_rows if "connection" in r]
+        out += ["## %s, %s ranks, %s: %s" % (facts.get("launcher"), size,
+                                             "with the secret" if facts.get("secret") == "yes" else "no secret",
+                                             "ran to the end, every sum correct" if ran else "DID NOT run to the end"),
+                "",
+                "Siege (%s slots a port, each reconnected at once, and a trickle on each): the last rank's START line "
+                "%s ms after it was let go; %s." % (siege.get("slots_per_port", "?"), facts.get("siege_arrival_ms"),
+                                                    held or "no figures"),
+                "",
+                ("Relay in the last rank's path: %s%s." % ("; ".join(altered) or "nothing altered",
+                                                           (" (relayed connections ended: %s)" % "; ".join(ended[:6]))
+                                                           if ended else ""))
+                if facts.get("secret") == "yes" else "No relay: without a secret no record is authenticated.",
                 "",
                 "RESULT ok from %s of %s ranks; exit statuses %s; %s WARN lines in the job's logs (%s attributed to the "
                 "attacks); lines naming a lost rank or an error: %s; hs_err files: %s; %s s in all. Capture: %s." % (
@@ -562,6 +857,18 @@ def main(argv):
     at.add_argument("--connections", type=int, default=1000)
     at.add_argument("--only", action="append", default=[])
     at.add_argument("--out")
+    sg = sub.add_parser("siege")
+    sg.add_argument("--host", default="127.0.0.1")
+    sg.add_argument("--port", type=int, required=True)
+    sg.add_argument("--slots", type=int, default=24)
+    sg.add_argument("--seconds", type=float, default=60.0)
+    sg.add_argument("--ready-file")
+    sg.add_argument("--out")
+    rl = sub.add_parser("relay")
+    rl.add_argument("--host", default="127.0.0.1")
+    rl.add_argument("--port", type=int, required=True)
+    rl.add_argument("--listen", type=int, required=True)
+    rl.add_argument("--out")
     cs = sub.add_parser("check-secret")
     cs.add_argument("--capture", action="append", default=[])
     cs.add_argument("--secret-file", required=True)
@@ -576,6 +883,10 @@ def main(argv):
         return 0
     if a.cmd == "check-secret":
         return check_secret(a)
+    if a.cmd == "siege":
+        return siege(a)
+    if a.cmd == "relay":
+        return relay(a)
     attack(a)
     return 0
 
