@@ -24,9 +24,9 @@
 #
 # Variables: SECRETS (default "yes no": jobs with the job's secret and without; nccl4j-run always makes one, so its
 # jobs are "yes" only), SLOTS (default 24 a port), SIEGE (default 60: the siege's longest seconds),
-# LAUNCHERS (default "java mpirun run": plain java per rank, Open MPI, scripts/nccl4j-run), SIZES (default
-# "4 2": ranks per job, one per GPU; a size above the GPU count is skipped, saying so), STEPS (default 700, about
-# 40 s), COUNT (floats per all-reduce, default 1048576), SETTLE (default 2.5 s; more than Refusals' 2 s burst quiet),
+# LAUNCHERS (default "java mpirun run": plain java per rank, Open MPI, scripts/nccl4j-run), SIZES (default "4 2":
+# ranks per job, one per GPU; with more ranks than GPUs they share GPU 0, each with its own NCCL_HOSTID), STEPS
+# (default 700, about 40 s), COUNT (floats per all-reduce, default 1048576), SETTLE (default 2.5 s; more than Refusals' 2 s burst quiet),
 # HOLD (default 6 s, more than the liveness channel's 5 s hello deadline), CONNECTIONS (default 1000), PORT (default
 # 23000: job n uses PORT + 100 n), OUT_DIR (default: a new temporary directory: ports.md, ports.tsv and a directory
 # per job with its logs, attacks.jsonl and capture), JOB_LIMIT (default 150 s per job), JAVA_OPTS (default -Xmx512m).
@@ -104,10 +104,9 @@ for launcher in $launchers; do
     relay_port=$((port + 20))
     dir=$out/$launcher-$np-$([ "$sec" = yes ] && echo secret || echo nosecret)
     rm -rf "$dir"; mkdir -p "$dir"
-    if [ "$np" -gt "$gpus" ]; then
-      echo "$launcher-$np: skipped: needs $np GPUs, this machine has $gpus" | tee "$dir/skipped"
-      continue
-    fi
+    # more ranks than GPUs: they share GPU 0, each with its own NCCL_HOSTID (as departures.sh's share configs)
+    share=0
+    [ "$np" -gt "$gpus" ] && share=1
     last=$((np - 1))
     go=$dir/go
     use_relay=0
@@ -115,6 +114,7 @@ for launcher in $launchers; do
     # the rank's script: the last rank waits (up to 90 s) for the go file, then every rank runs the program
     { echo '#!/usr/bin/env bash'
       echo "r=\${RANK:-\${OMPI_COMM_WORLD_RANK:-0}}"
+      [ "$share" = 1 ] && echo "export NCCL4J_DEVICE=0 NCCL_HOSTID=nccl4j-host\$r NCCL_SOCKET_IFNAME=lo"
       echo "if [ \"\$r\" = $last ]; then for _ in \$(seq 900); do [ -e $(printf %q "$go") ] && break; sleep 0.1; done; fi"
       # the last rank of a job with the secret reaches rank 0 through the relay (both ports: MASTER_PORT and + 50)
       [ "$use_relay" = 1 ] && echo "if [ \"\$r\" = $last ]; then export MASTER_PORT=$relay_port; fi"
@@ -228,7 +228,7 @@ for launcher in $launchers; do
     { echo "launcher=$launcher"; echo "size=$np"; echo "port=$port"; echo "statuses=${statuses[*]}"
       echo "results_ok=$ok"; echo "warn_lines=$warns"; echo "lost_lines=$lost"; echo "hs_err=$hs"
       echo "seconds=$(( (t_end - t0) / 1000 ))"; echo "after_attacks_ms=$((t_end - t_attacked))"
-      echo "secret_check=$secret_check"; echo "secret=$sec"; echo "siege_arrival_ms=${arrival:-none}"
+      echo "secret_check=$secret_check"; echo "secret=$sec"; echo "layout=$([ "$share" = 1 ] && echo "$np ranks on GPU 0" || echo "one GPU a rank")"; echo "siege_arrival_ms=${arrival:-none}"
       echo "siege=$(cat "$dir/siege.json" 2> /dev/null)"
       if [ "$use_relay" = 1 ]; then echo "relay=$(grep -c alteration "$dir/relay.jsonl" 2> /dev/null)"; fi
     } > "$dir/job.txt"

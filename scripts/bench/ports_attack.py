@@ -800,7 +800,7 @@ def report(a):
             pass
         altered = [r["alteration"] for r in relay_rows if "alteration" in r]
         ended = [r["connection"] for r in relay_rows if "connection" in r]
-        out += ["## %s, %s ranks, %s: %s" % (facts.get("launcher"), size,
+        out += ["## %s, %s ranks (%s), %s: %s" % (facts.get("launcher"), size, facts.get("layout", "one GPU a rank"),
                                              "with the secret" if facts.get("secret") == "yes" else "no secret",
                                              "ran to the end, every sum correct" if ran else "DID NOT run to the end"),
                 "",
