@@ -5,7 +5,7 @@
 #
 #   scripts/gpu-bundle.sh [bundle-dir]      (default: bundle)
 #   BUNDLE_TESTS=0   leave out the test classes and the JUnit console launcher (4 MiB): for benchmark calls whose
-#                    bundle travels with other files (a lent GPU machine takes 64 MiB in all); gpu-test.sh refuses
+#                    bundle travels with other files (the GPU machines of these runs take 64 MiB in all); gpu-test.sh refuses
 #                    such a bundle, naming this variable
 #
 # bundle-dir is deleted first (rm -rf) and made anew. A relative bundle-dir is relative to the repository root (the
@@ -77,7 +77,7 @@ rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$java
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
 # The JRE's native libraries keep symbol tables that nothing here reads: without them the bundle is 5 MiB smaller
-# (libjvm.so 23 -> 20 MiB), which keeps it with the source tree under the 64 MiB a lent GPU machine takes.
+# (libjvm.so 23 -> 20 MiB), which keeps it with the source tree under the 64 MiB the GPU machines of these runs take.
 if command -v strip >/dev/null; then
   find "$out/jre" -name '*.so' -exec strip --strip-unneeded {} +
 fi

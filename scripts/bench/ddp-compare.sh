@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs, back to back on the same GPUs, the lecture's DDP training loop four ways, then prints a markdown table
+# Runs, back to back on the same GPUs, the DDP training loop of ddp_example.py four ways, then prints a markdown table
 # of the median step times (steps 3..N) and writes it to a file:
 #   1. nccl4j DdpTraining, DDP on NP GPUs           (mpirun -np NP, one JVM per rank)
 #   2. nccl4j DdpTraining --no-comm on one GPU      (the single-GPU baseline, no communication)

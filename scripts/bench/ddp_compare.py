@@ -29,7 +29,7 @@ FIRST_MEASURED_STEP = 3
 
 
 class ToyModel(nn.Module):
-    """The lecture's model: net3(relu(net2(relu(net1(x)))))."""
+    """ddp_example.py's model: net3(relu(net2(relu(net1(x)))))."""
 
     def __init__(self, size):
         super().__init__()

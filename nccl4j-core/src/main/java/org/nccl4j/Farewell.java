@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  *   <li>handlers of SIGTERM, SIGINT and SIGHUP (through {@code sun.misc.Signal}, when present) that record the
  *       signal's name and hand it on to the handler that was there (the JVM's, which starts the shutdown).</li>
  * </ul>
- * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, as before.
+ * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, with no departure.
  */
 final class Farewell {
     private static final Logger LOG = LoggerFactory.getLogger(Farewell.class);

@@ -1072,7 +1072,7 @@ final class Liveness implements AutoCloseable {
         String how = oneLine(why != null ? why : "its connection ended without a goodbye");
         LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {} ({})", hello[1], hello[2], hello[3], how,
                 was.during());
-        // LOST <rank> <host> <pid> <phase> <how...>: a reader of the first four fields only reads it as before
+        // LOST <rank> <host> <pid> <phase> <how...>: a reader of the first four fields only reads them unchanged
         String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + was.wire() + " " + how + "\n";
         lost(message.trim().split(" ", 6));
         broadcast(message);

@@ -56,7 +56,10 @@ final class Watched implements Stream.User, Errors.Source {
         }
     }
 
-    /** The logger of what it reports: the Communicator's, as before it had its own class. */
+    /**
+     * The logger of what it reports: the Communicator's, so that a logging configuration that names
+     * {@code org.nccl4j.Communicator} covers it.
+     */
     private static final String COMMUNICATOR_LOG = "org.nccl4j.Communicator";
     /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
     private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =

@@ -14,7 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Finds the rank that holds the others back, step after step: the per-rank timed all-reduce of a debugging session,
+ * Finds the rank that holds the others back, step after step: the per-rank timed all-reduce one writes when debugging,
  * made continuous. Each rank measures, per step, its <b>compute</b> time (from the end of its previous step's
  * collective to the start of this step's) and its <b>wait</b> (the collective itself, until its result is there).
  * Every {@link Builder#every N} steps one small all-gather ({@code ncclAllGather} of two floats per rank, on the

@@ -12,7 +12,7 @@ import picocli.CommandLine.Option;
  *             [--size N] [--batch N] [--lr X] [--symmetric] [--cta-policy P] [--comm-priority high|normal]
  *             [--overlap-optimizer] [--split-last K]
  * </pre>
- * Defaults are the lecture's: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
+ * Defaults are {@code ddp_example.py}'s: 30 steps, 25 MB buckets, three 4000 x 4000 layers, batch 1000, SGD lr 0.001.
  * {@code --trace} may contain {@code {rank}}; a name without it gets {@code _rank<r>} before its extension.
  */
 @Command(name = "DdpTraining", mixinStandardHelpOptions = true, versionProvider = Args.Version.class,

@@ -24,7 +24,7 @@ import org.nccl4j.Stream;
  * <p>How the mean is taken, by {@code --average}:
  * <ul>
  *   <li>{@code sum} (default): {@code ncclAllReduce} with {@link ReduceOp#SUM} on the GPU, then a division by
- *       the world size on the host, which is what the lecture describes ("sum + divide by 2"). The sum of the
+ *       the world size on the host, which is what {@code ddp_simple.py} describes ("sum + divide by 2"). The sum of the
  *       integers 7r is exact in float32, so the result must equal the expected mean exactly;</li>
  *   <li>{@code avg}: {@code ncclAllReduce} with {@link ReduceOp#AVG} (NCCL 2.10+): NCCL divides. Its float
  *       arithmetic may round differently, so the check allows a few units in the last place.</li>

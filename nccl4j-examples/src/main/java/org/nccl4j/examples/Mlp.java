@@ -1,7 +1,8 @@
 package org.nccl4j.examples;
 
 /**
- * The lecture's model, {@code Linear(d0, d1) -> ReLU -> Linear(d1, d2) -> ReLU -> Linear(d2, d3)} with biases,
+ * The model of {@code ddp_example.py} ({@link DdpTraining}),
+ * {@code Linear(d0, d1) -> ReLU -> Linear(d1, d2) -> ReLU -> Linear(d2, d3)} with biases,
  * trained with MSE loss (mean over all outputs) and plain SGD, written once against {@link Ops}.
  *
  * <h2>Layout (column-major, as cuBLAS)</h2>

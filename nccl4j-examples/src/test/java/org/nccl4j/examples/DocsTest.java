@@ -17,11 +17,15 @@ import org.junit.jupiter.api.Test;
 /**
  * The README and docs/ as a reader meets them: the README stays short and its dependency snippet and commands are
  * real (each command's script or class exists and a test runs it, the test command is CI's), every relative link
- * of the documentation resolves, and docs/README.md indexes every document.
+ * of the documentation resolves, docs/README.md indexes every document, and the documentation speaks of the product
+ * rather than of how the work on it was done.
  */
 class DocsTest {
     private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)#\\s]+)(#[^)\\s]*)?\\)");
+    /** Words about how the work was done rather than about the product; "session key" is a product term. */
+    private static final Pattern WORKPLACE = Pattern.compile("(?i)\\bsessions?\\b(?!'?s?\\s+keys?\\b)"
+            + "|\\bdevice[- ]time\\b|\\blent\\b|\\b(?:to)?nights?\\b|\\bevenings?\\b|\\blectures?\\b");
     private static final Pattern FENCE = Pattern.compile("```(\\w*)\\n(.*?)```", Pattern.DOTALL);
 
     private static String read(String path) throws IOException {
@@ -116,6 +120,29 @@ class DocsTest {
                 }
             }
         }
+    }
+
+    /**
+     * The documentation speaks of the product: what ran, on which machine, with which command, and what was not run
+     * and why in the project's terms ("no 4-GPU machine was available"). Words about how the work was done (a
+     * session, device time, a lent machine, a run's time of day, a lecture) are refused, each reported as file:line
+     * and the word. Allowed: "session key(s)", the per-connection keys that TLS and nccl4j's record seal derive, and
+     * the words inside names such as {@code session3-run4} (the git paths of raw logs, which cannot be renamed).
+     */
+    @Test
+    void theDocumentationSpeaksOfTheProductNotOfHowTheWorkWasDone() throws IOException {
+        List<String> found = new ArrayList<>();
+        for (Path doc : documents()) {
+            List<String> lines = Files.readAllLines(doc);
+            for (int i = 0; i < lines.size(); i++) {
+                Matcher m = WORKPLACE.matcher(lines.get(i));
+                while (m.find()) {
+                    found.add(ROOT.relativize(doc) + ":" + (i + 1) + ": \"" + m.group() + "\"");
+                }
+            }
+        }
+        assertEquals(List.of(), found, "say what ran, where, with which command, and what was not run and why, in "
+                + "the project's terms");
     }
 
     private static void mainClassExists(String name, String command) {

@@ -11,7 +11,7 @@ import java.util.Map;
  *
  * <p>Three forms:
  * <ul>
- * <li>one node ({@code -np N}): rank r is local rank r of N, as before;</li>
+ * <li>one node ({@code -np N}): rank r is local rank r of N;</li>
  * <li>one node of several ({@code --nnodes N --node-rank K -np G}): the launcher runs on each node of the job, as
  * {@code torchrun --nnodes N --node-rank K --nproc-per-node G} does, and starts ranks {@code K*G .. K*G+G-1} with
  * {@code RANK}, {@code WORLD_SIZE = N*G}, {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE = G}, {@code GROUP_RANK = K},
