@@ -125,7 +125,7 @@ leftovers() {
 }
 
 # excerpt DIR: under a failed case's verdict, each of its logs' error lines and last lines, so that the evidence
-# comes back with the verdict where LOG_DIR does not (the GPU machine's /tmp, which does not come back)
+# comes back with the verdict where LOG_DIR does not (a GPU machine whose /tmp stays behind)
 excerpt() {
   local f
   for f in "$1"/*.log; do

@@ -78,7 +78,7 @@ public record WatchdogConfig(boolean enabled, Duration timeout, FailurePolicy po
     public static final Duration MIN_DEFAULT_STUCK_TIMEOUT = Duration.ofMinutes(2);
 
     /**
-     * The settings without a stuck timeout: it takes its default for {@code poll}.
+     * The settings without a stuck timeout argument: the stuck timeout takes its default for {@code poll}.
      *
      * @param enabled see the record's description
      * @param timeout see the record's description
