@@ -75,8 +75,8 @@ import org.slf4j.LoggerFactory;
  *     holder's address and {@code NCCL4J_JOB_SECRET}, and said at WARN on rank 0: never silently lost. With a secret,
  *     only a process holding it can claim a rank.
  *     <p>Rank 0's time: it serves every connection on one thread and one selector and never blocks on one: each
- *     connection has the handshake timeout in all to identify itself, and {@value #FIRST_BYTE_MILLIS} ms for its
- *     first byte; a refused one's last frame drains for at most {@value #DRAIN_MILLIS} ms in all, on the selector.
+ *     connection has the handshake timeout in all to identify itself, and 2 s for its first byte; a refused one's
+ *     last frame drains for at most 200 ms in all, on the selector.
  *     Up to 16 connections more than the world's peers wait side by side; when that many wait, a new connection
  *     takes the slot of the one that has waited longest without proving anything (the secret, or a HELLO that
  *     holds), which gets a RETRY frame and connects again if it is a rank: strangers that hold the slots and
@@ -976,8 +976,9 @@ public final class Rendezvous {
 
         /**
          * Sends the last frame and ends the output; what the peer still sends is read and discarded, on the selector,
-         * for at most {@value #DRAIN_MILLIS} ms in all and {@value #DRAIN_BYTES} bytes, so that the close is no reset
-         * that could discard the frame before the peer reads it, and no connection holds the serving thread.
+         * for at most {@value Rendezvous#DRAIN_MILLIS} ms in all and {@value Rendezvous#DRAIN_BYTES} bytes, so that
+         * the close is no reset that could discard the frame before the peer reads it, and no connection holds the
+         * serving thread.
          */
         private void finish(Conn c, int type, String message) {
             forget(c);
@@ -1020,7 +1021,7 @@ public final class Rendezvous {
 
         /**
          * Tells every joined peer (and {@code also}, with its own message, when not null) that the rendezvous ends,
-         * then lets them drain for at most {@value #DRAIN_MILLIS} ms in all, and closes them.
+         * then lets them drain for at most {@value Rendezvous#DRAIN_MILLIS} ms in all, and closes them.
          */
         private void abortPeers(String message, Conn also, String alsoMessage) {
             List<Conn> told = new ArrayList<>();
@@ -1906,7 +1907,9 @@ public final class Rendezvous {
         }
 
         /**
-         * How long rank 0 waits for one connection's HELLO before dropping it (default 10 s); positive.
+         * How long rank 0 waits for one connection's HELLO before dropping it (default 10 s), in all from its accept,
+         * however it trickles its bytes; a connection that sends nothing at all is let go after 2 s already (when
+         * that is shorter); positive.
          *
          * @param timeout the time to wait for one HELLO, positive
          * @return this builder
