@@ -61,8 +61,9 @@ import sys
 import time
 
 MAGIC = 0x4E344A52
-VERSION = 2
-FRAME_TYPES = {1: "CHALLENGE", 2: "HELLO", 3: "ID", 4: "ERROR", 5: "AUTH_CHALLENGE", 6: "AUTH", 7: "AUTH_OK"}
+VERSION = 3   # RendezvousWire.VERSION: 3 sealed the frames after the handshake and added RETRY
+FRAME_TYPES = {1: "CHALLENGE", 2: "HELLO", 3: "ID", 4: "ERROR", 5: "AUTH_CHALLENGE", 6: "AUTH", 7: "AUTH_OK",
+               8: "RETRY"}
 OTHER_SECRET = "another-jobs-secret-" + "9" * 24
 WARN = re.compile(r"\bWARN\b")
 

@@ -57,23 +57,38 @@ import org.slf4j.LoggerFactory;
  *     {@code NCCL4J_JOB_SECRET}); with none on either side, the rendezvous is unauthenticated (said once at INFO).
  *     Rank 0 then checks each peer's rank and world size and, when a token is configured ({@link Builder#token} or
  *     {@code NCCL4J_RENDEZVOUS_TOKEN}), that the peer knows it (by HMAC over a fresh nonce; the token is never
- *     sent). Once all {@code worldSize - 1} peers have arrived, rank 0 stops listening, calls the supplier and sends
- *     the id to each. A connection with a wrong or missing proof, a wrong token, a malformed or oversized message, a
- *     rank out of range, rank 0's rank, a rank already taken or a second HELLO is refused (one WARN line with its
- *     address; rank 0's time-out lists it) and rank 0 keeps waiting (it may be a stranger); a peer with a different
- *     world size ends the rendezvous on every rank with an error naming the values. Each connection has the
- *     handshake timeout to identify itself; up to 16 more than the world's peers wait side by side (none holds a
- *     thread: rank 0 serves every handshake on its one selector, never waiting for one peer's round trip), and
- *     further ones are closed at accept (one WARN line per burst), so that strangers cannot hold up the real ranks
- *     and the ranks of a large job arriving at once are not turned away. Rank 0 listens on
- *     {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at INFO);
- *     {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the format.
- *     A connection that is
- *     refused, or that ends or is reset before rank 0's CHALLENGE frame, is retried like a refused one until the
- *     timeout: it did not reach rank 0 of this rendezvous but, say, the server of the previous rendezvous on the
- *     same port, closing with the connection still in its backlog. After the CHALLENGE, a lost connection or an
- *     ERROR frame (sent whenever rank 0 refuses or gives up) ends the rendezvous. So rendezvous may follow each
- *     other on one port at once, as when a run creates several communicators.</li>
+ *     sent). After the handshake, every frame either way (the HELLO, the id, an error) carries a MAC under keys of
+ *     that connection ({@link RecordSeal}, purpose {@code rendezvous}): a frame forged, altered or replayed on the
+ *     way is refused (rank 0 refuses the connection; a rank refuses the id, naming its MAC). Once all
+ *     {@code worldSize - 1} peers have joined, rank 0 stops listening, calls the supplier and sends the id to each.
+ *     <p>What rank 0 refuses, and keeps waiting (it may be a stranger): a wrong or missing proof, a wrong token, a
+ *     malformed or oversized message, a rank out of range, rank 0's rank, a rank held by a connection that is still
+ *     there, a second HELLO, and, without a secret, a world size other than rank 0's. Each refused connection gets an
+ *     ERROR frame, goes through one WARN line per burst of refusals ({@link Refusals}) and is listed in rank 0's
+ *     time-out. With a secret, a peer that proved it and has another world size ends the rendezvous on every rank
+ *     with an error naming the values (it is of this job, misconfigured).
+ *     <p>Who holds a rank: the first HELLO that claims it, while its connection stays. Rank 0 watches the joined
+ *     connections: one that ends before the id leaves its rank free again (one line through the refusals), and a
+ *     later claim of a rank looks first whether its holder is still there; if not, the later claim takes it. So a
+ *     stranger that claims a rank not yet arrived and leaves loses it to the real rank; a stranger that claims it and
+ *     stays (possible only without a secret) keeps it, and the real rank is refused at once with an error naming the
+ *     holder's address and {@code NCCL4J_JOB_SECRET}, and said at WARN on rank 0: never silently lost. With a secret,
+ *     only a process holding it can claim a rank.
+ *     <p>Rank 0's time: it serves every connection on one thread and one selector and never blocks on one: each
+ *     connection has the handshake timeout in all to identify itself, and 2 s for its first byte; a refused one's
+ *     last frame drains for at most 200 ms in all, on the selector.
+ *     Up to 16 connections more than the world's peers wait side by side; when that many wait, a new connection
+ *     takes the slot of the one that has waited longest without proving anything (the secret, or a HELLO that
+ *     holds), which gets a RETRY frame and connects again if it is a rank: strangers that hold the slots and
+ *     reconnect at once cannot keep a real rank's retry out, as they could when the newest was closed. Only when
+ *     every waiting connection proved the secret is a new one closed at accept (one WARN line per flood).
+ *     <p>Rank 0 listens on {@code MASTER_ADDR} when that is an address of its host, else on every interface (said at
+ *     INFO); {@value #BIND_VARIABLE} ({@code any} or an address) overrides. See {@code RendezvousWire} for the
+ *     format. A connection that is refused, that ends or is reset before rank 0's CHALLENGE frame, or that gets a
+ *     RETRY, is retried until the timeout: it did not reach rank 0 of this rendezvous but, say, the server of the
+ *     previous rendezvous on the same port, closing with the connection still in its backlog. After the CHALLENGE, a
+ *     lost connection or an ERROR frame (sent whenever rank 0 refuses or gives up) ends the rendezvous. So rendezvous
+ *     may follow each other on one port at once, as when a run creates several communicators.</li>
  * <li>{@link Route#FILE}: rank 0 removes the file, then writes it anew atomically (a temporary file in the same
  *     directory, flushed to disk, then renamed over the path); the others poll until it appears. To tell a file
  *     of this run from one left by an earlier run, the file carries a SHA-256 hash of a <b>run id</b> that must be
@@ -381,14 +396,229 @@ public final class Rendezvous {
 
     // ---- TCP, rank 0 ----
 
+    /**
+     * The connections beyond the world's peers that may wait to identify themselves at once; when that many wait, a
+     * new one takes the place of the one that has waited longest without proving anything.
+     */
+    static final int MAX_PENDING = 16;
+
+    /**
+     * How long a connection may stay silent after its challenge before rank 0 lets go of it (ms), unless the handshake
+     * timeout is shorter. A rank answers its challenge within one round trip and one HMAC (well under a millisecond on
+     * one host, a few across a cluster); 2 s also covers a congested network and a long stop-the-world pause, and a
+     * silent stranger holds its slot for a fifth of the 10 s handshake timeout.
+     */
+    static final long FIRST_BYTE_MILLIS = 2000;
+
+    /** The refused connections whose last frame may drain at once; beyond, the oldest is closed without waiting. */
+    static final int MAX_CLOSING = 64;
+
+    /** The most bytes rank 0 reads and discards from one refused connection before it closes it. */
+    private static final int DRAIN_BYTES = 65536;
+
     private byte[] serve(Supplier<byte[]> idSupplier) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Map<Integer, Socket> peers = new TreeMap<>();
-        Strangers refused = new Strangers(new Refusals(LOG));
-        java.nio.channels.ServerSocketChannel server = null;
-        java.nio.channels.Selector selector = null;
-        Map<java.nio.channels.SocketChannel, Pending> pending = new java.util.LinkedHashMap<>();
+        Serving serving = new Serving(System.nanoTime() + timeout.toNanos());
         try {
+            return serving.run(idSupplier);
+        } finally {
+            serving.closeAll();
+        }
+    }
+
+    /** Where a connection to rank 0 stands. */
+    private enum Stage {
+        /** Has its challenge; has proved nothing yet. */
+        CHALLENGED,
+        /** Proved the job's secret; its sealed HELLO is awaited. */
+        AUTHENTICATED,
+        /** Holds a rank; waits for the id. */
+        JOINED,
+        /** Refused or let go: its last frame was sent, what it still sends is read and discarded until it closes. */
+        CLOSING,
+        /** Closed. */
+        CLOSED
+    }
+
+    /**
+     * One connection to rank 0. Its bytes are read without blocking into a buffer of at most one frame: the header
+     * first, whose length is checked before the payload is read, then exactly the payload.
+     */
+    private static final class Conn {
+        final java.nio.channels.SocketChannel channel;
+        final String from;
+        /** When it was accepted, on {@link Refusals#now()}'s clock. */
+        final long accepted;
+        final long acceptedNanos;
+        /** Its whole handshake's deadline, from accept to a HELLO that holds. */
+        final long deadline;
+        final long handshakeMillis;
+        /** When it must have sent its first byte. */
+        final long firstByteBy;
+        final byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
+        final ByteBuffer header = ByteBuffer.allocate(RendezvousWire.HEADER_BYTES);
+        ByteBuffer payload;
+        int type;
+        long bytes;
+        Stage stage = Stage.CHALLENGED;
+        RecordSeal seal;
+        int rank = -1;
+        long closeBy;
+        int drained;
+
+        Conn(java.nio.channels.SocketChannel channel, String from, long accepted, long now, long deadline,
+                long handshakeMillis) {
+            this.channel = channel;
+            this.from = from;
+            this.accepted = accepted;
+            this.acceptedNanos = now;
+            this.deadline = deadline;
+            this.handshakeMillis = handshakeMillis;
+            this.firstByteBy = now + TimeUnit.MILLISECONDS.toNanos(FIRST_BYTE_MILLIS);
+            RANDOM.nextBytes(nonce);
+        }
+
+        /** The earliest either deadline could be: accept order is the order of these. */
+        long earliest() {
+            return Math.min(deadline, firstByteBy);
+        }
+
+        /** Its next deadline: the handshake's, or the first byte's while it has sent none. */
+        long next() {
+            return bytes == 0 ? earliest() : deadline;
+        }
+
+        /** The next whole frame that has arrived, or null; never blocks. */
+        RendezvousWire.Frame frame() throws IOException {
+            while (true) {
+                ByteBuffer into = payload != null ? payload : header;
+                if (into.hasRemaining()) {
+                    int n = channel.read(into);
+                    if (n < 0) {
+                        throw new EOFException();
+                    }
+                    bytes += n;
+                    if (into.hasRemaining()) {
+                        return null;
+                    }
+                }
+                if (payload == null) {
+                    RendezvousWire.Frame h = RendezvousWire.readHeader(header.array());
+                    type = h.type;
+                    payload = ByteBuffer.wrap(h.payload);
+                    continue;
+                }
+                RendezvousWire.Frame f = new RendezvousWire.Frame(type, payload.array());
+                header.clear();
+                payload = null;
+                return f;
+            }
+        }
+
+        /** Writes {@code frame} without blocking; a frame this small fits a fresh socket's buffer. */
+        void send(byte[] frame) throws IOException {
+            ByteBuffer b = ByteBuffer.wrap(frame);
+            channel.write(b);
+            if (b.hasRemaining()) {
+                throw new IOException("could not send a " + frame.length + "-byte frame at once");
+            }
+        }
+
+        void close() {
+            stage = Stage.CLOSED;
+            closeQuietly(channel);
+        }
+    }
+
+    /**
+     * Rank 0's side of one TCP rendezvous: one thread and one selector, never a blocking read or write on one
+     * connection, so that its deadlines and the time-out are checked whatever any connection does.
+     */
+    private final class Serving {
+        final long deadline;
+        final Map<Integer, Conn> peers = new TreeMap<>();
+        /** The connections with a challenge that have not joined, in accept order. */
+        final java.util.LinkedHashSet<Conn> waiting = new java.util.LinkedHashSet<>();
+        /** The refused connections draining, oldest first. */
+        final java.util.ArrayDeque<Conn> closing = new java.util.ArrayDeque<>();
+        final Strangers refused = new Strangers(new Refusals(LOG));
+        final ByteBuffer sink = ByteBuffer.allocate(4096);
+        java.nio.channels.ServerSocketChannel server;
+        java.nio.channels.Selector selector;
+
+        Serving(long deadline) {
+            this.deadline = deadline;
+        }
+
+        byte[] run(Supplier<byte[]> idSupplier) {
+            try {
+                listen();
+                while (peers.size() < worldSize - 1) {
+                    long remaining = remainingMillis(deadline);
+                    if (remaining <= 0) {
+                        throw timeoutOnServer();
+                    }
+                    String gaveUp = abandonWhen == null ? null : abandonWhen.get();
+                    if (gaveUp != null) {
+                        abortPeers("rendezvous aborted by rank 0: " + gaveUp, null);
+                        throw new RendezvousException("rank 0 gave up the rendezvous: " + gaveUp);
+                    }
+                    long wait = abandonWhen == null ? remaining : Math.min(remaining, ABANDON_POLL_MILLIS);
+                    long next = nextDeadline();
+                    if (next != Long.MAX_VALUE) {
+                        wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(next - System.nanoTime()) + 1);
+                    }
+                    selector.select(Math.max(1, wait));
+                    // what arrived first, then new connections (which may take an unproven one's slot), then deadlines
+                    for (java.nio.channels.SelectionKey k : selector.selectedKeys()) {
+                        if (k.isValid() && k.attachment() instanceof Conn c) {
+                            readable(c);
+                        }
+                    }
+                    selector.selectedKeys().clear();
+                    acceptAll();
+                    expire(System.nanoTime());
+                    if (peers.size() == worldSize - 1) {
+                        for (Conn c : new ArrayList<>(peers.values())) {
+                            stillThere(c);   // one that left or sent more since it joined frees its rank
+                        }
+                    }
+                }
+                // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
+                // rendezvous on this port; were this socket still open, the kernel could complete that connection's
+                // handshake here and then drop it when the socket closes, without a reset: the peer would wait for a
+                // CHALLENGE that never comes. Once closed, the peer is refused until the next server listens.
+                for (Conn c : waiting) {
+                    c.close();   // strangers, or a rank that came twice: all ranks have joined
+                }
+                waiting.clear();
+                server.close();
+                selector.close();   // a registered channel's socket closes only once its selector lets it go
+                byte[] id;
+                try {
+                    id = newId(idSupplier);
+                } catch (RendezvousException e) {
+                    abortPeers(e.getMessage(), null);
+                    throw e;
+                }
+                for (Map.Entry<Integer, Conn> p : peers.entrySet()) {
+                    Conn c = p.getValue();
+                    try {
+                        c.send(RendezvousWire.bytes(c.seal, RendezvousWire.ID, id));
+                    } catch (IOException e) {
+                        abortPeers("rank 0 could not send the unique id to rank " + p.getKey() + ": " + e, null);
+                        throw new RendezvousException("rank 0 could not send the unique id to rank " + p.getKey()
+                                + " at " + c.from + ": " + e + "; that rank may have timed out or died", e);
+                    }
+                }
+                LOG.info("rank 0 sent the unique id to ranks 1..{}", worldSize - 1);
+                return id;
+            } catch (IOException e) {
+                abortPeers("rank 0 failed: " + e, null);
+                throw new RendezvousException("rank 0 rendezvous failed: " + e, e);
+            }
+        }
+
+        private void listen() throws IOException {
             server = java.nio.channels.ServerSocketChannel.open();
             server.setOption(java.net.StandardSocketOptions.SO_REUSEADDR, true);
             List<String> why = new ArrayList<>();
@@ -412,449 +642,475 @@ public final class Rendezvous {
             if (onListening != null) {
                 onListening.accept(local);
             }
-            while (peers.size() < worldSize - 1) {
-                long remaining = remainingMillis(deadline);
-                if (remaining <= 0) {
-                    throw timeoutOnServer(peers, refused);
+        }
+
+        /** The nearest deadline of a waiting or draining connection, or {@link Long#MAX_VALUE}. */
+        private long nextDeadline() {
+            long best = Long.MAX_VALUE;
+            for (Conn c : waiting) {
+                if (best != Long.MAX_VALUE && c.earliest() - best >= 0) {
+                    break;   // accept order: the later ones' deadlines are later still
                 }
-                String gaveUp = abandonWhen == null ? null : abandonWhen.get();
-                if (gaveUp != null) {
-                    abortPeers(peers, "rendezvous aborted by rank 0: " + gaveUp);
-                    throw new RendezvousException("rank 0 gave up the rendezvous: " + gaveUp);
+                best = best == Long.MAX_VALUE || c.next() - best < 0 ? c.next() : best;
+            }
+            Conn first = closing.peekFirst();
+            if (first != null && (best == Long.MAX_VALUE || first.closeBy - best < 0)) {
+                best = first.closeBy;
+            }
+            return best;
+        }
+
+        /** Refuses or lets go of the connections whose deadline passed, and closes the drained ones. */
+        private void expire(long now) {
+            List<Conn> due = new ArrayList<>();
+            for (Conn c : waiting) {
+                if (c.earliest() - now > 0) {
+                    break;
                 }
-                long now = System.nanoTime();
-                long wait = abandonWhen == null ? remaining : Math.min(remaining, ABANDON_POLL_MILLIS);
-                if (!pending.isEmpty()) {   // the oldest connection's deadline is the nearest
-                    Pending oldest = pending.values().iterator().next();
-                    wait = Math.min(wait, TimeUnit.NANOSECONDS.toMillis(oldest.deadline - now) + 1);
+                if (c.next() - now <= 0) {
+                    due.add(c);
                 }
-                selector.select(Math.max(1, wait));
-                // connections whose first frame is complete, broke the format, ended or ran out of time: those the
-                // selector found readable, then those whose deadline passed (oldest first: accept order is deadline
-                // order), so that a round costs what happened in it, not one read per waiting connection
-                java.util.Set<Pending> ready = new java.util.LinkedHashSet<>();
-                for (java.nio.channels.SelectionKey k : selector.selectedKeys()) {
-                    if (k.isValid() && k.attachment() instanceof Pending p && p.poll(System.nanoTime())
-                            && !proven(p)) {
-                        ready.add(p);
-                    }
+            }
+            for (Conn c : due) {
+                if (c.deadline - now <= 0) {
+                    refuse(c, "no HELLO within " + c.handshakeMillis + " ms");
+                } else {
+                    letGo(c, "it sent nothing within " + FIRST_BYTE_MILLIS + " ms of its challenge");
                 }
-                selector.selectedKeys().clear();
-                acceptAll(server, selector, pending, deadline, refused);
-                now = System.nanoTime();
-                for (Pending p : pending.values()) {
-                    if (p.deadline - now > 0) {
-                        break;
-                    }
-                    if (!ready.contains(p) && p.poll(now) && !proven(p)) {
-                        ready.add(p);
-                    }
-                }
-                if (ready.isEmpty()) {
+            }
+            while (!closing.isEmpty() && closing.peekFirst().closeBy - now <= 0) {
+                Conn c = closing.pollFirst();
+                LOG.debug("{} sent more after its last frame for {} ms; closed", c.from, DRAIN_MILLIS);
+                c.close();
+            }
+        }
+
+        /** Accepts every connection the backlog holds; each gets its challenge. */
+        private void acceptAll() throws IOException {
+            java.nio.channels.SocketChannel ch;
+            while ((ch = server.accept()) != null) {
+                String from = String.valueOf(ch.socket().getRemoteSocketAddress());
+                if (waiting.size() >= maxPending && !makeRoom(from)) {
+                    closeQuietly(ch);
                     continue;
                 }
-                for (Pending p : ready) {
-                    pending.remove(p.channel);
-                    p.channel.keyFor(selector).cancel();
-                }
-                selector.selectNow(); // deregisters the cancelled keys, so that the channels may block again
-                selector.selectedKeys().clear();
-                for (Pending p : ready) {
-                    admit(p, deadline, peers, refused);
-                    if (peers.size() == worldSize - 1) {
-                        dropChatty(peers, refused);
-                    }
-                }
-            }
-            // Stop listening before any peer gets the id. A peer that has it may at once connect for the next
-            // rendezvous on this port; were this socket still open, the kernel could complete that connection's
-            // handshake here and then drop it when the socket closes, without a reset: the peer would wait for a
-            // CHALLENGE that never comes. Once closed, the peer is refused until the next server listens.
-            for (Pending p : pending.values()) {
-                closeQuietly(p.channel); // strangers, or a rank that came twice: all ranks have joined
-            }
-            pending.clear();
-            server.close();
-            selector.close(); // a registered channel's socket closes only once its selector lets it go
-
-            byte[] id;
-            try {
-                id = newId(idSupplier);
-            } catch (RendezvousException e) {
-                abortPeers(peers, e.getMessage());
-                throw e;
-            }
-            for (Map.Entry<Integer, Socket> p : peers.entrySet()) {
-                try {
-                    RendezvousWire.write(p.getValue().getOutputStream(), RendezvousWire.ID, id);
-                } catch (IOException e) {
-                    abortPeers(peers, "rank 0 could not send the unique id to rank " + p.getKey() + ": " + e);
-                    throw new RendezvousException("rank 0 could not send the unique id to rank " + p.getKey()
-                            + " at " + p.getValue().getRemoteSocketAddress() + ": " + e + "; that rank may have"
-                            + " timed out or died", e);
-                }
-            }
-            LOG.info("rank 0 sent the unique id to ranks 1..{}", worldSize - 1);
-            return id;
-        } catch (IOException e) {
-            abortPeers(peers, "rank 0 failed: " + e);
-            throw new RendezvousException("rank 0 rendezvous failed: " + e, e);
-        } finally {
-            for (Socket s : peers.values()) {
-                closeQuietly(s);
-            }
-            for (Pending p : pending.values()) {
-                closeQuietly(p.channel);
-            }
-            closeQuietly(selector);
-            closeQuietly(server);
-        }
-    }
-
-    /**
-     * The connections beyond the world's peers that may wait to identify themselves at once; more are closed at
-     * accept.
-     */
-    static final int MAX_PENDING = 16;
-
-    /**
-     * With a secret, a connection whose first frame came is checked here, without blocking: when it is the AUTH of a
-     * proof that holds, rank 0's own proof is sent and the connection waits, in the selector, for its HELLO (so that
-     * rank 0 never blocks on one peer's round trip while the others wait). Returns true when it does so; false when
-     * {@link #admit} is to take the connection now (its HELLO came, it failed, or its AUTH is refused there).
-     */
-    private boolean proven(Pending p) {
-        if (secret == null || p.authenticated || p.frame == null) {
-            return false;
-        }
-        try {
-            byte[] ok = proof(p.frame, p.nonce);
-            if (ok == null) {
-                return false;
-            }
-            ByteBuffer b = ByteBuffer.wrap(frameBytes(RendezvousWire.AUTH_OK, ok));
-            p.channel.write(b);
-            if (b.hasRemaining()) {
-                throw new IOException("could not send rank 0's proof at once");
-            }
-        } catch (IOException e) {
-            p.failure = e;
-            return false;
-        }
-        p.authenticated = true;
-        p.awaitNextFrame();
-        return true;
-    }
-
-    /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
-    private void acceptAll(java.nio.channels.ServerSocketChannel server, java.nio.channels.Selector selector,
-            Map<java.nio.channels.SocketChannel, Pending> pending, long deadline, Strangers refused)
-            throws IOException {
-        java.nio.channels.SocketChannel c;
-        while ((c = server.accept()) != null) {
-            String from = String.valueOf(c.socket().getRemoteSocketAddress());
-            if (pending.size() >= maxPending) {
-                if (refused.say.flooded()) {   // one line per flood
-                    LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
-                            + " identify themselves; further ones are closed at accept without a line until fewer"
-                            + " wait", from, pending.size());
-                    note(refused, from + ": closed at accept, " + pending.size() + " connections already waiting");
-                }
-                closeQuietly(c);
-                continue;
-            }
-            try {
-                c.configureBlocking(false);
-                c.socket().setTcpNoDelay(true);
                 long now = System.nanoTime();
                 long until = now + handshakeTimeout.toNanos();
-                Pending p = new Pending(c, from, refused.say.now(), Math.min(deadline, until),
+                Conn c = new Conn(ch, from, refused.say.now(), now, Math.min(deadline, until),
                         until <= deadline ? handshakeTimeout.toMillis() : Math.max(1, remainingMillis(deadline)));
-                ByteBuffer challenge = ByteBuffer.wrap(frameBytes(secret != null ? RendezvousWire.AUTH_CHALLENGE
-                        : RendezvousWire.CHALLENGE, p.nonce));
-                c.write(challenge);
-                if (challenge.hasRemaining()) {
-                    throw new IOException("could not send the challenge at once");
+                try {
+                    ch.configureBlocking(false);
+                    ch.socket().setTcpNoDelay(true);
+                    c.send(RendezvousWire.bytes(null, secret != null ? RendezvousWire.AUTH_CHALLENGE
+                            : RendezvousWire.CHALLENGE, c.nonce));
+                    ch.register(selector, java.nio.channels.SelectionKey.OP_READ, c);
+                    waiting.add(c);
+                } catch (IOException e) {
+                    note(refused, from + ": " + e);
+                    refused.say.refused("rank 0 dropped a connection from " + from + ": " + e);
+                    c.close();
                 }
-                c.register(selector, java.nio.channels.SelectionKey.OP_READ, p);
-                pending.put(c, p);
-            } catch (IOException e) {
-                note(refused, from + ": " + e);
-                refused.say.refused("rank 0 dropped a connection from " + from + ": " + e);
-                closeQuietly(c);
             }
         }
-    }
 
-    private static byte[] frameBytes(int type, byte[] payload) throws IOException {
-        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
-        RendezvousWire.write(b, type, payload);
-        return b.toByteArray();
-    }
-
-    /**
-     * A connection that has its challenge and has not yet sent its first frame in full. Its bytes are read without
-     * blocking into a buffer of at most one frame: the header first, whose length is checked before the payload is
-     * read, then exactly the payload, so nothing after the frame is read here.
-     */
-    private static final class Pending {
-        final java.nio.channels.SocketChannel channel;
-        final String from;
-        /** When it was accepted, on {@link Refusals#now()}'s clock. */
-        final long accepted;
-        final long deadline;
-        final long handshakeMillis;
-        final byte[] nonce = new byte[RendezvousWire.NONCE_BYTES];
-        final ByteBuffer buf = ByteBuffer.allocate(RendezvousWire.HEADER_BYTES);
-        ByteBuffer payload;
-        RendezvousWire.Frame frame;
-        IOException failure;
-        boolean ended;
-        boolean late;
-
-        Pending(java.nio.channels.SocketChannel channel, String from, long accepted, long deadline,
-                long handshakeMillis) {
-            this.channel = channel;
-            this.from = from;
-            this.accepted = accepted;
-            this.deadline = deadline;
-            this.handshakeMillis = handshakeMillis;
-            RANDOM.nextBytes(nonce);
-        }
-
-        /** The AUTH frame was proven: the connection waits for its HELLO now. */
-        boolean authenticated;
-
-        void awaitNextFrame() {
-            buf.clear();
-            payload = null;
-            frame = null;
-        }
-
-        /** @return whether the connection has sent nothing at all */
-        boolean silent() {
-            return payload == null && buf.position() == 0;
-        }
-
-        /** Reads what has arrived; true when this connection is done waiting (a frame, a failure, the end, late). */
-        boolean poll(long now) {
-            try {
-                while (frame == null) {
-                    ByteBuffer into = payload != null ? payload : buf;
-                    int n = into.hasRemaining() ? channel.read(into) : 0;
-                    if (n < 0) {
-                        ended = true;
+        /**
+         * The waiting slots are full: lets go of the connection that has waited longest without proving anything (no
+         * proof of the secret, no HELLO that holds), after reading what it sent meanwhile. Returns false when every
+         * waiting connection has proved the secret: the new one is closed at accept.
+         */
+        private boolean makeRoom(String newcomer) {
+            while (true) {
+                Conn victim = null;
+                for (Conn c : waiting) {
+                    if (c.stage == Stage.CHALLENGED) {
+                        victim = c;
+                        break;
+                    }
+                }
+                if (victim == null) {
+                    if (refused.say.flooded()) {   // one line per flood
+                        LOG.warn("rank 0 closed a connection from {} at accept: {} connections are already waiting to"
+                                + " identify themselves, each having proved the job's secret; further ones are closed"
+                                + " at accept without a line until fewer wait", newcomer, waiting.size());
+                        note(refused, newcomer + ": closed at accept, " + waiting.size() + " connections already"
+                                + " waiting");
+                    }
+                    return false;
+                }
+                readable(victim);   // its answer may have come since the selector looked
+                if (victim.stage != Stage.CHALLENGED) {
+                    if (waiting.size() < maxPending) {
                         return true;
                     }
-                    if (payload == null && !buf.hasRemaining()) {
-                        RendezvousWire.Frame header = RendezvousWire.readHeader(buf.array());
-                        payload = ByteBuffer.wrap(header.payload);
-                        frame = payload.hasRemaining() ? null : header;
-                        pendingType = header.type;
-                        continue;
-                    }
-                    if (payload != null && !payload.hasRemaining()) {
-                        frame = new RendezvousWire.Frame(pendingType, payload.array());
-                        break;
-                    }
-                    if (n == 0) {
-                        break;
-                    }
+                    continue;
                 }
-            } catch (IOException e) {
-                failure = e;
+                long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - victim.acceptedNanos);
+                if (refused.say.flooded()) {
+                    LOG.warn("rank 0 let go of the connection from {}, which had waited {} ms without proving anything,"
+                            + " for a new one from {}: {} connections are already waiting to identify themselves; for"
+                            + " each new one, the one that has waited longest without proving anything is let go"
+                            + " (it may connect again), without a line until fewer wait", victim.from, waited,
+                            newcomer, waiting.size());
+                    note(refused, victim.from + ": let go for a new connection, " + waiting.size()
+                            + " connections already waiting");
+                }
+                letGo(victim, "it had waited " + waited + " ms without proving anything and " + waiting.size()
+                        + " connections were waiting to identify themselves");
                 return true;
             }
-            if (frame != null) {
-                return true;
-            }
-            late = now - deadline >= 0;
-            return late;
         }
 
-        private int pendingType;
-    }
-
-    /**
-     * Handshakes with one connection whose first frame has come (or that failed, ended or ran out of time waiting for
-     * it): adds it to {@code peers}, refuses it, or throws to end the rendezvous.
-     */
-    private void admit(Pending p, long deadline, Map<Integer, Socket> peers, Strangers refused) {
-        Socket s = p.channel.socket();
-        String from = p.from;
-        boolean keep = false;
-        try {
-            p.channel.configureBlocking(true);
-            long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(p.deadline - System.nanoTime()));
-            s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
-            InputStream in = s.getInputStream();
-            OutputStream out = s.getOutputStream();
-            byte[] nonce = p.nonce;
-            RendezvousWire.Hello hello;
-            try {
-                if (p.failure != null) {
-                    throw p.failure;
-                }
-                if (p.ended) {
-                    throw new EOFException();
-                }
-                if (p.late) {
-                    throw new SocketTimeoutException();
-                }
-                RendezvousWire.Frame f = p.frame;
-                // with a secret, an authenticated connection's f is the frame after rank 0's proof (proven())
-                if (secret != null && !p.authenticated) {   // its AUTH failed (proven() took the others)
-                    String problem = authenticate(f, nonce, out);
-                    if (problem != null) {
-                        refuse(s, from, problem, refused, p.accepted);
-                        return;
+        /** Reads what a connection sent and acts on it. */
+        private void readable(Conn c) {
+            switch (c.stage) {
+                case CLOSING -> drain(c);
+                case JOINED -> stillThere(c);
+                case CHALLENGED, AUTHENTICATED -> {
+                    try {
+                        RendezvousWire.Frame f;
+                        while ((c.stage == Stage.CHALLENGED || c.stage == Stage.AUTHENTICATED)
+                                && (f = c.frame()) != null) {
+                            frame(c, f);
+                        }
+                    } catch (RendezvousWire.ProtocolException e) {
+                        refuse(c, e.getMessage());
+                    } catch (EOFException e) {
+                        note(refused, c.from + ": closed the connection before its HELLO");
+                        if (c.bytes == 0) {   // connected and left without a byte: a port probe, no claim to refuse
+                            LOG.debug("rank 0: the connection from {} ended without a byte", c.from);
+                        } else {
+                            refused.say.refused("rank 0 dropped a connection from " + c.from + ": closed before its"
+                                    + " HELLO", c.accepted);
+                        }
+                        forget(c);
+                        c.close();
+                    } catch (IOException e) {
+                        note(refused, c.from + ": " + e);
+                        refused.say.refused("rank 0 dropped a connection from " + c.from + ": " + e, c.accepted);
+                        forget(c);
+                        c.close();
                     }
-                    f = RendezvousWire.read(in);
-                } else if (secret == null && (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR)) {
-                    refuse(s, from, "the peer holds a job secret but rank 0 has none: set the same "
-                            + JobSecret.VARIABLE + " on every rank, or on none", refused, p.accepted);
-                    return;
                 }
-                if (f.type != RendezvousWire.HELLO) {
-                    throw new RendezvousWire.ProtocolException("malformed exchange: expected a HELLO frame, got "
-                            + RendezvousWire.typeName(f.type));
+                default -> {
                 }
-                hello = RendezvousWire.parseHello(f.payload);
-            } catch (RendezvousWire.ProtocolException e) {
-                refuse(s, from, e.getMessage(), refused, p.accepted);
-                return;
-            } catch (SocketTimeoutException e) {
-                refuse(s, from, "no HELLO within " + p.handshakeMillis + " ms", refused, p.accepted);
-                return;
-            } catch (EOFException e) {
-                note(refused, from + ": closed the connection before its HELLO");
-                if (p.silent()) {   // connected and left without a byte: a port probe, no claim to refuse
-                    LOG.debug("rank 0: the connection from {} ended without a byte", from);
-                } else {
-                    refused.say.refused("rank 0 dropped a connection from " + from + ": closed before its HELLO",
-                            p.accepted);
-                }
+            }
+        }
+
+        /** One whole frame from a connection that has not joined. */
+        private void frame(Conn c, RendezvousWire.Frame f) throws IOException {
+            if (secret != null && c.stage == Stage.CHALLENGED) {
+                authenticate(c, f);
                 return;
             }
-            String who = "rank " + hello.rank + " (" + from + ")";
+            if (secret == null && (f.type == RendezvousWire.AUTH || f.type == RendezvousWire.ERROR)) {
+                refuse(c, "the peer holds a job secret but rank 0 has none: set the same " + JobSecret.VARIABLE
+                        + " on every rank, or on none");
+                return;
+            }
+            if (c.seal != null) {
+                try {
+                    f = RendezvousWire.open(c.seal, f);
+                } catch (RecordSeal.Broken e) {
+                    refuse(c, "its " + RendezvousWire.typeName(f.type) + " frame after the handshake failed its MAC ("
+                            + e.getMessage() + ")");
+                    return;
+                }
+                if (f.type == RendezvousWire.ERROR) {
+                    String why = new String(f.payload, java.nio.charset.StandardCharsets.UTF_8);
+                    note(refused, c.from + ": gave up: " + why);
+                    refused.say.refused("rank 0 dropped a connection from " + c.from + ": it gave up: " + why,
+                            c.accepted);
+                    forget(c);
+                    c.close();
+                    return;
+                }
+            }
+            if (f.type != RendezvousWire.HELLO) {
+                throw new RendezvousWire.ProtocolException("malformed exchange: expected a HELLO frame, got "
+                        + RendezvousWire.typeName(f.type));
+            }
+            hello(c, RendezvousWire.parseHello(f.payload));
+        }
+
+        /**
+         * Checks the peer's AUTH (its answer to the AUTH_CHALLENGE) and, when it proves the job's secret, sends rank
+         * 0's own proof and seals what follows.
+         */
+        private void authenticate(Conn c, RendezvousWire.Frame f) throws IOException {
+            String fix = "set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") on every rank";
+            if (f.type == RendezvousWire.ERROR || f.type == RendezvousWire.HELLO) {
+                refuse(c, "no proof of the job's secret: the peer has no " + JobSecret.VARIABLE + " (or runs an older"
+                        + " nccl4j); " + fix);
+                return;
+            }
+            if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
+                refuse(c, "malformed exchange: expected a " + RendezvousWire.AUTH_BYTES + "-byte AUTH frame, got "
+                        + RendezvousWire.typeName(f.type) + " of " + f.payload.length + " bytes");
+                return;
+            }
+            String serverNonce = RendezvousWire.hex(c.nonce);
+            String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
+            String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
+                    RendezvousWire.AUTH_BYTES));
+            if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
+                refuse(c, "wrong proof of the job's secret: the peer's " + JobSecret.VARIABLE + " differs from rank"
+                        + " 0's (or it is not of this job); " + fix);
+                return;
+            }
+            c.send(RendezvousWire.bytes(null, RendezvousWire.AUTH_OK, RendezvousWire.unhex(
+                    secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server"))));
+            c.seal = RecordSeal.of(secret, RendezvousWire.PURPOSE, serverNonce, clientNonce, true);
+            c.stage = Stage.AUTHENTICATED;
+        }
+
+        /** A HELLO: the connection joins with its rank, is refused, or (with a secret) ends the rendezvous. */
+        private void hello(Conn c, RendezvousWire.Hello hello) {
+            String who = "rank " + hello.rank + " (" + c.from + ")";
+            String setToken = "set the same " + TOKEN_VARIABLE + " (or Rendezvous.Builder.token) on every rank";
             if (token != null && hello.mac == null) {
-                refuse(s, from, who + " sent no token but rank 0 requires one: set the same " + TOKEN_VARIABLE
-                        + " (or Rendezvous.Builder.token) on every rank", refused, p.accepted);
+                refuse(c, who + " sent no token but rank 0 requires one: " + setToken);
                 return;
             }
             if (token == null && hello.mac != null) {
-                refuse(s, from, who + " sent a token but rank 0 has none configured: set the same " + TOKEN_VARIABLE
-                        + " (or Rendezvous.Builder.token) on every rank, or on none", refused, p.accepted);
+                refuse(c, who + " sent a token but rank 0 has none configured: " + setToken + ", or on none");
                 return;
             }
             if (token != null && !MessageDigest.isEqual(hello.mac,
-                    RendezvousWire.mac(token, nonce, hello.rank, hello.worldSize))) {
-                refuse(s, from, who + " presented a token that does not match rank 0's: set the same "
-                        + TOKEN_VARIABLE + " (or Rendezvous.Builder.token) on every rank", refused, p.accepted);
+                    RendezvousWire.mac(token, c.nonce, hello.rank, hello.worldSize))) {
+                refuse(c, who + " presented a token that does not match rank 0's: " + setToken);
                 return;
             }
-            String fatal = null;
-            String claim = null;
             if (hello.worldSize != worldSize) {
-                fatal = "world size mismatch: " + who + " has world size " + hello.worldSize + " but rank 0 has "
-                        + worldSize + "; start every rank with the same world size";
-            } else if (hello.rank == 0) {
-                claim = "rank conflict: " + from + " also claims rank 0; rank 0 is the process serving on this port."
-                        + " Check each process's rank";
-            } else if (hello.rank < 0 || hello.rank >= worldSize) {
-                claim = "rank out of range: " + from + " claims rank " + hello.rank + " but ranks run from 0 to "
-                        + (worldSize - 1);
-            } else if (peers.containsKey(hello.rank)) {
-                claim = "duplicate rank: " + from + " claims rank " + hello.rank + ", already taken by "
-                        + peers.get(hello.rank).getRemoteSocketAddress() + "; two processes were given the same rank";
-            } else if (in.available() > 0) {
-                claim = "second HELLO: " + who + " sent more after its HELLO; one HELLO per connection";
-            }
-            if (claim != null) {
-                // refused, not fatal: a stranger (or a stray process) must not end the job's rendezvous
-                refuse(s, from, claim, refused, p.accepted);
-                return;
-            }
-            if (fatal != null) {
-                sendError(s, fatal);
-                abortPeers(peers, "rendezvous aborted by rank 0: " + fatal);
+                if (c.seal == null) {
+                    // anyone may send this without a secret: refused, and the rendezvous goes on
+                    refuse(c, "world size mismatch: " + c.from + " claims rank " + hello.rank + " of world size "
+                            + hello.worldSize + " but rank 0 has world size " + worldSize + "; start every rank with"
+                            + " the same world size (without a job secret, rank 0 cannot tell a rank from a stranger,"
+                            + " so it refuses the claim and goes on waiting)");
+                    return;
+                }
+                String fatal = "world size mismatch: " + who + " has world size " + hello.worldSize + " but rank 0"
+                        + " has " + worldSize + "; start every rank with the same world size";
+                abortPeers("rendezvous aborted by rank 0: " + fatal, c, fatal);
                 throw new RendezvousException("rank 0: " + fatal);
             }
-            peers.put(hello.rank, s);
-            keep = true;
-            LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, from, peers.size(), worldSize - 1);
-        } catch (IOException e) {
-            note(refused, from + ": " + e);
-            refused.say.refused("rank 0 dropped a connection from " + from + ": " + e, p.accepted);
-        } finally {
-            if (!keep) {
-                closeQuietly(s);
+            if (hello.rank == 0) {
+                refuse(c, "rank conflict: " + c.from + " also claims rank 0; rank 0 is the process serving on this"
+                        + " port. Check each process's rank");
+                return;
+            }
+            if (hello.rank < 0 || hello.rank >= worldSize) {
+                refuse(c, "rank out of range: " + c.from + " claims rank " + hello.rank + " but ranks run from 0 to "
+                        + (worldSize - 1));
+                return;
+            }
+            Conn holder = peers.get(hello.rank);
+            if (holder != null && stillThere(holder)) {
+                refuse(c, "duplicate rank: " + c.from + " claims rank " + hello.rank + ", already taken by "
+                        + holder.from + " (still connected); two processes were given the same rank"
+                        + (secret == null ? ", or a stranger took it: set " + JobSecret.VARIABLE + " on every rank so"
+                        + " that only the job's ranks can join" : ""));
+                return;
+            }
+            waiting.remove(c);
+            c.stage = Stage.JOINED;
+            c.rank = hello.rank;
+            peers.put(hello.rank, c);
+            if (stillThere(c)) {
+                LOG.debug("rank 0: rank {} joined from {} ({} of {})", hello.rank, c.from, peers.size(),
+                        worldSize - 1);
             }
         }
-    }
 
-    /** Rank 0's proof for a peer's AUTH frame that proves the job's secret, or null when it does not. */
-    private byte[] proof(RendezvousWire.Frame f, byte[] nonce) {
-        if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
-            return null;
-        }
-        String serverNonce = RendezvousWire.hex(nonce);
-        String clientNonce = RendezvousWire.hex(java.util.Arrays.copyOf(f.payload, RendezvousWire.NONCE_BYTES));
-        String proof = RendezvousWire.hex(java.util.Arrays.copyOfRange(f.payload, RendezvousWire.NONCE_BYTES,
-                RendezvousWire.AUTH_BYTES));
-        if (!secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client", proof)) {
-            return null;
-        }
-        return RendezvousWire.unhex(secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server"));
-    }
-
-    /**
-     * Checks the peer's AUTH (its answer to the AUTH_CHALLENGE) and, when it proves the job's secret, sends rank 0's
-     * own proof. Returns null when the peer is authenticated, else why it is refused.
-     */
-    private String authenticate(RendezvousWire.Frame f, byte[] nonce, OutputStream out) throws IOException {
-        String fix = "set the same " + JobSecret.VARIABLE + " (or " + JobSecret.FILE_VARIABLE + ") on every rank";
-        if (f.type == RendezvousWire.ERROR || f.type == RendezvousWire.HELLO) {
-            return "no proof of the job's secret: the peer has no " + JobSecret.VARIABLE + " (or runs an older"
-                    + " nccl4j); " + fix;
-        }
-        if (f.type != RendezvousWire.AUTH || f.payload.length != RendezvousWire.AUTH_BYTES) {
-            return "malformed exchange: expected a " + RendezvousWire.AUTH_BYTES + "-byte AUTH frame, got "
-                    + RendezvousWire.typeName(f.type) + " of " + f.payload.length + " bytes";
-        }
-        byte[] ok = proof(f, nonce);
-        if (ok == null) {
-            return "wrong proof of the job's secret: the peer's " + JobSecret.VARIABLE + " differs from rank 0's (or"
-                    + " it is not of this job); " + fix;
-        }
-        RendezvousWire.write(out, RendezvousWire.AUTH_OK, ok);
-        return null;
-    }
-
-    /**
-     * Refuses the joined peers that sent anything after their HELLO (a second HELLO on one connection): their ranks
-     * are free again and rank 0 goes on waiting for them.
-     */
-    private static void dropChatty(Map<Integer, Socket> peers, Strangers refused) {
-        for (var it = peers.entrySet().iterator(); it.hasNext();) {
-            Map.Entry<Integer, Socket> p = it.next();
-            Socket s = p.getValue();
-            int extra;
+        /**
+         * Whether a joined connection is still there and quiet. One that ended leaves its rank free again (said
+         * through the refusals: a stranger that claims a rank and leaves, again and again, is one line per burst);
+         * one that sent more after its HELLO is refused and its rank is free again.
+         */
+        private boolean stillThere(Conn c) {
+            int n;
             try {
-                extra = s.getInputStream().available();
+                sink.clear();
+                n = c.channel.read(sink);
             } catch (IOException e) {
-                extra = 0;
+                n = -1;
             }
-            if (extra > 0) {
-                it.remove();
-                String from = String.valueOf(s.getRemoteSocketAddress());
-                String why = "second HELLO: rank " + p.getKey() + " sent more after its HELLO; one HELLO per"
-                        + " connection";
-                note(refused, from + ": " + why);
-                refused.say.refused("rank 0 refused a connection from " + from + ": " + why);
-                sendError(s, why);
-                closeQuietly(s);
+            if (n == 0) {
+                return true;
             }
+            peers.remove(c.rank, c);
+            if (n < 0) {
+                note(refused, c.from + ": rank " + c.rank + " left before the id");
+                refused.say.refused("rank 0: rank " + c.rank + " (" + c.from + ") closed its connection before the"
+                        + " unique id; its rank is free again and rank 0 waits for it", c.accepted);
+                c.close();
+            } else {
+                refuse(c, "second HELLO: rank " + c.rank + " (" + c.from + ") sent more after its HELLO; one HELLO"
+                        + " per connection");
+            }
+            return false;
+        }
+
+        /** No longer waiting or joined. */
+        private void forget(Conn c) {
+            waiting.remove(c);
+            if (c.rank >= 0) {
+                peers.remove(c.rank, c);
+            }
+        }
+
+        /** Refuses a connection: notes it, says it (one WARN per burst), sends it an ERROR and lets it drain. */
+        private void refuse(Conn c, String why) {
+            note(refused, c.from + ": " + why);
+            refused.say.refused("rank 0 refused a connection from " + c.from + ": " + why, c.accepted);
+            finish(c, RendezvousWire.ERROR, why);
+        }
+
+        /** Lets go of a connection that proved nothing: says it, sends it a RETRY (it may connect again). */
+        private void letGo(Conn c, String why) {
+            note(refused, c.from + ": let go: " + why);
+            refused.say.refused("rank 0 let go of a connection from " + c.from + ": " + why + "; it may connect"
+                    + " again", c.accepted);
+            finish(c, RendezvousWire.RETRY, "rank 0 let go of this connection: " + why + "; connect again");
+        }
+
+        /**
+         * Sends the last frame and ends the output; what the peer still sends is read and discarded, on the selector,
+         * for at most {@value Rendezvous#DRAIN_MILLIS} ms in all and {@value Rendezvous#DRAIN_BYTES} bytes, so that
+         * the close is no reset that could discard the frame before the peer reads it, and no connection holds the
+         * serving thread.
+         */
+        private void finish(Conn c, int type, String message) {
+            forget(c);
+            try {
+                c.send(RendezvousWire.messageBytes(c.seal, type, message));
+                c.channel.shutdownOutput();
+            } catch (IOException e) {
+                LOG.debug("could not send the {} to {}: {}", RendezvousWire.typeName(type), c.from, e.toString());
+                c.close();
+                return;
+            }
+            c.stage = Stage.CLOSING;
+            c.closeBy = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_MILLIS);
+            closing.addLast(c);
+            if (closing.size() > MAX_CLOSING) {
+                closing.pollFirst().close();
+            }
+            drain(c);
+        }
+
+        private void drain(Conn c) {
+            try {
+                while (true) {
+                    sink.clear();
+                    int n = c.channel.read(sink);
+                    if (n == 0) {
+                        return;
+                    }
+                    c.drained += Math.max(n, 0);
+                    if (n < 0 || c.drained >= DRAIN_BYTES) {
+                        break;
+                    }
+                }
+            } catch (IOException e) {
+                // reset: nothing left to drain
+            }
+            closing.remove(c);
+            c.close();
+        }
+
+        /**
+         * Tells every joined peer (and {@code also}, with its own message, when not null) that the rendezvous ends,
+         * then lets them drain for at most {@value Rendezvous#DRAIN_MILLIS} ms in all, and closes them.
+         */
+        private void abortPeers(String message, Conn also, String alsoMessage) {
+            List<Conn> told = new ArrayList<>();
+            if (also != null) {
+                forget(also);
+                told.add(also);
+            }
+            told.addAll(peers.values());
+            peers.clear();
+            java.nio.channels.Selector drain = null;
+            try {
+                drain = java.nio.channels.Selector.open();
+                for (Conn c : told) {
+                    try {
+                        c.send(RendezvousWire.messageBytes(c.seal, RendezvousWire.ERROR,
+                                c == also ? alsoMessage : message));
+                        c.channel.shutdownOutput();
+                        c.channel.register(drain, java.nio.channels.SelectionKey.OP_READ, c);
+                    } catch (IOException e) {
+                        LOG.debug("could not send the error to {}: {}", c.from, e.toString());
+                        c.close();
+                    }
+                }
+                long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_MILLIS);
+                while (!drain.keys().isEmpty()) {
+                    long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+                    if (left <= 0) {
+                        break;
+                    }
+                    drain.select(left);
+                    for (java.nio.channels.SelectionKey k : drain.selectedKeys()) {
+                        Conn c = (Conn) k.attachment();
+                        int n;
+                        try {
+                            sink.clear();
+                            n = c.channel.read(sink);
+                        } catch (IOException e) {
+                            n = -1;
+                        }
+                        c.drained += Math.max(n, 0);
+                        if (n < 0 || c.drained >= DRAIN_BYTES) {
+                            k.cancel();
+                            c.close();
+                        }
+                    }
+                    drain.selectedKeys().clear();
+                }
+            } catch (IOException e) {
+                LOG.debug("rank 0 could not wait for its peers to read the error: {}", e.toString());
+            } finally {
+                for (Conn c : told) {
+                    c.close();
+                }
+                closeQuietly(drain);
+            }
+        }
+
+        private void abortPeers(String message, Conn also) {
+            abortPeers(message, also, message);
+        }
+
+        private RendezvousException timeoutOnServer() {
+            TreeSet<Integer> missing = new TreeSet<>();
+            for (int r = 1; r < worldSize; r++) {
+                if (!peers.containsKey(r)) {
+                    missing.add(r);
+                }
+            }
+            String message = "rank 0 timed out after " + seconds(timeout) + " waiting for " + missing.size() + " of "
+                    + (worldSize - 1) + " peers: missing ranks " + missing + ", joined ranks " + peers.keySet()
+                    + (refused.listed.isEmpty() ? "" : "; refused connections: " + String.join("; ", refused.listed))
+                    + ". Check that the missing ranks started and reach this host on port " + port
+                    + ", or raise the timeout";
+            abortPeers("rendezvous aborted by rank 0: timed out waiting for ranks " + missing, null);
+            return new RendezvousException(message);
+        }
+
+        void closeAll() {
+            for (Conn c : peers.values()) {
+                c.close();
+            }
+            for (Conn c : waiting) {
+                c.close();
+            }
+            for (Conn c : closing) {
+                c.close();
+            }
+            closeQuietly(selector);
+            closeQuietly(server);
         }
     }
 
@@ -925,75 +1181,6 @@ public final class Rendezvous {
         }
     }
 
-    /**
-     * Refuses a connection: notes it, says it, and sends it an ERROR frame with why.
-     *
-     * @param accepted when it was accepted ({@link Refusals#now()})
-     */
-    private static void refuse(Socket s, String from, String why, Strangers refused, long accepted) {
-        note(refused, from + ": " + why);
-        refused.say.refused("rank 0 refused a connection from " + from + ": " + why, accepted);
-        sendError(s, why);
-    }
-
-    /**
-     * Sends an ERROR frame, then reads and discards what the peer still sends for a moment, so that closing does not
-     * reset the connection before the peer has read the error.
-     */
-    /**
-     * Sends the ERROR frame, then reads what the peer still sends (so that the close is no reset that could discard
-     * the frame before the peer reads it) for at most {@value #DRAIN_MILLIS} ms in all and 64 KiB: a peer that
-     * trickles bytes after its refusal cannot hold rank 0's one serving thread.
-     */
-    private static void sendError(Socket s, String message) {
-        try {
-            RendezvousWire.writeError(s.getOutputStream(), message);
-            s.shutdownOutput();
-            InputStream in = s.getInputStream();
-            byte[] sink = new byte[4096];
-            int total = 0;
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_MILLIS);
-            while (total < 65536) {
-                long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
-                if (left <= 0) {
-                    break;
-                }
-                s.setSoTimeout((int) left);
-                int n = in.read(sink);
-                if (n < 0) {
-                    break;
-                }
-                total += n;
-            }
-        } catch (SocketTimeoutException e) {
-            LOG.debug("{} sent more after its error for {} ms; closed", s.getRemoteSocketAddress(), DRAIN_MILLIS);
-        } catch (IOException e) {
-            LOG.debug("could not send the error to {}: {}", s.getRemoteSocketAddress(), e.toString());
-        }
-    }
-
-    private static void abortPeers(Map<Integer, Socket> peers, String message) {
-        for (Socket s : peers.values()) {
-            sendError(s, message);
-        }
-    }
-
-    private RendezvousException timeoutOnServer(Map<Integer, Socket> peers, Strangers refused) {
-        TreeSet<Integer> missing = new TreeSet<>();
-        for (int r = 1; r < worldSize; r++) {
-            if (!peers.containsKey(r)) {
-                missing.add(r);
-            }
-        }
-        String message = "rank 0 timed out after " + seconds(timeout) + " waiting for " + missing.size() + " of "
-                + (worldSize - 1) + " peers: missing ranks " + missing + ", joined ranks " + peers.keySet()
-                + (refused.listed.isEmpty() ? "" : "; refused connections: " + String.join("; ", refused.listed))
-                + ". Check that the missing ranks started and reach this host on port " + port
-                + ", or raise the timeout";
-        abortPeers(peers, "rendezvous aborted by rank 0: timed out waiting for ranks " + missing);
-        return new RendezvousException(message);
-    }
-
     // ---- TCP, other ranks ----
 
     /** The longest rank 0 reads what a refused connection still sends, in all. */
@@ -1008,29 +1195,28 @@ public final class Rendezvous {
     private byte[] fetch() {
         long deadline = System.nanoTime() + timeout.toNanos();
         String target = host + ":" + port;
-        Socket s = null;
-        try {
-            String lastError = null;
-            IOException lastCause = null;
-            // Connection retries start fast and back off to at most 250 ms: rank 0 usually starts listening
-            // within milliseconds of the others, and every millisecond here is communicator start-up time.
-            long backoff = Math.min(CONNECT_BACKOFF_START_MS, Math.max(1, pollInterval.toMillis()));
-            RendezvousWire.Frame challenge = null;
-            while (challenge == null) {
-                long remaining = remainingMillis(deadline);
-                String why = abandonWhen == null ? null : abandonWhen.get();
-                if (why != null) {
-                    throw new RendezvousException("rank " + rank + " gave up the rendezvous with rank 0 at " + target
-                            + ": " + why);
-                }
-                if (remaining <= 0) {
-                    throw new RendezvousException("rank " + rank + " could not connect to rank 0 at " + target
-                            + " within " + seconds(timeout)
-                            + (lastError == null ? "" : " (last error: " + lastError + ")") + "; check that rank 0"
-                            + " runs, that MASTER_ADDR/MASTER_PORT name it, and that no firewall blocks the port",
-                            lastCause);
-                }
-                Socket attempt = new Socket();
+        String lastError = null;
+        IOException lastCause = null;
+        // Connection retries start fast and back off to at most 250 ms: rank 0 usually starts listening
+        // within milliseconds of the others, and every millisecond here is communicator start-up time.
+        long backoff = Math.min(CONNECT_BACKOFF_START_MS, Math.max(1, pollInterval.toMillis()));
+        while (true) {
+            long remaining = remainingMillis(deadline);
+            String why = abandonWhen == null ? null : abandonWhen.get();
+            if (why != null) {
+                throw new RendezvousException("rank " + rank + " gave up the rendezvous with rank 0 at " + target
+                        + ": " + why);
+            }
+            if (remaining <= 0) {
+                throw new RendezvousException("rank " + rank + " could not connect to rank 0 at " + target
+                        + " within " + seconds(timeout)
+                        + (lastError == null ? "" : " (last error: " + lastError + ")") + "; check that rank 0"
+                        + " runs, that MASTER_ADDR/MASTER_PORT name it, and that no firewall blocks the port",
+                        lastCause);
+            }
+            Socket attempt = new Socket();
+            try {
+                RendezvousWire.Frame challenge = null;
                 try {
                     attempt.connect(new InetSocketAddress(host, port), (int) Math.min(remaining, 10_000));
                     if (attempt.getLocalPort() == attempt.getPort()
@@ -1039,60 +1225,70 @@ public final class Rendezvous {
                         throw new ConnectException("connected to itself (nothing listens on " + target + ")");
                     }
                     attempt.setTcpNoDelay(true);
-                    challenge = readOnClient(attempt, attempt.getInputStream(), deadline, target, true);
-                    s = attempt;
+                    challenge = readOnClient(attempt, attempt.getInputStream(), deadline, target, true, null);
                 } catch (IOException e) {
                     // refused, or closed or reset before the CHALLENGE: not rank 0 of this rendezvous (yet); it may be
                     // the server of an earlier rendezvous on this port, closing with our connection in its backlog
                     lastError = e instanceof EarlyClose ? e.getMessage() : e.toString();
                     lastCause = e;
-                } finally {
-                    if (s != attempt) {
-                        closeQuietly(attempt);
+                }
+                if (challenge != null) {
+                    try {
+                        return afterChallenge(attempt, challenge, deadline, target);
+                    } catch (Retry e) {
+                        // rank 0 let go of this connection before it proved anything (its slots were full): again
+                        LOG.debug("rank {}: {}; connecting again", rank, e.getMessage());
+                        lastError = e.getMessage();
+                        lastCause = e;
+                    } catch (IOException e) {
+                        throw new RendezvousException("rank " + rank + ": rendezvous with rank 0 at " + target
+                                + " failed: " + e, e);
                     }
                 }
-                if (challenge == null) {
-                    sleep(Math.min(backoff, Math.max(1, remainingMillis(deadline))));
-                    backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
-                }
+            } finally {
+                closeQuietly(attempt);
             }
-            if (challenge.type != RendezvousWire.CHALLENGE && challenge.type != RendezvousWire.AUTH_CHALLENGE
-                    || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
-                throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
-                        + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
-                        + " of " + challenge.payload.length + " bytes");
-            }
-            authenticateRankZero(s, challenge, deadline, target);
-            byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
-            RendezvousWire.write(s.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(rank, worldSize, mac));
-            // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
-            RendezvousWire.Frame answer = readOnClient(s, awaitAnswer(s, deadline + ANSWER_GRACE_NANOS, target),
-                    deadline + ANSWER_GRACE_NANOS, target, false);
-            if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
-                throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
-                        + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "
-                        + answer.payload.length + " bytes");
-            }
-            LOG.debug("rank {} received the unique id from {}", rank, target);
-            return answer.payload;
-        } catch (IOException e) {
-            throw new RendezvousException("rank " + rank + ": rendezvous with rank 0 at " + target + " failed: " + e,
-                    e);
-        } finally {
-            closeQuietly(s);
+            sleep(Math.min(backoff, Math.max(1, remainingMillis(deadline))));
+            backoff = Math.min(backoff * 2, CONNECT_BACKOFF_MAX_MS);
         }
     }
 
+    /** The exchange after rank 0's challenge: its proof (with a secret), this rank's HELLO, and the id. */
+    private byte[] afterChallenge(Socket s, RendezvousWire.Frame challenge, long deadline, String target)
+            throws IOException {
+        if (challenge.type != RendezvousWire.CHALLENGE && challenge.type != RendezvousWire.AUTH_CHALLENGE
+                || challenge.payload.length != RendezvousWire.NONCE_BYTES) {
+            throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
+                    + RendezvousWire.NONCE_BYTES + "-byte CHALLENGE, got " + RendezvousWire.typeName(challenge.type)
+                    + " of " + challenge.payload.length + " bytes");
+        }
+        RecordSeal seal = authenticateRankZero(s, challenge, deadline, target);
+        byte[] mac = token == null ? null : RendezvousWire.mac(token, challenge.payload, rank, worldSize);
+        s.getOutputStream().write(RendezvousWire.bytes(seal, RendezvousWire.HELLO,
+                RendezvousWire.hello(rank, worldSize, mac)));
+        // a little longer than rank 0 waits: its answer at its deadline names the ranks that never came
+        RendezvousWire.Frame answer = readOnClient(s, awaitAnswer(s, deadline + ANSWER_GRACE_NANOS, target),
+                deadline + ANSWER_GRACE_NANOS, target, false, seal);
+        if (answer.type != RendezvousWire.ID || answer.payload.length != UNIQUE_ID_BYTES) {
+            throw new RendezvousException("rank " + rank + ": malformed exchange from " + target + ": expected a "
+                    + UNIQUE_ID_BYTES + "-byte ID, got " + RendezvousWire.typeName(answer.type) + " of "
+                    + answer.payload.length + " bytes");
+        }
+        LOG.debug("rank {} received the unique id from {}", rank, target);
+        return answer.payload;
+    }
+
     /**
-     * The peer's side of the authentication: with a secret, proves it and checks rank 0's proof; without, only
-     * talks to a rank 0 without one. Throws, after telling rank 0 with an ERROR frame where that helps.
+     * The peer's side of the authentication: with a secret, proves it, checks rank 0's proof and returns the seal of
+     * the records that follow; without, only talks to a rank 0 without one and returns null. Throws, after telling
+     * rank 0 with an ERROR frame where that helps.
      */
-    private void authenticateRankZero(Socket s, RendezvousWire.Frame challenge, long deadline, String target)
+    private RecordSeal authenticateRankZero(Socket s, RendezvousWire.Frame challenge, long deadline, String target)
             throws IOException {
         boolean asked = challenge.type == RendezvousWire.AUTH_CHALLENGE;
         if (!asked && secret == null) {
             sayUnauthenticated();
-            return;
+            return null;
         }
         if (!asked) {
             tellRankZero(s, "rank " + rank + " holds a job secret but rank 0 has none");
@@ -1113,7 +1309,7 @@ public final class Rendezvous {
                 .put(RendezvousWire.unhex(secret.prove(RendezvousWire.PURPOSE, serverNonce, clientNonce, "client")))
                 .array();
         RendezvousWire.write(s.getOutputStream(), RendezvousWire.AUTH, auth);
-        RendezvousWire.Frame ok = readOnClient(s, s.getInputStream(), deadline, target, false);
+        RendezvousWire.Frame ok = readOnClient(s, s.getInputStream(), deadline, target, false, null);
         if (ok.type != RendezvousWire.AUTH_OK || ok.payload.length != RendezvousWire.MAC_BYTES
                 || !secret.verify(RendezvousWire.PURPOSE, serverNonce, clientNonce, "server",
                         RendezvousWire.hex(ok.payload))) {
@@ -1122,6 +1318,7 @@ public final class Rendezvous {
                     + RendezvousWire.typeName(ok.type) + " instead of its proof") + "): it is not this job's rank 0,"
                     + " or its " + JobSecret.VARIABLE + " differs; refusing its id");
         }
+        return RecordSeal.of(secret, RendezvousWire.PURPOSE, serverNonce, clientNonce, false);
     }
 
     private static void tellRankZero(Socket s, String message) {
@@ -1141,21 +1338,29 @@ public final class Rendezvous {
         }
     }
 
+    /** Rank 0 let go of this connection before it proved anything (a RETRY frame): connect again. */
+    private static final class Retry extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Retry(String message) {
+            super(message);
+        }
+    }
+
     /**
-     * Reads one frame from rank 0. A time-out, a malformed frame and an ERROR frame throw {@link RendezvousException}.
-     * The end of the stream or a reset throws {@link EarlyClose} for the {@code first} frame, when rank 0 of this
-     * rendezvous has not spoken yet, and {@link RendezvousException} after it.
+     * Reads one frame from rank 0 within {@code deadline} in all, and opens it when {@code seal} is not null. A
+     * time-out, a malformed frame, a frame that fails its MAC and an ERROR frame throw {@link RendezvousException}; a
+     * RETRY frame throws {@link Retry}. The end of the stream or a reset throws {@link EarlyClose} for the
+     * {@code first} frame, when rank 0 of this rendezvous has not spoken yet, and {@link RendezvousException} after it.
      */
-    private RendezvousWire.Frame readOnClient(Socket s, InputStream in, long deadline, String target, boolean first)
-            throws IOException {
-        long remaining = remainingMillis(deadline);
-        if (remaining <= 0) {
+    private RendezvousWire.Frame readOnClient(Socket s, InputStream in, long deadline, String target, boolean first,
+            RecordSeal seal) throws IOException {
+        if (remainingMillis(deadline) <= 0) {
             throw clientTimeout(target);
         }
-        s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, remaining));
         RendezvousWire.Frame f;
         try {
-            f = RendezvousWire.read(in);
+            f = RendezvousWire.read(s, in, deadline);
         } catch (SocketTimeoutException e) {
             throw clientTimeout(target);
         } catch (RendezvousWire.ProtocolException e) {
@@ -1172,9 +1377,22 @@ public final class Rendezvous {
             }
             throw e;
         }
+        if (seal != null) {
+            try {
+                f = RendezvousWire.open(seal, f);
+            } catch (RecordSeal.Broken e) {
+                throw new RendezvousException("rank " + rank + ": the " + (f.type == RendezvousWire.ID ? "unique id"
+                        : RendezvousWire.typeName(f.type)) + " frame from rank 0 failed its MAC (record #" + e.record()
+                        + " after the handshake): it was forged, replayed or altered between rank 0 at " + target
+                        + " and this rank; refusing it", e);
+            }
+        }
         if (f.type == RendezvousWire.ERROR) {
             throw new RendezvousException("rank " + rank + ": rank 0 at " + target + " refused: "
                     + new String(f.payload, java.nio.charset.StandardCharsets.UTF_8));
+        }
+        if (f.type == RendezvousWire.RETRY) {
+            throw new Retry(new String(f.payload, java.nio.charset.StandardCharsets.UTF_8));
         }
         return f;
     }
@@ -1689,7 +1907,9 @@ public final class Rendezvous {
         }
 
         /**
-         * How long rank 0 waits for one connection's HELLO before dropping it (default 10 s); positive.
+         * How long rank 0 waits for one connection's HELLO before dropping it (default 10 s), in all from its accept,
+         * however it trickles its bytes; a connection that sends nothing at all is let go after 2 s already (when
+         * that is shorter); positive.
          *
          * @param timeout the time to wait for one HELLO, positive
          * @return this builder

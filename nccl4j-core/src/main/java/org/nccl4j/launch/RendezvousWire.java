@@ -4,10 +4,14 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -17,13 +21,14 @@ import javax.crypto.spec.SecretKeySpec;
  * <pre>
  *   magic   4 bytes  0x4E344A52 ("N4JR")
  *   version 1 byte   {@link #VERSION}
- *   type    1 byte   CHALLENGE, HELLO, ID, ERROR, AUTH_CHALLENGE, AUTH or AUTH_OK
+ *   type    1 byte   CHALLENGE, HELLO, ID, ERROR, AUTH_CHALLENGE, AUTH, AUTH_OK or RETRY
  *   length  4 bytes  big-endian payload length, 0 to {@link #MAX_PAYLOAD}
  *   payload length bytes
  * </pre>
  *
  * A frame whose header announces more than {@link #MAX_PAYLOAD} bytes is refused before anything is allocated; a
- * frame of another version is refused naming both versions (version 2 added the AUTH frames).
+ * frame of another version is refused naming both versions (version 2 added the AUTH frames, version 3 the sealed
+ * records and RETRY).
  *
  * <p>The exchange, when rank 0 holds the job's secret ({@link JobSecret}): rank 0 sends AUTH_CHALLENGE (its 32-byte
  * random nonce); the peer answers AUTH (its own 32-byte nonce, then its 32-byte proof, purpose {@code rendezvous},
@@ -35,11 +40,21 @@ import javax.crypto.spec.SecretKeySpec;
  * When rank 0 has no secret it sends CHALLENGE (its 32-byte nonce) instead of AUTH_CHALLENGE, and the peer answers
  * HELLO at once. A side that has a secret never talks to one without: the peer sends ERROR and fails; rank 0 refuses.
  * Neither the secret nor the token travels, and a recorded AUTH or HELLO is useless against a later nonce.
+ *
+ * <p>Sealed records: after AUTH_OK, every frame either side sends (the HELLO, the ID, an ERROR) is sealed by
+ * {@link RecordSeal} (purpose {@value #PURPOSE}, rank 0's nonce as the server's, the peer's as the client's): its
+ * payload is followed by the {@value RecordSeal#MAC_BYTES}-byte MAC of the record {@code type byte | payload}, and the
+ * header's length counts the MAC. A sealed frame that fails to open (forged, altered, replayed from another connection
+ * or rendezvous, reordered, or one dropped before it) is refused: the connection is closed.
+ *
+ * <p>RETRY (a UTF-8 reason), sent only before a peer has proved anything: rank 0 let go of the connection to make
+ * room for another (its waiting slots were full) or because it sent nothing in time; the peer connects again, as
+ * after a refused connection, instead of failing.
  */
 final class RendezvousWire {
     static final int MAGIC = 0x4E344A52;
-    /** 2 added AUTH_CHALLENGE, AUTH and AUTH_OK (the job's secret); 1 had only the token. */
-    static final int VERSION = 2;
+    /** 3 sealed the frames after the handshake and added RETRY; 2 added AUTH_CHALLENGE, AUTH and AUTH_OK. */
+    static final int VERSION = 3;
     static final int HEADER_BYTES = 10;
     /** The largest payload accepted; larger frames are refused before anything is allocated. */
     static final int MAX_PAYLOAD = 1024;
@@ -51,6 +66,8 @@ final class RendezvousWire {
     static final int AUTH_CHALLENGE = 5;
     static final int AUTH = 6;
     static final int AUTH_OK = 7;
+    /** Rank 0 let go of a connection that had proved nothing yet: connect again. */
+    static final int RETRY = 8;
     /** The purpose the job's secret proves for, see {@link JobSecret#prove}. */
     static final String PURPOSE = "rendezvous";
 
@@ -106,6 +123,7 @@ final class RendezvousWire {
             case AUTH_CHALLENGE: return "AUTH_CHALLENGE";
             case AUTH: return "AUTH";
             case AUTH_OK: return "AUTH_OK";
+            case RETRY: return "RETRY";
             default: return "unknown type " + type;
         }
     }
@@ -122,13 +140,64 @@ final class RendezvousWire {
 
     /** Writes an ERROR frame, cutting the message to fit. */
     static void writeError(OutputStream out, String message) throws IOException {
+        writeMessage(out, null, ERROR, message);
+    }
+
+    /** Writes an ERROR or RETRY frame, sealed when {@code seal} is not null, cutting the message to fit. */
+    static void writeMessage(OutputStream out, RecordSeal seal, int type, String message) throws IOException {
         byte[] m = message.getBytes(StandardCharsets.UTF_8);
-        if (m.length > MAX_PAYLOAD) {
-            byte[] cut = new byte[MAX_PAYLOAD];
-            System.arraycopy(m, 0, cut, 0, MAX_PAYLOAD);
-            m = cut;
+        int room = MAX_PAYLOAD - (seal == null ? 0 : RecordSeal.MAC_BYTES);
+        if (m.length > room) {
+            m = Arrays.copyOf(m, room);
         }
-        write(out, ERROR, m);
+        write(out, type, seal == null ? m : seal(seal, type, m));
+    }
+
+    /** The bytes of one frame, sealed when {@code seal} is not null. */
+    static byte[] bytes(RecordSeal seal, int type, byte[] payload) {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream(HEADER_BYTES + payload.length + 16);
+        try {
+            write(b, type, seal == null ? payload : seal(seal, type, payload));
+        } catch (IOException e) {
+            throw new AssertionError(e);   // a byte array does not fail
+        }
+        return b.toByteArray();
+    }
+
+    /** The bytes of an ERROR or RETRY frame, sealed when {@code seal} is not null, its message cut to fit. */
+    static byte[] messageBytes(RecordSeal seal, int type, String message) {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        try {
+            writeMessage(b, seal, type, message);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return b.toByteArray();
+    }
+
+    /**
+     * A payload sealed for its connection: the payload followed by the MAC of the record {@code type | payload}, so
+     * that the frame's type is authenticated with its contents.
+     */
+    static byte[] seal(RecordSeal seal, int type, byte[] payload) {
+        byte[] record = new byte[1 + payload.length];
+        record[0] = (byte) type;
+        System.arraycopy(payload, 0, record, 1, payload.length);
+        byte[] sealed = seal.sealFrame(record);
+        return Arrays.copyOfRange(sealed, 1, sealed.length);
+    }
+
+    /**
+     * Opens a sealed frame: the frame with its payload without the MAC.
+     *
+     * @throws RecordSeal.Broken when the frame is shorter than a MAC or its MAC fails
+     */
+    static Frame open(RecordSeal seal, Frame f) throws RecordSeal.Broken {
+        byte[] record = new byte[1 + f.payload.length];
+        record[0] = (byte) f.type;
+        System.arraycopy(f.payload, 0, record, 1, f.payload.length);
+        byte[] opened = seal.openFrame(record);
+        return new Frame(f.type, Arrays.copyOfRange(opened, 1, opened.length));
     }
 
     /**
@@ -145,6 +214,39 @@ final class RendezvousWire {
         byte[] payload = new byte[h.payload.length];
         d.readFully(payload);
         return new Frame(h.type, payload);
+    }
+
+    /**
+     * Reads one frame from a socket within a total time: each read waits at most until {@code deadlineNanos} (as
+     * {@link System#nanoTime()}), so a peer that trickles its bytes cannot stretch the wait past it.
+     *
+     * @throws SocketTimeoutException when the deadline passes before the frame is complete
+     * @throws ProtocolException when the magic, version, type or length is wrong
+     * @throws java.io.EOFException when the stream ends early
+     */
+    static Frame read(Socket s, InputStream in, long deadlineNanos) throws IOException {
+        byte[] header = new byte[HEADER_BYTES];
+        readFully(s, in, header, deadlineNanos);
+        Frame f = readHeader(header);
+        readFully(s, in, f.payload, deadlineNanos);
+        return f;
+    }
+
+    private static void readFully(Socket s, InputStream in, byte[] b, long deadlineNanos) throws IOException {
+        int off = 0;
+        while (off < b.length) {
+            long left = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+            if (left <= 0) {
+                throw new SocketTimeoutException("the frame was not complete in time (" + off + " of " + b.length
+                        + " bytes)");
+            }
+            s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+            int n = in.read(b, off, b.length - off);
+            if (n < 0) {
+                throw new java.io.EOFException();
+            }
+            off += n;
+        }
     }
 
     /**
@@ -168,7 +270,7 @@ final class RendezvousWire {
             throw new ProtocolException("malformed frame: protocol version " + version + ", but this side speaks "
                     + VERSION + "; use the same nccl4j version on every rank");
         }
-        if (type < CHALLENGE || type > AUTH_OK) {
+        if (type < CHALLENGE || type > RETRY) {
             throw new ProtocolException("malformed frame: unknown frame type " + type);
         }
         if (length < 0 || length > MAX_PAYLOAD) {

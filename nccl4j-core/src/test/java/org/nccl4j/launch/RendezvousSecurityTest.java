@@ -103,6 +103,52 @@ class RendezvousSecurityTest {
                 .put(RendezvousWire.unhex(proof)).array();
     }
 
+    /**
+     * Proves {@code secret} on a raw connection that has read its AUTH_CHALLENGE ({@code nonce}) and checks rank 0's
+     * AUTH_OK; returns the seal of the records that follow, as a rank's.
+     */
+    static RecordSeal authenticate(Socket raw, JobSecret secret, byte[] nonce) throws IOException {
+        String clientNonce = JobSecret.nonce();
+        RendezvousWire.write(raw.getOutputStream(), RendezvousWire.AUTH, authPayload(secret, nonce, clientNonce));
+        RendezvousWire.Frame ok = RendezvousWire.read(raw.getInputStream());
+        assertEquals(RendezvousWire.AUTH_OK, ok.type, RendezvousWire.typeName(ok.type));
+        assertTrue(secret.verify("rendezvous", RendezvousWire.hex(nonce), clientNonce, "server",
+                RendezvousWire.hex(ok.payload)), "rank 0 proved the secret");
+        return RecordSeal.of(secret, "rendezvous", RendezvousWire.hex(nonce), clientNonce, false);
+    }
+
+    /** The text of the sealed ERROR frame that comes next on {@code raw}. */
+    static String sealedErrorFrom(Socket raw, RecordSeal seal) throws IOException {
+        RendezvousWire.Frame f = RendezvousWire.open(seal, RendezvousWire.read(raw.getInputStream()));
+        assertEquals(RendezvousWire.ERROR, f.type, RendezvousWire.typeName(f.type));
+        return new String(f.payload, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void authenticatedPeerWithAnotherWorldSizeEndsTheRendezvousOnEveryRank() throws Exception {
+        List<Future<byte[]>> results = new ArrayList<>();
+        int port = startServer(base(0, 3, SECRET), () -> id(14), results);
+        byte[] nonce = new byte[32];
+        try (Socket one = rawAuthPeer(port, nonce)) {
+            RecordSeal seal = authenticate(one, SECRET, nonce);
+            one.getOutputStream().write(RendezvousWire.bytes(seal, RendezvousWire.HELLO,
+                    RendezvousWire.hello(1, 3, null)));
+            // the job's own rank 2, started with another world size: it proved the secret, so it ends the rendezvous
+            Throwable two = failure(pool.submit(() -> base(2, 4, SECRET).tcp(HOST, port).build()
+                    .exchange(neverCalled())));
+            assertTrue(two.getMessage().contains("refused: world size mismatch: rank 2 (/127.0.0.1:"),
+                    two.getMessage());
+            assertTrue(two.getMessage().endsWith("has world size 4 but rank 0 has 3; start every rank with the same"
+                    + " world size"), two.getMessage());
+            Throwable zero = failure(results.get(0));
+            assertTrue(zero.getMessage().startsWith("rank 0: world size mismatch: rank 2 (/127.0.0.1:"),
+                    zero.getMessage());
+            String first = sealedErrorFrom(one, seal);
+            assertTrue(first.startsWith("rendezvous aborted by rank 0: world size mismatch: rank 2 (/127.0.0.1:"),
+                    first);
+        }
+    }
+
     // ---- the secret ----
 
     @Test
@@ -321,11 +367,10 @@ class RendezvousSecurityTest {
         int port = startServer(base(0, 2, SECRET), () -> id(8), results);
         byte[] nonce = new byte[32];
         try (Socket raw = rawAuthPeer(port, nonce)) {
-            RendezvousWire.write(raw.getOutputStream(), RendezvousWire.AUTH,
-                    authPayload(SECRET, nonce, JobSecret.nonce()));
-            assertEquals(RendezvousWire.AUTH_OK, RendezvousWire.read(raw.getInputStream()).type);
-            RendezvousWire.write(raw.getOutputStream(), RendezvousWire.HELLO, RendezvousWire.hello(7, 2, null));
-            String error = errorFrom(raw);
+            RecordSeal seal = authenticate(raw, SECRET, nonce);
+            raw.getOutputStream().write(RendezvousWire.bytes(seal, RendezvousWire.HELLO,
+                    RendezvousWire.hello(7, 2, null)));
+            String error = sealedErrorFrom(raw, seal);
             assertTrue(error.startsWith("rank out of range: "), error);
         }
         assertArrayEquals(id(8), base(1, 2, SECRET).tcp(HOST, port).build().exchange(neverCalled()));
@@ -346,36 +391,74 @@ class RendezvousSecurityTest {
         Rendezvous.builder().rank(0).worldSize(2).environment(Map.of(JobSecret.VARIABLE, "short")).commId().build();
     }
 
+    /** The text of the RETRY frame that comes next on a connection that has read its challenge. */
+    static String retryFrom(Socket s) throws IOException {
+        RendezvousWire.Frame f = RendezvousWire.read(s.getInputStream());
+        assertEquals(RendezvousWire.RETRY, f.type, RendezvousWire.typeName(f.type));
+        return new String(f.payload, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     @Test
-    void connectionsWaitingToIdentifyThemselvesAreCapped() throws Exception {
+    void aFullHouseLetsGoOfTheConnectionThatWaitedLongestWithoutProvingAnything() throws Exception {
         List<Future<byte[]>> results = new ArrayList<>();
         int port = startServer(base(0, 2, SECRET).maxPending(3), () -> id(11), results);
-        List<Socket> silent = new ArrayList<>();
+        List<Socket> held = new ArrayList<>();
         try {
-            for (int i = 0; i < 3; i++) {
-                silent.add(rawAuthPeer(port, new byte[32])); // each holds a slot: challenged, never answers
+            for (int i = 0; i < 7; i++) {
+                held.add(rawAuthPeer(port, new byte[32])); // challenged, never answers
             }
-            List<Socket> over = new ArrayList<>();
+            // the cap is 3: each of the 4 after the first 3 took the slot of the oldest one
             for (int i = 0; i < 4; i++) {
-                Socket s = new Socket(LOOPBACK, port);
-                s.setSoTimeout(10_000);
-                over.add(s);
-            }
-            for (Socket s : over) {
-                assertEquals(-1, s.getInputStream().read(), "closed at accept, without a challenge");
-                s.close();
+                String retry = retryFrom(held.get(i));
+                assertTrue(retry.matches("rank 0 let go of this connection: it had waited \\d+ ms without proving"
+                        + " anything and 3 connections were waiting to identify themselves; connect again"), retry);
+                assertEquals(-1, held.get(i).getInputStream().read(), "then closed");
             }
             List<String> warns = logged(Level.WARN);
-            assertEquals(1, warns.size(), "one line per burst: " + warns);
-            assertTrue(warns.get(0).startsWith("rank 0 closed a connection from /127.0.0.1:"), warns.get(0));
+            assertEquals(1, warns.size(), "one line per flood: " + warns);
+            assertTrue(warns.get(0).startsWith("rank 0 let go of the connection from /127.0.0.1:"), warns.get(0));
+            assertTrue(warns.get(0).contains("without proving anything, for a new one from /127.0.0.1:"),
+                    warns.get(0));
             assertTrue(warns.get(0).contains("3 connections are already waiting to identify themselves"),
                     warns.get(0));
-            // a slot frees: the real rank gets in
-            silent.remove(0).close();
+            // the real rank takes the slot of the oldest of the last 3, which are still held
             assertArrayEquals(id(11), base(1, 2, SECRET).tcp(HOST, port).build().exchange(neverCalled()));
             assertArrayEquals(id(11), results.get(0).get(30, TimeUnit.SECONDS));
+            assertTrue(retryFrom(held.get(4)).startsWith("rank 0 let go of this connection: it had waited"));
         } finally {
-            for (Socket s : silent) {
+            for (Socket s : held) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void connectionsThatProvedTheSecretAreNotLetGoAndNewOnesAreClosedAtAccept() throws Exception {
+        List<Future<byte[]>> results = new ArrayList<>();
+        int port = startServer(base(0, 2, SECRET).maxPending(2).handshakeTimeout(Duration.ofMillis(1500)),
+                () -> id(15), results);
+        List<Socket> proved = new ArrayList<>();
+        try {
+            for (int i = 0; i < 2; i++) {
+                byte[] nonce = new byte[32];
+                Socket s = rawAuthPeer(port, nonce);
+                authenticate(s, SECRET, nonce);   // then no HELLO: it holds its slot until its handshake timeout
+                proved.add(s);
+            }
+            try (Socket over = new Socket(LOOPBACK, port)) {
+                over.setSoTimeout(10_000);
+                assertEquals(-1, over.getInputStream().read(), "closed at accept, without a challenge");
+            }
+            List<String> warns = logged(Level.WARN);
+            assertEquals(1, warns.size(), warns.toString());
+            assertTrue(warns.get(0).startsWith("rank 0 closed a connection from /127.0.0.1:"), warns.get(0));
+            assertTrue(warns.get(0).contains("at accept: 2 connections are already waiting to identify themselves,"
+                    + " each having proved the job's secret"), warns.get(0));
+            // the real rank retries until a slot frees (the proved ones' handshake timeout)
+            assertArrayEquals(id(15), base(1, 2, SECRET).tcp(HOST, port).build().exchange(neverCalled()));
+            assertArrayEquals(id(15), results.get(0).get(30, TimeUnit.SECONDS));
+        } finally {
+            for (Socket s : proved) {
                 s.close();
             }
         }
