@@ -129,7 +129,7 @@ class LivenessScaleTest {
         String challenge = in.readLine();
         String serverNonce = challenge.substring("CHALLENGE ".length());
         String clientNonce = JobSecret.nonce();
-        out.write(("AUTH " + clientNonce + " " + SECRET.prove(Liveness.PURPOSE, serverNonce, clientNonce, "client")
+        out.write(("AUTH " + clientNonce + " " + SECRET.prove(LivenessWire.PURPOSE, serverNonce, clientNonce, "client")
                 + "\n" + "HELLO " + rank + " stalled 1\n").getBytes(StandardCharsets.US_ASCII));
         out.flush();
         return s;
@@ -166,7 +166,7 @@ class LivenessScaleTest {
             StubFixture.within(30_000, () -> java.util.Arrays.stream(ranks).allMatch(l -> l.arrivals() == n) ? true
                     : null, "every rank joined");
             // 32 MiB of CAUSED lines for every rank: far more than the stalled rank's socket buffers and outbox hold
-            String cause = "x".repeat(Liveness.CAUSE_CHARS - 10);
+            String cause = "x".repeat(LivenessWire.CAUSE_CHARS - 10);
             int lines = 32 * 1024 * 1024 / cause.length();
             for (int i = 0; i < lines; i++) {
                 ranks[1].cause(cause);
