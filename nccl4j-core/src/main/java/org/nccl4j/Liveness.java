@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.ProcessEnvironment;
+import org.nccl4j.launch.Rendezvous;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,8 +48,10 @@ import org.slf4j.LoggerFactory;
  * serves thousands of ranks, is {@link LivenessHub}; a rank's connecting side (rank 0's own too) is
  * {@link LivenessClient}. They log as this class, so that one logger names the channel.
  *
- * <p><b>Where rank 0 listens.</b> On {@code MASTER_ADDR}'s address when it is one of rank 0's host's, else on every
- * address (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses.
+ * <p><b>Where rank 0 listens.</b> Where the rendezvous does ({@link Rendezvous#bindFor}): on {@code MASTER_ADDR}'s
+ * address when it is one of rank 0's host's (a loopback one too, whatever name resolved to it), else on every address
+ * (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses, else
+ * {@code NCCL4J_RENDEZVOUS_BIND}, so that both ports listen on one address.
  */
 final class Liveness implements AutoCloseable {
     /** The channel's logger: every part of it (hub, client, wire) logs as this class. */
@@ -82,6 +85,11 @@ final class Liveness implements AutoCloseable {
     private volatile LivenessHub hub;
     /** This rank's connection to rank 0. */
     final LivenessClient client = new LivenessClient(this);
+    /**
+     * Says what this rank refuses of rank 0's connection (a line it cannot read, one that fails its seal): one WARN
+     * line per burst, the rest at DEBUG (rank 0's hub says the refusals of its port with its own).
+     */
+    final org.nccl4j.launch.Refusals said = new org.nccl4j.launch.Refusals(LOG);
     /** By launch rank. */
     final Map<Integer, Lost> lost = new ConcurrentHashMap<>();
     /** By launch rank: every rank that said hello. */
@@ -158,8 +166,10 @@ final class Liveness implements AutoCloseable {
      * the environment, listening where {@link #bindAddress} says for {@code masterHost}.
      */
     static Liveness serve(int port, String masterHost, int worldSize) throws IOException {
-        return serve(port, configuredTimeout(), worldSize, JobSecret.fromEnvironment(),
-                bindAddress(masterHost, ProcessEnvironment.liveOrJvmCopy().get(BIND_VARIABLE), port));
+        ProcessEnvironment env = ProcessEnvironment.liveOrJvmCopy();
+        String bind = env.get(BIND_VARIABLE);
+        return serve(port, configuredTimeout(), worldSize, JobSecret.fromEnvironment(), bindAddress(masterHost,
+                bind != null && !bind.isBlank() ? bind : env.get(Rendezvous.BIND_VARIABLE), port));
     }
 
     /**
@@ -177,8 +187,9 @@ final class Liveness implements AutoCloseable {
 
     /**
      * Where rank 0 listens: {@code NCCL4J_LIVENESS_BIND} ({@code any}: every address; else that address), else
-     * {@code MASTER_ADDR}'s address when it is one of this host's (and not a loopback address that only stands for
-     * the host's name, which other hosts cannot reach), else every address, said at INFO.
+     * {@code MASTER_ADDR}'s address by the rendezvous's rule ({@link Rendezvous#bindFor}: when it is one of this
+     * host's, a loopback one included, whatever name resolved to it), so that both ports listen on one address; else
+     * every address, said at INFO.
      *
      * @return the address, or null for every address
      * @throws IOException when the variable names no address of this host
@@ -204,21 +215,19 @@ final class Liveness implements AutoCloseable {
         if (masterHost == null || masterHost.isBlank()) {
             return null;
         }
+        // the rendezvous's rule, so that both ports listen on one address (a name that resolves to a loopback
+        // address here: loopback only, as the rendezvous; other hosts reach neither port then)
+        InetAddress a = Rendezvous.bindFor(masterHost.strip(), null, new ArrayList<>());
+        if (!a.isAnyLocalAddress()) {
+            return a;
+        }
         String why;
         try {
-            InetAddress a = InetAddress.getByName(masterHost.strip());
-            boolean loopbackName = masterHost.strip().equalsIgnoreCase("localhost")
-                    || masterHost.strip().equals(a.getHostAddress()) || masterHost.strip().startsWith("[");
-            if (a.isAnyLocalAddress()) {
+            InetAddress resolved = InetAddress.getByName(masterHost.strip());
+            if (resolved.isAnyLocalAddress()) {
                 return null;
             }
-            if (a.isLoopbackAddress() && !loopbackName) {
-                why = "it resolves to " + a.getHostAddress() + " here, a loopback address other hosts cannot reach";
-            } else if (local(a)) {
-                return a;
-            } else {
-                why = "its address " + a.getHostAddress() + " is not one of this host's";
-            }
+            why = "its address " + resolved.getHostAddress() + " is not one of this host's";
         } catch (java.net.UnknownHostException e) {
             why = "it does not resolve here";
         }
@@ -712,15 +721,32 @@ final class Liveness implements AutoCloseable {
     /** Every rank: a {@code JOINED} line's fields (rank 0: a hello's), into the roster. */
     void joined(String[] f) {
         Lost m = LivenessWire.parse(f);
-        if (m != null) {
-            roster.put(m.rank(), m);
+        if (m == null) {
+            said.refused("nccl4j liveness: a line it cannot read: " + LivenessWire.printable(String.join(" ", f), 200));
+            return;
+        }
+        roster.put(m.rank(), m);
+        if (lost.remove(m.rank()) != null) {
+            // a rank said hello after its loss was told: the loss was a stranger's that claimed its rank before it
+            // (without a secret, an impostor that took a rank not yet joined and dropped): the rank is here
+            lostAs.remove(m.rank());
+            departures.arrived(m.rank(), STARTUP_GENERATION);
+            LOG.info("nccl4j liveness: rank {} ({}, pid {}) said hello after its loss was told: it is here, the loss "
+                    + "is forgotten", m.rank(), m.host(), m.pid());
+            if (lost.isEmpty() && departures.of(STARTUP_GENERATION).isEmpty()) {
+                firstLossNanos = 0;
+            }
         }
     }
 
     /** Every rank: a {@code LOST} line's fields: the rank is gone (rank 0's own loss is never heard of). */
     void lost(String[] f) {
         Lost m = LivenessWire.parse(f);
-        if (m != null && m.rank() != rank) {
+        if (m == null) {
+            said.refused("nccl4j liveness: a line it cannot read: " + LivenessWire.printable(String.join(" ", f), 200));
+            return;
+        }
+        if (m.rank() != rank) {
             if (f.length > 4) {
                 lostAs.putIfAbsent(m.rank(), new String[] {f[4], f.length > 5 ? f[5] : null});
             }
@@ -790,17 +816,19 @@ final class Liveness implements AutoCloseable {
 
     /**
      * Every rank but 0: rank 0's connection ended (or fell silent) without its goodbye: rank 0 is lost ({@code why}),
-     * said at WARN and as news.
+     * said at WARN (unless {@code warn} is false: the refusal that ended it was said) and as news.
      */
-    void lostRankZero(String why) {
+    void lostRankZero(String why, boolean warn) {
         Lost known = roster.get(0);
         RankPhase was = phases.get(0);
         lostAs.putIfAbsent(0, new String[] {was == null ? null : was.wire(), why.equals("its connection ended")
                 ? "its connection ended without a goodbye" : why});
         lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
         heardOfLoss();
-        LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
-                known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
+        if (warn) {
+            LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
+                    known == null ? "" : " (" + known.host() + ", pid " + known.pid() + ")", why);
+        }
         news("rank 0 is lost");
     }
 

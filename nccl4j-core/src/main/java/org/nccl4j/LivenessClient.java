@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import org.nccl4j.LivenessWire.LineReader;
 import org.nccl4j.LivenessWire.Refused;
 import org.nccl4j.launch.JobSecret;
+import org.nccl4j.launch.RecordSeal;
 
 /**
  * A rank's side of the liveness channel (rank 0's too: it joins its own hub as every rank does): connects to rank 0
@@ -20,7 +21,8 @@ import org.nccl4j.launch.JobSecret;
 final class LivenessClient {
     /** The facade whose roster, losses, phases and departures this side fills. */
     private final Liveness l;
-    private volatile Socket toServer;
+    /** The connection to rank 0 once joined, else null. */
+    private volatile Conn toServer;
     /** Rank 0 closed its side on purpose ({@code LEFT 0}): the end of its connection is not a loss. */
     private volatile boolean serverLeft;
     /** Rank 0 refused this rank, or this rank refused rank 0 (the secret): retrying cannot help. */
@@ -33,7 +35,22 @@ final class LivenessClient {
 
     /** @return the connection to rank 0 once joined, else null */
     Socket socket() {
-        return toServer;
+        Conn c = toServer;
+        return c == null ? null : c.socket;
+    }
+
+    /**
+     * One connection to rank 0: its socket and, with a secret, the seal of its lines after the handshake. A line is
+     * sealed and written under the socket's lock, so that the sequence numbers follow the order of the writes
+     * whichever thread writes (the heartbeat, the reader's answers, the program's departure).
+     */
+    private static final class Conn {
+        final Socket socket;
+        volatile RecordSeal seal;
+
+        Conn(Socket socket) {
+            this.socket = socket;
+        }
     }
 
     /** @return why joining was refused (retrying cannot help), or null */
@@ -82,7 +99,8 @@ final class LivenessClient {
      * reads rank 0's welcome; then reads rank 0's lines on a thread of its own.
      */
     void connect(String host, int port, int timeoutMillis) throws IOException {
-        Socket s = new Socket();
+        Socket socket = new Socket();
+        Conn s = new Conn(socket);
         String where = "rank 0's liveness channel at " + host + ":" + port;
         int rank = l.rank;
         JobSecret secret = l.secret;
@@ -90,9 +108,9 @@ final class LivenessClient {
         String first;
         LineReader in;
         try {
-            s.connect(new InetSocketAddress(host, port), timeoutMillis);
-            s.setTcpNoDelay(true);
-            in = new LineReader(s, LivenessWire.MAX_LINE);
+            socket.connect(new InetSocketAddress(host, port), timeoutMillis);
+            socket.setTcpNoDelay(true);
+            in = new LineReader(socket, LivenessWire.MAX_LINE + LivenessWire.SEAL_CHARS);
             long deadline = System.nanoTime() + helloMillis * 1_000_000L;
             if (secret != null) {
                 // a rank 0 without the secret says OPEN at once: that is the refusal; silence is a rank 0 too busy
@@ -121,9 +139,19 @@ final class LivenessClient {
                     throw new Refused(where + " could not prove it holds " + JobSecret.VARIABLE + ": it is not this "
                             + "job's rank 0, or its secret differs; rank " + rank + " does not join it");
                 }
+                // from here on every line, both ways, is sealed (RecordSeal): forged, replayed or reordered ones fail
+                s.seal = RecordSeal.of(secret, LivenessWire.PURPOSE, serverNonce, clientNonce, false);
             }
             write(s, LivenessWire.hello(rank));
             first = quietly(in, deadline);
+            if (first != null && s.seal != null) {
+                try {
+                    first = s.seal.open(first);
+                } catch (RecordSeal.Broken e) {
+                    throw new IOException(where + " sent a welcome that " + e.getMessage() + "; rank " + rank
+                            + " tries again");
+                }
+            }
             if (LivenessWire.OPEN.equals(first)) {   // rank 0 without a secret, as this rank: its welcome follows
                 first = quietly(in, deadline);
             }
@@ -136,9 +164,9 @@ final class LivenessClient {
                 throw new IOException(where + " did not welcome rank " + rank + " (it refused its hello: see rank 0's "
                         + "log)");
             }
-            s.setSoTimeout(l.timeoutMillis);
+            socket.setSoTimeout(l.timeoutMillis);
         } catch (IOException e) {
-            Liveness.closeQuietly(s);
+            Liveness.closeQuietly(socket);
             throw e;
         }
         toServer = s;
@@ -153,33 +181,45 @@ final class LivenessClient {
     /** A line before {@code deadline}, or null when the connection ends or the deadline passes first. */
     private static String quietly(LineReader in, long deadline) throws IOException {
         try {
-            return in.readLine(LivenessWire.MAX_LINE, deadline);
+            return in.readLine(LivenessWire.MAX_LINE + LivenessWire.SEAL_CHARS, deadline);
         } catch (SocketTimeoutException e) {
             return null;
         }
     }
 
     /** Reads rank 0's lines; the end of the connection, or its silence, means rank 0 is gone. */
-    private void listen(Socket s, LineReader in) {
+    private void listen(Conn s, LineReader in) {
         String why = "its connection ended";
+        boolean said = false;
         try {
             String line;
-            while ((line = in.readLine(LivenessWire.MAX_LINE, 0)) != null) {
-                fromServer(s, line);
+            int max = LivenessWire.MAX_LINE + (s.seal == null ? 0 : LivenessWire.SEAL_CHARS);
+            while ((line = in.readLine(max, 0)) != null) {
+                RecordSeal seal = s.seal;
+                fromServer(s, seal == null ? line : seal.open(line));
+            }
+        } catch (RecordSeal.Broken e) {
+            // one line at WARN (through the refusals): the connection cannot go on, nothing later on it can be trusted
+            why = "a line on its connection failed its check (" + e.getMessage() + ")";
+            said = true;
+            if (!l.closing) {
+                l.said.refused("nccl4j liveness: rank " + l.rank + " refused a line on rank 0's connection: "
+                        + e.getMessage() + "; it closes the connection" + (l.rank != 0 ? " and takes rank 0 for lost"
+                        : ""));
             }
         } catch (SocketTimeoutException e) {
             why = "it sent nothing for " + l.timeoutMillis + " ms (no heartbeat: stopped, or its host unreachable)";
         } catch (IOException e) {
             // as the end of the stream
         }
-        Liveness.closeQuietly(s);
+        Liveness.closeQuietly(s.socket);
         if (!l.closing && !serverLeft && l.rank != 0) {
-            l.lostRankZero(why);
+            l.lostRankZero(why, !said);
         }
     }
 
     /** One line of rank 0's; a line it does not expect (a rank's, or the handshake's) is ignored. */
-    private void fromServer(Socket s, String line) {
+    private void fromServer(Conn s, String line) {
         if (line.startsWith("LOST ")) {
             l.lost(line.split(" ", 6));
             l.news("rank " + line.split(" ")[1] + " is lost");
@@ -198,7 +238,7 @@ final class LivenessClient {
     }
 
     /** A line of rank 0's about departures, comparisons and mismatches. */
-    private void heard(Socket s, String line) {
+    private void heard(Conn s, String line) {
         String[] f = line.split(" ", 2);
         String rest = f.length > 1 ? f[1] : "";
         Departures departures = l.departures;
@@ -270,7 +310,8 @@ final class LivenessClient {
         } catch (IOException e) {
             // the reader sees the end
         } catch (RuntimeException e) {
-            Liveness.LOG.warn("nccl4j liveness: a line from rank 0 it cannot read: {}", LivenessWire.cut(line, 200));
+            // through the refusals' one line per burst: a flood of unreadable lines fills no log
+            l.said.refused("nccl4j liveness: a line from rank 0 it cannot read: " + LivenessWire.cut(line, 200));
         }
     }
 
@@ -290,7 +331,7 @@ final class LivenessClient {
                 }
             }
             lastPing = now;
-            Socket s = toServer;
+            Conn s = toServer;
             if (s != null) {   // rank 0's own connection to itself too
                 try {
                     write(s, heartbeat());
@@ -315,7 +356,7 @@ final class LivenessClient {
      * is left to the reader, which sees its end.
      */
     void send(String line, boolean evenClosing) {
-        Socket s = toServer;
+        Conn s = toServer;
         if (s != null && (evenClosing || !l.closing)) {
             try {
                 write(s, line);
@@ -327,26 +368,27 @@ final class LivenessClient {
 
     /** Says goodbye and closes the connection. */
     void close() {
-        Socket s = toServer;
+        Conn s = toServer;
         if (s != null) {
             send(LivenessWire.BYE + "\n", true);
-            Liveness.closeQuietly(s);
+            Liveness.closeQuietly(s.socket);
         }
     }
 
     /** For tests: the connection ends without a goodbye. */
     void drop() {
-        Liveness.closeQuietly(toServer);
+        Conn s = toServer;
+        if (s != null) {
+            Liveness.closeQuietly(s.socket);
+        }
     }
 
-    private static void write(Socket s, String line) throws IOException {
-        write(s, line.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static void write(Socket s, byte[] bytes) throws IOException {
-        synchronized (s) {
-            OutputStream out = s.getOutputStream();
-            out.write(bytes);
+    /** Writes {@code line}, sealed when the connection has a seal: sealing and writing under one lock. */
+    private static void write(Conn s, String line) throws IOException {
+        synchronized (s.socket) {
+            RecordSeal seal = s.seal;
+            OutputStream out = s.socket.getOutputStream();
+            out.write((seal == null ? line : seal.seal(line)).getBytes(StandardCharsets.UTF_8));
             out.flush();
         }
     }

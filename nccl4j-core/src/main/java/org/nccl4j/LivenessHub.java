@@ -20,6 +20,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.nccl4j.LivenessWire.Refused;
 import org.nccl4j.launch.JobSecret;
+import org.nccl4j.launch.RecordSeal;
 
 /**
  * Rank 0's side of the liveness channel, the hub: it accepts the ranks' connections, checks who they are, keeps the
@@ -35,7 +36,10 @@ import org.nccl4j.launch.JobSecret;
  * {@code NCCL4J_JOB_SECRET_FILE}), rank 0 sends {@code CHALLENGE <serverNonce>} on accept; the rank answers
  * {@code AUTH <clientNonce> <proof>} (the client's proof, purpose {@value LivenessWire#PURPOSE}); rank 0 checks it
  * and answers {@code OK <proof>} (the server's), which the rank checks before its {@code HELLO}, so that a false rank
- * 0 is refused too. A captured exchange is worth nothing on another connection (rank 0's nonce differs). Without a
+ * 0 is refused too. A captured exchange is worth nothing on another connection (rank 0's nonce differs). After it,
+ * every line both ways ({@code HELLO} on) is sealed ({@link org.nccl4j.launch.RecordSeal}, purpose
+ * {@value LivenessWire#PURPOSE}, keys of this connection and direction): a line forged, replayed or reordered on the
+ * way fails to open, and the connection is refused and closed, said once (rank 0 declares no loss for it). Without a
  * secret the exchange is skipped (rank 0 says {@code OPEN} on accept instead), said once per process at INFO; both
  * sides must agree: a rank with a secret facing a rank 0 without one (it hears {@code OPEN}), or the reverse, fails at
  * join time naming {@code NCCL4J_JOB_SECRET}, and rank 0 refuses it. A rank that hears nothing within its hello time
@@ -48,15 +52,20 @@ import org.nccl4j.launch.JobSecret;
  * ({@code nccl4j liveness: refused the connection from <address>: <why>; the job goes on}), at WARN once per burst
  * of refusals ({@link org.nccl4j.launch.Refusals}: the others at DEBUG, counted in the next WARN line; a flood's
  * connections that time out waiting are said with the flood's line); it is never a loss, a join or a departure, and
- * the rank it claimed is untouched. A rank ignores the lines of rank 0 it does not expect.</li>
+ * the rank it claimed is untouched. A rank ignores the lines of rank 0 it does not expect. Without a secret, a
+ * stranger that said hello for a rank not yet joined and then dropped is a loss told to every rank; the real rank's
+ * hello afterwards clears it everywhere ({@code JOINED} after {@code LOST}).</li>
  * <li><b>Bounds.</b> The lines' bounds are {@link LivenessWire}'s; a longer one is refused without reading it whole.
  * A connection has {@value Liveness#HELLO_MILLIS} ms to authenticate and say hello ({@code NCCL4J_LIVENESS_TIMEOUT}
  * bounds the silence after it); at most {@value #MAX_PENDING} connections more than the world's ranks wait for their
- * hello at once (none holds a thread, so every rank of a large job may arrive at once), further ones are closed at
- * accept, said once per flood at WARN (a flood ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after
- * the last such close). A rank that leaves more than {@value #MAX_OUTBOX} bytes waiting and takes none of them for
- * the liveness timeout, or more than {@value #HARD_OUTBOX} however fast it reads, is lost ({@code it did not read rank
- * 0's lines}), as one whose heartbeats stop; a rank that reads, only slower for a moment, is not.</li>
+ * hello at once (none holds a thread, so every rank of a large job may arrive at once); a connection has
+ * {@value #FIRST_BYTE_MILLIS} ms for its first byte. Over the cap, each new connection takes the place of the one that
+ * waited longest without a byte (else without authenticating): a stranger that holds every slot and reconnects at
+ * once churns its own connections while the ranks, which answer at once, get in. Said once per flood at WARN (a flood
+ * ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after the last such close). A rank that leaves more
+ * than {@value #MAX_OUTBOX} bytes waiting and takes none of them for the liveness timeout, or more than
+ * {@value #HARD_OUTBOX} however fast it reads, is lost ({@code it did not read rank 0's lines}), as one whose
+ * heartbeats stop; a rank that reads, only slower for a moment, is not.</li>
  * </ul>
  *
  * <h2>Thousands of ranks</h2>
@@ -107,6 +116,14 @@ final class LivenessHub {
     static final int JOIN_BATCH_PEERS = 64;
     /** How often rank 0's selector thread looks for silent connections and passed hello deadlines, at least. */
     static final long SWEEP_MILLIS = 100;
+    /**
+     * How long a new connection has to send its first byte (or its hello deadline, when shorter). A rank answers rank
+     * 0's {@code CHALLENGE} (or, without a secret, says its {@code HELLO}) at once: one round trip and one HMAC, well
+     * under a millisecond on loopback and a few on a loaded host; 1.5 s leaves room for a scheduling delay or a
+     * collection on either side, yet lets go of a connection that holds a waiting slot without a word three times
+     * sooner than the hello deadline.
+     */
+    static final long FIRST_BYTE_MILLIS = 1500;
 
     /** Rank 0's facade: the roster, losses and phases the hub keeps for it. */
     private final Liveness l;
@@ -216,7 +233,7 @@ final class LivenessHub {
         try {
             while (!l.closing) {
                 long now = System.nanoTime();
-                long wake = Math.min(nextSweep, nextHelloDeadline(now + SWEEP_MILLIS * 1_000_000L));
+                long wake = Math.min(nextSweep, nextDeadline(now + SWEEP_MILLIS * 1_000_000L));
                 synchronized (joinLock) {
                     if (joinedFannedOut < joinedLength) {
                         wake = Math.min(wake, lastJoinFanOut + JOIN_BATCH_MILLIS * 1_000_000L);
@@ -236,12 +253,14 @@ final class LivenessHub {
                 fanOutJoins(false);
                 now = System.nanoTime();
                 boolean sweep = now - nextSweep >= 0;
-                // in accept order, which is deadline order but where a test shortened the deadline: all on a sweep
+                // in accept order, which is nearly deadline order (a connection that spoke has until its hello
+                // deadline, a silent one until its first byte's): the oldest ones each round, all on a sweep
                 for (java.util.Iterator<Peer> it = early.iterator(); it.hasNext();) {
                     Peer p = it.next();
-                    if (now - p.helloDeadline >= 0) {
+                    if (now - p.deadline() >= 0) {
                         it.remove();
-                        end(p, "it did not authenticate and say hello within " + p.helloMillis + " ms", false, null);
+                        end(p, p.any ? "it did not authenticate and say hello within " + p.helloMillis + " ms"
+                                : "it sent nothing within " + p.firstByteMillis + " ms", false, null);
                     } else if (!sweep) {
                         break;
                     }
@@ -277,12 +296,12 @@ final class LivenessHub {
         }
     }
 
-    /** The hello deadline of the oldest connection that has not said hello, or {@code latest} when earlier. */
-    private long nextHelloDeadline(long latest) {
+    /** The deadline of the oldest connection that has not said hello, or {@code latest} when earlier. */
+    private long nextDeadline(long latest) {
         if (early.isEmpty()) {
             return latest;
         }
-        long first = early.iterator().next().helloDeadline;
+        long first = early.iterator().next().deadline();
         return first - latest < 0 ? first : latest;
     }
 
@@ -292,7 +311,7 @@ final class LivenessHub {
             return;
         }
         if (k.isAcceptable()) {
-            acceptAll();
+            acceptAll(in);
             return;
         }
         Peer p = (Peer) k.attachment();
@@ -306,8 +325,7 @@ final class LivenessHub {
         } catch (java.nio.channels.CancelledKeyException e) {
             end(p, null, false, null);
         } catch (RuntimeException e) {
-            LOG.warn("nccl4j liveness: rank 0 could not serve the connection from {}: {}", p.remote, e.toString());
-            end(p, null, false, null);
+            end(p, "rank 0 could not serve it (" + e + ")", false, null);
         }
     }
 
@@ -319,19 +337,30 @@ final class LivenessHub {
         return size >= Integer.MAX_VALUE - MAX_PENDING ? MAX_PENDING : MAX_PENDING + size;
     }
 
-    /** Accepts every connection the backlog holds: each gets its challenge, or is closed at once over the cap. */
-    private void acceptAll() throws IOException {
+    /**
+     * Accepts every connection the backlog holds: each gets its challenge. Over the cap on connections waiting for
+     * their hello, the one that waited longest without a byte is let go for it (else the one that waited longest
+     * without proving itself; the new one only when every waiting one has authenticated): a stranger that holds every
+     * slot and reconnects the moment one is closed then churns its own connections, while a rank, which answers at
+     * once, keeps its slot. Closing the newest instead gave every freed slot to such a stranger.
+     */
+    private void acceptAll(ByteBuffer in) throws IOException {
         SocketChannel c;
         while ((c = server.accept()) != null) {
             if (early.size() >= maxPending()) {   // at most so many connections wait for a hello
                 String from = remote(c);
-                Liveness.closeQuietly(c);
                 if (refusals.flooded()) {
-                    LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): closing "
-                            + "further ones at accept until they do or their {} ms pass (the first from {}); the job "
-                            + "goes on", maxPending(), l.helloMillis, from);
+                    LOG.warn("nccl4j liveness: {} connections have not said hello yet (the most at once): letting go "
+                            + "of the one that waited longest without a byte (else without proving itself) for each "
+                            + "new one (the first from {}); the job goes on", maxPending(), from);
                 }
-                continue;
+                Peer victim = longestWaiting(in);
+                if (victim == null) {
+                    Liveness.closeQuietly(c);
+                    continue;
+                }
+                end(victim, "it waited longest without " + (victim.any ? "proving itself" : "a byte") + " while "
+                        + maxPending() + " connections waited for their hello (the most at once)", false, null);
             }
             try {
                 c.configureBlocking(false);
@@ -351,6 +380,34 @@ final class LivenessHub {
                 Liveness.closeQuietly(c);
             }
         }
+    }
+
+    /**
+     * The connection to let go for a new one: the one that waited longest without a byte (what it sent meanwhile is
+     * read first, so a rank whose answer is on its way keeps its slot), else the one that waited longest without
+     * authenticating (without a secret: the oldest); null when every waiting one has authenticated.
+     */
+    private Peer longestWaiting(ByteBuffer in) {
+        boolean search = true;
+        while (search) {
+            search = false;
+            for (Peer p : early) {
+                if (!p.any && !p.ended) {
+                    read(p, in);   // may end it, or take it out of the waiting ones
+                    if (!p.any && !p.ended) {
+                        return p;
+                    }
+                    search = true;   // the waiting ones may have changed: look again
+                    break;
+                }
+            }
+        }
+        for (Peer p : early) {
+            if (l.secret == null || p.stage == 0) {
+                return p;
+            }
+        }
+        return null;
     }
 
     private static String remote(SocketChannel c) {
@@ -376,6 +433,14 @@ final class LivenessHub {
         final long accepted;
         final long helloMillis;
         final long helloDeadline;
+        /** How long it has for its first byte ({@link #FIRST_BYTE_MILLIS}, or its hello time when shorter). */
+        final long firstByteMillis;
+        final long firstByteDeadline;
+        /**
+         * The seal of its lines after the handshake (with a secret), or null: set on the selector thread before any
+         * other thread may write to it; used under this connection's lock, so that sequence order is write order.
+         */
+        RecordSeal seal;
         /** Where its handshake is: 0 waits for AUTH (with a secret), 1 for HELLO, 2 said hello. */
         int stage;
         String serverNonce;
@@ -406,7 +471,15 @@ final class LivenessHub {
             this.address = channel.socket().getInetAddress();
             this.accepted = accepted;
             this.helloMillis = helloMillis;
-            this.helloDeadline = System.nanoTime() + helloMillis * 1_000_000L;
+            long now = System.nanoTime();
+            this.helloDeadline = now + helloMillis * 1_000_000L;
+            this.firstByteMillis = Math.min(FIRST_BYTE_MILLIS, helloMillis);
+            this.firstByteDeadline = now + firstByteMillis * 1_000_000L;
+        }
+
+        /** When it is let go unless it said hello: its first byte's deadline while silent, then its hello's. */
+        long deadline() {
+            return any ? helloDeadline : firstByteDeadline;
         }
     }
 
@@ -439,10 +512,11 @@ final class LivenessHub {
                 if (b == '\n') {
                     String line = new String(p.line, 0, p.length, StandardCharsets.UTF_8);
                     p.length = 0;
-                    line(p, line);
+                    line(p, p.seal == null ? line : LivenessWire.open(p.seal, line));
                     continue;
                 }
-                int max = p.stage < 2 ? LivenessWire.MAX_EARLY_LINE : LivenessWire.MAX_OPS_LINE;
+                int max = (p.stage < 2 ? LivenessWire.MAX_EARLY_LINE : LivenessWire.MAX_OPS_LINE)
+                        + (p.seal == null ? 0 : LivenessWire.SEAL_CHARS);
                 if (p.length >= max) {
                     throw new Refused("it sent a line longer than " + max + " bytes");
                 }
@@ -475,6 +549,11 @@ final class LivenessHub {
                         + ", or an answer to another challenge)");
             }
             send(p, "OK " + l.secret.prove(LivenessWire.PURPOSE, p.serverNonce, a[1], "server") + "\n");
+            // from here on every line, both ways, is sealed (RecordSeal): forged, replayed or reordered ones fail
+            RecordSeal seal = RecordSeal.of(l.secret, LivenessWire.PURPOSE, p.serverNonce, a[1], true);
+            synchronized (p) {
+                p.seal = seal;
+            }
             p.stage = 1;
             return;
         }
@@ -850,6 +929,9 @@ final class LivenessHub {
         synchronized (p) {
             if (p.ended || p.overflowed) {
                 return;
+            }
+            if (p.seal != null) {   // sealed in write order: under this lock, in the order of the outbox
+                data = LivenessWire.seal(p.seal, data);
             }
             if (p.outbox.isEmpty()) {
                 p.lastDrained = System.nanoTime();

@@ -4,8 +4,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.nccl4j.launch.JobSecret;
+import org.nccl4j.launch.RecordSeal;
 
 /**
  * The liveness channel's wire: the lines both sides send, how each is built and read, their bounds, and the reader
@@ -15,7 +17,9 @@ import org.nccl4j.launch.JobSecret;
  * <p>The handshake: rank 0 says {@code CHALLENGE <serverNonce>} on accept when it holds the job's secret (else
  * {@value #OPEN}); the rank answers {@code AUTH <clientNonce> <proof>} (purpose {@value #PURPOSE}, side
  * {@code client}), rank 0 {@code OK <proof>} (side {@code server}); then the rank says
- * {@code HELLO <rank> <host> <pid>}.
+ * {@code HELLO <rank> <host> <pid>}. With a secret, every line after {@code OK}, both ways, travels sealed as
+ * {@code <line> ~<MAC>} ({@link RecordSeal}, purpose {@value #PURPOSE}; {@link #seal}, {@link #open}); without one,
+ * as it is.
  *
  * <p>A rank's lines: {@code PING} (or {@code PING <generation> <last collective>} once its communicator is attached),
  * {@code PHASE <phase>}, {@code FP <g> <n> <fingerprint|?> <last>}, {@code OPS <g> <from> <to> <shape>...},
@@ -51,6 +55,8 @@ final class LivenessWire {
     static final String BYE = "BYE";
     /** A heartbeat before a communicator is attached (and rank 0's). */
     static final String PING = "PING";
+    /** What a seal adds to a line after the handshake: {@code " ~"} and the MAC in hex. */
+    static final int SEAL_CHARS = RecordSeal.LINE_MARK.length() + 2 * RecordSeal.MAC_BYTES;
 
     private LivenessWire() {
     }
@@ -154,14 +160,13 @@ final class LivenessWire {
 
     /**
      * The rank, host and pid of a {@code JOINED} or {@code LOST} line's fields (split at spaces), or null when they
-     * cannot be read (said at WARN).
+     * cannot be read.
      */
     static Liveness.Lost parse(String[] f) {
         try {
             return new Liveness.Lost(Integer.parseInt(f[1]), f.length > 2 ? f[2] : null,
                     f.length > 3 ? Long.parseLong(f[3]) : -1);
         } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
-            Liveness.LOG.warn("nccl4j liveness: a line it cannot read: {}", String.join(" ", f));
             return null;
         }
     }
@@ -217,6 +222,41 @@ final class LivenessWire {
     static String departedFingerprint(String rest) {
         String[] lastAndFingerprint = rest.split(" ", 8)[5].split(":");
         return lastAndFingerprint.length > 1 ? lastAndFingerprint[1] : null;
+    }
+
+    // ------------------------------------------------------------------ sealed lines
+
+    /**
+     * {@code data}'s lines (each ending in a newline), each sealed in turn: call under the connection's lock, and
+     * write the result before anything sealed later (the numbers are implicit).
+     */
+    static ByteBuffer seal(RecordSeal seal, ByteBuffer data) {
+        ByteBuffer d = data.duplicate();
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(d.remaining() + 2 * SEAL_CHARS);
+        byte[] bytes = new byte[d.remaining()];
+        d.get(bytes);
+        int from = 0;
+        for (int i = 0; i < bytes.length; i++) {
+            if (bytes[i] == '\n') {
+                out.writeBytes(seal.seal(new String(bytes, from, i - from, StandardCharsets.UTF_8) + "\n")
+                        .getBytes(StandardCharsets.UTF_8));
+                from = i + 1;
+            }
+        }
+        return ByteBuffer.wrap(out.toByteArray());
+    }
+
+    /**
+     * The line a sealed one carries.
+     *
+     * @throws Refused when it fails to open (forged, replayed, reordered or altered): the connection is closed
+     */
+    static String open(RecordSeal seal, String sealed) throws Refused {
+        try {
+            return seal.open(sealed);
+        } catch (RecordSeal.Broken e) {
+            throw new Refused(e.getMessage());
+        }
     }
 
     // ------------------------------------------------------------------ text

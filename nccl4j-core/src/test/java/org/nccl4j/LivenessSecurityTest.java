@@ -414,11 +414,18 @@ class LivenessSecurityTest {
                 "WHATEVER");
         for (String line : forged) {
             try (Raw raw = new Raw()) {
-                raw.send(auth(SECRET, raw.line()));
+                String challenge = raw.line();
+                String serverNonce = challenge.substring("CHALLENGE ".length());
+                String clientNonce = JobSecret.nonce();
+                raw.send("AUTH " + clientNonce + " " + SECRET.prove(LivenessWire.PURPOSE, serverNonce, clientNonce,
+                        "client") + "\n");
                 assertTrue(raw.line().startsWith("OK "));
-                raw.send("HELLO 2 forger 99\n");
+                // a process with the secret: its lines after the handshake are sealed, and still refused
+                org.nccl4j.launch.RecordSeal seal = org.nccl4j.launch.RecordSeal.of(SECRET, LivenessWire.PURPOSE,
+                        serverNonce, clientNonce, false);
+                raw.send(seal.seal("HELLO 2 forger 99\n"));
                 assertTrue(raw.line().startsWith("JOINED "));
-                raw.send(line + "\n").closedByRankZero();
+                raw.send(seal.seal(line + "\n")).closedByRankZero();
             }
             String word = line.split(" ")[0];
             StubFixture.within(3000, () -> warnings("rank 2's connection sent '" + word).size() == 1 ? true : null,
@@ -569,8 +576,11 @@ class LivenessSecurityTest {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue(ms < 2000, "closed after " + ms + " ms");
         // 10 s: the lines come at once on an idle machine, but a loaded one (a parallel build) took over 3 s
-        StubFixture.within(10_000, () -> warnings("it did not authenticate and say hello within 500 ms").size() == 2
-                ? true : null, "two WARN lines: " + warnings(""));
+        StubFixture.within(10_000, () -> warnings("refused the connection").size() == 2 ? true : null,
+                "two WARN lines: " + warnings(""));
+        assertEquals(1, warnings("it sent nothing within 500 ms; the job goes on").size(), "the silent one (its first "
+                + "byte's deadline is its hello's when that is shorter): " + warnings(""));
+        assertEquals(1, warnings("it did not authenticate and say hello within 500 ms").size(), "the trickling one");
         nothingHappened(r0);
     }
 
