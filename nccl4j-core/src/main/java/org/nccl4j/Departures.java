@@ -189,6 +189,14 @@ final class Departures {
         return sb.length() == 0 ? null : sb.toString();
     }
 
+    /**
+     * Rank {@code launchRank} said hello after a departure of communicator {@code generation} was heard for it: that
+     * one was a stranger's that claimed its rank first (without the job's secret), and is forgotten.
+     */
+    void arrived(int launchRank, int generation) {
+        byLaunchRank.computeIfPresent(launchRank, (r, d) -> d.generation() == generation ? null : d);
+    }
+
     /** Forgets everything (after a recovery the channel serves a new communicator). */
     void clear() {
         byLaunchRank.clear();

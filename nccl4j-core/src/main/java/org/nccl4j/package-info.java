@@ -67,7 +67,9 @@
  *       {@link org.nccl4j.CollectiveMismatchException} from {@code CollectiveCheck} ({@code NCCL4J_CHECK_COLLECTIVES});
  *       {@link org.nccl4j.InitTimeoutException} from {@code InitDeadline}.</li>
  *   <li>{@code Liveness}: the channel on which ranks say they are alive, so that a lost rank is named with its host
- *       and pid, authenticated by {@link org.nccl4j.launch.JobSecret}; {@link org.nccl4j.FailureListener} hears of
+ *       and pid, authenticated by {@link org.nccl4j.launch.JobSecret} (its lines {@code LivenessWire}, rank 0's
+ *       serving side {@code LivenessHub}, a rank's connecting side {@code LivenessClient});
+ *       {@link org.nccl4j.FailureListener} hears of
  *       failures. Over it: {@code Departures} (how peers left, and what that means for this rank's pending
  *       collectives), {@code Ledger} (a communicator's collectives, numbered and fingerprinted),
  *       {@code Agreement} (rank 0's comparison of the fingerprints), {@code Departing} (telling and recording a
@@ -87,7 +89,8 @@
  *   <li>CUDA resources and errors: {@code Errors}, {@code Leaks}, {@code NcclLog}, {@code Capture}, {@code Cuda}
  *       with its backends, {@code Stream}, {@code Event}, {@code CudaGraph}, {@code DeviceBuffer};</li>
  *   <li>a communicator's health: {@code Watched}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
- *       {@code Ledger}, {@code Departures}, {@code Agreement}, {@code Liveness}, {@code Departing},
+ *       {@code Ledger}, {@code Departures}, {@code Agreement}, {@code LivenessWire}, {@code Liveness},
+ *       {@code LivenessHub}, {@code LivenessClient}, {@code Departing},
  *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
  *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
  *       {@code Teardown};</li>

@@ -43,7 +43,8 @@ class LayersTest {
             List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "PresetsCudaBackend", "Stream",
                     "Event", "CudaGraph", "DeviceBuffer"),
             List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Ledger", "Departures", "Agreement",
-                    "Liveness", "Departing", "LeftBehind", "StartupGuard", "Farewell", "Bounded"),
+                    "LivenessWire", "Liveness", "LivenessHub", "LivenessClient", "Departing", "LeftBehind",
+                    "StartupGuard", "Farewell", "Bounded"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
             List.of("Communicator", "Dispatch", "Arguments", "Composed", "ProgramHooks"),
             List.of("Bootstrap", "Recovery", "Window", "GradientBuckets"));

@@ -57,7 +57,7 @@ class LivenessLogFloodTest {
         try (Socket s = new Socket("127.0.0.1", port)) {
             BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
             OutputStream out = s.getOutputStream();
-            assertEquals(Liveness.OPEN, in.readLine());
+            assertEquals(LivenessWire.OPEN, in.readLine());
             out.write("HELLO 1 flooder 42\n".getBytes(StandardCharsets.UTF_8));
             assertTrue(in.readLine().startsWith("JOINED 1 flooder 42"));
             StringBuilder flood = new StringBuilder();

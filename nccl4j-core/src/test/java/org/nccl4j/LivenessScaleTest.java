@@ -129,11 +129,16 @@ class LivenessScaleTest {
         String challenge = in.readLine();
         String serverNonce = challenge.substring("CHALLENGE ".length());
         String clientNonce = JobSecret.nonce();
-        out.write(("AUTH " + clientNonce + " " + SECRET.prove(Liveness.PURPOSE, serverNonce, clientNonce, "client")
-                + "\n" + "HELLO " + rank + " stalled 1\n").getBytes(StandardCharsets.US_ASCII));
+        // its lines after the handshake are sealed, as a rank's are (RecordSeal)
+        stalledSeal = org.nccl4j.launch.RecordSeal.of(SECRET, LivenessWire.PURPOSE, serverNonce, clientNonce, false);
+        out.write(("AUTH " + clientNonce + " " + SECRET.prove(LivenessWire.PURPOSE, serverNonce, clientNonce, "client")
+                + "\n" + stalledSeal.seal("HELLO " + rank + " stalled 1\n")).getBytes(StandardCharsets.US_ASCII));
         out.flush();
         return s;
     }
+
+    /** The seal of the stalled rank's lines. */
+    private static org.nccl4j.launch.RecordSeal stalledSeal;
 
     @Test
     @Timeout(180)   // before rank 0 wrote without blocking, this test hung: rank 0 blocked on the stalled rank
@@ -154,7 +159,7 @@ class LivenessScaleTest {
             Thread heart = new Thread(() -> {   // it keeps sending heartbeats: it is alive, only it does not read
                 while (beating.get()) {
                     try {
-                        stalled.getOutputStream().write("PING\n".getBytes(StandardCharsets.US_ASCII));
+                        stalled.getOutputStream().write(stalledSeal.seal("PING\n").getBytes(StandardCharsets.US_ASCII));
                         Thread.sleep(300);
                     } catch (IOException | InterruptedException e) {
                         return;
@@ -166,7 +171,7 @@ class LivenessScaleTest {
             StubFixture.within(30_000, () -> java.util.Arrays.stream(ranks).allMatch(l -> l.arrivals() == n) ? true
                     : null, "every rank joined");
             // 32 MiB of CAUSED lines for every rank: far more than the stalled rank's socket buffers and outbox hold
-            String cause = "x".repeat(Liveness.CAUSE_CHARS - 10);
+            String cause = "x".repeat(LivenessWire.CAUSE_CHARS - 10);
             int lines = 32 * 1024 * 1024 / cause.length();
             for (int i = 0; i < lines; i++) {
                 ranks[1].cause(cause);

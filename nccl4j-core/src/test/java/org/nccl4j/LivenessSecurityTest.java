@@ -154,7 +154,7 @@ class LivenessSecurityTest {
         /** The next line of rank 0's, past the {@code OPEN} a rank 0 without a secret says on accept. */
         String line() throws IOException {
             String l = in.readLine();
-            return Liveness.OPEN.equals(l) ? in.readLine() : l;
+            return LivenessWire.OPEN.equals(l) ? in.readLine() : l;
         }
 
         /** Reads until rank 0 closes the connection; fails when it does not within 5 s. */
@@ -180,7 +180,7 @@ class LivenessSecurityTest {
     private static String auth(JobSecret secret, String challenge) {
         String serverNonce = challenge.substring("CHALLENGE ".length());
         String clientNonce = JobSecret.nonce();
-        return "AUTH " + clientNonce + " " + secret.prove(Liveness.PURPOSE, serverNonce, clientNonce, "client") + "\n";
+        return "AUTH " + clientNonce + " " + secret.prove(LivenessWire.PURPOSE, serverNonce, clientNonce, "client") + "\n";
     }
 
     /** No rank is lost or departed, and rank {@code r} heard of no one else, after a moment for news to travel. */
@@ -214,7 +214,7 @@ class LivenessSecurityTest {
     void aWrongSecretIsRefusedOnBothSidesAndNamed() throws Exception {
         Liveness r0 = serve(2, SECRET, null);
         IOException e = assertThrows(IOException.class, () -> rank(1, OTHER));
-        assertTrue(e instanceof Liveness.Refused, e.toString());
+        assertTrue(e instanceof LivenessWire.Refused, e.toString());
         assertEquals("rank 0's liveness channel at 127.0.0.1:" + port + " refused rank 1's proof: its "
                 + "NCCL4J_JOB_SECRET differs from this rank's (every rank of the job needs the same one)",
                 e.getMessage());
@@ -241,7 +241,7 @@ class LivenessSecurityTest {
                 }
             });
             t.start();
-            Liveness.Refused e = assertThrows(Liveness.Refused.class, () -> rank(1, SECRET));
+            LivenessWire.Refused e = assertThrows(LivenessWire.Refused.class, () -> rank(1, SECRET));
             assertEquals("rank 0's liveness channel at 127.0.0.1:" + port + " could not prove it holds "
                     + "NCCL4J_JOB_SECRET: it is not this job's rank 0, or its secret differs; rank 1 does not join it",
                     e.getMessage());
@@ -281,7 +281,7 @@ class LivenessSecurityTest {
     @Test
     void aRankWithoutTheSecretFailsAtJoinNamingItAndRankZeroRefusesIt() throws Exception {
         Liveness r0 = serve(3, SECRET, null);
-        Liveness.Refused e = assertThrows(Liveness.Refused.class, () -> rank(1, null));
+        LivenessWire.Refused e = assertThrows(LivenessWire.Refused.class, () -> rank(1, null));
         assertEquals("rank 0's liveness channel at 127.0.0.1:" + port + " asks for the job's secret, but rank 1 has "
                 + "no NCCL4J_JOB_SECRET: give every rank the same NCCL4J_JOB_SECRET (or NCCL4J_JOB_SECRET_FILE)",
                 e.getMessage());
@@ -308,7 +308,7 @@ class LivenessSecurityTest {
         assertTrue(e.getMessage().endsWith("sent no CHALLENGE (it runs without a secret): rank 1 has "
                 + "NCCL4J_JOB_SECRET but rank 0 runs without it; give every rank the same NCCL4J_JOB_SECRET, or none"),
                 e.getMessage());
-        assertTrue(e instanceof Liveness.Refused, "a refusal, which retrying cannot mend: " + e);
+        assertTrue(e instanceof LivenessWire.Refused, "a refusal, which retrying cannot mend: " + e);
         Thread.sleep(700);   // past rank 0's hello deadline of 500 ms
         assertEquals(List.of(), warnings("refused the connection"), "the rank hung up at OPEN without a byte sent: "
                 + "to rank 0 a connection that ended unused (said at DEBUG), not an intruder");
@@ -414,11 +414,18 @@ class LivenessSecurityTest {
                 "WHATEVER");
         for (String line : forged) {
             try (Raw raw = new Raw()) {
-                raw.send(auth(SECRET, raw.line()));
+                String challenge = raw.line();
+                String serverNonce = challenge.substring("CHALLENGE ".length());
+                String clientNonce = JobSecret.nonce();
+                raw.send("AUTH " + clientNonce + " " + SECRET.prove(LivenessWire.PURPOSE, serverNonce, clientNonce,
+                        "client") + "\n");
                 assertTrue(raw.line().startsWith("OK "));
-                raw.send("HELLO 2 forger 99\n");
+                // a process with the secret: its lines after the handshake are sealed, and still refused
+                org.nccl4j.launch.RecordSeal seal = org.nccl4j.launch.RecordSeal.of(SECRET, LivenessWire.PURPOSE,
+                        serverNonce, clientNonce, false);
+                raw.send(seal.seal("HELLO 2 forger 99\n"));
                 assertTrue(raw.line().startsWith("JOINED "));
-                raw.send(line + "\n").closedByRankZero();
+                raw.send(seal.seal(line + "\n")).closedByRankZero();
             }
             String word = line.split(" ")[0];
             StubFixture.within(3000, () -> warnings("rank 2's connection sent '" + word).size() == 1 ? true : null,
@@ -510,10 +517,10 @@ class LivenessSecurityTest {
         }
         StubFixture.within(3000, () -> warnings("it sent a line longer than 512 bytes").size() == 1 ? true : null,
                 "before the hello: " + warnings(""));
-        StubFixture.within(3000, () -> warnings("it sent a line longer than " + Liveness.MAX_OPS_LINE + " bytes")
+        StubFixture.within(3000, () -> warnings("it sent a line longer than " + LivenessWire.MAX_OPS_LINE + " bytes")
                 .size() == 1 ? true : null, "after the hello: " + warnings(""));
         nothingHappened(r0, r1);
-        assertTrue(Liveness.MAX_OPS_LINE < 8192, "a bounded line buffer per connection");
+        assertTrue(LivenessWire.MAX_OPS_LINE < 8192, "a bounded line buffer per connection");
     }
 
     @Test
@@ -569,8 +576,11 @@ class LivenessSecurityTest {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue(ms < 2000, "closed after " + ms + " ms");
         // 10 s: the lines come at once on an idle machine, but a loaded one (a parallel build) took over 3 s
-        StubFixture.within(10_000, () -> warnings("it did not authenticate and say hello within 500 ms").size() == 2
-                ? true : null, "two WARN lines: " + warnings(""));
+        StubFixture.within(10_000, () -> warnings("refused the connection").size() == 2 ? true : null,
+                "two WARN lines: " + warnings(""));
+        assertEquals(1, warnings("it sent nothing within 500 ms; the job goes on").size(), "the silent one (its first "
+                + "byte's deadline is its hello's when that is shorter): " + warnings(""));
+        assertEquals(1, warnings("it did not authenticate and say hello within 500 ms").size(), "the trickling one");
         nothingHappened(r0);
     }
 
@@ -585,7 +595,7 @@ class LivenessSecurityTest {
         }
         Thread.sleep(300);
         long during = liveThreads() - before;
-        assertTrue(during <= Liveness.MAX_PENDING + 2, during + " threads for 200 idle connections");
+        assertTrue(during <= LivenessHub.MAX_PENDING + 2, during + " threads for 200 idle connections");
         long deadline = System.nanoTime() + 15_000_000_000L;
         Liveness r1 = Liveness.joinLater(null, 1, "127.0.0.1", port, deadline);
         Liveness r2 = Liveness.joinLater(null, 2, "127.0.0.1", port, deadline);

@@ -1117,9 +1117,16 @@ public final class Rendezvous {
     /**
      * The address rank 0 listens on: {@value #BIND_VARIABLE} ({@code any} for every interface, else an address of
      * this host) when set; else {@code masterAddr} when it is an address of this host; else every interface, with a
-     * line for {@code info} saying why.
+     * line for {@code info} saying why. The liveness channel binds by the same rule, so that both ports listen on one
+     * address.
+     *
+     * @param masterAddr {@code MASTER_ADDR}, or null
+     * @param setting the value of {@value #BIND_VARIABLE}, or null
+     * @param info receives a line saying why rank 0 listens on every interface, when it does
+     * @return the address; the wildcard address for every interface
+     * @throws RendezvousException when {@code setting} is not an address
      */
-    static InetAddress bindFor(String masterAddr, String setting, List<String> info) {
+    public static InetAddress bindFor(String masterAddr, String setting, List<String> info) {
         InetAddress wildcard = new InetSocketAddress(0).getAddress();
         if (setting != null && !setting.isBlank()) {
             String v = setting.strip();
