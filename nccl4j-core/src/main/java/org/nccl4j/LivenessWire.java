@@ -128,7 +128,7 @@ final class LivenessWire {
         return "JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n";
     }
 
-    /** {@code LOST <rank> <host> <pid> <phase> <how...>}: a reader of the first four fields only reads them unchanged. */
+    /** {@code LOST <rank> <host> <pid> <phase> <how...>}: a reader of the first four fields reads them unchanged. */
     static String lost(String[] hello, RankPhase was, String how) {
         return "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + was.wire() + " " + how + "\n";
     }
