@@ -10,12 +10,15 @@
 #               then the impostor on MASTER_PORT again (closed by then)
 # Between the two, the siege: the attacker holds rank 0's waiting slots on both ports (SLOTS silent connections each,
 # every one reconnected at once when closed) and a trickle on each, and the last rank is let go into it; the job
-# records how long that rank took from its start to its START line (siege_arrival_ms). In a job with the secret
-# (SECRETS), the last rank reaches rank 0 through a relay (ports_attack.py relay) that alters records after the
-# handshake once each: the unique-id frame (a bit flipped), a forged LOST line to the rank, a replayed line each way.
-# A job without the secret has no relay (nothing authenticates its records: docs/reliability.md says so) and gets
-# the no-secret attacks: a HELLO claiming world size 99, an impostor that takes the last rank's liveness slot and
-# drops.
+# records how long that rank took from its start to its START line (siege_arrival_ms). A job without the secret
+# (SECRETS) gets the no-secret attacks (a HELLO claiming world size 99, an impostor that takes the last rank's
+# liveness slot and drops) and not the rendezvous impostor or replay: without a secret a HELLO for a rank not yet
+# there is that rank as far as anyone can tell, which only the secret prevents. Then one relay job per kind in RELAYS
+# (default "id forge replay-down replay-up"; empty: none), with the secret and no other attack: the last rank
+# reaches rank 0 through ports_attack.py relay, which alters one record after the handshake (the unique-id frame's
+# bit, a forged LOST line to the rank, rank 0's line again, the rank's line again). Such a job passes when the record
+# is refused and named (a MAC failure in a log), every rank ends (none waits for JOB_LIMIT) and no JVM crashes: an
+# on-path attacker can always end a job by cutting its connections; what it must not do is feed it a record.
 # The claim under test: every rank ends its loop with RESULT ok and exit 0, and each attack costs at most one WARN
 # line. The replays take a real rank's bytes from a packet capture on lo (root only, else they are "not run"); the
 # capture is also searched for the secret, which must never travel.
@@ -59,6 +62,7 @@ command -v python3 > /dev/null || die "python3 is needed for the attacks"
 
 launchers=${LAUNCHERS:-java mpirun run}
 secrets_modes=${SECRETS:-yes no}
+relays=${RELAYS-id forge replay-down replay-up}
 slots=${SLOTS:-24}
 siege_s=${SIEGE:-60}
 sizes=${SIZES:-4 2}
@@ -79,6 +83,11 @@ done
 for m in $secrets_modes; do
   case "$m" in yes|no) ;; *) die "SECRETS: 'yes', 'no' or both (got '$m')" ;; esac
 done
+modes=$secrets_modes
+for m in $relays; do
+  case "$m" in id|forge|replay-down|replay-up) modes="$modes relay-$m" ;;
+    *) die "RELAYS: id, forge, replay-down, replay-up (got '$m')" ;; esac
+done
 [[ "$slots" =~ ^[0-9]+$ && "$siege_s" =~ ^[0-9]+$ ]] || die "SLOTS and SIEGE take whole numbers"
 [ "${launchers/mpirun/}" = "$launchers" ] || command -v mpirun > /dev/null || die "LAUNCHERS has mpirun: not found"
 gpus=$(nccl4j_gpu_count "$tool") || exit 2
@@ -97,12 +106,13 @@ n=0
 : > "$out/ports.tsv"
 for launcher in $launchers; do
   for np in $sizes; do
-   for sec in $secrets_modes; do
-    [ "$launcher" = run ] && [ "$sec" = no ] && continue   # nccl4j-run always makes a secret
+   for sec in $modes; do
+    [ "$launcher" = run ] && [ "$sec" != yes ] && continue   # nccl4j-run makes its own secret, unknown here
     n=$((n + 1))
     port=$((port0 + 100 * n))
     relay_port=$((port + 20))
-    dir=$out/$launcher-$np-$([ "$sec" = yes ] && echo secret || echo nosecret)
+    case "$sec" in yes) tag=secret ;; no) tag=nosecret ;; *) tag=$sec ;; esac
+    dir=$out/$launcher-$np-$tag
     rm -rf "$dir"; mkdir -p "$dir"
     # more ranks than GPUs: they share GPU 0, each with its own NCCL_HOSTID (as departures.sh's share configs)
     share=0
@@ -110,7 +120,7 @@ for launcher in $launchers; do
     last=$((np - 1))
     go=$dir/go
     use_relay=0
-    [ "$sec" = yes ] && use_relay=1
+    [ "${sec#relay-}" != "$sec" ] && use_relay=1
     # the rank's script: the last rank waits (up to 90 s) for the go file, then every rank runs the program
     { echo '#!/usr/bin/env bash'
       echo "r=\${RANK:-\${OMPI_COMM_WORLD_RANK:-0}}"
@@ -131,7 +141,7 @@ for launcher in $launchers; do
       sleep 0.3
     fi
     secret_env=(NCCL4J_ATTACK_JOB=1)   # env needs one assignment; without the secret, none is passed
-    [ "$launcher" != run ] && [ "$sec" = yes ] && secret_env=(NCCL4J_JOB_SECRET="$(cat "$secret_file")")
+    [ "$launcher" != run ] && [ "$sec" != no ] && secret_env=(NCCL4J_JOB_SECRET="$(cat "$secret_file")")
     pids=()
     logs=()
     t0=$(now_ms)
@@ -164,19 +174,27 @@ for launcher in $launchers; do
     sleep 3
     capargs=()
     for f in "${captures[@]}" "$dir/capture.jsonl"; do [ -s "$f" ] && capargs+=(--capture "$f"); done
-    python3 "$attacker" attack --phase rendezvous --port "$port" --size "$np" "${capargs[@]}" "${logargs[@]}" \
-      --settle "$settle" --hold-seconds 4 --connections "$connections" --out "$dir/attacks.jsonl" \
-      > /dev/null 2> "$dir/attack.err"
+    # without a secret, a HELLO for a rank not yet there is that rank as far as anyone can tell (the id goes to
+    # it): the impostor and the replay are a job's hijack, which only the secret prevents; not run there
+    skips=()
+    [ "$sec" = no ] && skips=(--skip impostor --skip replay)
     rpid=""
-    if [ "$use_relay" = 1 ]; then
-      python3 "$attacker" relay --port "$port" --listen "$relay_port" --out "$dir/relay.jsonl" \
-        > /dev/null 2>> "$dir/attack.err" &
+    gpid=""
+    : > "$dir/attacks.jsonl"
+    if [ "$use_relay" = 1 ]; then   # a relay job: the relay's one alteration and nothing else
+      python3 "$attacker" relay --port "$port" --listen "$relay_port" --only "${sec#relay-}" \
+        --out "$dir/relay.jsonl" > /dev/null 2>> "$dir/attack.err" &
       rpid=$!
+      sleep 0.5
+    else
+      python3 "$attacker" attack --phase rendezvous --port "$port" --size "$np" "${capargs[@]}" "${logargs[@]}" \
+        "${skips[@]}" --settle "$settle" --hold-seconds 4 --connections "$connections" --out "$dir/attacks.jsonl" \
+        > /dev/null 2> "$dir/attack.err"
+      python3 "$attacker" siege --port "$port" --slots "$slots" --seconds "$siege_s" \
+        --ready-file "$dir/siege.ready" --out "$dir/siege.json" > /dev/null 2>> "$dir/attack.err" &
+      gpid=$!
+      for _ in $(seq 100); do [ -e "$dir/siege.ready" ] && break; sleep 0.1; done
     fi
-    python3 "$attacker" siege --port "$port" --slots "$slots" --seconds "$siege_s" --ready-file "$dir/siege.ready" \
-      --out "$dir/siege.json" > /dev/null 2>> "$dir/attack.err" &
-    gpid=$!
-    for _ in $(seq 100); do [ -e "$dir/siege.ready" ] && break; sleep 0.1; done
     t_go=$(now_ms)
     touch "$go"
     arrival=""
@@ -189,13 +207,15 @@ for launcher in $launchers; do
       [ "$alive" = 1 ] || break   # the job ended before it started: the report says so
       sleep 0.1
     done
-    kill -TERM "$gpid" 2> /dev/null; wait "$gpid" 2> /dev/null
-    sleep 1.5   # the liveness channel's joins
-    capargs=()
-    [ -s "$dir/capture.jsonl" ] && capargs+=(--capture "$dir/capture.jsonl")
-    python3 "$attacker" attack --phase running --port "$port" --size "$np" "${capargs[@]}" "${logargs[@]}" \
-      --settle "$settle" --hold-seconds "$hold" --connections "$connections" --out "$dir/attacks.jsonl" \
-      > /dev/null 2>> "$dir/attack.err"
+    [ -n "$gpid" ] && { kill -TERM "$gpid" 2> /dev/null; wait "$gpid" 2> /dev/null; }
+    if [ "$use_relay" = 0 ]; then
+      sleep 1.5   # the liveness channel's joins
+      capargs=()
+      [ -s "$dir/capture.jsonl" ] && capargs+=(--capture "$dir/capture.jsonl")
+      python3 "$attacker" attack --phase running --port "$port" --size "$np" "${capargs[@]}" "${logargs[@]}" \
+        --settle "$settle" --hold-seconds "$hold" --connections "$connections" --out "$dir/attacks.jsonl" \
+        > /dev/null 2>> "$dir/attack.err"
+    fi
     t_attacked=$(now_ms)
     # the job's end
     statuses=()
@@ -230,18 +250,30 @@ for launcher in $launchers; do
       echo "seconds=$(( (t_end - t0) / 1000 ))"; echo "after_attacks_ms=$((t_end - t_attacked))"
       echo "secret_check=$secret_check"; echo "secret=$sec"; echo "layout=$([ "$share" = 1 ] && echo "$np ranks on GPU 0" || echo "one GPU a rank")"; echo "siege_arrival_ms=${arrival:-none}"
       echo "siege=$(cat "$dir/siege.json" 2> /dev/null)"
-      if [ "$use_relay" = 1 ]; then echo "relay=$(grep -c alteration "$dir/relay.jsonl" 2> /dev/null)"; fi
+      if [ "$use_relay" = 1 ]; then
+        echo "relay=$(grep -c alteration "$dir/relay.jsonl" 2> /dev/null)"
+        echo "relay_at_ms=$(python3 -c 'import json,sys; print(min([int(json.loads(l)["t"]*1000) for l in open(sys.argv[1]) if "alteration" in l] or [0]))' "$dir/relay.jsonl" 2> /dev/null)"
+        echo "end_ms=$t_end"
+        echo "mac_lines=$(cat "${logs[@]}" | grep -acE 'failed its MAC|carries no MAC|failed its check')"
+      fi
     } > "$dir/job.txt"
     verdict=ok
-    [ "$ok" = "$np" ] || verdict=fail
-    for s in "${statuses[@]}"; do [ "$s" = 0 ] || verdict=fail; done
-    [ "$lost" = 0 ] && [ "$hs" = 0 ] || verdict=fail
-    case "$secret_check" in "the secret travelled"*) verdict=fail ;; esac
     worst=$(python3 -c 'import json,sys; print(max([json.loads(l)["warn_lines"] for l in open(sys.argv[1])] or [0]))' \
       "$dir/attacks.jsonl" 2> /dev/null || echo "?")
-    [ "$worst" = 0 ] || [ "$worst" = 1 ] || verdict=fail
+    case "$secret_check" in "the secret travelled"*) verdict=fail ;; esac
+    [ "$hs" = 0 ] || verdict=fail
+    if [ "$use_relay" = 1 ]; then
+      # the altered record is refused and named, and every rank ends: none waits for ever, none goes on with it
+      macs=$(cat "${logs[@]}" | grep -acE 'failed its MAC|carries no MAC|failed its check')
+      [ "$macs" -ge 1 ] || verdict=fail
+      for s in "${statuses[@]}"; do [ "$s" = limit ] && verdict=fail; done
+      grep -q alteration "$dir/relay.jsonl" 2> /dev/null || verdict=fail
+    else
+      [ "$ok" = "$np" ] && [ "$lost" = 0 ] && [ -n "$arrival" ] || verdict=fail
+      for s in "${statuses[@]}"; do [ "$s" = 0 ] || verdict=fail; done
+      [ "$worst" = 0 ] || [ "$worst" = 1 ] || verdict=fail
+    fi
     [ "$verdict" = ok ] || bad=1
-    [ -n "$arrival" ] || verdict=fail
     printf '%s\t%s\t%s\t%s\tRESULT ok %s of %s\texit %s\tWARN lines %s\tmost per attack %s\tlast rank in %s ms\t%s\n' \
       "$launcher" "$np" "secret=$sec" "$verdict" "$ok" "$np" "${statuses[*]}" "$warns" "$worst" "${arrival:-never}" \
       "$secret_check" | tee -a "$out/ports.tsv"

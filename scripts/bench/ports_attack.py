@@ -19,12 +19,13 @@ scripts/ports-attack.sh. Standard library only.
         reconnected when closed), until SIGTERM or S seconds (default 60); writes F once the slots are held, so that
         the caller can start a real rank into the siege. Prints (and writes) one JSON object: reconnects per port,
         how long rank 0 kept each trickle (the longest), connections refused.
-    ports_attack.py relay --host H --port P --listen R [--out FILE.jsonl]
+    ports_attack.py relay --host H --port P --listen R [--only KIND] [--out FILE.jsonl]
         A relay on R and R + 50 to P and P + 50, as a spoofed address or a hijacked MASTER_ADDR puts one in the path
         of a rank: it forwards both directions and, once each, alters the records that follow the handshake: the
         first unique-id frame from rank 0 (one bit of its payload flipped), a forged line to the rank (LOST 1 ...)
         after its 4th line from rank 0, an earlier line from rank 0 sent again after its 12th, and an earlier line
-        of the rank sent again to rank 0 after its 8th. One JSON line per alteration and per connection's end.
+        of the rank sent again to rank 0 after its 8th (--only id, forge, replay-down or replay-up: that one alone).
+        One JSON line per alteration and per connection's end.
     ports_attack.py check-secret --capture FILE --secret-file F
         Exit 1 when the captured bytes hold the secret (it must never travel), else print how many bytes were read.
 
@@ -510,6 +511,8 @@ def attack(a):
     for name, fn in phase:
         if a.only and name.split()[0] not in a.only:
             continue
+        if name.split()[0] in a.skip:
+            continue
         port = base if ((a.phase == "rendezvous" and name not in LIVENESS_IN_RENDEZVOUS)
                         or name == "after-start") else base + 50
         a.port = port
@@ -626,6 +629,9 @@ def relay(a):
     """Forwards R -> P and R + 50 -> P + 50 and alters, once each, records after the handshake."""
     import threading
     done = {"id": False, "forge": False, "replay_down": False, "replay_up": False}
+    if a.only:   # the others count as done: never made
+        for k in done:
+            done[k] = k != a.only.replace("-", "_")
     lock = threading.Lock()
     stop = []
     signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
@@ -745,7 +751,7 @@ def relay(a):
     threading.Thread(target=serve, args=(a.listen + 50, a.port + 50, True), daemon=True).start()
     while not stop:
         time.sleep(0.2)
-    event(relay="stopped", altered=[k for k, v in done.items() if v])
+    event(relay="stopped")
     return 0
 
 
@@ -857,6 +863,7 @@ def main(argv):
     at.add_argument("--hold-seconds", type=float, default=6.0)
     at.add_argument("--connections", type=int, default=1000)
     at.add_argument("--only", action="append", default=[])
+    at.add_argument("--skip", action="append", default=[])
     at.add_argument("--out")
     sg = sub.add_parser("siege")
     sg.add_argument("--host", default="127.0.0.1")
@@ -869,6 +876,7 @@ def main(argv):
     rl.add_argument("--host", default="127.0.0.1")
     rl.add_argument("--port", type=int, required=True)
     rl.add_argument("--listen", type=int, required=True)
+    rl.add_argument("--only", choices=["id", "forge", "replay-down", "replay-up"])
     rl.add_argument("--out")
     cs = sub.add_parser("check-secret")
     cs.add_argument("--capture", action="append", default=[])

@@ -171,6 +171,9 @@ final class LivenessClient {
         }
         toServer = s;
         fromServer(s, first);
+        // a heartbeat at once: without a secret, the hub tells a loss only of a connection that said something after
+        // its hello (a stranger's bare claim that drops is not a rank's death)
+        write(s, "PING\n");
         RankPhase now = l.phase;
         if (now != RankPhase.JOINED && !l.serves()) {   // the phase it reached while connecting
             write(s, LivenessWire.phase(now));

@@ -447,6 +447,8 @@ final class LivenessHub {
         String[] hello;
         int who = -1;
         boolean bye;
+        /** Whether it sent anything after its hello (a heartbeat, a phase): a real rank does within a second. */
+        boolean spoke;
         /** Whether any byte was read from it. */
         boolean any;
         long lastHeard = System.nanoTime();
@@ -570,6 +572,7 @@ final class LivenessHub {
             throw new Refused("rank " + p.who + "'s connection sent a line longer than " + LivenessWire.MAX_RANK_LINE
                     + " bytes");
         }
+        p.spoke = true;
         if (line.equals("BYE")) {
             p.bye = true;
         } else {
@@ -614,6 +617,18 @@ final class LivenessHub {
         }
         String[] hello = p.hello;
         if (p.bye || l.closing || hello == null) {
+            return;
+        }
+        if (l.secret == null && !p.spoke && l.owner() == null) {
+            // without a secret a hello proves nothing, and a real rank follows it within a second (its first start-up
+            // step, PHASE rendezvous, within moments; a heartbeat every second): one that ends having said nothing
+            // more may have been a stranger's claim, and a false loss would end every rank's start-up. Not told: the
+            // rank is waited for (the init timeout)
+            refusals.refused("nccl4j liveness: the connection from " + p.remote + " that claimed rank " + hello[1]
+                    + " (" + hello[2] + ", pid " + hello[3] + ") ended having said nothing after its hello; without "
+                    + JobSecret.VARIABLE + " nothing proves it was rank " + hello[1] + ", so no loss is told and the job"
+                    + " waits for it (set the same " + JobSecret.VARIABLE + " on every rank to have every loss told)",
+                    p.accepted);
             return;
         }
         RankPhase was = l.phases.getOrDefault(p.who, RankPhase.JOINED);

@@ -217,15 +217,19 @@ class LivenessStrangerTest {
     // ------------------------------------------------------------------ without a secret
 
     @Test
-    void anImpostorsDropLeavesNoLossOnceTheRealRankArrives() throws Exception {
+    void anImpostorsBareClaimThatDropsIsNoLossAndOneThatSpokeIsClearedByTheRealRank() throws Exception {
         Liveness r0 = serve(3, null, null);
         Liveness r1 = closing(Liveness.join(null, 1, "127.0.0.1", port, null));
-        try (Socket s = new Socket("127.0.0.1", port)) {   // takes rank 2's slot before the real rank 2, then drops
-            BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
-            assertEquals(LivenessWire.OPEN, in.readLine());
-            s.getOutputStream().write("HELLO 2 impostor 4242\n".getBytes(StandardCharsets.UTF_8));
-            assertTrue(in.readLine().startsWith("JOINED "));
-        }
+        impostor(false);   // takes rank 2's slot before the real rank 2 and drops, having said nothing more
+        StubFixture.within(5000, () -> said(Level.WARN, "ended having said nothing after its hello").size() == 1
+                ? true : null, "the bare claim's refusal: " + said(Level.WARN, ""));
+        assertTrue(said(Level.WARN, "ended having said nothing after its hello").get(0).contains("that claimed rank 2 "
+                + "(impostor, pid 4242)"), said(Level.WARN, "").toString());
+        Thread.sleep(300);
+        assertFalse(r0.anyLost() || r1.anyLost(), "no loss told: " + r0.lost() + " " + r1.lost());
+        assertNull(r1.startupLoss(3), "start-up goes on");
+
+        impostor(true);   // one that sends a heartbeat after its hello and drops: told, until the real rank comes
         StubFixture.within(5000, () -> r1.anyLost() && r0.anyLost() ? true : null, "the impostor's loss");
         assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
         assertEquals(2, r1.startupLoss(3).rank(), "a loss during start-up, until the real rank arrives");
@@ -240,6 +244,17 @@ class LivenessStrangerTest {
         r2.dropWithoutGoodbye();   // the real rank's own loss is still named
         StubFixture.within(5000, () -> r1.anyLost() ? true : null, "rank 2's real loss");
         assertEquals(ProcessHandle.current().pid(), r1.lost().get(0).pid());
+    }
+
+    /** A stranger's HELLO for rank 2 on a channel without a secret, a heartbeat after it when {@code speaks}. */
+    private void impostor(boolean speaks) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals(LivenessWire.OPEN, in.readLine());
+            s.getOutputStream().write(("HELLO 2 impostor 4242\n" + (speaks ? "PING\n" : ""))
+                    .getBytes(StandardCharsets.UTF_8));
+            assertTrue(in.readLine().startsWith("JOINED "));
+        }
     }
 
     @Test
