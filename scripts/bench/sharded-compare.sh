@@ -82,13 +82,12 @@ failures=0
 
 run_nccl4j() { # round
   local r=$1 script="$results/nccl4j-rank.sh"
+  # shellcheck disable=SC2016  # the rank script expands $rank, ${rank} and JAVA_OPTS when it runs
   {
     echo '#!/usr/bin/env bash'
     echo 'rank=${OMPI_COMM_WORLD_RANK:-0}'
     [ "$share" = 1 ] && echo 'export NCCL_HOSTID=nccl4j-host$rank'
-    # shellcheck disable=SC2016  # ${rank} is expanded when the rank script runs
     printf 'exec > %q${rank}.log 2>&1\n' "$results/nccl4j-r$r-rank"
-    # shellcheck disable=SC2016
     printf 'exec %q ${JAVA_OPTS:-} -XX:ErrorFile=%q -cp %q org.nccl4j.examples.ShardedTraining' "$java" \
       "$results/hs_err_%p.log" "$cp"
     printf ' %q' "${model[@]}" "${sharded_args[@]}"
