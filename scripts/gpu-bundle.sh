@@ -85,4 +85,6 @@ cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-tra
 # departures.sh's torch rows (TORCH=1) run the PyTorch counterpart, which it looks for in bench/ beside itself
 mkdir -p "$out/bench"
 cp scripts/bench/torch_departures.py scripts/bench/ports_attack.py "$out/bench/"
+# the sharded-training comparison runs from the bundle too: bundle/bench/sharded-compare.sh uses the bundle above it
+cp scripts/bench/sharded-compare.sh scripts/bench/sharded_compare.py "$out/bench/"
 echo "bundle: $out, $(du -sh "$out" | cut -f1)$([ "$tests" = 1 ] || echo ", without the tests (BUNDLE_TESTS=0)")"

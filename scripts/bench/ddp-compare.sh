@@ -79,9 +79,14 @@ read -r -a ddp_args <<< "${DDP_ARGS:-}"
 failures=0
 
 # --- 1. nccl4j, DDP under mpirun: the rank command goes in a script so that mpirun parses none of its arguments
+# Each rank writes its own log (nccl4j-ddp.rank<r>.log): mpirun's merged output can splice one rank's line into
+# another's (a RESULT line was lost so on 4 GPUs); the logs are joined, rank by rank, into nccl4j-ddp.log afterwards.
 rank_script="$results/nccl4j-rank.sh"
+rm -f "$results"/nccl4j-ddp.rank*.log
 {
   echo '#!/usr/bin/env bash'
+  # shellcheck disable=SC2016  # expanded when the rank script runs
+  printf 'exec > %q${OMPI_COMM_WORLD_RANK:-0}.log 2>&1\n' "$results/nccl4j-ddp.rank"
   # shellcheck disable=SC2016  # the written script expands JAVA_OPTS when it runs
   printf 'exec %q ${JAVA_OPTS:-} -cp %q org.nccl4j.examples.DdpTraining' "$java" "$cp"
   printf ' %q' "${common[@]}" --bucket-cap-mb "$cap" --trace "$results/trace_nccl4j_ddp_rank{rank}.json" \
@@ -94,8 +99,12 @@ nccl4j_mpi_root_args
 echo "== 1/4 nccl4j DDP: mpirun -np $np, MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"
 LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" mpirun "${nccl4j_mpi_root[@]}" --bind-to none -np "$np" \
     -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x LD_LIBRARY_PATH "${nccl4j_mpi_fwd[@]}" "$rank_script" \
-    2>&1 | tee "$results/nccl4j-ddp.log"
-status=${PIPESTATUS[0]}
+    > "$results/nccl4j-ddp.mpirun.log" 2>&1
+status=$?
+cat "$results/nccl4j-ddp.mpirun.log"
+for ((k = 0; k < np; k++)); do
+  sed "s/^/[rank $k] /" "$results/nccl4j-ddp.rank$k.log" 2>/dev/null
+done | tee "$results/nccl4j-ddp.log"
 [ "$status" = 0 ] || { echo "ddp-compare: nccl4j DDP run failed (status $status)"; failures=1; }
 
 # --- 2. nccl4j, one GPU, no communication

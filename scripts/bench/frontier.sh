@@ -115,6 +115,12 @@ python3 "$root/scripts/bench/frontier_report.py" "$tsv" --json "$out/frontier.js
 y=$(awk -F'\t' 'NR > 1 && $7 > 1048576 { big = 1 } END { print big ? "busbw" : "time" }' "$tsv")
 "$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath "$bundle")" org.nccl4j.tools.perf.Plot \
   "$out/frontier.png" --frontier --y "$y" --title "nccl4j-perf and nccl-tests, out of place, medians of $rounds rounds" \
-  "$tsv" > /dev/null || { echo "$tool: the plot failed"; failures=$((failures + 1)); }
+  "$tsv" > "$out/plot.log" 2>&1 || {
+  # the plot is a picture of the figures above, not a measurement: its failure (a JRE whose font stack is missing on
+  # the machine, libfontmanager without libharfbuzz.so.0) is reported and leaves the status alone
+  echo "$tool: the plot failed (the figures are in frontier.md and frontier.json): $(grep -m1 -E 'Error|Exception' \
+    "$out/plot.log" | cut -c1-200)"
+  rm -f "$out/frontier.png"
+}
 cat "$out/frontier.md"
 [ "$failures" = 0 ]

@@ -37,7 +37,7 @@ class LayersTest {
      * {@code Watched} state, with the liveness channel and the departures that act on it); the watchdog, and the
      * teardown that takes a communicator off it; the Communicator with the one path of its collectives, their argument
      * checks, the composed collectives and the program's hooks; what is built on its API (bootstrap, recovery,
-     * windows, gradient buckets).
+     * windows, gradient buckets, parameter shards).
      */
     static final List<List<String>> LAYERS = List.of(
             List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "PresetsCudaBackend", "Stream",
@@ -47,7 +47,7 @@ class LayersTest {
                     "StartupGuard", "Farewell", "Bounded"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
             List.of("Communicator", "Dispatch", "Arguments", "Composed", "ProgramHooks"),
-            List.of("Bootstrap", "Recovery", "Window", "GradientBuckets"));
+            List.of("Bootstrap", "Recovery", "Window", "GradientBuckets", "ParameterShards"));
     /** Arrows up that the public API asks for: Communicator's entry points, each a one-line delegation. */
     static final Set<String> ENTRY_POINTS = Set.of("Communicator -> Bootstrap", "Communicator -> Recovery",
             "Communicator -> Window");

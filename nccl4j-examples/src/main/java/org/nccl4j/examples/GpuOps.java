@@ -105,6 +105,7 @@ final class GpuOps implements Ops, AutoCloseable {
     private final CUfunc_st biasAct = new CUfunc_st();
     private final CUfunc_st reluBackward = new CUfunc_st();
     private final CUfunc_st affine = new CUfunc_st();
+    private final CUfunc_st adam = new CUfunc_st();
     private final DevicePtr p0 = new DevicePtr();
     private final DevicePtr p1 = new DevicePtr();
     private final DevicePtr p2 = new DevicePtr();
@@ -122,6 +123,16 @@ final class GpuOps implements Ops, AutoCloseable {
     private final PointerPointer<Pointer> biasActArgs = new PointerPointer<>(5);
     private final PointerPointer<Pointer> reluBackwardArgs = new PointerPointer<>(3);
     private final PointerPointer<Pointer> affineArgs = new PointerPointer<>(4);
+    // Adam's: p (argA), g (argB), m, v, n (argN), lr, beta1, beta2, eps, bc1, bc2
+    private final LongPointer argM = new LongPointer(1);
+    private final LongPointer argV = new LongPointer(1);
+    private final FloatPointer argLr = new FloatPointer(1);
+    private final FloatPointer argBeta1 = new FloatPointer(1);
+    private final FloatPointer argBeta2 = new FloatPointer(1);
+    private final FloatPointer argEps = new FloatPointer(1);
+    private final FloatPointer argBc1 = new FloatPointer(1);
+    private final FloatPointer argBc2 = new FloatPointer(1);
+    private final PointerPointer<Pointer> adamArgs = new PointerPointer<>(11);
 
     private String kernelTarget = "none";
     private int retainedPrimaryContext = -1;
@@ -146,6 +157,8 @@ final class GpuOps implements Ops, AutoCloseable {
         biasActArgs.put(0, argA).put(1, argB).put(2, argRows).put(3, argN).put(4, argRelu);
         reluBackwardArgs.put(0, argA).put(1, argB).put(2, argN);
         affineArgs.put(0, argA).put(1, argN).put(2, argScale).put(3, argShift);
+        adamArgs.put(0, argA).put(1, argB).put(2, argM).put(3, argV).put(4, argN).put(5, argLr).put(6, argBeta1)
+                .put(7, argBeta2).put(8, argEps).put(9, argBc1).put(10, argBc2);
         try {
             blas(cublasCreate_v2(blas), "cublasCreate");
             blasCreated = true;
@@ -229,6 +242,7 @@ final class GpuOps implements Ops, AutoCloseable {
         driver(cuModuleGetFunction(reluBackward, module, Kernels.RELU_BACKWARD),
                 "cuModuleGetFunction(" + Kernels.RELU_BACKWARD + ")");
         driver(cuModuleGetFunction(affine, module, Kernels.AFFINE), "cuModuleGetFunction(" + Kernels.AFFINE + ")");
+        driver(cuModuleGetFunction(adam, module, Kernels.ADAM), "cuModuleGetFunction(" + Kernels.ADAM + ")");
     }
 
     /** Compiles {@link Kernels#SOURCE}; returns the PTX (NUL-terminated) or the cubin. */
@@ -378,6 +392,59 @@ final class GpuOps implements Ops, AutoCloseable {
         launch(affine, n, affineArgs, Kernels.AFFINE);
     }
 
+    /**
+     * {@code x[i] = x[i] * scale + shift} over n elements.
+     *
+     * @param x a device address of n floats
+     * @param n elements
+     * @param scale the factor
+     * @param shift the offset
+     */
+    void affine(long x, long n, float scale, float shift) {
+        if (n == 0) {
+            return;
+        }
+        argA.put(0, x);
+        argN.put(0, n);
+        argScale.put(0, scale);
+        argShift.put(0, shift);
+        launch(affine, n, affineArgs, Kernels.AFFINE);
+    }
+
+    /**
+     * One Adam step over n elements ({@link Kernels#ADAM}), in place on p, m and v.
+     *
+     * @param p parameters
+     * @param g gradients
+     * @param m first moments
+     * @param v second moments
+     * @param n elements
+     * @param lr the learning rate
+     * @param beta1 the first moment's decay
+     * @param beta2 the second moment's decay
+     * @param eps added to the denominator
+     * @param bc1 {@code 1 - beta1^t}, t the step from 1
+     * @param bc2 {@code 1 - beta2^t}
+     */
+    void adam(long p, long g, long m, long v, long n, float lr, float beta1, float beta2, float eps, float bc1,
+            float bc2) {
+        if (n == 0) {
+            return;
+        }
+        argA.put(0, p);
+        argB.put(0, g);
+        argM.put(0, m);
+        argV.put(0, v);
+        argN.put(0, n);
+        argLr.put(0, lr);
+        argBeta1.put(0, beta1);
+        argBeta2.put(0, beta2);
+        argEps.put(0, eps);
+        argBc1.put(0, bc1);
+        argBc2.put(0, bc2);
+        launch(adam, n, adamArgs, Kernels.ADAM);
+    }
+
     // ------------------------------------------------------------------ errors
 
     private static void blas(int status, String what) {
@@ -454,7 +521,8 @@ final class GpuOps implements Ops, AutoCloseable {
             cuDevicePrimaryCtxRelease(retainedPrimaryContext);
         }
         for (Pointer p : new Pointer[] {alpha, beta, argA, argB, argRows, argN, argRelu, argScale, argShift,
-                biasActArgs, reluBackwardArgs, affineArgs}) {
+                biasActArgs, reluBackwardArgs, affineArgs, argM, argV, argLr, argBeta1, argBeta2, argEps, argBc1,
+                argBc2, adamArgs}) {
             p.close();
         }
     }

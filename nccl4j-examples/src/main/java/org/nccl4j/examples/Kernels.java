@@ -18,7 +18,14 @@ final class Kernels {
     /** {@code affine(float* x, long long n, float scale, float shift)}. */
     static final String AFFINE = "affine";
 
-    /** The CUDA C source of the three kernels. */
+    /**
+     * {@code adam(float* p, const float* g, float* m, float* v, long long n, float lr, float beta1, float beta2,
+     * float eps, float bc1, float bc2)}: one Adam step, as PyTorch's: bc1 and bc2 are the bias corrections
+     * {@code 1 - beta^t}.
+     */
+    static final String ADAM = "adam";
+
+    /** The CUDA C source of the kernels. */
     static final String SOURCE = """
             // nccl4j DdpTraining kernels, compiled at run time by NVRTC.
             // z[i] += bias[i % rows] (column-major [rows x cols]), then max(z, 0) when relu != 0.
@@ -47,6 +54,24 @@ final class Kernels {
                 long long stride = (long long) gridDim.x * blockDim.x;
                 for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
                     x[i] = x[i] * scale + shift;
+                }
+            }
+
+            // Adam (torch.optim.Adam, no weight decay): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+            // p -= (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps).
+            extern "C" __global__ void adam(float* __restrict__ p, const float* __restrict__ g,
+                                            float* __restrict__ m, float* __restrict__ v, long long n, float lr,
+                                            float beta1, float beta2, float eps, float bc1, float bc2) {
+                long long stride = (long long) gridDim.x * blockDim.x;
+                float step = lr / bc1;
+                float root = sqrtf(bc2);
+                for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+                    float gi = g[i];
+                    float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+                    float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+                    m[i] = mi;
+                    v[i] = vi;
+                    p[i] -= step * mi / (sqrtf(vi) / root + eps);
                 }
             }
             """;

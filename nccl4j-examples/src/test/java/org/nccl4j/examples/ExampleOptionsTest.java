@@ -18,7 +18,7 @@ class ExampleOptionsTest {
         return OptionsChecks.instances("org.nccl4j.examples.AllReduce$Options",
                 "org.nccl4j.examples.DdpSimple$Options", "org.nccl4j.examples.ZeroShards$Options", "org.nccl4j.examples.ElasticDdp$Options",
                 "org.nccl4j.examples.SlowRank$Options", "org.nccl4j.examples.MetricsExample$Options",
-                "org.nccl4j.examples.DdpOptions");
+                "org.nccl4j.examples.DdpOptions", "org.nccl4j.examples.ShardedTraining$Options");
     }
 
     @Test

@@ -41,7 +41,7 @@ class KernelsTest {
 
     @Test
     void theSourceNamesItsKernelsUnmangledAndIncludesNothing() {
-        for (String k : new String[] {Kernels.BIAS_ACT, Kernels.RELU_BACKWARD, Kernels.AFFINE}) {
+        for (String k : new String[] {Kernels.BIAS_ACT, Kernels.RELU_BACKWARD, Kernels.AFFINE, Kernels.ADAM}) {
             assertTrue(Kernels.SOURCE.contains("extern \"C\" __global__ void " + k + "("), k);
         }
         assertTrue(!Kernels.SOURCE.contains("#include"), "NVRTC has no host headers");
@@ -66,6 +66,7 @@ class KernelsTest {
 
     private static final String HARNESS = """
             #include <stdio.h>
+            #include <math.h>
             typedef struct { unsigned int x, y, z; } dim_t;
             static dim_t blockIdx, threadIdx, blockDim, gridDim;
             #define __global__
@@ -82,16 +83,20 @@ class KernelsTest {
             int main(void) {
                 enum { N = %d, ROWS = %d };
                 float bias[ROWS] = {0.5f, -1.0f, 2.0f, -0.25f, 0.0f};
-                float z[N], zr[N], g[N], a[N], x[N];
+                float z[N], zr[N], g[N], a[N], x[N], ap[N], ag[N], am[N], av[N];
                 for (int i = 0; i < N; i++) {
                     z[i] = (float) (i %% 7) - 3.0f; zr[i] = z[i];
                     g[i] = 0.5f * i - 4.0f; a[i] = (float) ((i * 5) %% 9) - 4.0f; x[i] = 0.125f * i;
+                    ap[i] = 0.25f * i - 2.0f; ag[i] = (float) ((i * 3) %% 11) - 5.0f; am[i] = 0.01f * i;
+                    av[i] = 0.002f * (i %% 5);
                 }
                 ALL_THREADS(3, 4, bias_act(z, bias, ROWS, N, 1));      /* 12 threads for 37 elements */
                 ALL_THREADS(2, 8, bias_act(zr, bias, ROWS, N, 0));
                 ALL_THREADS(1, 5, relu_backward(g, a, N));
                 ALL_THREADS(4, 3, affine(x, N, 2.0f, -1.0f));
+                ALL_THREADS(2, 5, adam(ap, ag, am, av, N, 0.01f, 0.9f, 0.999f, 1e-8f, 0.19f, 0.001999f));
                 print("bias_relu", z, N); print("bias", zr, N); print("relu_backward", g, N); print("affine", x, N);
+                print("adam_p", ap, N); print("adam_m", am, N); print("adam_v", av, N);
                 return 0;
             }
             """;
@@ -101,7 +106,7 @@ class KernelsTest {
         assumeTrue(onPath("gcc"), "gcc is not on the PATH");
         String c = String.format(java.util.Locale.ROOT, HARNESS, Kernels.SOURCE.replace("extern \"C\" ", ""), N, ROWS);
         Files.writeString(dir.resolve("kernels.c"), c);
-        run(dir, "gcc", "-std=gnu99", "-Wall", "-Werror", "-O1", "-o", "kernels", "kernels.c");
+        run(dir, "gcc", "-std=gnu99", "-Wall", "-Werror", "-O1", "-o", "kernels", "kernels.c", "-lm");
         Map<String, float[]> got = new HashMap<>();
         for (String line : run(dir, dir.resolve("kernels").toString()).split("\n")) {
             String[] f = line.trim().split(" ");
@@ -129,6 +134,21 @@ class KernelsTest {
         assertArrayEquals(bias, got.get("bias"));
         assertArrayEquals(relu, got.get("relu_backward"));
         assertArrayEquals(affine, got.get("affine"));
+        float[] p = new float[N];
+        float[] m = new float[N];
+        float[] sq = new float[N];
+        float step = 0.01f / 0.19f;
+        float root = (float) Math.sqrt(0.001999f);
+        for (int i = 0; i < N; i++) {
+            float gi = (float) ((i * 3) % 11) - 5.0f;
+            m[i] = 0.9f * (0.01f * i) + (1.0f - 0.9f) * gi;
+            sq[i] = 0.999f * (0.002f * (i % 5)) + (1.0f - 0.999f) * gi * gi;
+            p[i] = (0.25f * i - 2.0f) - step * m[i] / ((float) Math.sqrt(sq[i]) / root + 1e-8f);
+        }
+        assertArrayEquals(m, got.get("adam_m"));
+        assertArrayEquals(sq, got.get("adam_v"));
+        assertArrayEquals(p, got.get("adam_p"), 1e-6f);
+        assertTrue(p[0] > -2.0f && p[20] < 3.0f, "the step moves against the gradient: " + p[0] + ", " + p[20]);
         // the data exercises both sides of each branch
         List<Float> zeros = new ArrayList<>();
         for (float v : got.get("bias_relu")) {
@@ -145,7 +165,7 @@ class KernelsTest {
         Files.writeString(dir.resolve("ddp_kernels.cu"), Kernels.SOURCE);
         run(dir, "nvcc", "-ptx", "-arch=compute_90", "-o", "ddp_kernels.ptx", "ddp_kernels.cu");
         String ptx = Files.readString(dir.resolve("ddp_kernels.ptx"));
-        for (String k : new String[] {Kernels.BIAS_ACT, Kernels.RELU_BACKWARD, Kernels.AFFINE}) {
+        for (String k : new String[] {Kernels.BIAS_ACT, Kernels.RELU_BACKWARD, Kernels.AFFINE, Kernels.ADAM}) {
             assertTrue(ptx.contains(".entry " + k + "("), k);
         }
     }
