@@ -163,7 +163,7 @@ for launcher in $launchers; do
         logs+=("$dir/job.log") ;;
       run)
         env -u NCCL4J_JOB_SECRET -u NCCL4J_JOB_SECRET_FILE NCCL4J_BUNDLE="$bundle" "$here/nccl4j-run" --port "$port" \
-          -np "$np" --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
+          -np "$np" $([ "$share" = 1 ] && echo --share-gpu) --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
         pids+=($!)
         logs+=("$dir/job.log") ;;
     esac
