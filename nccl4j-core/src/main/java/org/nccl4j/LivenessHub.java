@@ -514,7 +514,19 @@ final class LivenessHub {
                 if (b == '\n') {
                     String line = new String(p.line, 0, p.length, StandardCharsets.UTF_8);
                     p.length = 0;
-                    line(p, p.seal == null ? line : LivenessWire.open(p.seal, line));
+                    String opened;
+                    try {
+                        opened = p.seal == null ? line : LivenessWire.open(p.seal, line);
+                    } catch (Refused e) {
+                        if (p.stage < 2) {
+                            throw e;
+                        }
+                        // a joined rank's connection was tampered with: it is closed, and the rank, cut off, takes
+                        // rank 0 for lost; every other rank hears at once that it is lost, and why (one WARN line)
+                        end(p, null, false, "its connection to rank 0 failed its check (" + e.getMessage() + ")");
+                        return;
+                    }
+                    line(p, opened);
                     continue;
                 }
                 int max = (p.stage < 2 ? LivenessWire.MAX_EARLY_LINE : LivenessWire.MAX_OPS_LINE)
