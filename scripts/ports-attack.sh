@@ -26,7 +26,8 @@
 #   scripts/ports-attack.sh [BUNDLE]      BUNDLE: made by scripts/gpu-bundle.sh (default: bundle/ beside scripts/)
 #
 # Variables: SECRETS (default "yes no": jobs with the job's secret and without; nccl4j-run always makes one, so its
-# jobs are "yes" only), SLOTS (default 24 a port), SIEGE (default 60: the siege's longest seconds),
+# jobs are "yes" only), SLOTS (default 24: the rendezvous' slots held; the liveness channel's: 72), SIEGE (default
+# 60: the siege's longest seconds),
 # LAUNCHERS (default "java mpirun run": plain java per rank, Open MPI, scripts/nccl4j-run), SIZES (default "4 2":
 # ranks per job, one per GPU; with more ranks than GPUs they share GPU 0, each with its own NCCL_HOSTID), STEPS
 # (default 700, about 40 s), COUNT (floats per all-reduce, default 1048576), SETTLE (default 2.5 s; more than Refusals' 2 s burst quiet),

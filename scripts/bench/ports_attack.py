@@ -13,8 +13,10 @@ scripts/ports-attack.sh. Standard library only.
         from the attack's start to SETTLE seconds after its end. One JSON line per attack on stdout (and --out).
         Phase rendezvous (rank 0 waits for a rank that has not started): attacks on MASTER_PORT. Phase running
         (every rank is in the job): attacks on the liveness channel, and MASTER_PORT once more (closed by then).
-    ports_attack.py siege --host H --port P [--slots N] [--seconds S] [--ready-file F] [--out FILE.json]
-        Holds rank 0's waiting slots on both ports (N silent connections each, default 24, every one reconnected at
+    ports_attack.py siege --host H --port P [--slots N] [--liveness-slots M] [--seconds S] [--ready-file F]
+                          [--out FILE.json]
+        Holds rank 0's waiting slots on both ports (N silent connections on the rendezvous, default 24, more than its
+        16 + peers; M on the liveness channel, default 72, more than its 64 + world size; every one reconnected at
         once when rank 0 closes it) and keeps a trickle on each (a bad opening, then one byte every 100 ms,
         reconnected when closed), until SIGTERM or S seconds (default 60); writes F once the slots are held, so that
         the caller can start a real rank into the siege. Prints (and writes) one JSON object: reconnects per port,
@@ -544,8 +546,9 @@ def attack(a):
 def siege(a):
     """Holds the waiting slots of both ports and a trickle on each, reconnecting whatever rank 0 closes."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 4 * a.slots + 64:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4 * a.slots + 64, hard), hard))
+    want = 2 * (a.slots + a.liveness_slots) + 64
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
     stop = []
     signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
     ports = [a.port, a.port + 50]
@@ -566,7 +569,7 @@ def siege(a):
             return False
 
     for p in ports:
-        for _ in range(a.slots):
+        for _ in range(a.slots if p == a.port else a.liveness_slots):
             open_one(p, "slot")
         open_one(p, "trickle")
     ready_written = False
@@ -616,7 +619,7 @@ def siege(a):
     for c in list(conns):
         c.close()
     out = {"siege_seconds": round(a.seconds if not stop else time.time() - (t_end - a.seconds), 1),
-           "slots_per_port": a.slots,
+           "slots_per_port": a.slots, "liveness_slots": a.liveness_slots,
            "ports": {str(p): st for p, st in stats.items()}}
     print(json.dumps(out), flush=True)
     if a.out:
@@ -811,8 +814,9 @@ def report(a):
                                              "with the secret" if facts.get("secret") == "yes" else "no secret",
                                              "ran to the end, every sum correct" if ran else "DID NOT run to the end"),
                 "",
-                "Siege (%s slots a port, each reconnected at once, and a trickle on each): the last rank's START line "
-                "%s ms after it was let go; %s." % (siege.get("slots_per_port", "?"), facts.get("siege_arrival_ms"),
+                "Siege (%s slots on the rendezvous, %s on the liveness channel, each reconnected at once, and a trickle "
+                "on each): the last rank's START line %s ms after it was let go; %s." % (
+                    siege.get("slots_per_port", "?"), siege.get("liveness_slots", "?"), facts.get("siege_arrival_ms"),
                                                     held or "no figures"),
                 "",
                 ("Relay in the last rank's path: %s%s." % ("; ".join(altered) or "nothing altered",
@@ -869,6 +873,7 @@ def main(argv):
     sg.add_argument("--host", default="127.0.0.1")
     sg.add_argument("--port", type=int, required=True)
     sg.add_argument("--slots", type=int, default=24)
+    sg.add_argument("--liveness-slots", type=int, default=72)
     sg.add_argument("--seconds", type=float, default=60.0)
     sg.add_argument("--ready-file")
     sg.add_argument("--out")
