@@ -632,14 +632,14 @@ final class LivenessHub {
             return;
         }
         if (l.secret == null && !p.spoke && l.owner() == null) {
-            // without a secret a hello proves nothing, and a real rank follows it within a second (its first start-up
-            // step, PHASE rendezvous, within moments; a heartbeat every second): one that ends having said nothing
-            // more may have been a stranger's claim, and a false loss would end every rank's start-up. Not told: the
-            // rank is waited for (the init timeout)
+            // without a secret a hello proves nothing, and a real rank follows it at once (a heartbeat right after its
+            // hello, then its start-up steps): one that ends having said nothing more may have been a stranger's
+            // claim, and a false loss would end every rank's start-up. Not told: the rank is waited for (init timeout)
             refusals.refused("nccl4j liveness: the connection from " + p.remote + " that claimed rank " + hello[1]
                     + " (" + hello[2] + ", pid " + hello[3] + ") ended having said nothing after its hello; without "
-                    + JobSecret.VARIABLE + " nothing proves it was rank " + hello[1] + ", so no loss is told and the job"
-                    + " waits for it (set the same " + JobSecret.VARIABLE + " on every rank to have every loss told)",
+                    + JobSecret.VARIABLE + " nothing proves it was rank " + hello[1] + ", so no loss is told and the"
+                    + " job waits for it (set the same " + JobSecret.VARIABLE + " on every rank to have every loss"
+                    + " told)",
                     p.accepted);
             return;
         }
