@@ -163,8 +163,10 @@ for launcher in $launchers; do
         pids+=($!)
         logs+=("$dir/job.log") ;;
       run)
+        share_opt=()
+        if [ "$share" = 1 ]; then share_opt=(--share-gpu); fi
         env -u NCCL4J_JOB_SECRET -u NCCL4J_JOB_SECRET_FILE NCCL4J_BUNDLE="$bundle" "$here/nccl4j-run" --port "$port" \
-          -np "$np" $([ "$share" = 1 ] && echo --share-gpu) --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
+          -np "$np" "${share_opt[@]}" --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
         pids+=($!)
         logs+=("$dir/job.log") ;;
     esac
