@@ -183,7 +183,15 @@ final class LivenessHub {
         try {
             s.setOption(StandardSocketOptions.SO_REUSEADDR, true);
             // room in the backlog for every rank arriving at once (the kernel caps it at somaxconn)
-            s.bind(new InetSocketAddress(bind, port), Math.max(50, Math.min(worldSize, 65_536)));
+            try {
+                s.bind(new InetSocketAddress(bind, port), Math.max(50, Math.min(worldSize, 65_536)));
+            } catch (java.net.BindException e) {
+                throw (java.net.BindException) new java.net.BindException("port " + port + ", the liveness channel"
+                        + " (MASTER_PORT + 50, or NCCL4J_LIVENESS_PORT), is taken on this host (" + e.getMessage()
+                        + "; by another job whose rank 0 shares this node, or another process): give this job another"
+                        + " MASTER_PORT (it moves all of nccl4j's ports, docs/ports.md), or end the process holding it")
+                        .initCause(e);
+            }
             s.configureBlocking(false);
             sel = Selector.open();
             s.register(sel, SelectionKey.OP_ACCEPT);

@@ -632,7 +632,10 @@ public final class Rendezvous {
                 server.bind(bind, Math.max(50, worldSize));
             } catch (IOException e) {
                 throw new RendezvousException("rank 0 cannot listen on " + describe(bind) + " for the rendezvous: " + e
-                        + "; choose a free port (MASTER_PORT) or stop the process holding it", e);
+                        + (e instanceof java.net.BindException ? "; port " + port + " is taken on this host (by another"
+                        + " job whose rank 0 shares this node, or another process): give this job another MASTER_PORT"
+                        + " (it moves all of nccl4j's ports, docs/ports.md), or end the process holding it"
+                        : "; choose a free port (MASTER_PORT) or stop the process holding it"), e);
             }
             server.configureBlocking(false);
             selector = java.nio.channels.Selector.open();

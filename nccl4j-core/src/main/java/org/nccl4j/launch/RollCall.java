@@ -113,8 +113,10 @@ public final class RollCall implements AutoCloseable {
             s.bind(new InetSocketAddress(port), 64);
         } catch (IOException e) {
             s.close();
-            throw new IOException("roll call: rank " + launchRank + " cannot answer on port " + port + ": " + e
-                    .getMessage(), e);
+            throw new IOException("roll call: rank " + launchRank + " cannot answer on port " + port + " (MASTER_PORT"
+                    + " + 200 + launch rank): " + e.getMessage() + (e instanceof java.net.BindException ? "; another"
+                    + " job or process on this host holds it: give this job another MASTER_PORT (it moves all of"
+                    + " nccl4j's ports, docs/ports.md), or end the process holding it" : ""), e);
         }
         RollCall r = new RollCall(launchRank, secret, s);
         long until = linger == null ? 0 : System.nanoTime() + linger.toNanos();

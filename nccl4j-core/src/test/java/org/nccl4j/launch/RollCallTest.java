@@ -137,8 +137,8 @@ class RollCallTest {
         int port = StubFixture.freePort();
         try (ServerSocket taken = new ServerSocket(port)) {
             IOException e = assertThrows(IOException.class, () -> RollCall.answer(4, port, null, LINGER));
-            assertTrue(e.getMessage().startsWith("roll call: rank 4 cannot answer on port " + port + ": "),
-                    e.getMessage());
+            assertTrue(e.getMessage().startsWith("roll call: rank 4 cannot answer on port " + port
+                    + " (MASTER_PORT + 200 + launch rank): "), e.getMessage());
         }
         assertEquals(Set.of(), RollCall.ask(0, Map.of(), Duration.ofSeconds(1), null), "nobody to ask");
     }

@@ -47,6 +47,7 @@ final class LaunchOptions {
     private boolean version;
     private Nodes nodes;
     private String masterAddr;
+    private String ranksNote;
 
     private LaunchOptions(int ranks, boolean shareGpu, int port, Duration grace, String mainClass, List<String> command,
             boolean help) {
@@ -82,10 +83,8 @@ final class LaunchOptions {
             o.version = cl.isVersionHelpRequested();
             return o;
         }
-        if (line.ranks == null) {
-            throw new UsageException("-np N is required: how many ranks to start");
-        }
-        range("-np", line.ranks, 1, 4096);
+        String[] note = new String[1];
+        line.ranks = ranksOf(line.np, line.hosts, env, note);
         if (line.port != null) {
             range("--port", line.port, 1, 65535);
         }
@@ -123,7 +122,7 @@ final class LaunchOptions {
         }
         if (line.cmd) {
             return new LaunchOptions(line.ranks, line.shareGpu, port, grace, null, rest, false).elastic(line.elastic)
-                    .nodes(nodes, masterAddr);
+                    .nodes(nodes, masterAddr).ranksNote(note[0]);
         }
         String main = mainClassOf(rest.get(0));
         List<String> command = new ArrayList<>();
@@ -134,7 +133,7 @@ final class LaunchOptions {
         command.add(main);
         command.addAll(rest.subList(1, rest.size()));
         return new LaunchOptions(line.ranks, line.shareGpu, port, grace, main, command, false).elastic(line.elastic)
-                .nodes(nodes, masterAddr);
+                .nodes(nodes, masterAddr).ranksNote(note[0]);
     }
 
     /** The nodes of {@code --nnodes}/{@code --node-rank} or {@code --hosts}/{@code --as}, checked together. */
@@ -196,6 +195,60 @@ final class LaunchOptions {
         return Nodes.multiNode(nnodes, line.nodeRank, line.ranks);
     }
 
+    /**
+     * The ranks per node of {@code -np}: a number, or {@code auto} (or {@code gpu}) for one per GPU this launcher
+     * sees ({@link GpuSharing#count}: {@code CUDA_VISIBLE_DEVICES}, else the driver's), divided among the hosts of a
+     * {@code --hosts} rehearsal; without {@code -np}, {@code PET_NPROC_PER_NODE} (Kubeflow Trainer's
+     * {@code numProcPerNode}, {@code auto} by default) read the same way.
+     */
+    private static int ranksOf(String np, Integer hosts, Map<String, String> env, String[] note) {
+        String given = np;
+        String name = "-np";
+        if (given == null) {
+            String pet = env.get("PET_NPROC_PER_NODE");
+            if (pet == null || pet.isBlank()) {
+                throw new UsageException("-np N is required: how many ranks to start (or -np auto: one per visible"
+                        + " GPU)");
+            }
+            given = pet;
+            name = "PET_NPROC_PER_NODE=";
+        }
+        String v = given.strip();
+        String said = name.equals("-np") ? "-np " + v : name + v + " (no -np given)";
+        if (v.matches("[0-9]{1,9}")) {
+            int n = Integer.parseInt(v);
+            if (n < 1 || n > 4096) {
+                throw new UsageException(said + " is out of range 1..4096");
+            }
+            if (np == null) {
+                note[0] = said + ": " + n + " rank" + (n == 1 ? "" : "s") + " on this node";
+            }
+            return n;
+        }
+        String lower = v.toLowerCase(java.util.Locale.ROOT);
+        if (lower.equals("cpu")) {
+            throw new UsageException(said + " asks for one rank per CPU, and nccl4j runs one rank per GPU: use -np"
+                    + " auto (one per visible GPU) or -np N; under Kubeflow Trainer leave numProcPerNode auto or give"
+                    + " it a number");
+        }
+        if (!lower.equals("auto") && !lower.equals("gpu")) {
+            throw new UsageException(said + " is not a number, auto or gpu: use -np N (ranks on this node, one per"
+                    + " GPU) or -np auto (one per visible GPU)");
+        }
+        GpuSharing.Count c = GpuSharing.count(env, Path.of("/proc"));
+        int h = hosts == null || hosts < 1 ? 1 : hosts;
+        if (c.gpus() / h < 1) {
+            throw new UsageException(said + " means one rank per visible GPU, and " + (c.gpus() == 0 ? "no GPU"
+                    : "only " + c.gpus() + " GPU" + (c.gpus() == 1 ? "" : "s") + " for " + h + " hosts") + " is"
+                    + " visible here (" + c.source() + "): run on a node with GPUs (under Kubernetes: a nvidia.com/gpu"
+                    + " limit), or give -np N");
+        }
+        int n = c.gpus() / h;
+        note[0] = said + ": " + n + " rank" + (n == 1 ? "" : "s") + (h > 1 ? " on each of " + h + " hosts" : "")
+                + ", one per visible GPU (" + c.gpus() + " found: " + c.source() + ")";
+        return n;
+    }
+
     private static void range(String option, int v, int min, int max) {
         if (v < min || v > max) {
             throw new UsageException(option + " " + v + " is out of range " + min + ".." + max);
@@ -233,8 +286,12 @@ final class LaunchOptions {
                 "Exit status: the first failed rank's, 0 when all succeed; 2 for a usage error."})
     static final class Line {
         @Option(names = {"-np", "-n", "--np"}, paramLabel = "N",
-                description = "Number of ranks (processes) to start on this machine; at most one per GPU.")
-        Integer ranks;
+                description = "Number of ranks (processes) to start on this machine; at most one per GPU. auto (or "
+                        + "gpu): one per visible GPU (CUDA_VISIBLE_DEVICES, else the driver's). Default: "
+                        + "PET_NPROC_PER_NODE, as Kubeflow Trainer sets it (numProcPerNode, auto unless given).")
+        String np;
+        /** {@link #np} as a number of ranks, worked out by {@link LaunchOptions#parse}. */
+        int ranks;
         @Option(names = "--share-gpu", description = "Allow more ranks than GPUs (development, CI, tests): rank r on "
                 + "device r mod G, each with its own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo; sockets, not NVLink speed.")
         boolean shareGpu;
@@ -285,6 +342,16 @@ final class LaunchOptions {
     /** @return node 0's address given by {@code --master-addr} or MASTER_ADDR, or null on one machine */
     String masterAddr() {
         return masterAddr;
+    }
+
+    private LaunchOptions ranksNote(String note) {
+        this.ranksNote = note;
+        return this;
+    }
+
+    /** @return how {@code -np auto} or {@code PET_NPROC_PER_NODE} became the number of ranks, or null for -np N */
+    String ranksNote() {
+        return ranksNote;
     }
 
     private LaunchOptions elastic(boolean on) {

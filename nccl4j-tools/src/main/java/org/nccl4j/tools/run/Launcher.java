@@ -65,7 +65,9 @@ import org.nccl4j.launch.JobSecret;
  * {@code --share-gpu} several ranks share a GPU, for development, CI and tests: rank r gets
  * {@code NCCL4J_DEVICE=r mod G}, {@code NCCL_HOSTID=nccl4j-host<r>} and {@code NCCL_SOCKET_IFNAME=lo} (each unless
  * already set), so that NCCL treats the ranks as hosts of their own that talk over sockets. {@link GpuSharing} has
- * the details and how GPUs are counted.
+ * the details and how GPUs are counted. {@code -np auto} (or {@code gpu}) starts one rank per GPU so counted, and
+ * without {@code -np} the launcher reads {@code PET_NPROC_PER_NODE} (a number, {@code auto} or {@code gpu}), as
+ * Kubeflow Trainer sets it in each pod of a TrainJob.
  *
  * <h2>Output</h2>
  * Every line a rank writes to stdout or stderr goes to the launcher's stdout or stderr prefixed with
@@ -203,6 +205,9 @@ public final class Launcher {
         } catch (GpuSharing.Refusal e) {
             err.println("nccl4j-run: " + e.getMessage());
             return 2;
+        }
+        if (options.ranksNote() != null) {
+            err.println("nccl4j-run: " + options.ranksNote());
         }
         gpus.notices().forEach(n -> err.println("nccl4j-run: " + n));
         return new Launcher(options, gpus, out, err).run(env);

@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.PodTemplateSpec;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceRequirements;
 import io.fabric8.kubernetes.api.model.SecretKeySelector;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.batch.v1.Job;
@@ -26,6 +27,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -198,6 +200,111 @@ class ClusterRecipesTest {
         checkJob(template.getSpec(), name + "-" + rjob.get("name") + "-0-0." + subdomain, null);
     }
 
+    /**
+     * The TrainJob and its TrainingRuntime: the runtime's container is the one Trainer's torch policy gives the PET_*
+     * variables (replicated job "node", container "node", the trainer ancestor label); Trainer's own overrides (the
+     * TrainJob's args, env and resources) are applied as Trainer applies them, and the container's command is run as
+     * node 1's shell would run it, with the variables Trainer sets, through nccl4j-run's parser: with
+     * numProcPerNode auto and no -np, the ranks are the pod's GPUs.
+     */
+    @Test
+    void theTrainJobsRuntimeRunsNccl4jRunWithTrainersVariablesAndAutoRanks() throws Exception {
+        List<JsonNode> docs = documents(EXAMPLES.resolve("k8s/trainjob.yaml"));
+        assertEquals(2, docs.size());
+        GenericKubernetesResource runtime = YAML.treeToValue(kind(docs, "TrainingRuntime"),
+                GenericKubernetesResource.class);
+        GenericKubernetesResource job = YAML.treeToValue(kind(docs, "TrainJob"), GenericKubernetesResource.class);
+        assertEquals("trainer.kubeflow.org/v1alpha1", runtime.getApiVersion());
+        assertEquals("trainer.kubeflow.org/v1alpha1", job.getApiVersion());
+        assertEquals(runtime.getMetadata().getName(), job.get("spec", "runtimeRef", "name"));
+        assertEquals("TrainingRuntime", job.get("spec", "runtimeRef", "kind"));
+        assertEquals("trainer.kubeflow.org", job.get("spec", "runtimeRef", "apiGroup"));
+        assertEquals("auto", runtime.get("spec", "mlPolicy", "torch", "numProcPerNode"), "Trainer's default");
+        Map<String, Object> trainer = job.get("spec", "trainer");
+        assertFalse(trainer.containsKey("numProcPerNode"), "the runtime's auto: one rank per GPU");
+        assertEquals(Set.of("numNodes", "args", "env", "resourcesPerNode"), trainer.keySet());
+        Number maxRestarts = runtime.get("spec", "template", "spec", "failurePolicy", "maxRestarts");
+        assertNotNull(maxRestarts, "a failed rank restarts the whole set");
+
+        List<Map<String, Object>> replicated = runtime.get("spec", "template", "spec", "replicatedJobs");
+        assertEquals(1, replicated.size());
+        assertEquals("node", replicated.get(0).get("name"), "Trainer's name for the nodes' replicated job");
+        JobTemplateSpec template = YAML.convertValue(replicated.get(0).get("template"), JobTemplateSpec.class);
+        known("the Job template", template.getAdditionalProperties());
+        assertEquals("trainer", template.getMetadata().getLabels().get("trainer.kubeflow.org/trainjob-ancestor-step"));
+        JobSpec spec = template.getSpec();
+        known("the Job's spec", spec.getAdditionalProperties());
+        assertEquals(0, spec.getBackoffLimit().intValue(), "a failed pod fails the whole job");
+        PodSpec pod = spec.getTemplate().getSpec();
+        known("the pod spec", pod.getAdditionalProperties());
+        assertEquals("Never", pod.getRestartPolicy());
+        assertEquals(1, pod.getContainers().size());
+        Container c = pod.getContainers().get(0);
+        known("the container", c.getAdditionalProperties());
+        assertEquals("node", c.getName(), "Trainer sets PET_* in the container named node only");
+
+        // Trainer's overrides: the TrainJob's args, env and resources go to that container
+        ResourceRequirements resources = YAML.convertValue(trainer.get("resourcesPerNode"), ResourceRequirements.class);
+        known("resourcesPerNode", resources.getAdditionalProperties());
+        int perNode = Integer.parseInt(resources.getLimits().get("nvidia.com/gpu").getAmount());
+        List<EnvVar> envVars = YAML.convertValue(trainer.get("env"),
+                YAML.getTypeFactory().constructCollectionType(List.class, EnvVar.class));
+        Container node = new Container();
+        node.setName("node");
+        node.setEnv(envVars);
+        Map<String, String> env = env(node);
+        for (String v : env.keySet()) {
+            assertFalse(v.startsWith("PET_"), "Trainer refuses its reserved variables in the TrainJob: " + v);
+        }
+        assertFalse(env.containsKey("NCCL_HOSTID"), "real hosts: NCCL's own host id");
+        assertFalse("1".equals(env.get("NCCL_NVLS_ENABLE")), "NVLink multicast is not forced on");
+        EnvVar secret = envVar(node, "NCCL4J_JOB_SECRET");
+        assertNull(secret.getValue(), "the secret is never written in the manifest");
+        assertNotNull(secret.getValueFrom().getSecretKeyRef(), "the secret comes from a Kubernetes Secret");
+        @SuppressWarnings("unchecked")
+        List<String> args = (List<String>) trainer.get("args");
+        int nodes = ((Number) trainer.get("numNodes")).intValue();
+        assertTrue(nodes >= 2, "a job across hosts");
+
+        // node 1's pod, as Trainer's torch policy and the device plugin make it
+        String name = job.getMetadata().getName();
+        Map<String, String> podEnv = new LinkedHashMap<>(env);
+        podEnv.put("PET_NNODES", Integer.toString(nodes));
+        podEnv.put("PET_NPROC_PER_NODE", "auto");
+        podEnv.put("PET_NODE_RANK", "1");
+        podEnv.put("PET_MASTER_ADDR", name + "-node-0-0." + name);
+        podEnv.put("PET_MASTER_PORT", "29500");
+        podEnv.put("CUDA_VISIBLE_DEVICES", java.util.stream.IntStream.range(0, perNode).mapToObj(Integer::toString)
+                .collect(Collectors.joining(",")));
+        assertEquals(4, c.getCommand().size());
+        assertEquals(List.of("/bin/sh", "-c"), c.getCommand().subList(0, 2));
+        assertTrue(c.getArgs() == null || c.getArgs().isEmpty(), "the TrainJob's args are the program");
+        String line = c.getCommand().get(2).strip();
+        assertTrue(line.startsWith("exec /opt/nccl4j/nccl4j-run "), line);
+        assertTrue(line.endsWith(" \"$@\""), "the TrainJob's args, each a word: " + line);
+        Matcher m = Pattern.compile("\"\\$([A-Z_]+)\"").matcher(line.substring(0, line.length() - 5));
+        StringBuilder sb = new StringBuilder();
+        while (m.find()) {
+            String value = podEnv.get(m.group(1));
+            assertNotNull(value, "a variable Trainer sets: " + m.group(1));
+            m.appendReplacement(sb, Matcher.quoteReplacement(value));
+        }
+        m.appendTail(sb);
+        List<String> words = new ArrayList<>(List.of(sb.substring("exec /opt/nccl4j/nccl4j-run ".length()).strip()
+                .split(" +")));
+        assertFalse(words.contains("-np"), "no -np: PET_NPROC_PER_NODE decides");
+        words.addAll(args);
+        LaunchOptions o = LaunchOptions.parse(words.toArray(new String[0]), podEnv, Path.of("java"), "cp");
+        Nodes n = o.nodes();
+        assertEquals(nodes, n.nnodes(), "--nnodes = numNodes");
+        assertEquals(perNode, o.ranks(), "auto: one rank per GPU of the pod's limit");
+        assertEquals(nodes * perNode, n.worldSize());
+        assertEquals(perNode, n.rank(0), "node 1's first rank");
+        assertEquals(name + "-node-0-0." + name, o.masterAddr());
+        assertEquals(29500, o.port());
+        assertEquals("com.example.Train", o.mainClass());
+    }
+
     /** The {@code #SBATCH --name=value} lines of a script. */
     private static Map<String, String> sbatch(String script) {
         Map<String, String> m = new LinkedHashMap<>();
@@ -244,8 +351,8 @@ class ClusterRecipesTest {
     @Test
     void launchingMdShowsEveryRecipe() throws Exception {
         String doc = Files.readString(ROOT.resolve("docs/launching.md"));
-        for (String f : List.of("k8s/indexed-job.yaml", "k8s/jobset.yaml", "slurm/train.sbatch",
-            "mpi/hostfile-run.sh")) {
+        for (String f : List.of("k8s/indexed-job.yaml", "k8s/jobset.yaml", "k8s/trainjob.yaml",
+            "slurm/train.sbatch", "mpi/hostfile-run.sh")) {
             assertTrue(doc.contains("examples/" + f), "launching.md names docs/examples/" + f);
         }
         assertTrue(doc.contains("## Across hosts"));

@@ -3,6 +3,8 @@ package org.nccl4j.tools.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -24,6 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.nccl4j.examples.Args;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -497,8 +500,8 @@ class LauncherTest {
     void badCommandLinesExitWithStatus2AndSayWhy() {
         Run r = inProcess("AllReduce");
         assertEquals(2, r.status());
-        assertEquals("nccl4j-run: -np N is required: how many ranks to start\nTry 'nccl4j-run --help' for the options.\n",
-                r.err());
+        assertEquals("nccl4j-run: -np N is required: how many ranks to start (or -np auto: one per visible GPU)\n"
+                + "Try 'nccl4j-run --help' for the options.\n", r.err());
         r = inProcess("-np", "0", "AllReduce");
         assertEquals(2, r.status());
         assertTrue(r.err().contains("-np 0 is out of range 1..4096"), r.err());
@@ -523,7 +526,8 @@ class LauncherTest {
         assertTrue(r.out().startsWith("nccl4j-run (nccl4j "), r.out());
         r = inProcess("-np", "x", "AllReduce");
         assertEquals(2, r.status());
-        assertTrue(r.err().startsWith("nccl4j-run: Invalid value for option '--np': 'x' is not an int\n"), r.err());
+        assertTrue(r.err().startsWith("nccl4j-run: -np x is not a number, auto or gpu: use -np N (ranks on this node,"
+                + " one per GPU) or -np auto (one per visible GPU)\n"), r.err());
         r = inProcess("-np", "2", "--port");
         assertEquals(2, r.status());
         assertTrue(r.err().startsWith("nccl4j-run: Missing required parameter for option '--port' (P)\n"), r.err());
@@ -547,6 +551,85 @@ class LauncherTest {
                 Map.of(), Path.of("java"), "cp");
         assertEquals(29500, o.port());
         assertEquals(List.of("sh", "-c", "echo -np"), o.command());
+    }
+
+    private static LaunchOptions parse(Map<String, String> env, String... args) {
+        return LaunchOptions.parse(args, env, Path.of("java"), "cp");
+    }
+
+    private static String refusal(Map<String, String> env, String... args) {
+        return assertThrows(Args.UsageException.class, () -> parse(env, args)).getMessage();
+    }
+
+    @Test
+    void npAutoIsOneRankPerVisibleGpu() {
+        LaunchOptions o = parse(Map.of("CUDA_VISIBLE_DEVICES", "0,1,2"), "-np", "auto", "AllReduce");
+        assertEquals(3, o.ranks());
+        assertEquals("-np auto: 3 ranks, one per visible GPU (3 found: CUDA_VISIBLE_DEVICES=0,1,2)", o.ranksNote());
+        assertEquals(3, parse(Map.of("CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b,GPU-c"), "-np", "GPU", "AllReduce").ranks());
+        // a rehearsal of 2 hosts shares the visible GPUs out: 2 each of 4
+        o = parse(Map.of("CUDA_VISIBLE_DEVICES", "0,1,2,3"), "--hosts", "2", "-np", "auto", "AllReduce");
+        assertEquals(2, o.ranks());
+        assertEquals(4, o.nodes().worldSize());
+        assertEquals("-np auto: 2 ranks on each of 2 hosts, one per visible GPU (4 found: CUDA_VISIBLE_DEVICES=0,1,2,3)",
+                o.ranksNote());
+        assertNull(parse(Map.of(), "-np", "2", "AllReduce").ranksNote());
+    }
+
+    @Test
+    void withoutNpTheLauncherReadsKubeflowTrainersPetNprocPerNode() {
+        Map<String, String> pod = Map.of("PET_NPROC_PER_NODE", "auto", "CUDA_VISIBLE_DEVICES", "0,1,2,3",
+                "MASTER_ADDR", "job-node-0-0.job", "MASTER_PORT", "29500");
+        LaunchOptions o = parse(pod, "--nnodes", "2", "--node-rank", "1", "AllReduce");
+        assertEquals(4, o.ranks());
+        assertEquals(8, o.nodes().worldSize());
+        assertEquals(4, o.nodes().rank(0));
+        assertEquals("PET_NPROC_PER_NODE=auto (no -np given): 4 ranks, one per visible GPU (4 found:"
+                + " CUDA_VISIBLE_DEVICES=0,1,2,3)", o.ranksNote());
+        o = parse(Map.of("PET_NPROC_PER_NODE", " 2 "), "AllReduce");
+        assertEquals(2, o.ranks());
+        assertEquals("PET_NPROC_PER_NODE=2 (no -np given): 2 ranks on this node", o.ranksNote());
+        // -np given wins, as torchrun's --nproc-per-node wins over PET_NPROC_PER_NODE
+        assertEquals(1, parse(Map.of("PET_NPROC_PER_NODE", "auto"), "-np", "1", "AllReduce").ranks());
+    }
+
+    @Test
+    void badNpValuesAreNamedWithTheFix() {
+        assertEquals("-np auto means one rank per visible GPU, and no GPU is visible here (CUDA_VISIBLE_DEVICES=):"
+                + " run on a node with GPUs (under Kubernetes: a nvidia.com/gpu limit), or give -np N",
+                refusal(Map.of("CUDA_VISIBLE_DEVICES", ""), "-np", "auto", "AllReduce"));
+        assertEquals("-np auto means one rank per visible GPU, and only 1 GPU for 2 hosts is visible here"
+                + " (CUDA_VISIBLE_DEVICES=0): run on a node with GPUs (under Kubernetes: a nvidia.com/gpu limit), or"
+                + " give -np N", refusal(Map.of("CUDA_VISIBLE_DEVICES", "0"), "--hosts", "2", "-np", "auto", "X"));
+        assertEquals("PET_NPROC_PER_NODE=gpu (no -np given) means one rank per visible GPU, and no GPU is visible"
+                + " here (CUDA_VISIBLE_DEVICES=): run on a node with GPUs (under Kubernetes: a nvidia.com/gpu limit),"
+                + " or give -np N", refusal(Map.of("PET_NPROC_PER_NODE", "gpu", "CUDA_VISIBLE_DEVICES", ""), "X"));
+        assertEquals("-np cpu asks for one rank per CPU, and nccl4j runs one rank per GPU: use -np auto (one per"
+                + " visible GPU) or -np N; under Kubeflow Trainer leave numProcPerNode auto or give it a number",
+                refusal(Map.of(), "-np", "cpu", "AllReduce"));
+        assertEquals("PET_NPROC_PER_NODE=cpu (no -np given) asks for one rank per CPU, and nccl4j runs one rank per"
+                + " GPU: use -np auto (one per visible GPU) or -np N; under Kubeflow Trainer leave numProcPerNode auto"
+                + " or give it a number", refusal(Map.of("PET_NPROC_PER_NODE", "cpu"), "AllReduce"));
+        assertEquals("PET_NPROC_PER_NODE=four (no -np given) is not a number, auto or gpu: use -np N (ranks on this"
+                + " node, one per GPU) or -np auto (one per visible GPU)",
+                refusal(Map.of("PET_NPROC_PER_NODE", "four"), "AllReduce"));
+        assertEquals("-np -3 is not a number, auto or gpu: use -np N (ranks on this node, one per GPU) or -np auto"
+                + " (one per visible GPU)", refusal(Map.of(), "-np", "-3", "AllReduce"));
+        assertEquals("PET_NPROC_PER_NODE=0 (no -np given) is out of range 1..4096",
+                refusal(Map.of("PET_NPROC_PER_NODE", "0"), "AllReduce"));
+        assertEquals("-np 5000 is out of range 1..4096", refusal(Map.of(), "-np", "5000", "AllReduce"));
+        assertEquals("-np N is required: how many ranks to start (or -np auto: one per visible GPU)",
+                refusal(Map.of("PET_NPROC_PER_NODE", " "), "AllReduce"));
+    }
+
+    @Test
+    void npAutoRunsOneRankPerVisibleGpuAndSaysSo() throws Exception {
+        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), "-np", "auto", "--cmd", "sh", "-c",
+                "echo rank $RANK of $WORLD_SIZE");
+        assertEquals(0, r.status(), r.out() + r.err());
+        assertEquals(Set.of("[0] rank 0 of 2", "[1] rank 1 of 2"), new HashSet<>(r.outLines()));
+        assertTrue(r.err().contains("nccl4j-run: -np auto: 2 ranks, one per visible GPU (2 found:"
+                + " CUDA_VISIBLE_DEVICES=0,1)"), r.err());
     }
 
     @Test
