@@ -638,9 +638,9 @@ final class LivenessHub {
             // rank is waited for (the init timeout)
             refusals.refused("nccl4j liveness: the connection from " + p.remote + " that claimed rank " + hello[1]
                     + " (" + hello[2] + ", pid " + hello[3] + ") ended having said nothing after its hello; without "
-                    + JobSecret.VARIABLE + " nothing proves it was rank " + hello[1] + ", so no loss is told and the job"
-                    + " waits for it (set the same " + JobSecret.VARIABLE + " on every rank to have every loss told)",
-                    p.accepted);
+                    + JobSecret.VARIABLE + " nothing proves it was rank " + hello[1] + ", so no loss is told and the"
+                    + " job waits for it (set the same " + JobSecret.VARIABLE
+                    + " on every rank to have every loss told)", p.accepted);
             return;
         }
         RankPhase was = l.phases.getOrDefault(p.who, RankPhase.JOINED);

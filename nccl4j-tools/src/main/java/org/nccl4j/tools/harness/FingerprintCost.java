@@ -1,8 +1,5 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
@@ -10,6 +7,8 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
+import org.nccl4j.diagnostics.StepStats;
+import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.tools.cli.Tools;
 import picocli.CommandLine.Command;
 
@@ -34,8 +33,8 @@ public final class FingerprintCost {
      * @param args none
      */
     public static void main(String[] args) {
-        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Examples.exitStatus("FingerprintCost", FingerprintCost::run));
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        System.exit(Programs.exitStatus("FingerprintCost", FingerprintCost::run));
     }
 
     static int run() {

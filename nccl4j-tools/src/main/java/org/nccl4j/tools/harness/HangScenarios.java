@@ -1,8 +1,6 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -80,8 +78,8 @@ public final class HangScenarios {
      * @param args the scenario's name: skip, kill, stop, sendrecv, init, halfcount or cost
      */
     public static void main(String[] args) {
-        Options o = Args.parseOrExit(new Options(), args);
-        System.exit(Examples.exitStatus("HangScenarios", () -> {
+        Options o = Tools.parseOrExit(new Options(), args);
+        System.exit(Programs.exitStatus("HangScenarios", () -> {
             try {
                 switch (o.scenario.name()) {
                     case "skip":
@@ -216,7 +214,7 @@ public final class HangScenarios {
                     if (stop) {
                         Programs.stopSelf();
                     } else {
-                        Examples.killSelf();
+                        Programs.killSelf();
                     }
                 }
                 try {

@@ -1,7 +1,6 @@
 package org.nccl4j.tools.perf;
 
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.JsonDocs;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -22,6 +21,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.tools.cli.Programs;
 
 /**
  * nccl4j-perf: nccl-tests' benchmarks, written with nccl4j, with nccl-tests' flags, output columns and
@@ -76,7 +76,7 @@ public final class Perf {
                 out.println(PerfArgs.versionText());
                 return 0;
             }
-            return Examples.exitStatus(TOOL, () -> run(args, out), err);
+            return Programs.exitStatus(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
             err.println(TOOL + ": " + e.getMessage());
             return 2;

@@ -1,7 +1,6 @@
 package org.nccl4j.tools.perf;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
@@ -261,14 +260,14 @@ public final class Plot {
      * @throws IOException when a file cannot be read or written
      */
     public static void main(String[] args) throws IOException {
-        Options o = Args.parseOrExit(new Options(), args);
+        Options o = Tools.parseOrExit(new Options(), args);
         if (o.frontier) {
             try {
                 frontier(o);
             } catch (IllegalArgumentException | java.nio.file.NoSuchFileException e) {
                 System.err.println("Plot: " + (e instanceof java.nio.file.NoSuchFileException ? "no such file: " : "")
                         + e.getMessage());
-                System.exit(Args.USAGE);
+                System.exit(Tools.USAGE);
             }
             return;
         }
