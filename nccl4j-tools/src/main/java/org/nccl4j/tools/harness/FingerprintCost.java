@@ -44,7 +44,7 @@ public final class FingerprintCost {
                     CommConfig.builder().commName("no-fingerprint").fingerprint(false).build());
              Stream stream = Stream.create(0);
              DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32)) {
-            EagerRounds.Result timed = EagerRounds.time(new Communicator[] {off, on}, new int[] {OPS, OPS}, buf,
+            EagerRounds.RoundCosts timed = EagerRounds.time(new Communicator[] {off, on}, new int[] {OPS, OPS}, buf,
                     stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();

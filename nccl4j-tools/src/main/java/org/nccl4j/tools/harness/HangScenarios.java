@@ -348,7 +348,7 @@ public final class HangScenarios {
             }
             double[][] replay = new double[graphs.length][ROUNDS];
             int[] ops = {OPS, OPS, OPS, OPS / 20};   // the check waits at every operation: fewer of them
-            EagerRounds.Result r = EagerRounds.time(comms, ops, buf, stream, ROUNDS, 3, (i, round) -> {
+            EagerRounds.RoundCosts r = EagerRounds.time(comms, ops, buf, stream, ROUNDS, 3, (i, round) -> {
                 if (i < graphs.length) {
                     long g0 = System.nanoTime();
                     for (int k = 0; k < LAUNCHES; k++) {

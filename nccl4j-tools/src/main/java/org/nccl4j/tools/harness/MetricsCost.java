@@ -48,8 +48,8 @@ public final class MetricsCost {
              NcclMetrics metrics = NcclMetrics.bind(bound, registry);
              Stream stream = Stream.create(0);
              DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32)) {
-            EagerRounds.Result timed = EagerRounds.time(new Communicator[] {plain, bound}, new int[] {OPS, OPS}, buf,
-                    stream, ROUNDS, 3, null);
+            EagerRounds.RoundCosts timed = EagerRounds.time(new Communicator[] {plain, bound}, new int[] {OPS, OPS},
+                    buf, stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();
             double notBound = StepStats.median(us[0]);

@@ -584,7 +584,7 @@ final class Bench implements AutoCloseable {
      * @param redop the reduction operator, or null for an operation that does not reduce
      * @return the result (time combined across processes; wrong summed over ranks)
      */
-    Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
+    PerfRow measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
         long hostNanos;
         long loopStart;
@@ -670,7 +670,7 @@ final class Bench implements AutoCloseable {
             }
         }
         double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
-        return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
+        return new PerfRow(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
                 shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
     }
 
