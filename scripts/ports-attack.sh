@@ -117,7 +117,8 @@ for launcher in $launchers; do
     rm -rf "$dir"; mkdir -p "$dir"
     # more ranks than GPUs: they share GPU 0, each with its own NCCL_HOSTID (as departures.sh's share configs)
     share=0
-    [ "$np" -gt "$gpus" ] && share=1
+    share_flag=()
+    [ "$np" -gt "$gpus" ] && share=1 && share_flag=(--share-gpu)
     last=$((np - 1))
     go=$dir/go
     use_relay=0
@@ -164,7 +165,7 @@ for launcher in $launchers; do
         logs+=("$dir/job.log") ;;
       run)
         env -u NCCL4J_JOB_SECRET -u NCCL4J_JOB_SECRET_FILE NCCL4J_BUNDLE="$bundle" "$here/nccl4j-run" --port "$port" \
-          -np "$np" $([ "$share" = 1 ] && echo --share-gpu) --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
+          -np "$np" "${share_flag[@]}" --cmd -- "$dir/rank.sh" > "$dir/job.log" 2>&1 &
         pids+=($!)
         logs+=("$dir/job.log") ;;
     esac
