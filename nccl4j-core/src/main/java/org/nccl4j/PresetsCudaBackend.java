@@ -20,14 +20,16 @@ final class PresetsCudaBackend implements CudaBackend {
         }
     }
 
-    private static final class Stream extends CUstream_st {
-        Stream(long address) {
+    /** A {@code cudaStream_t} at a raw address, for cudart's signatures (core's {@link Stream} owns streams). */
+    private static final class CudaStreamHandle extends CUstream_st {
+        CudaStreamHandle(long address) {
             this.address = address;
         }
     }
 
-    private static final class Event extends CUevent_st {
-        Event(long address) {
+    /** A {@code cudaEvent_t} at a raw address, for cudart's signatures (core's {@link Event} owns events). */
+    private static final class CudaEventHandle extends CUevent_st {
+        CudaEventHandle(long address) {
             this.address = address;
         }
     }
@@ -81,17 +83,17 @@ final class PresetsCudaBackend implements CudaBackend {
 
     @Override
     public int streamDestroy(long stream) {
-        return cudart.cudaStreamDestroy(new Stream(stream));
+        return cudart.cudaStreamDestroy(new CudaStreamHandle(stream));
     }
 
     @Override
     public int streamSynchronize(long stream) {
-        return cudart.cudaStreamSynchronize(new Stream(stream));
+        return cudart.cudaStreamSynchronize(new CudaStreamHandle(stream));
     }
 
     @Override
     public int streamIsCapturing(long stream, int[] status) {
-        return cudart.cudaStreamIsCapturing(new Stream(stream), status);
+        return cudart.cudaStreamIsCapturing(new CudaStreamHandle(stream), status);
     }
 
     @Override
@@ -104,60 +106,60 @@ final class PresetsCudaBackend implements CudaBackend {
 
     @Override
     public int eventDestroy(long event) {
-        return cudart.cudaEventDestroy(new Event(event));
+        return cudart.cudaEventDestroy(new CudaEventHandle(event));
     }
 
     @Override
     public int eventRecord(long event, long stream) {
-        return cudart.cudaEventRecord(new Event(event), new Stream(stream));
+        return cudart.cudaEventRecord(new CudaEventHandle(event), new CudaStreamHandle(stream));
     }
 
     @Override
     public int eventSynchronize(long event) {
-        return cudart.cudaEventSynchronize(new Event(event));
+        return cudart.cudaEventSynchronize(new CudaEventHandle(event));
     }
 
     @Override
     public int streamQuery(long stream) {
-        return cudart.cudaStreamQuery(new Stream(stream));
+        return cudart.cudaStreamQuery(new CudaStreamHandle(stream));
     }
 
     @Override
     public int eventQuery(long event) {
-        return cudart.cudaEventQuery(new Event(event));
+        return cudart.cudaEventQuery(new CudaEventHandle(event));
     }
 
     @Override
     public int eventElapsedTime(float[] ms, long start, long end) {
-        return cudart.cudaEventElapsedTime(ms, new Event(start), new Event(end));
+        return cudart.cudaEventElapsedTime(ms, new CudaEventHandle(start), new CudaEventHandle(end));
     }
 
     @Override
     public int streamWaitEvent(long stream, long event) {
-        return cudart.cudaStreamWaitEvent(new Stream(stream), new Event(event), 0);
+        return cudart.cudaStreamWaitEvent(new CudaStreamHandle(stream), new CudaEventHandle(event), 0);
     }
 
-    private static final class Graph extends CUgraph_st {
-        Graph(long address) {
+    private static final class CudaGraphHandle extends CUgraph_st {
+        CudaGraphHandle(long address) {
             this.address = address;
         }
     }
 
-    private static final class GraphExec extends CUgraphExec_st {
-        GraphExec(long address) {
+    private static final class CudaGraphExecHandle extends CUgraphExec_st {
+        CudaGraphExecHandle(long address) {
             this.address = address;
         }
     }
 
     @Override
     public int streamBeginCapture(long stream, int mode) {
-        return cudart.cudaStreamBeginCapture(new Stream(stream), mode);
+        return cudart.cudaStreamBeginCapture(new CudaStreamHandle(stream), mode);
     }
 
     @Override
     public int streamEndCapture(long stream, long[] graph) {
         CUgraph_st g = new CUgraph_st();
-        int rc = cudart.cudaStreamEndCapture(new Stream(stream), g);
+        int rc = cudart.cudaStreamEndCapture(new CudaStreamHandle(stream), g);
         graph[0] = rc == 0 ? g.address() : 0;
         return rc;
     }
@@ -165,24 +167,24 @@ final class PresetsCudaBackend implements CudaBackend {
     @Override
     public int graphInstantiate(long[] exec, long graph) {
         CUgraphExec_st e = new CUgraphExec_st();
-        int rc = cudart.cudaGraphInstantiate(e, new Graph(graph), 0L);
+        int rc = cudart.cudaGraphInstantiate(e, new CudaGraphHandle(graph), 0L);
         exec[0] = rc == 0 ? e.address() : 0;
         return rc;
     }
 
     @Override
     public int graphLaunch(long exec, long stream) {
-        return cudart.cudaGraphLaunch(new GraphExec(exec), new Stream(stream));
+        return cudart.cudaGraphLaunch(new CudaGraphExecHandle(exec), new CudaStreamHandle(stream));
     }
 
     @Override
     public int graphExecDestroy(long exec) {
-        return cudart.cudaGraphExecDestroy(new GraphExec(exec));
+        return cudart.cudaGraphExecDestroy(new CudaGraphExecHandle(exec));
     }
 
     @Override
     public int graphDestroy(long graph) {
-        return cudart.cudaGraphDestroy(new Graph(graph));
+        return cudart.cudaGraphDestroy(new CudaGraphHandle(graph));
     }
 
     @Override

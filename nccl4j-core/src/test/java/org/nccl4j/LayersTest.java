@@ -139,6 +139,52 @@ class LayersTest {
         return out;
     }
 
+    /** A nested type's declaration: indented, so not the file's top-level type. */
+    private static final Pattern NESTED = Pattern.compile(
+            "(?m)^[ \\t]+(?:(?:public|private|protected|static|final|abstract|sealed|non-sealed)\\s+)*"
+            + "(?:class|interface|record|enum)\\s+([A-Z]\\w*)");
+
+    /**
+     * No nested type of the core has the simple name of a top-level class of the core (as PresetsCudaBackend's private
+     * {@code Stream} and {@code Event} once did): inside the outer class the nested one would hide the core's own.
+     */
+    @Test
+    void noNestedTypeShadowsACoreClass() throws IOException {
+        Map<String, String> code = new TreeMap<>();
+        try (Stream<Path> s = Files.walk(SOURCES)) {
+            for (Path f : s.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
+                String name = f.getFileName().toString().replace(".java", "");
+                if (!name.equals("package-info")) {
+                    code.put(SOURCES.relativize(f).toString(), Files.readString(f));
+                }
+            }
+        }
+        assertTrue(code.size() > 80, "read " + code.size() + " files under " + SOURCES.toAbsolutePath());
+        assertEquals(List.of(), shadowing(code), "rename the nested type to say what it holds");
+        assertEquals(List.of("x/A.java: Stream"), shadowing(Map.of("x/A.java",
+                "final class A {\n    private static final class Stream { }\n    record Handle() { }\n}",
+                "Stream.java", "public final class Stream { }", "B.java", "final class B { }")));
+    }
+
+    /** {@code file: Name} for each nested type of {@code code} (path to source) named as a top-level class. */
+    private static List<String> shadowing(Map<String, String> code) {
+        Set<String> topLevel = new java.util.HashSet<>();
+        for (String file : code.keySet()) {
+            String base = Path.of(file).getFileName().toString();
+            topLevel.add(base.substring(0, base.length() - ".java".length()));
+        }
+        List<String> found = new ArrayList<>();
+        for (Map.Entry<String, String> e : new TreeMap<>(code).entrySet()) {
+            Matcher m = NESTED.matcher(e.getValue());
+            while (m.find()) {
+                if (topLevel.contains(m.group(1))) {
+                    found.add(e.getKey() + ": " + m.group(1));
+                }
+            }
+        }
+        return found;
+    }
+
     @Test
     void launchAndTraceUseNothingOfTheRestOfTheCore() throws IOException {
         List<String> found = new ArrayList<>();

@@ -6,7 +6,9 @@
  *       N steps, naming the rank that holds the others back; and a bus-bandwidth probe.</li>
  *   <li>{@link org.nccl4j.diagnostics.NcclMetrics}: Micrometer counters and timers of a communicator's operations
  *       (an optional dependency: an unbound communicator loads no Micrometer class).</li>
+ *   <li>{@link org.nccl4j.diagnostics.StepStats}: the median of step or operation times, over the measured steps
+ *       only (the examples' per-step reports and the tools' benchmarks use it).</li>
  * </ul>
- * Both use only the public API of {@link org.nccl4j}; see {@code docs/diagnostics.md}.
+ * All use only the public API of {@link org.nccl4j}; see {@code docs/diagnostics.md}.
  */
 package org.nccl4j.diagnostics;

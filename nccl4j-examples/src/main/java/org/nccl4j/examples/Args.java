@@ -4,12 +4,11 @@ import org.nccl4j.Nccl;
 import picocli.CommandLine;
 
 /**
- * The command lines of programs that run themselves rather than as a picocli command: the examples, and the
- * harnesses of nccl4j-tools. A program declares its options as an {@code @Command} class with {@code @Option} fields
- * ({@code mixinStandardHelpOptions = true, versionProvider = Args.Version.class}) and fills it with
+ * The examples' command lines. An example declares its options as an {@code @Command} class with {@code @Option}
+ * fields ({@code mixinStandardHelpOptions = true, versionProvider = Args.Version.class}) and fills it with
  * {@link #parseOrExit}. {@code --help} and {@code --version} answer as nccl4j's tools do; a bad option is refused in
- * one line that names it, with exit status {@link #USAGE}. {@link UsageException} is also the refusal that
- * nccl4j-tools' commands throw (they depend on this module, never the other way).
+ * one line that names it, with exit status {@link #USAGE}. The tools parse theirs alike with their own
+ * {@code Tools}: an example is a leaf a user copies, and nccl4j-tools imports nothing of this module.
  */
 public final class Args {
     /** Exit status of a command line that cannot be parsed, or a value that is refused. */

@@ -25,6 +25,7 @@ import org.nccl4j.Event;
 import org.nccl4j.GradientBuckets;
 import org.nccl4j.Nccl;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.jni.NcclUnavailableException;
 import org.nccl4j.launch.LaunchInfo;
 

@@ -1,5 +1,7 @@
 package org.nccl4j.examples;
 
+import org.nccl4j.diagnostics.StepStats;
+
 /**
  * How much of the gradient all-reduce ran while the backward pass was still computing.
  *

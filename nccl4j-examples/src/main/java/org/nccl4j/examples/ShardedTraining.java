@@ -17,6 +17,7 @@ import org.nccl4j.Event;
 import org.nccl4j.Nccl;
 import org.nccl4j.ParameterShards;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.jni.NcclUnavailableException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -14,7 +14,7 @@ import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /**
- * {@link Examples#exitStatus}: the examples' exit status (nccl4j-tools' Programs has the tools'), 2 with one
+ * {@link Examples#exitStatus}: the examples' exit status (nccl4j-tools' Programs has its own), 2 with one
  * message for a machine with no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and
  * every other failure passed on unchanged.
  */

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The four modules as a newcomer maps them: the parent pom lists them in build order, no package name (its last
  * segment, as {@code launch} or {@code trace}) is used by two modules' main sources, no class name is used in two
- * modules' main sources, exactly one class in the tree is named {@code Tools}, and nothing in nccl4j-examples
- * imports nccl4j-tools (the tools run the examples by class name, never the other way).
+ * modules' main sources, exactly one class in the tree is named {@code Tools}, nothing in nccl4j-examples
+ * imports nccl4j-tools, and no main source of nccl4j-tools imports nccl4j-examples: the examples are leaves a user
+ * copies, and the tools run them by class name only (nccl4j-examples is the tools' run-time dependency).
  */
 class ModulesTest {
     /** The modules, in the order the parent pom builds them. */
@@ -29,6 +30,9 @@ class ModulesTest {
     private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
     private static final Pattern PACKAGE = Pattern.compile("(?m)^package ([\\w.]+);");
     private static final Pattern MODULE = Pattern.compile("<module>([^<]+)</module>");
+    /** An import of the examples' package, plain or static, or of a class in it. */
+    private static final Pattern IMPORTS_EXAMPLES = Pattern.compile(
+            "(?m)^\\s*import\\s+(?:static\\s+)?org\\.nccl4j\\.examples\\.[\\w.*]+\\s*;");
 
     @Test
     void theParentPomBuildsTheFourModules() throws IOException {
@@ -105,6 +109,46 @@ class ModulesTest {
                 + " name; an example uses nccl4j-core only)");
         String pom = Files.readString(ROOT.resolve("nccl4j-examples/pom.xml"));
         assertTrue(!pom.contains("<artifactId>nccl4j-tools</artifactId>"), "nccl4j-examples depends on nccl4j-tools");
+    }
+
+    @Test
+    void theToolsMainSourcesImportNothingOfTheExamples() throws IOException {
+        List<String> importing = new ArrayList<>();
+        int files = 0;
+        for (Path p : sources("nccl4j-tools", "src/main")) {
+            files++;
+            if (importsExamples(Files.readString(p))) {
+                importing.add(ROOT.relativize(p).toString());
+            }
+        }
+        assertTrue(files > 40, "read " + files + " main files of nccl4j-tools");
+        assertEquals(List.of(), importing, "a main source of nccl4j-tools imports org.nccl4j.examples (what both"
+                + " need lives in nccl4j-core, or the tools keep their own copy in org.nccl4j.tools.cli)");
+        String pom = Files.readString(ROOT.resolve("nccl4j-tools/pom.xml"));
+        Matcher dep = Pattern.compile("<dependency>\\s*(?:<!--(?:(?!-->).)*-->\\s*)?<groupId>org\\.nccl4j</groupId>\\s*"
+                + "<artifactId>nccl4j-examples</artifactId>(.*?)</dependency>", Pattern.DOTALL).matcher(pom);
+        List<String> scopes = new ArrayList<>();
+        while (dep.find()) {
+            Matcher scope = Pattern.compile("<scope>(\\w+)</scope>").matcher(dep.group(1));
+            scopes.add(scope.find() ? scope.group(1) : "compile");
+        }
+        assertEquals(List.of("runtime"), scopes, "nccl4j-tools needs nccl4j-examples at run time only (to start an"
+                + " example by its name), so that the compiler refuses an import too");
+    }
+
+    /** The check sees an import of the examples, plain, static or of the package, and nothing in a string. */
+    @Test
+    void theCheckSeesAnImportOfTheExamples() {
+        assertTrue(importsExamples("package x;\nimport org.nccl4j.examples.Args;\nclass A { }"));
+        assertTrue(importsExamples("package x;\nimport static org.nccl4j.examples.Examples.exitStatus;\n"));
+        assertTrue(importsExamples("package x;\n  import org.nccl4j.examples.*;\n"));
+        assertTrue(importsExamples("package x;\nimport org.nccl4j.examples.Args.UsageException;\n"));
+        assertTrue(!importsExamples("package x;\nimport org.nccl4j.tools.cli.Tools;\n"
+                + "class A { String p = \"org.nccl4j.examples\"; }\n/** {@code org.nccl4j.examples.AllReduce} */"));
+    }
+
+    private static boolean importsExamples(String source) {
+        return IMPORTS_EXAMPLES.matcher(source).find();
     }
 
     private static Map<String, TreeSet<String>> repeated(Map<String, TreeSet<String>> modulesByName) {

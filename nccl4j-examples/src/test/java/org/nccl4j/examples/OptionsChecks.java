@@ -10,8 +10,8 @@ import java.util.List;
 import picocli.CommandLine;
 
 /**
- * The check every program's options get, the examples' (ExampleOptionsTest) and the tools' and harnesses'
- * (nccl4j-tools' EveryToolTest): {@code --help} in the common layout, {@code --version} with nccl4j's and the loaded
+ * The check every example's options get (ExampleOptionsTest; the tools' and harnesses' have theirs in nccl4j-tools'
+ * EveryToolTest): {@code --help} in the common layout, {@code --version} with nccl4j's and the loaded
  * NCCL's versions, and a bad option refused in one line that names it and points at {@code --help} ({@link Args}).
  */
 public final class OptionsChecks {

@@ -2,7 +2,6 @@ package org.nccl4j.tools.cli;
 
 import java.io.PrintWriter;
 import org.nccl4j.Nccl;
-import org.nccl4j.examples.Args;
 import picocli.CommandLine;
 
 /**
@@ -13,12 +12,15 @@ import picocli.CommandLine;
  *
  * <p>A tool declares {@code @Command(name = ..., mixinStandardHelpOptions = true, versionProvider =
  * Tools.Version.class)} and runs with {@link #execute(Object, String[], PrintWriter, PrintWriter)}; a value it refuses
- * after parsing is an {@link Args.UsageException}. A program that runs itself rather than as a picocli command (a
- * harness, as the examples) parses its options with {@link Args#parseOrExit}.
+ * after parsing is a {@link UsageException}. A program that runs itself rather than as a picocli command (a harness,
+ * or Plot) declares its options the same way and parses them with {@link #parseOrExit}.
+ *
+ * <p>The examples have their own {@code Args}, alike: an example is a leaf a user copies, so it needs nothing of this
+ * module, and this module imports nothing of the examples (it runs them by class name).
  */
 public final class Tools {
-    /** Exit status of a command line that cannot be parsed, or a value that is refused ({@link Args#USAGE}). */
-    public static final int USAGE = Args.USAGE;
+    /** Exit status of a command line that cannot be parsed, or a value that is refused. */
+    public static final int USAGE = 2;
     /** Exit status when the tool itself failed (a bug: the stack trace is printed). */
     public static final int SOFTWARE = 3;
 
@@ -86,7 +88,7 @@ public final class Tools {
             return USAGE;
         });
         cl.setExecutionExceptionHandler((e, c, p) -> {
-            if (e instanceof Args.UsageException) {
+            if (e instanceof UsageException) {
                 err.println(name + ": " + e.getMessage());
                 return USAGE;
             }
@@ -110,5 +112,69 @@ public final class Tools {
         PrintWriter out = new PrintWriter(System.out, true);
         PrintWriter err = new PrintWriter(System.err, true);
         System.exit(execute(command, args, out, err));
+    }
+
+    /**
+     * Parses {@code args} into {@code options}, the {@code @Command} class of a program that runs itself (a harness).
+     * {@code --help} and {@code --version} are answered here (printed on stdout; the process exits 0); a command line
+     * that cannot be parsed throws.
+     *
+     * @param options the options object, with its defaults set
+     * @param args the command line
+     * @param <T> its type
+     * @return {@code options}, filled in
+     * @throws UsageException naming the option and what it accepts, and pointing at {@code --help}
+     */
+    public static <T> T parse(T options, String... args) {
+        CommandLine cl = new CommandLine(options);
+        try {
+            cl.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            throw new UsageException(e.getMessage() + "; try '" + cl.getCommandName() + " --help'");
+        }
+        if (cl.isUsageHelpRequested()) {
+            cl.usage(System.out);
+            System.exit(0);
+        }
+        if (cl.isVersionHelpRequested()) {
+            cl.printVersionHelp(System.out);
+            System.exit(0);
+        }
+        return options;
+    }
+
+    /**
+     * {@link #parse}, and on a usage error prints {@code <name>: <message>} on stderr and exits {@link #USAGE}.
+     *
+     * @param options the options object, with its defaults set
+     * @param args the command line
+     * @param <T> its type
+     * @return {@code options}, filled in
+     */
+    public static <T> T parseOrExit(T options, String... args) {
+        try {
+            return parse(options, args);
+        } catch (UsageException e) {
+            System.err.println(new CommandLine(options).getCommandName() + ": " + e.getMessage());
+            System.exit(USAGE);
+            return options;
+        }
+    }
+
+    /**
+     * A value a tool refuses after parsing (two options that contradict, a file that is not there): printed as its
+     * message alone, with exit status {@link #USAGE}.
+     */
+    public static final class UsageException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        /**
+         * A refusal.
+         *
+         * @param message what is wrong and the fix, naming the option
+         */
+        public UsageException(String message) {
+            super(message);
+        }
     }
 }

@@ -1,7 +1,5 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -20,6 +18,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
+import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.tools.cli.Tools;
 import org.nccl4j.launch.LaunchInfo;
 import picocli.CommandLine;
@@ -126,14 +125,14 @@ public final class DepartureScenarios {
      * @throws Exception what the scenario threw, after its RESULT line: it leaves main on purpose
      */
     public static void main(String[] args) throws Exception {
-        Options o = Args.parseOrExit(new Options(), args);
+        Options o = Tools.parseOrExit(new Options(), args);
         int me = launchRank();
         int eventRank;
         try {
             eventRank = o.eventRank(LaunchInfo.detect().worldSize());
-        } catch (Args.UsageException e) {
+        } catch (Tools.UsageException e) {
             System.err.println("DepartureScenarios: " + e.getMessage());
-            System.exit(Args.USAGE);
+            System.exit(Tools.USAGE);
             return;
         }
         if (o.scenario.watched()) {
@@ -143,7 +142,7 @@ public final class DepartureScenarios {
             } catch (IOException e) {
                 System.err.println("DepartureScenarios: " + o.scenario.label + " cannot start /bin/sh to send its "
                         + "signal (" + e + "): run it where /bin/sh and kill are");
-                System.exit(Args.USAGE);
+                System.exit(Tools.USAGE);
                 return;
             }
         }
@@ -1031,7 +1030,7 @@ public final class DepartureScenarios {
         /**
          * The rank that does the scenario in a world of {@code worldSize}, after checking the options against it.
          *
-         * @throws Args.UsageException naming the option that does not fit, and the fix
+         * @throws Tools.UsageException naming the option that does not fit, and the fix
          */
         int eventRank(int worldSize) {
             List<String> wrong = new java.util.ArrayList<>();
@@ -1049,7 +1048,7 @@ public final class DepartureScenarios {
                         + (worldSize - 1) + ", or -1 for the last");
             }
             try {
-                elements = Examples.parseCount(count);
+                elements = Programs.parseCount(count);
             } catch (IllegalArgumentException e) {
                 elements = -1;
             }
@@ -1061,7 +1060,7 @@ public final class DepartureScenarios {
                 wrong.add("--sleep-ms, --stuck-seconds and --live-seconds cannot be negative");
             }
             if (!wrong.isEmpty()) {
-                throw new Args.UsageException(String.join("; ", wrong));
+                throw new Tools.UsageException(String.join("; ", wrong));
             }
             return rank == -1 ? worldSize - 1 : rank;
         }

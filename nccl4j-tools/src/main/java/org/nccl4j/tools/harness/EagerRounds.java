@@ -21,10 +21,12 @@ final class EagerRounds {
     }
 
     /**
+     * What the rounds cost, communicator by communicator: the host's time per operation and the heap it allocated.
+     *
      * @param microsPerOp microseconds per operation, by communicator and round
      * @param heapBytes heap bytes allocated while issuing, by communicator, over the measured rounds
      */
-    record Result(double[][] microsPerOp, long[] heapBytes) {
+    record RoundCosts(double[][] microsPerOp, long[] heapBytes) {
     }
 
     private EagerRounds() {
@@ -42,7 +44,7 @@ final class EagerRounds {
      * @param after called after each loop (nothing when null)
      * @return the times and allocations
      */
-    static Result time(Communicator[] comms, int[] ops, DeviceBuffer buffer, Stream stream, int rounds, int warmup,
+    static RoundCosts time(Communicator[] comms, int[] ops, DeviceBuffer buffer, Stream stream, int rounds, int warmup,
             AfterLoop after) {
         com.sun.management.ThreadMXBean bean = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         bean.setThreadAllocatedMemoryEnabled(true);
@@ -70,6 +72,6 @@ final class EagerRounds {
                 }
             }
         }
-        return new Result(us, bytes);
+        return new RoundCosts(us, bytes);
     }
 }

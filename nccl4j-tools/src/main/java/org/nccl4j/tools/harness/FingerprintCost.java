@@ -1,8 +1,5 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
 import java.util.Locale;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
@@ -10,6 +7,8 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
+import org.nccl4j.diagnostics.StepStats;
+import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.tools.cli.Tools;
 import picocli.CommandLine.Command;
 
@@ -34,8 +33,8 @@ public final class FingerprintCost {
      * @param args none
      */
     public static void main(String[] args) {
-        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Examples.exitStatus("FingerprintCost", FingerprintCost::run));
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        System.exit(Programs.exitStatus("FingerprintCost", FingerprintCost::run));
     }
 
     static int run() {
@@ -45,7 +44,7 @@ public final class FingerprintCost {
                     CommConfig.builder().commName("no-fingerprint").fingerprint(false).build());
              Stream stream = Stream.create(0);
              DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32)) {
-            EagerRounds.Result timed = EagerRounds.time(new Communicator[] {off, on}, new int[] {OPS, OPS}, buf,
+            EagerRounds.RoundCosts timed = EagerRounds.time(new Communicator[] {off, on}, new int[] {OPS, OPS}, buf,
                     stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();

@@ -1,8 +1,6 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -80,8 +78,8 @@ public final class HangScenarios {
      * @param args the scenario's name: skip, kill, stop, sendrecv, init, halfcount or cost
      */
     public static void main(String[] args) {
-        Options o = Args.parseOrExit(new Options(), args);
-        System.exit(Examples.exitStatus("HangScenarios", () -> {
+        Options o = Tools.parseOrExit(new Options(), args);
+        System.exit(Programs.exitStatus("HangScenarios", () -> {
             try {
                 switch (o.scenario.name()) {
                     case "skip":
@@ -216,7 +214,7 @@ public final class HangScenarios {
                     if (stop) {
                         Programs.stopSelf();
                     } else {
-                        Examples.killSelf();
+                        Programs.killSelf();
                     }
                 }
                 try {
@@ -350,7 +348,7 @@ public final class HangScenarios {
             }
             double[][] replay = new double[graphs.length][ROUNDS];
             int[] ops = {OPS, OPS, OPS, OPS / 20};   // the check waits at every operation: fewer of them
-            EagerRounds.Result r = EagerRounds.time(comms, ops, buf, stream, ROUNDS, 3, (i, round) -> {
+            EagerRounds.RoundCosts r = EagerRounds.time(comms, ops, buf, stream, ROUNDS, 3, (i, round) -> {
                 if (i < graphs.length) {
                     long g0 = System.nanoTime();
                     for (int k = 0; k < LAUNCHES; k++) {

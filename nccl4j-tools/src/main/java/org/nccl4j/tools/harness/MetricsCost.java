@@ -1,8 +1,5 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.Locale;
@@ -13,6 +10,8 @@ import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
 import org.nccl4j.diagnostics.NcclMetrics;
+import org.nccl4j.diagnostics.StepStats;
+import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.tools.cli.Tools;
 import picocli.CommandLine.Command;
 
@@ -36,8 +35,8 @@ public final class MetricsCost {
      * @param args none
      */
     public static void main(String[] args) {
-        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Examples.exitStatus("MetricsCost", MetricsCost::run));
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        System.exit(Programs.exitStatus("MetricsCost", MetricsCost::run));
     }
 
     static int run() {
@@ -49,8 +48,8 @@ public final class MetricsCost {
              NcclMetrics metrics = NcclMetrics.bind(bound, registry);
              Stream stream = Stream.create(0);
              DeviceBuffer buf = DeviceBuffer.allocate(0, 2, DataType.FLOAT32)) {
-            EagerRounds.Result timed = EagerRounds.time(new Communicator[] {plain, bound}, new int[] {OPS, OPS}, buf,
-                    stream, ROUNDS, 3, null);
+            EagerRounds.RoundCosts timed = EagerRounds.time(new Communicator[] {plain, bound}, new int[] {OPS, OPS},
+                    buf, stream, ROUNDS, 3, null);
             double[][] us = timed.microsPerOp();
             long[] bytes = timed.heapBytes();
             double notBound = StepStats.median(us[0]);

@@ -1,7 +1,6 @@
 package org.nccl4j.tools.harness;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.Examples;
+import org.nccl4j.tools.cli.Programs;
 import picocli.CommandLine.Command;
 import org.nccl4j.tools.cli.Tools;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -33,8 +32,8 @@ public final class NcclLogCheck {
      * @param args none
      */
     public static void main(String[] args) {
-        Args.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Examples.exitStatus("NcclLogCheck", NcclLogCheck::run));
+        Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
+        System.exit(Programs.exitStatus("NcclLogCheck", NcclLogCheck::run));
     }
 
     static int run() {

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import org.nccl4j.examples.Examples;
 import org.nccl4j.CommConfig;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
@@ -23,6 +22,7 @@ import org.nccl4j.UniqueId;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
+import org.nccl4j.tools.cli.Programs;
 
 /**
  * The measuring loop of nccl4j-perf, on the GPUs of this process: one (one process per GPU, launched by mpirun
@@ -243,7 +243,7 @@ final class Bench implements AutoCloseable {
         args.requireSupportedBy(lib.versionCode(), lib.version());
         CommConfig config = config(args);
         LaunchInfo launch = LaunchInfo.detect();
-        if (launch.worldSize() > 1) { // launched per rank, as Examples.launchedPerRank() tells
+        if (launch.worldSize() > 1) { // launched per rank: more than one process in the launch
             if (args.gpus > 1) {
                 throw PerfArgs.invalid("-g", Integer.toString(args.gpus), "is not supported with one process per rank "
                         + "(launched by mpirun or another launcher): use -g 1 there, or run one process with -g N");
@@ -461,7 +461,7 @@ final class Bench implements AutoCloseable {
         for (int k = 0; k < local; k++) {
             scratch[k].copyFrom(new double[] {k == 0 ? v : identity}); // returns once the data has landed
         }
-        Examples.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
+        Programs.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, op, streams[k]));
         syncAll();
         return scratch[0].copyTo(new double[1])[0];
     }
@@ -584,7 +584,7 @@ final class Bench implements AutoCloseable {
      * @param redop the reduction operator, or null for an operation that does not reduce
      * @return the result (time combined across processes; wrong summed over ranks)
      */
-    Result measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
+    PerfRow measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
         long hostNanos;
         long loopStart;
@@ -670,7 +670,7 @@ final class Bench implements AutoCloseable {
             }
         }
         double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
-        return new Result(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
+        return new PerfRow(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
                 shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
     }
 

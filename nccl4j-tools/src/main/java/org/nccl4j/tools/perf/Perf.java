@@ -1,7 +1,6 @@
 package org.nccl4j.tools.perf;
 
-import org.nccl4j.examples.Examples;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.JsonDocs;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -22,6 +21,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.jni.NcclLibrary;
+import org.nccl4j.tools.cli.Programs;
 
 /**
  * nccl4j-perf: nccl-tests' benchmarks, written with nccl4j, with nccl-tests' flags, output columns and
@@ -76,7 +76,7 @@ public final class Perf {
                 out.println(PerfArgs.versionText());
                 return 0;
             }
-            return Examples.exitStatus(TOOL, () -> run(args, out), err);
+            return Programs.exitStatus(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
             err.println(TOOL + ": " + e.getMessage());
             return 2;
@@ -92,7 +92,7 @@ public final class Perf {
      */
     public static int run(PerfArgs args, PrintStream out) {
         NcclLibrary lib = Nccl.library();
-        List<Result> all = new ArrayList<>();
+        List<PerfRow> all = new ArrayList<>();
         long wrongTotal = 0;
         Map<String, Double> avgBusbw = new LinkedHashMap<>();
         try (Bench bench = Bench.open(args)) {
@@ -136,9 +136,9 @@ public final class Perf {
                             bench.barrier();
                             bench.warmup(o, t, redop, root);
                             for (long size : cycles(args.sizes(), args.runCycles)) {
-                                Result oop = bench.measure(o, t, redop, root, size, false);
-                                Result ip = bench.measure(o, t, redop, root, size, true);
-                                for (Result r : List.of(oop, ip)) {
+                                PerfRow oop = bench.measure(o, t, redop, root, size, false);
+                                PerfRow ip = bench.measure(o, t, redop, root, size, true);
+                                for (PerfRow r : List.of(oop, ip)) {
                                     all.add(r);
                                     bwSum += r.busbw();
                                     bwCount++;
@@ -305,7 +305,7 @@ public final class Perf {
     }
 
     /** The -J document: run metadata, then one record per (operation, size, type, redop, root, placement). */
-    static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<Result> results,
+    static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<PerfRow> results,
             Map<String, Double> avgBusbw) {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put(JsonDocs.FORMAT, "nccl4j-perf");
@@ -368,9 +368,9 @@ public final class Perf {
      * The -J records, with {@code "op_time_us": {"p10", "p50", "p90", "max"}} for results measured with
      * --op_times.
      */
-    static List<Object> records(List<Result> results, PerfArgs a) {
+    static List<Object> records(List<PerfRow> results, PerfArgs a) {
         List<Object> out = new ArrayList<>();
-        for (Result r : results) {
+        for (PerfRow r : results) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("op", r.operation().perfName());
             m.put("size", r.size());

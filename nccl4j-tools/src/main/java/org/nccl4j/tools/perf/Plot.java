@@ -1,7 +1,6 @@
 package org.nccl4j.tools.perf;
 
-import org.nccl4j.examples.Args;
-import org.nccl4j.examples.StepStats;
+import org.nccl4j.diagnostics.StepStats;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
@@ -57,9 +56,9 @@ public final class Plot {
      * @param placements which placements to draw: "out-of-place", "in-place", or both
      * @return the series
      */
-    public static List<Series> seriesOf(List<Result> results, String prefix, List<String> placements) {
-        Map<String, List<Result>> by = new LinkedHashMap<>();
-        for (Result r : results) {
+    public static List<Series> seriesOf(List<PerfRow> results, String prefix, List<String> placements) {
+        Map<String, List<PerfRow>> by = new LinkedHashMap<>();
+        for (PerfRow r : results) {
             if (r.size() <= 0 || !placements.contains(r.placement())) {
                 continue;
             }
@@ -69,16 +68,16 @@ public final class Plot {
             by.computeIfAbsent(key, k -> new ArrayList<>()).add(r);
         }
         List<Series> out = new ArrayList<>();
-        for (Map.Entry<String, List<Result>> e : by.entrySet()) {
+        for (Map.Entry<String, List<PerfRow>> e : by.entrySet()) {
             // keep the first measurement of each size (several roots give several)
-            Map<Long, Result> bySize = new LinkedHashMap<>();
-            for (Result r : e.getValue()) {
+            Map<Long, PerfRow> bySize = new LinkedHashMap<>();
+            for (PerfRow r : e.getValue()) {
                 bySize.putIfAbsent(r.size(), r);
             }
             double[] x = new double[bySize.size()];
             double[] y = new double[bySize.size()];
             int i = 0;
-            for (Result r : bySize.values()) {
+            for (PerfRow r : bySize.values()) {
                 x[i] = r.size();
                 y[i++] = r.busbw();
             }
@@ -166,9 +165,9 @@ public final class Plot {
      * @throws IOException when it cannot be read
      */
     @SuppressWarnings("unchecked")
-    public static List<Result> readResults(Path file) throws IOException {
+    public static List<PerfRow> readResults(Path file) throws IOException {
         Map<String, Object> doc = (Map<String, Object>) JsonDocs.read(Files.readString(file));
-        List<Result> out = new ArrayList<>();
+        List<PerfRow> out = new ArrayList<>();
         for (Object o : (List<Object>) doc.getOrDefault("results", List.of())) {
             Map<String, Object> r = (Map<String, Object>) o;
             Operation op = Operation.byName((String) r.get("op"));
@@ -176,7 +175,7 @@ public final class Plot {
                 continue;
             }
             Object wrong = r.get("wrong");
-            out.add(new Result(op, num(r, "size").longValue(), num(r, "count").longValue(), (String) r.get("type"),
+            out.add(new PerfRow(op, num(r, "size").longValue(), num(r, "count").longValue(), (String) r.get("type"),
                     (String) r.get("redop"), num(r, "root").intValue(), "in-place".equals(r.get("placement")),
                     num(r, "time_us"), num(r, "algbw"), num(r, "busbw"),
                     wrong == null ? -1 : ((Double) wrong).longValue(),
@@ -261,14 +260,14 @@ public final class Plot {
      * @throws IOException when a file cannot be read or written
      */
     public static void main(String[] args) throws IOException {
-        Options o = Args.parseOrExit(new Options(), args);
+        Options o = Tools.parseOrExit(new Options(), args);
         if (o.frontier) {
             try {
                 frontier(o);
             } catch (IllegalArgumentException | java.nio.file.NoSuchFileException e) {
                 System.err.println("Plot: " + (e instanceof java.nio.file.NoSuchFileException ? "no such file: " : "")
                         + e.getMessage());
-                System.exit(Args.USAGE);
+                System.exit(Tools.USAGE);
             }
             return;
         }

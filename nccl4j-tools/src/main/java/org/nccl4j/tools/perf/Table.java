@@ -55,7 +55,7 @@ public final class Table {
      * @param inPlace the in-place measurement of the same size
      * @return the line, without a newline
      */
-    public static String line(Result outOfPlace, Result inPlace) {
+    public static String line(PerfRow outOfPlace, PerfRow inPlace) {
         return line(outOfPlace, inPlace, null);
     }
 
@@ -67,7 +67,7 @@ public final class Table {
      * @param timestamp the date and time to print at the end (nccl-tests' {@code %21s}), or null for none
      * @return the line, without a newline
      */
-    public static String line(Result outOfPlace, Result inPlace, String timestamp) {
+    public static String line(PerfRow outOfPlace, PerfRow inPlace, String timestamp) {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%12d  %12d  %8s  %6s  %6d", outOfPlace.size(),
                 outOfPlace.count(), outOfPlace.type(), outOfPlace.redop(), outOfPlace.root()));
         body(sb, outOfPlace);
@@ -78,7 +78,7 @@ public final class Table {
         return sb.toString();
     }
 
-    private static void body(StringBuilder sb, Result r) {
+    private static void body(StringBuilder sb, PerfRow r) {
         sb.append("  ").append(number(r.timeUs(), 7)).append("  ").append(number(r.algbw(), 6)).append("  ")
                 .append(number(r.busbw(), 6));
         if (r.wrong() < 0) {

@@ -1,6 +1,6 @@
 package org.nccl4j.tools.run;
 
-import org.nccl4j.examples.Args.UsageException;
+import org.nccl4j.tools.cli.Tools.UsageException;
 import org.nccl4j.tools.cli.Tools;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;

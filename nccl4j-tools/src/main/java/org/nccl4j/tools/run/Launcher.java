@@ -19,8 +19,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import org.nccl4j.examples.Args;
 import org.nccl4j.launch.JobSecret;
+import org.nccl4j.tools.cli.Tools;
 
 /**
  * A local launcher: starts N processes on this machine as the ranks of one job, as {@code torchrun} does on
@@ -167,7 +167,7 @@ public final class Launcher {
         LaunchOptions options;
         try {
             options = LaunchOptions.parse(args, env, java, classPath);
-        } catch (Args.UsageException e) {
+        } catch (Tools.UsageException e) {
             err.println("nccl4j-run: " + e.getMessage());
             err.println("Try 'nccl4j-run --help' for the options.");
             return 2;

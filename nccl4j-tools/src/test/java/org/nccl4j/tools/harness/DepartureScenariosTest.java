@@ -18,7 +18,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.StubFixture;
-import org.nccl4j.examples.Args;
+import org.nccl4j.tools.cli.Tools;
 import org.nccl4j.tools.harness.DepartureScenarios.Options;
 import org.nccl4j.tools.harness.DepartureScenarios.Scenario;
 import org.nccl4j.jni.StubNccl;
@@ -42,12 +42,12 @@ class DepartureScenariosTest extends StubFixture {
     }
 
     private static Options parse(String... args) {
-        return Args.parse(new Options(), args);
+        return Tools.parse(new Options(), args);
     }
 
     private static String refusal(int world, String... args) {
         Options o = parse(args);
-        return assertThrows(Args.UsageException.class, () -> o.eventRank(world)).getMessage();
+        return assertThrows(Tools.UsageException.class, () -> o.eventRank(world)).getMessage();
     }
 
     @Test
@@ -79,14 +79,14 @@ class DepartureScenariosTest extends StubFixture {
         for (String n : names) {
             assertEquals(n, parse(n).scenario.label);
         }
-        Args.UsageException e = assertThrows(Args.UsageException.class, () -> parse("THROW_INSIDE"));
+        Tools.UsageException e = assertThrows(Tools.UsageException.class, () -> parse("THROW_INSIDE"));
         assertTrue(e.getMessage().contains("'THROW_INSIDE' is not one of kill, stop, throw-inside, throw-outside, exit, "
                 + "abort-live, skip, count, type, sigterm-rank, sigterm-launcher, cpu-stuck, startup-rendezvous-kill, "
                 + "startup-rendezvous-term, startup-idtaken-kill, startup-idtaken-term, startup-init-kill, "
                 + "startup-init-term, startup-init-exit, close-thread, abort-thread, fuzz, startup-fuzz, none"),
                 e.getMessage());
         assertTrue(e.getMessage().endsWith("try 'DepartureScenarios --help'"), e.getMessage());
-        e = assertThrows(Args.UsageException.class, () -> parse("kill", "--steps", "many"));
+        e = assertThrows(Tools.UsageException.class, () -> parse("kill", "--steps", "many"));
         assertTrue(e.getMessage().startsWith("Invalid value for option '--steps': 'many' is not an int"), e.getMessage());
         String help = new picocli.CommandLine(new Options()).getUsageMessage();
         assertTrue(help.contains("One of: kill, stop, throw-inside, throw-outside,")

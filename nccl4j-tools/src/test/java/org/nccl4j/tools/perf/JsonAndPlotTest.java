@@ -18,13 +18,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class JsonAndPlotTest {
-    private static final List<Result> RESULTS = List.of(
-            new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.7, 0.0012, 0.0012, 0),
-            new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, true, 6.5, 0.00123, 0.00123, 0),
-            new Result(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, false, 7.9, 0.13, 0.13, -1),
-            new Result(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, true, 7.8, 0.131, 0.131, -1),
-            new Result(Operation.BROADCAST, 1024, 256, "float", "none", 0, false, 9.0, 0.11, 0.11, 0),
-            new Result(Operation.BROADCAST, 1024, 256, "float", "none", 0, true, 9.1, 0.11, 0.11, 0));
+    private static final List<PerfRow> RESULTS = List.of(
+            new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.7, 0.0012, 0.0012, 0),
+            new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, true, 6.5, 0.00123, 0.00123, 0),
+            new PerfRow(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, false, 7.9, 0.13, 0.13, -1),
+            new PerfRow(Operation.ALL_REDUCE, 1024, 256, "float", "sum", -1, true, 7.8, 0.131, 0.131, -1),
+            new PerfRow(Operation.BROADCAST, 1024, 256, "float", "none", 0, false, 9.0, 0.11, 0.11, 0),
+            new PerfRow(Operation.BROADCAST, 1024, 256, "float", "none", 0, true, 9.1, 0.11, 0.11, 0));
 
     @Test
     @SuppressWarnings("unchecked")
@@ -88,7 +88,7 @@ class JsonAndPlotTest {
             Path old = Path.of(JsonAndPlotTest.class.getResource(name).toURI());
             Map<String, Object> legacy = (Map<String, Object>) JsonDocs.read(Files.readString(old));
             assertEquals(0, JsonDocs.versionOf(legacy), name);
-            List<Result> results = Plot.readResults(old);
+            List<PerfRow> results = Plot.readResults(old);
             assertEquals(54, results.size(), name);
             assertEquals(67108864, results.get(0).size());
             assertEquals(250.04, results.get(0).timeUs(), name.startsWith("results") ? 1e-9 : 0.1);
@@ -102,7 +102,7 @@ class JsonAndPlotTest {
     void resultsRoundTripThroughAFile(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("r.json");
         Files.writeString(f, JsonDocs.write(Map.of("tool", "x", "results", Perf.records(RESULTS, PerfArgs.parse()))));
-        List<Result> back = Plot.readResults(f);
+        List<PerfRow> back = Plot.readResults(f);
         assertEquals(RESULTS, back);
     }
 
@@ -189,9 +189,9 @@ class JsonAndPlotTest {
     @SuppressWarnings("unchecked")
     void opTimesGoIntoTheRecordsOfTheirResultsAndAUnderTheRow() {
         PerfArgs a = PerfArgs.parse("-b", "8", "-e", "1K", "-f", "128", "--op_times", "1");
-        Result r0 = RESULTS.get(0);
-        List<Result> results = new java.util.ArrayList<>(RESULTS);
-        results.set(0, new Result(r0.operation(), r0.size(), r0.count(), r0.type(), r0.redop(), r0.root(), r0.inPlace(),
+        PerfRow r0 = RESULTS.get(0);
+        List<PerfRow> results = new java.util.ArrayList<>(RESULTS);
+        results.set(0, new PerfRow(r0.operation(), r0.size(), r0.count(), r0.type(), r0.redop(), r0.root(), r0.inPlace(),
                 r0.timeUs(), r0.algbw(), r0.busbw(), r0.wrong(), r0.allocBytes(),
                 new double[] {6.5, 6.7, 7.0, 12.25, 12.25, 3.5}));
         List<Object> records = Perf.records(results, a);
@@ -241,8 +241,8 @@ class JsonAndPlotTest {
     @Test
     void resultsCompareTheirOpTimesByContentAndKeepTheirOwnCopy() {
         double[] p = {1, 2, 3, 4};
-        Result a = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0, p);
-        Result b = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
+        PerfRow a = new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0, p);
+        PerfRow b = new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
                 new double[] {1, 2, 3, 4});
         assertEquals(a, b);
         assertEquals(a.hashCode(), b.hashCode());
@@ -251,11 +251,11 @@ class JsonAndPlotTest {
         assertEquals(1.0, a.opTimeUs()[0]);
         a.opTimeUs()[1] = 9;        // nor is the one it hands out
         assertEquals(a, b);
-        Result c = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
+        PerfRow c = new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1, 0,
                 new double[] {1, 2, 3, 5});
         assertTrue(!a.equals(c), "a different p90..max differs");
-        Result n1 = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
-        Result n2 = new Result(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
+        PerfRow n1 = new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
+        PerfRow n2 = new PerfRow(Operation.ALL_REDUCE, 8, 2, "float", "sum", -1, false, 6.0, 0.001, 0.001, -1);
         assertEquals(n1, n2);       // NaN allocation figures and no op times compare equal
         assertNull(n1.opTimeUs());
         assertTrue(!n1.equals(a));

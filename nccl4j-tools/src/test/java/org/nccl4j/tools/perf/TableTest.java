@@ -6,9 +6,9 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class TableTest {
-    private static Result r(Operation o, long size, long count, String type, String redop, int root, boolean inPlace,
+    private static PerfRow r(Operation o, long size, long count, String type, String redop, int root, boolean inPlace,
             double us, double alg, double bus, long wrong) {
-        return new Result(o, size, count, type, redop, root, inPlace, us, alg, bus, wrong);
+        return new PerfRow(o, size, count, type, redop, root, inPlace, us, alg, bus, wrong);
     }
 
     @Test

@@ -1,8 +1,12 @@
-package org.nccl4j.examples;
+package org.nccl4j.diagnostics;
 
 import java.util.Arrays;
 
-/** Step-time statistics: the median over the measured steps, as "steps 3..N" (1-based). */
+/**
+ * Step-time statistics: the median of a run's step (or operation) times, and the median over the measured steps only,
+ * as "steps 3..N" (1-based), so that warm-up steps do not count. What the examples report per step and what the tools'
+ * benchmarks and harnesses compare is computed here, once.
+ */
 public final class StepStats {
     private StepStats() {
     }
@@ -30,8 +34,9 @@ public final class StepStats {
      * @param stepMs the time of every step, step 1 first
      * @param firstStep the first measured step, 1-based ({@code >= 1})
      * @return the median, NaN when fewer than {@code firstStep} steps ran
+     * @throws IllegalArgumentException when {@code firstStep} is below 1
      */
-    static double medianFrom(double[] stepMs, int firstStep) {
+    public static double medianFrom(double[] stepMs, int firstStep) {
         if (firstStep < 1) {
             throw new IllegalArgumentException("firstStep is 1-based, got " + firstStep);
         }

@@ -4,7 +4,8 @@ import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * One measurement: an operation at one size, type, operator, root and placement.
+ * One row of nccl4j-perf's table and one record of its JSON: the measurement of an operation at one size, type,
+ * operator, root and placement.
  *
  * @param operation the operation
  * @param size the "size" column in bytes
@@ -23,7 +24,7 @@ import java.util.Objects;
  *     microseconds, its first operation's time and the spread of the timed loop's start across processes (us); else
  *     null (compared, hashed and printed by content, not by array identity)
  */
-public record Result(Operation operation, long size, long count, String type, String redop, int root,
+public record PerfRow(Operation operation, long size, long count, String type, String redop, int root,
         boolean inPlace, double timeUs, double algbw, double busbw, long wrong, double allocBytes,
         double[] opTimeUs) {
 
@@ -42,13 +43,13 @@ public record Result(Operation operation, long size, long count, String type, St
      * @param busbw algbw x the operation's bus factor
      * @param wrong elements found wrong over all ranks, or -1 when not checked (N/A)
      */
-    public Result(Operation operation, long size, long count, String type, String redop, int root, boolean inPlace,
+    public PerfRow(Operation operation, long size, long count, String type, String redop, int root, boolean inPlace,
             double timeUs, double algbw, double busbw, long wrong) {
         this(operation, size, count, type, redop, root, inPlace, timeUs, algbw, busbw, wrong, Double.NaN, null);
     }
 
     /** A copy of the --op_times array, so that the record stays a value. */
-    public Result {
+    public PerfRow {
         opTimeUs = opTimeUs == null ? null : opTimeUs.clone();
     }
 
@@ -60,7 +61,7 @@ public record Result(Operation operation, long size, long count, String type, St
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Result r && operation == r.operation && size == r.size && count == r.count
+        return o instanceof PerfRow r && operation == r.operation && size == r.size && count == r.count
                 && type.equals(r.type) && redop.equals(r.redop) && root == r.root && inPlace == r.inPlace
                 && Double.compare(timeUs, r.timeUs) == 0 && Double.compare(algbw, r.algbw) == 0
                 && Double.compare(busbw, r.busbw) == 0 && wrong == r.wrong
@@ -75,9 +76,9 @@ public record Result(Operation operation, long size, long count, String type, St
 
     @Override
     public String toString() {
-        return "Result[" + operation + " " + size + " B, count " + count + ", " + type + ", " + redop + ", root " + root
-                + ", " + placement() + ", " + timeUs + " us, algbw " + algbw + ", busbw " + busbw + ", wrong " + wrong
-                + ", alloc " + allocBytes + " B, op times " + Arrays.toString(opTimeUs) + "]";
+        return "PerfRow[" + operation + " " + size + " B, count " + count + ", " + type + ", " + redop + ", root "
+                + root + ", " + placement() + ", " + timeUs + " us, algbw " + algbw + ", busbw " + busbw + ", wrong "
+                + wrong + ", alloc " + allocBytes + " B, op times " + Arrays.toString(opTimeUs) + "]";
     }
 
     /** @return "in-place" or "out-of-place" */

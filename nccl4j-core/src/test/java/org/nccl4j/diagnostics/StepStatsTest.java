@@ -1,4 +1,4 @@
-package org.nccl4j.examples;
+package org.nccl4j.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
