@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import org.nccl4j.examples.Args;
+import org.nccl4j.tools.cli.Tools;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -558,7 +558,7 @@ class LauncherTest {
     }
 
     private static String refusal(Map<String, String> env, String... args) {
-        return assertThrows(Args.UsageException.class, () -> parse(env, args)).getMessage();
+        return assertThrows(Tools.UsageException.class, () -> parse(env, args)).getMessage();
     }
 
     @Test
