@@ -931,13 +931,7 @@ public final class Rendezvous {
          * one that sent more after its HELLO is refused and its rank is free again.
          */
         private boolean stillThere(Conn c) {
-            int n;
-            try {
-                sink.clear();
-                n = c.channel.read(sink);
-            } catch (IOException e) {
-                n = -1;
-            }
+            int n = readAway(c);
             if (n == 0) {
                 return true;
             }
@@ -1003,23 +997,31 @@ public final class Rendezvous {
         }
 
         private void drain(Conn c) {
-            try {
-                while (true) {
-                    sink.clear();
-                    int n = c.channel.read(sink);
-                    if (n == 0) {
-                        return;
-                    }
-                    c.drained += Math.max(n, 0);
-                    if (n < 0 || c.drained >= DRAIN_BYTES) {
-                        break;
-                    }
+            int n;
+            do {
+                n = readAway(c);
+                if (n == 0) {
+                    return;
                 }
-            } catch (IOException e) {
-                // reset: nothing left to drain
-            }
+            } while (!drainedOut(c, n));
             closing.remove(c);
             c.close();
+        }
+
+        /** Reads what {@code c} sent into the sink, to be thrown away: the bytes read, or -1 at its end or reset. */
+        private int readAway(Conn c) {
+            try {
+                sink.clear();
+                return c.channel.read(sink);
+            } catch (IOException e) {
+                return -1;
+            }
+        }
+
+        /** Counts {@code n} bytes drained from {@code c}: whether its drain is over (ended, or the most read). */
+        private boolean drainedOut(Conn c, int n) {
+            c.drained += Math.max(n, 0);
+            return n < 0 || c.drained >= DRAIN_BYTES;
         }
 
         /**
@@ -1057,15 +1059,7 @@ public final class Rendezvous {
                     drain.select(left);
                     for (java.nio.channels.SelectionKey k : drain.selectedKeys()) {
                         Conn c = (Conn) k.attachment();
-                        int n;
-                        try {
-                            sink.clear();
-                            n = c.channel.read(sink);
-                        } catch (IOException e) {
-                            n = -1;
-                        }
-                        c.drained += Math.max(n, 0);
-                        if (n < 0 || c.drained >= DRAIN_BYTES) {
+                        if (drainedOut(c, readAway(c))) {
                             k.cancel();
                             c.close();
                         }
