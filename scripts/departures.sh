@@ -766,17 +766,16 @@ run_draws() {
 
 # ---------------------------------------------------------------- FUZZ
 
-# fuzz_run K VICTIM DELAY_MS DIR: one run; writes DIR/result: victim phase victim_status survivor_status
-# survivor_ms crash hs_err left survivor_result
-fuzz_run() {
-  local k=$1 victim=$2 delay=$3 dir=$4 r
-  local port id; port=$(port_of "$k"); id=$(printf '%sf%03d' "$run_id" "$k")
+# fuzz_start DIR K ID MODE: a fuzz run's two plain ranks (DepartureScenarios MODE: fuzz or startup-fuzz) on port
+# port_of K, GPU K mod G or their own GPUs (FUZZ_CONFIG); fuzz_born[r] is the time each rank's process was started
+fuzz_start() {
+  local dir=$1 k=$2 id=$3 mode=$4 r port gpu=$(($2 % gpus))
+  port=$(port_of "$k")
   rm -rf "$dir"
   mkdir -p "$dir/traces"
   pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
   started=()
   exit_files=()
-  local gpu=$((k % gpus))
   local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
   # shellcheck disable=SC2206  # JAVA_OPTS holds several options
   jvm+=(${JAVA_OPTS:-})
@@ -784,9 +783,29 @@ fuzz_run() {
     local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE=2 LOCAL_RANK="$r"
       LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
     [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
-    start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" fuzz --steps "$fuzz_steps" \
+    fuzz_born[r]=$(now_ms)
+    start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" "$mode" --steps "$fuzz_steps" \
       --sleep-ms "$fuzz_sleep" --count 64K
   done
+}
+
+# fuzz_reap: waits for a fuzz run's ranks, then kills what of the run is still there 2 s later; fuzz_left: how many
+fuzz_reap() {
+  local i p
+  wait "${started[@]}" 2> /dev/null
+  fuzz_left=0
+  for i in $(seq 1 20); do
+    [ -z "$(marked | tr -d ' ')" ] && break
+    sleep 0.1
+  done
+  for p in $(marked); do fuzz_left=$((fuzz_left + 1)); kill -KILL "$p" 2> /dev/null; done
+}
+
+# fuzz_run K VICTIM DELAY_MS DIR: one run; writes DIR/result: victim phase victim_status survivor_status
+# survivor_ms crash hs_err left survivor_result
+fuzz_run() {
+  local k=$1 victim=$2 delay=$3 dir=$4
+  fuzz_start "$dir" "$k" "$(printf '%sf%03d' "$run_id" "$k")" fuzz
   local t0 now ready="" sig_ms="" at_limit=0
   t0=$(now_ms)
   while :; do
@@ -807,14 +826,8 @@ fuzz_run() {
     fi
     sleep 0.05
   done
-  wait "${started[@]}" 2> /dev/null
-  local left=0 i
-  for i in $(seq 1 20); do
-    [ -z "$(marked | tr -d ' ')" ] && break
-    sleep 0.1
-  done
-  for p in $(marked); do left=$((left + 1)); kill -KILL "$p" 2> /dev/null; done
-  local survivor=$((1 - victim)) vst vms sst sms
+  fuzz_reap
+  local left=$fuzz_left survivor=$((1 - victim)) vst vms sst sms
   read -r vst vms < "$dir/exit$victim"
   read -r sst sms < "$dir/exit$survivor"
   local phase closing
@@ -920,25 +933,9 @@ sfuzz_phases="launched joining rendezvous id-taken set-device nccl-init ready in
 
 # sfuzz_run K VICTIM DELAY_MS DIR: one run of the start-up fuzz; writes DIR/result, a line of startup-fuzz.tsv
 sfuzz_run() {
-  local k=$1 victim=$2 delay=$3 dir=$4 r
-  local port id; port=$(port_of "$k"); id=$(printf '%ss%03d' "$run_id" "$k")
-  rm -rf "$dir"
-  mkdir -p "$dir/traces"
-  pattern="(-Dnccl4j\\.row=|--row )$id( |\$)"
-  started=()
-  exit_files=()
-  local gpu=$((k % gpus)) born=()
-  local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
-  # shellcheck disable=SC2206  # JAVA_OPTS holds several options
-  jvm+=(${JAVA_OPTS:-})
-  for r in 0 1; do
-    local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE=2 LOCAL_RANK="$r"
-      LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
-    [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
-    born[r]=$(now_ms)
-    start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" startup-fuzz \
-      --steps "$fuzz_steps" --sleep-ms "$fuzz_sleep" --count 64K
-  done
+  local k=$1 victim=$2 delay=$3 dir=$4
+  fuzz_start "$dir" "$k" "$(printf '%ss%03d' "$run_id" "$k")" startup-fuzz
+  local born=("${fuzz_born[@]}")
   # the SIGTERM, DELAY_MS after the victim's process started; then the end of both ranks, or the limit
   local t0=${born[0]} target=$((born[victim] + delay)) now sig_ms="" at_limit=0 t_kill=""
   while :; do
@@ -962,14 +959,8 @@ sfuzz_run() {
       sleep 0.05
     fi
   done
-  wait "${started[@]}" 2> /dev/null
-  local left=0 i p
-  for i in $(seq 1 20); do
-    [ -z "$(marked | tr -d ' ')" ] && break
-    sleep 0.1
-  done
-  for p in $(marked); do left=$((left + 1)); kill -KILL "$p" 2> /dev/null; done
-  local survivor=$((1 - victim)) vst vms sst sms
+  fuzz_reap
+  local left=$fuzz_left survivor=$((1 - victim)) vst vms sst sms
   read -r vst vms < "$dir/exit$victim"
   read -r sst sms < "$dir/exit$survivor"
   # where the SIGTERM found the victim: its last PHASE line before it (none: the JVM was still starting)
