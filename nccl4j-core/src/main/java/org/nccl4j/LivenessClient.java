@@ -131,9 +131,14 @@ final class LivenessClient {
                 String clientNonce = JobSecret.nonce();
                 write(s, LivenessWire.auth(secret, serverNonce, clientNonce));
                 String ok = quietly(in, deadline);
-                if (ok == null) {
+                if (LivenessWire.DENIED.equals(ok)) {
                     throw new Refused(where + " refused rank " + rank + "'s proof: its " + JobSecret.VARIABLE
                             + " differs from this rank's (every rank of the job needs the same one)");
+                }
+                if (ok == null) {   // let go for another connection (a full house), or a rank 0 starting again
+                    throw new IOException(where + " answered rank " + rank + "'s proof with " + (in.ended()
+                            ? "the end of the connection" : "nothing within " + helloMillis + " ms") + "; rank "
+                            + rank + " tries again");
                 }
                 if (!LivenessWire.proves(secret, serverNonce, clientNonce, ok)) {
                     throw new Refused(where + " could not prove it holds " + JobSecret.VARIABLE + ": it is not this "

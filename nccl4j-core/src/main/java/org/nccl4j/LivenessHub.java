@@ -567,6 +567,7 @@ final class LivenessHub {
             }
             if (a.length != 3 || !LivenessWire.hex(a[1]) || !LivenessWire.hex(a[2])
                     || !l.secret.verify(LivenessWire.PURPOSE, p.serverNonce, a[1], "client", a[2])) {
+                send(p, LivenessWire.DENIED + "\n");   // written at once: the rank stops trying, and says why
                 throw new Refused("its AUTH proof is wrong (not this job's " + JobSecret.VARIABLE
                         + ", or an answer to another challenge)");
             }

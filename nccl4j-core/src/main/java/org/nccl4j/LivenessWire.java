@@ -43,6 +43,12 @@ final class LivenessWire {
     static final int MAX_OPS_LINE = 128 + Agreement.WINDOW * 72;
     /** What rank 0 without a secret says on accept, where one with the secret says {@code CHALLENGE}. */
     static final String OPEN = "OPEN";
+    /**
+     * Rank 0's answer to a wrong {@code AUTH} proof, written before it closes the connection: the rank stops trying
+     * (its secret differs). A connection closed after the proof without it was let go for another (a full house of
+     * connections waiting) or by a restarting rank 0: the rank tries again.
+     */
+    static final String DENIED = "DENIED";
     /** The longest line before the hello ({@code CHALLENGE}, {@code AUTH}, {@code OK}, {@code HELLO}). */
     static final int MAX_EARLY_LINE = 512;
     /** What the proofs of the channel's challenge and response are bound to. */

@@ -226,6 +226,52 @@ class LivenessSecurityTest {
         nothingHappened(r0);
     }
 
+    /**
+     * A rank 0 under a full house lets a connection go after its challenge, even one whose AUTH is on its way (the
+     * JVM's first proof takes tens of ms): the rank tries again instead of taking it for a wrong secret and giving up
+     * (a 2-rank GPU job under a siege of 72 reconnecting connections never started its last rank before this).
+     */
+    @Test
+    void aConnectionLetGoAfterTheProofIsTriedAgainAndNotTakenForAWrongSecret() throws Exception {
+        try (ServerSocket fake = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            port = fake.getLocalPort();
+            List<String> seen = new ArrayList<>();
+            Thread server = new Thread(() -> {
+                try {
+                    for (int i = 0; i < 2; i++) {
+                        try (Socket c = fake.accept()) {
+                            c.getOutputStream().write(("CHALLENGE " + "ab".repeat(32) + "\n")
+                                    .getBytes(StandardCharsets.US_ASCII));
+                            BufferedReader in = new BufferedReader(new InputStreamReader(c.getInputStream(),
+                                    StandardCharsets.US_ASCII));
+                            synchronized (seen) {
+                                seen.add(in.readLine().split(" ")[0]);
+                            }
+                        }   // closed after the proof, as a connection let go in a full house
+                    }
+                } catch (IOException e) {
+                    // the test ends
+                }
+            }, "full-house-rank-0");
+            server.setDaemon(true);
+            server.start();
+            IOException e = assertThrows(IOException.class, () -> rank(1, SECRET));
+            assertFalse(e instanceof LivenessWire.Refused, "not a refusal: " + e);
+            assertEquals("rank 0's liveness channel at 127.0.0.1:" + port + " answered rank 1's proof with the end of"
+                    + " the connection; rank 1 tries again", e.getMessage());
+            Liveness later = Liveness.joinLater(null, 1, "127.0.0.1", port, System.nanoTime() + 3_000_000_000L,
+                    SECRET);
+            toClose.add(later);
+            StubFixture.within(3000, () -> {
+                synchronized (seen) {
+                    return seen.size() == 2 ? true : null;
+                }
+            }, "the second try");
+            assertEquals(List.of("AUTH", "AUTH"), seen);
+            server.join(3000);
+        }
+    }
+
     @Test
     void aFalseRankZeroThatCannotProveTheSecretIsRefusedByTheRank() throws Exception {
         try (ServerSocket fake = new ServerSocket(0)) {
