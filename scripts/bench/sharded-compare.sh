@@ -9,8 +9,10 @@
 #                                                       bench/ directory, the bundle above it)
 #
 # Variables (all optional):
-#   NP=2  LAYERS=40  SIZE=8192  BATCH=1024  STEPS=20  LR=0.001  SEED=1234  ROUNDS=2 (each round runs both sides,
-#         nccl4j first in odd rounds, FSDP2 first in even ones)
+#   NP=2  LAYERS=40  SIZE=8192  BATCH=1024  STEPS=20  LR=0.0001  SEED=1234  ROUNDS=2 (each round runs both sides,
+#         nccl4j first in odd rounds, the baseline first in even ones)
+#   BASELINE=fsdp2 the other side: fsdp2 (PyTorch), or ddp (nccl4j's own ShardedTraining --mode ddp: nothing sharded,
+#                  gradients all-reduced; e.g. with SHARDED_ARGS="--mode zero2" for the ZeRO-2 form against DDP)
 #   QUICK=1        a smoke run: LAYERS=4 SIZE=1024 BATCH=256 STEPS=6 ROUNDS=1 unless set
 #   SHARE_GPU=1    every rank on GPU 0 with its own NCCL_HOSTID, NCCL_SOCKET_IFNAME=lo (a correctness run on a one-GPU
 #                  machine: traffic over sockets, the times are not NVLink's)
@@ -48,7 +50,9 @@ size=${SIZE:-$d_size}
 batch=${BATCH:-$d_batch}
 steps=${STEPS:-$d_steps}
 rounds=${ROUNDS:-$d_rounds}
-lr=${LR:-0.001}
+lr=${LR:-0.0001}
+baseline=${BASELINE:-fsdp2}
+case "$baseline" in fsdp2|ddp) ;; *) echo "sharded-compare: BASELINE=$baseline: use fsdp2 or ddp" >&2; exit 2;; esac
 seed=${SEED:-1234}
 share=${SHARE_GPU:-0}
 phase_timeout=${PHASE_TIMEOUT:-900}
@@ -80,30 +84,33 @@ if [ "$share" = 1 ]; then
 fi
 failures=0
 
-run_nccl4j() { # round
-  local r=$1 script="$results/nccl4j-rank.sh"
+run_nccl4j() { # round [side extra-args...]
+  local r=$1 side=${2:-nccl4j} script
+  local extra=("${@:3}")
+  [ $# -ge 3 ] || extra=("${sharded_args[@]}")
+  script="$results/$side-rank.sh"
   # shellcheck disable=SC2016  # the rank script expands $rank, ${rank} and JAVA_OPTS when it runs
   {
     echo '#!/usr/bin/env bash'
     echo 'rank=${OMPI_COMM_WORLD_RANK:-0}'
     [ "$share" = 1 ] && echo 'export NCCL_HOSTID=nccl4j-host$rank'
-    printf 'exec > %q${rank}.log 2>&1\n' "$results/nccl4j-r$r-rank"
+    printf 'exec > %q${rank}.log 2>&1\n' "$results/$side-r$r-rank"
     printf 'exec %q ${JAVA_OPTS:-} -XX:ErrorFile=%q -cp %q org.nccl4j.examples.ShardedTraining' "$java" \
       "$results/hs_err_%p.log" "$cp"
-    printf ' %q' "${model[@]}" "${sharded_args[@]}"
+    printf ' %q' "${model[@]}" "${extra[@]}"
     echo
   } > "$script"
   chmod +x "$script"
   port=$((port + 1))
-  echo "== round $r: nccl4j ShardedTraining, mpirun -np $np${SHARDED_ARGS:+ ($SHARDED_ARGS)}"
+  echo "== round $r: $side: nccl4j ShardedTraining, mpirun -np $np${extra[*]:+ (${extra[*]})}"
   LD_LIBRARY_PATH="$java_ld" timeout "$phase_timeout" mpirun "${nccl4j_mpi_root[@]}" --bind-to none -np "$np" \
       -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" -x LD_LIBRARY_PATH "${nccl4j_mpi_fwd[@]}" "${share_env[@]}" \
-      "$script" > "$results/nccl4j-r$r-mpirun.log" 2>&1
+      "$script" > "$results/$side-r$r-mpirun.log" 2>&1
   local status=$?
   for ((k = 0; k < np; k++)); do grep -a -E 'RESULT|median|memory|checksum|FAIL|Exception|rror' \
-      "$results/nccl4j-r$r-rank$k.log" 2>/dev/null | head -20; done
-  [ "$status" = 0 ] || { echo "sharded-compare: nccl4j round $r failed (status $status; see $results)"; tail -5 \
-      "$results/nccl4j-r$r-mpirun.log"; failures=1; }
+      "$results/$side-r$r-rank$k.log" 2>/dev/null | head -20; done
+  [ "$status" = 0 ] || { echo "sharded-compare: $side round $r failed (status $status; see $results)"; tail -5 \
+      "$results/$side-r$r-mpirun.log"; failures=1; }
 }
 
 run_fsdp2() { # round
@@ -120,18 +127,22 @@ run_fsdp2() { # round
       "$results/fsdp2-r$r-torchrun.log"; failures=1; }
 }
 
-rm -f "$results"/nccl4j-r*-rank*.log "$results"/fsdp2-r*-rank*.log
+run_baseline() { # round
+  if [ "$baseline" = ddp ]; then run_nccl4j "$1" ddp --mode ddp; else run_fsdp2 "$1"; fi
+}
+
+rm -f "$results"/nccl4j-r*-rank*.log "$results"/fsdp2-r*-rank*.log "$results"/ddp-r*-rank*.log
 for ((r = 1; r <= rounds; r++)); do
-  if [ "${SKIP_TORCH:-0}" = 1 ]; then run_nccl4j "$r"
-  elif [ $((r % 2)) = 1 ]; then run_nccl4j "$r"; run_fsdp2 "$r"
-  else run_fsdp2 "$r"; run_nccl4j "$r"; fi
+  if [ "${SKIP_TORCH:-0}" = 1 ] && [ "$baseline" = fsdp2 ]; then run_nccl4j "$r"
+  elif [ $((r % 2)) = 1 ]; then run_nccl4j "$r"; run_baseline "$r"
+  else run_baseline "$r"; run_nccl4j "$r"; fi
 done
 
 config="$(date -u '+%Y-%m-%d %H:%M UTC'), $np ranks on ${gpu_name:-GPU}$([ "$share" = 1 ] && echo " (all on GPU 0, over sockets)");"
 config+=" $layers x (Linear($size,$size) + ReLU) float32 (TF32 off), batch $batch per rank, Adam lr $lr, $steps steps,"
-config+=" $rounds round(s)${SHARDED_ARGS:+; nccl4j with $SHARDED_ARGS}."
-"$python" "$py_script" report "$results" --np "$np" --json "$results/sharded-compare.json" --config "$config" \
-  | tee "$results/sharded-compare.md"
-[ "${PIPESTATUS[0]}" = 0 ] || [ "${SKIP_TORCH:-0}" = 1 ] || failures=1   # without torch, FSDP2 has no round
+config+=" $rounds round(s)${SHARDED_ARGS:+; nccl4j with $SHARDED_ARGS}; baseline $baseline."
+"$python" "$py_script" report "$results" --np "$np" --baseline "$baseline" --json "$results/sharded-compare.json" \
+  --config "$config" | tee "$results/sharded-compare.md"
+[ "${PIPESTATUS[0]}" = 0 ] || { [ "${SKIP_TORCH:-0}" = 1 ] && [ "$baseline" = fsdp2 ]; } || failures=1
 echo "table: $results/sharded-compare.md, figures: $results/sharded-compare.json"
 exit "$failures"

@@ -37,7 +37,7 @@ def parse_train_args(argv):
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--lr", type=float, default=0.001)
+    p.add_argument("--lr", type=float, default=0.0001)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--share-gpu", action="store_true", help="every rank on GPU 0, its own NCCL_HOSTID")
     p.add_argument("--log-file", default=None, help="also write this rank's lines there ({rank} is replaced)")
@@ -202,23 +202,29 @@ def report(argv):
     p.add_argument("--np", type=int, required=True)
     p.add_argument("--json", required=True)
     p.add_argument("--config", default="")
+    p.add_argument("--baseline", choices=("fsdp2", "ddp"), default="fsdp2",
+                   help="fsdp2: PyTorch FSDP2's logs (fsdp2-r*); ddp: nccl4j's own --mode ddp (ddp-r*)")
     a = p.parse_args(argv)
     ours = read_results(a.directory, "nccl4j")
-    theirs = read_results(a.directory, "fsdp2")
+    theirs = read_results(a.directory, a.baseline)
     s, t = summarize(ours, a.np), summarize(theirs, a.np)
     n = a.np
-    print(f"## Sharded training: nccl4j ParameterShards vs PyTorch FSDP2, {n} ranks")
+    other = "PyTorch FSDP2" if a.baseline == "fsdp2" else "nccl4j DDP (nothing sharded)"
+    short = "FSDP2" if a.baseline == "fsdp2" else "DDP"
+    mode = next((r.get("mode") for rnd in ours.values() for r in rnd.values() if r.get("mode")), "zero3")
+    print(f"## Sharded training: nccl4j ParameterShards ({mode}) vs {other}, {n} ranks")
     print()
     if a.config:
         print(a.config)
         print()
     print("Step time: median over steps 3..N of each rank, the slowest rank per round, the median over rounds. "
-          "Peak: nccl4j's bytes allocated by the rank at the peak, torch.cuda.max_memory_allocated; the largest rank.")
+          "Peak: nccl4j's bytes allocated by the rank at the peak"
+          + (", torch.cuda.max_memory_allocated" if a.baseline == "fsdp2" else "") + "; the largest rank.")
     print()
     print("| round | rank | implementation | median step (ms) | peak allocated (GiB) | device used (GiB) "
           "| communication hidden | loss first / last |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, res in (("nccl4j", ours), ("FSDP2", theirs)):
+    for name, res in ((f"nccl4j {mode}", ours), (short, theirs)):
         for rnd in sorted(res):
             for rank in sorted(res[rnd]):
                 r = res[rnd][rank]
@@ -229,9 +235,26 @@ def report(argv):
     print()
     print(f"nccl4j: {fmt(s['step_ms'])} ms a step, peak {fmt(s['peak_gib'])} GiB a rank, communication hidden "
           f"{fmt(s['hidden_fraction'])} ({s['rounds']} complete rounds)")
-    print(f"FSDP2:  {fmt(t['step_ms'])} ms a step, peak {fmt(t['peak_gib'])} GiB a rank ({t['rounds']} complete rounds)")
+    print(f"{short}: {fmt(t['step_ms'])} ms a step, peak {fmt(t['peak_gib'])} GiB a rank ({t['rounds']} complete "
+          "rounds)")
     if s["step_ms"] and t["step_ms"]:
-        print(f"step time, nccl4j / FSDP2: {s['step_ms'] / t['step_ms']:.3f}")
+        print(f"step time, nccl4j {mode} / {short}: {s['step_ms'] / t['step_ms']:.3f}")
+    if a.baseline == "ddp":
+        data = {
+            "ranks": n,
+            "mode": mode,
+            f"{mode}_step_ms_{n}gpu": s["step_ms"],
+            f"ddp_step_ms_{n}gpu": t["step_ms"],
+            f"{mode}_peak_gib_{n}gpu": s["peak_gib"],
+            f"ddp_peak_gib_{n}gpu": t["peak_gib"],
+            f"{mode}_step_ms_rounds": s["step_ms_rounds"],
+            "ddp_step_ms_rounds": t["step_ms_rounds"],
+            "config": a.config,
+        }
+        with open(a.json, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        return 0 if s["rounds"] > 0 and t["rounds"] > 0 else 1
     data = {
         "ranks": n,
         f"sharded_step_ms_{n}gpu": s["step_ms"],

@@ -30,6 +30,9 @@ import java.util.List;
  *                           the rest of backward of g, reading W
  * shards.finish(compute)    // waits for each reduce-scatter; the optimizer hook updates each group's shard
  * </pre>
+ * With {@link Builder#overlapOptimizer overlapOptimizer(true)} the hook runs instead inside each
+ * {@code reduceScatter(g)}, on the communication stream right behind that group's reduce-scatter, so that the updates
+ * overlap the rest of backward too; {@code finish} then only makes the compute stream wait for them.
  * The gathers follow a fixed schedule, forward order then backward order ({@link #scheduledGroup(int)}); each
  * gathered buffer returned by {@link #gather} is valid for work enqueued on the compute stream until the next call of
  * {@code gather}. With B gathered buffers ({@link Builder#gatheredBuffers}, default 2) the gathers of the next B - 1
@@ -49,7 +52,9 @@ public final class ParameterShards implements AutoCloseable {
     /**
      * The optimizer's hook: updates one group's shard once its reduced gradient shard is there. Called by
      * {@link #finish(Stream)} for each group in the order of their reduce-scatters, after the compute stream was made
-     * to wait for that group's reduce-scatter, so that later groups' reduce-scatters overlap earlier groups' updates.
+     * to wait for that group's reduce-scatter, so that later groups' reduce-scatters overlap earlier groups' updates;
+     * or, with {@link Builder#overlapOptimizer overlapOptimizer(true)}, by {@link #reduceScatter(int, Stream)} with the
+     * communication stream, right behind the group's reduce-scatter.
      */
     @FunctionalInterface
     public interface ShardUpdate {
@@ -60,7 +65,8 @@ public final class ParameterShards implements AutoCloseable {
          * @param offset the element offset of its shard in the flat shard buffers ({@link #shardOffset(int)}), the
          *     same in the caller's optimizer-state buffers when laid out like {@link #parameterShards()}
          * @param count the elements of its shard, padding included ({@link #shardCount(int)})
-         * @param compute the stream to enqueue the update on
+         * @param compute the stream to enqueue the update on: the compute stream given to {@code finish}, or the
+         *     communication stream when the optimizer overlaps backward
          */
         void update(int group, long offset, long count, Stream compute);
     }
@@ -71,6 +77,10 @@ public final class ParameterShards implements AutoCloseable {
     private final Stream commStream;
     private final boolean ownsStream;
     private final ShardUpdate hook;
+    /** The hook runs in reduceScatter, on the communication stream. */
+    private final boolean overlapOptimizer;
+    /** Recorded on the communication stream by an overlapped finish: the end of the step's updates. */
+    private final Event updatesDone;
     private final int groups;
     private final long[] counts;
     private final long[] padded;
@@ -106,6 +116,7 @@ public final class ParameterShards implements AutoCloseable {
         this.type = b.type;
         this.op = b.op != null ? b.op : b.average ? ReduceOp.AVG : ReduceOp.SUM;
         this.hook = b.hook;
+        this.overlapOptimizer = b.overlapOptimizer;
         this.groups = b.counts.size();
         int ranks = comm.size();
         this.counts = new long[groups];
@@ -151,7 +162,9 @@ public final class ParameterShards implements AutoCloseable {
         this.reduceDone = new Event[groups];
         DeviceBuffer params = null;
         DeviceBuffer grads = null;
+        Event done = null;
         try {
+            done = Event.create(comm.device());
             int size = type.size();
             params = DeviceBuffer.allocate(comm.device(), shardElements * size).fill(0);
             grads = DeviceBuffer.allocate(comm.device(), shardElements * size).fill(0);
@@ -180,9 +193,13 @@ public final class ParameterShards implements AutoCloseable {
                 reduceDone[g] = Event.create(comm.device());
             }
         } catch (RuntimeException e) {
+            if (done != null) {
+                done.close();
+            }
             closeAll(params, grads);
             throw e;
         }
+        this.updatesDone = done;
         this.paramStore = params;
         this.gradStore = grads;
         this.nextReduce = groups - 1;
@@ -540,6 +557,9 @@ public final class ParameterShards implements AutoCloseable {
         comm.reduceScatter(gradView[group], gradShard[group], type, op, commStream);
         reduceDone[group].record(commStream);
         nextReduce = group - 1;
+        if (overlapOptimizer && hook != null) {
+            hook.update(group, shardOffsets[group], shardCounts[group], commStream);
+        }
     }
 
     private void checkNextReduce(String method, int group) {
@@ -574,7 +594,9 @@ public final class ParameterShards implements AutoCloseable {
 
     /**
      * Ends a step: for each group in the order of the reduce-scatters, makes {@code compute} wait for it and calls
-     * the optimizer hook ({@link Builder#optimizer}), if any; then resets the schedule for the next step.
+     * the optimizer hook ({@link Builder#optimizer}), if any; then resets the schedule for the next step. When the
+     * optimizer overlaps backward ({@link Builder#overlapOptimizer}), the updates were enqueued already: this makes
+     * {@code compute} wait for the communication stream's work of the step, the last update included.
      *
      * @param compute the stream of the optimizer and of the next step
      * @throws IllegalStateException when a gather of the schedule or a group's reduce-scatter is missing
@@ -592,10 +614,15 @@ public final class ParameterShards implements AutoCloseable {
             throw new IllegalStateException("finish: the step made " + position + " of its " + plan.group.length
                     + " gathers (each group once forward, then once backward)");
         }
-        for (int g = groups - 1; g >= 0; g--) {
-            compute.waitFor(reduceDone[g]);
-            if (hook != null) {
-                hook.update(g, shardOffsets[g], shardCounts[g], compute);
+        if (overlapOptimizer) {
+            updatesDone.record(commStream);
+            compute.waitFor(updatesDone);
+        } else {
+            for (int g = groups - 1; g >= 0; g--) {
+                compute.waitFor(reduceDone[g]);
+                if (hook != null) {
+                    hook.update(g, shardOffsets[g], shardCounts[g], compute);
+                }
             }
         }
         position = 0;
@@ -692,6 +719,7 @@ public final class ParameterShards implements AutoCloseable {
             return;
         }
         closed = true;
+        updatesDone.close();
         closeAll(paramStore, gradStore);
     }
 
@@ -728,6 +756,7 @@ public final class ParameterShards implements AutoCloseable {
         private int gradientSlots;
         private int alignment = 64;
         private ShardUpdate hook;
+        private boolean overlapOptimizer;
 
         private Builder(Communicator comm) {
             this.comm = comm;
@@ -840,6 +869,18 @@ public final class ParameterShards implements AutoCloseable {
          */
         public Builder optimizer(ShardUpdate update) {
             this.hook = update;
+            return this;
+        }
+
+        /**
+         * @param overlap true: the {@link #optimizer hook} is called by {@link ParameterShards#reduceScatter} for its
+         *     group with the communication stream, right behind the group's reduce-scatter, so that the updates
+         *     overlap the rest of backward (the last group's update is then all that follows backward); false
+         *     (default): {@link ParameterShards#finish} calls it with the compute stream, after backward
+         * @return this
+         */
+        public Builder overlapOptimizer(boolean overlap) {
+            this.overlapOptimizer = overlap;
             return this;
         }
 

@@ -262,6 +262,36 @@ class ParameterShardsTest extends StubFixture {
     }
 
     @Test
+    void anOverlappedOptimizerUpdatesEachGroupOnTheCommunicationStreamBehindItsReduceScatter() {
+        Communicator comm = comm(1, 2);
+        Stream compute = stream(0);
+        List<String> order = new ArrayList<>();
+        ParameterShards[] holder = new ParameterShards[1];
+        ParameterShards s = later(ParameterShards.builder(comm).alignment(1).add(4).add(6).add(10)
+                .overlapOptimizer(true)
+                .optimizer((group, offset, count, st) -> order.add("update " + group + "@" + offset + "+" + count
+                        + (st == holder[0].communicationStream() ? "" : " on another stream"))).build());
+        holder[0] = s;
+        comm.observe((c, seq, fn, bytes, st) -> order.add(fn.name().substring(4)));
+        for (int l = 0; l < 3; l++) {
+            s.gather(l, compute);
+        }
+        order.clear();
+        for (int l = 2; l >= 0; l--) {
+            s.gather(l, compute);
+            s.gradient(l, compute);
+            s.reduceScatter(l, compute);
+        }
+        assertEquals(List.of("ReduceScatter", "update 2@5+5", "AllGather", "ReduceScatter", "update 1@2+3",
+                "ReduceScatter", "update 0@0+2"), order, "each update right behind its group's reduce-scatter");
+        int before = computeWaits(compute);
+        s.finish(compute);
+        assertEquals(7, order.size(), "finish calls no hook");
+        assertEquals(before + 1, computeWaits(compute), "finish: one wait, for the communication stream's updates");
+        assertEquals(0, s.position(), "the schedule is reset for the next step");
+    }
+
+    @Test
     void awaitGradientWaitsForOneReduceScatterAndRefusesOneNotLaunched() {
         Communicator comm = comm(0, 2);
         Stream compute = stream(0);

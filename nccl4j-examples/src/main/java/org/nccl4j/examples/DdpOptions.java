@@ -134,6 +134,19 @@ final class DdpOptions {
     String traceFile(int rank, int worldSize) {
         String name = trace != null ? trace
                 : noComm ? "trace_nocomm_rank{rank}.json" : "trace_ddp_rank{rank}.json";
+        return perRankFile(name, rank, worldSize);
+    }
+
+    /**
+     * One rank's file of a name given for all: {@code {rank}} in it is replaced by the rank; a name without it gets
+     * {@code _rank<r>} before its extension when there are several ranks.
+     *
+     * @param name the name given on the command line
+     * @param rank this rank
+     * @param worldSize the number of ranks
+     * @return the path to write
+     */
+    static String perRankFile(String name, int rank, int worldSize) {
         if (name.contains("{rank}")) {
             return name.replace("{rank}", Integer.toString(rank));
         }

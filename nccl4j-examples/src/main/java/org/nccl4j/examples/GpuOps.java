@@ -94,10 +94,17 @@ final class GpuOps implements Ops, AutoCloseable {
         StreamRef(long handle) {
             this.address = handle;
         }
+
+        StreamRef at(long handle) {
+            this.address = handle;
+            return this;
+        }
     }
 
     private final int device;
     private final CUstream_st stream;
+    /** Another stream of the device, re-aimed by each Adam launch that names one (no allocation per call). */
+    private final StreamRef other = new StreamRef(0);
     private final cublasContext blas = new cublasContext();
     private final curandGenerator_st initGen = new curandGenerator_st();
     private final curandGenerator_st dataGen = new curandGenerator_st();
@@ -286,7 +293,11 @@ final class GpuOps implements Ops, AutoCloseable {
     }
 
     private void launch(CUfunc_st f, long n, PointerPointer<Pointer> args, String name) {
-        int rc = cuLaunchKernel(f, Kernels.blocks(n), 1, 1, Kernels.THREADS, 1, 1, 0, stream, args,
+        launch(f, n, args, name, stream);
+    }
+
+    private void launch(CUfunc_st f, long n, PointerPointer<Pointer> args, String name, CUstream_st on) {
+        int rc = cuLaunchKernel(f, Kernels.blocks(n), 1, 1, Kernels.THREADS, 1, 1, 0, on, args,
                 (PointerPointer<?>) null);
         if (rc != 0) {
             throw new IllegalStateException("cuLaunchKernel(" + name + ", n=" + n + ") failed: " + driverError(rc));
@@ -428,6 +439,28 @@ final class GpuOps implements Ops, AutoCloseable {
      */
     void adam(long p, long g, long m, long v, long n, float lr, float beta1, float beta2, float eps, float bc1,
             float bc2) {
+        adam(0, p, g, m, v, n, lr, beta1, beta2, eps, bc1, bc2);
+    }
+
+    /**
+     * {@link #adam(long, long, long, long, long, float, float, float, float, float, float)} on another stream of the
+     * device (the update then overlaps this one's work).
+     *
+     * @param streamHandle a cudaStream_t of the device ({@link org.nccl4j.Stream#handle()}); 0 for this one's stream
+     * @param p parameters
+     * @param g gradients
+     * @param m first moments
+     * @param v second moments
+     * @param n elements
+     * @param lr the learning rate
+     * @param beta1 the first moment's decay
+     * @param beta2 the second moment's decay
+     * @param eps added to the denominator
+     * @param bc1 {@code 1 - beta1^t}, t the step from 1
+     * @param bc2 {@code 1 - beta2^t}
+     */
+    void adam(long streamHandle, long p, long g, long m, long v, long n, float lr, float beta1, float beta2, float eps,
+            float bc1, float bc2) {
         if (n == 0) {
             return;
         }
@@ -442,7 +475,7 @@ final class GpuOps implements Ops, AutoCloseable {
         argEps.put(0, eps);
         argBc1.put(0, bc1);
         argBc2.put(0, bc2);
-        launch(adam, n, adamArgs, Kernels.ADAM);
+        launch(adam, n, adamArgs, Kernels.ADAM, streamHandle == 0 ? stream : other.at(streamHandle));
     }
 
     // ------------------------------------------------------------------ errors

@@ -1,7 +1,9 @@
 package org.nccl4j.examples;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Deque;
@@ -31,7 +33,8 @@ import picocli.CommandLine.Option;
  * <pre>
  * mpirun -np 2 --bind-to none -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE \
  *     java -cp "$CP" org.nccl4j.examples.ShardedTraining [--layers 80] [--size 8192] [--batch 1024] [--steps 20]
- *     [--lr 0.001] [--seed N] [--mode zero3|zero2|zero1] [--gathered-buffers K] [--gradient-buffers K] [--no-checksum]
+ *     [--lr 0.0001] [--seed N] [--mode zero3|zero2|zero1] [--gathered-buffers K] [--gradient-buffers K]
+ *     [--no-optimizer-overlap] [--trace FILE] [--no-checksum]
  * </pre>
  *
  * <h2>The model and the step</h2>
@@ -40,15 +43,19 @@ import picocli.CommandLine.Option;
  * fresh each step; loss {@code |A_N - Y|^2 / (H B)}. Forward gathers each layer's parameters
  * ({@link ParameterShards#gather}, prefetching the next); backward gathers again in reverse, writes dW and db into
  * the layer's full gradient buffer and reduce-scatters it (average over ranks) before computing the gradient of the
- * layer's input, which the reduce-scatter overlaps. {@link ParameterShards#finish} then runs Adam (lr, betas 0.9 and
- * 0.999, eps 1e-8, as torch.optim.Adam) on each layer's shard as soon as its gradient shard is reduced. The weights
+ * layer's input, which the reduce-scatter overlaps. Adam (lr, betas 0.9 and 0.999, eps 1e-8, as torch.optim.Adam)
+ * updates each layer's shard on the communication stream right behind the layer's reduce-scatter, so the updates
+ * overlap the rest of backward too ({@link ParameterShards.Builder#overlapOptimizer}); with
+ * {@code --no-optimizer-overlap}, {@link ParameterShards#finish} runs them after backward instead. The weights
  * are drawn as nn.Linear draws them, U(-1/sqrt(H), 1/sqrt(H)), from one seed on every rank; each rank keeps its shard.
  *
  * <h2>Modes</h2>
  * {@code zero3} (default): 2 gathered-parameter buffers, 2 full-gradient buffers. {@code zero2}: as many gathered
  * buffers as layers (full parameters kept through the step; gradients and Adam state sharded). {@code zero1}: full
  * parameters and full gradients kept; only Adam state sharded. {@code --gathered-buffers} and
- * {@code --gradient-buffers} override the mode's counts.
+ * {@code --gradient-buffers} override the mode's counts. {@code ddp}, the baseline: nothing sharded
+ * ({@link ReplicatedLayers}): every rank holds the whole model, its gradients and Adam state, and each layer's
+ * gradient is all-reduced (average) as backward makes it, Adam following it as in the other modes.
  *
  * <h2>What it prints</h2>
  * Every line of a rank starts with {@code [rank r]}. Per step (each rank): its loss and step time. At the end, per
@@ -64,7 +71,7 @@ import picocli.CommandLine.Option;
  */
 public final class ShardedTraining {
     /** The forms of sharding, chosen by {@code --mode}. */
-    enum Mode { ZERO3, ZERO2, ZERO1 }
+    enum Mode { ZERO3, ZERO2, ZERO1, DDP }
 
     static final float BETA1 = 0.9f;
     static final float BETA2 = 0.999f;
@@ -282,12 +289,14 @@ public final class ShardedTraining {
         final int gathered = gatheredBuffers(o.mode, layers, o.gatheredBuffers);
         final int gradBuffers = gradientBuffers(o.mode, layers, o.gradientBuffers);
         final String mode = o.mode.name().toLowerCase(Locale.ROOT);
+        final boolean ddp = o.mode == Mode.DDP;
         if (rank == 0) {
             say("ShardedTraining: %s, %d rank(s), %d x (Linear(%d,%d) + ReLU) float32 (TF32 off), %.3f B parameters"
                     + " (%.1f GB of parameters, gradients and Adam state), batch %d per rank, MSE, Adam lr %s,"
-                    + " %d steps, %d gathered and %d gradient buffers", mode, world, layers, h, h,
-                    layers * groupCount / 1e9, 16.0 * layers * groupCount / 1e9, batch, o.lr, steps, gathered,
-                    gradBuffers);
+                    + " %d steps, %s, optimizer %s", mode, world, layers, h, h,
+                    layers * groupCount / 1e9, 16.0 * layers * groupCount / 1e9, batch, o.lr, steps,
+                    ddp ? "nothing sharded" : gathered + " gathered and " + gradBuffers + " gradient buffers",
+                    o.optimizerOverlap ? "overlapping backward" : "after backward");
             say("NCCL %s (%s)", Nccl.version(), Nccl.library().path());
         }
         say("device %d", device);
@@ -304,26 +313,30 @@ public final class ShardedTraining {
         }
         final float lr = o.lr;
         ParameterShards.Builder builder = ParameterShards.builder(comm).gatheredBuffers(gathered)
-                .gradientBuffers(gradBuffers);
+                .gradientBuffers(gradBuffers).overlapOptimizer(o.optimizerOverlap);
         for (int l = 0; l < layers; l++) {
             builder.add(groupCount);
         }
-        ParameterShards[] holder = new ParameterShards[1];
-        builder.optimizer((group, offset, count, st) -> {
-            ParameterShards s = holder[0];
+        long[] base = new long[2];   // the flat parameters and gradients the updates read
+        ParameterShards.ShardUpdate adam = (group, offset, count, st) -> {
             hookBefore[group].record(st);
-            long p = s.parameterShards().address() + 4 * offset;
-            long g = s.gradientShards().address() + 4 * offset;
-            ops.adam(p, g, moments[0].address() + 4 * offset, moments[1].address() + 4 * offset, count, lr, BETA1,
-                    BETA2, EPS, adamStep[0], adamStep[1]);
+            long p = base[0] + 4 * offset;
+            long g = base[1] + 4 * offset;
+            ops.adam(st.handle(), p, g, moments[0].address() + 4 * offset, moments[1].address() + 4 * offset, count,
+                    lr, BETA1, BETA2, EPS, adamStep[0], adamStep[1]);
             hookAfter[group].record(st);
-        });
-        ParameterShards shards = track(builder.build());
-        holder[0] = shards;
-        allocated += shards.deviceBytes();
+        };
+        ParameterShards shards = ddp ? null : track(builder.optimizer(adam).build());
+        ReplicatedLayers replicas = ddp ? track(new ReplicatedLayers(comm, layers, groupCount, o.optimizerOverlap,
+                adam)) : null;
+        base[0] = ddp ? replicas.parameters().address() : shards.parameterShards().address();
+        base[1] = ddp ? replicas.gradients().address() : shards.gradientShards().address();
+        final long storeBytes = ddp ? replicas.deviceBytes() : shards.deviceBytes();
+        allocated += storeBytes;
         peakAllocated = allocated;
-        moments[0] = allocate(device, shards.shardElements()).fill(0);
-        moments[1] = allocate(device, shards.shardElements()).fill(0);
+        long stateElements = ddp ? (long) layers * groupCount : shards.shardElements();
+        moments[0] = allocate(device, stateElements).fill(0);
+        moments[1] = allocate(device, stateElements).fill(0);
 
         long[] act = new long[layers + 1];
         for (int l = 0; l <= layers; l++) {
@@ -341,9 +354,15 @@ public final class ShardedTraining {
         FloatPointer normHost = track(new FloatPointer(1));
 
         // ---- the same initial weights on every rank: each layer drawn whole from the common seed, the shard kept
-        DeviceBuffer full = allocate(device, shards.paddedCount(0)).fill(0);
+        DeviceBuffer full = allocate(device, ddp ? 2 : shards.paddedCount(0)).fill(0);
         float bound = (float) (1.0 / Math.sqrt(h));
         for (int l = 0; l < layers; l++) {
+            if (ddp) {   // the whole layer kept
+                long at = replicas.layer(l).address();
+                ops.uniform(at, weights, bound);
+                ops.uniform(at + 4 * weights, h, bound);
+                continue;
+            }
             ops.uniform(full.address(), weights, bound);
             ops.uniform(full.address() + 4 * weights, h, bound);
             long shardBytes = 4 * shards.shardCount(l);
@@ -388,7 +407,7 @@ public final class ShardedTraining {
             ops.affine(labels, n, 0.25f, 0.5f);
             for (int l = 0; l < layers; l++) {
                 waitFrom[l].record(compute);
-                long w = shards.gather(l, compute).address();
+                long w = ddp ? replicas.layer(l).address() : shards.gather(l, compute).address();
                 waitTo[l].record(compute);
                 ops.gemm(false, false, h, batch, h, 1f, w, h, act[l], h, 0f, act[l + 1], h);
                 ops.biasAct(act[l + 1], w + 4 * weights, h, n, true);
@@ -402,21 +421,32 @@ public final class ShardedTraining {
             for (int l = layers - 1; l >= 0; l--) {
                 int p = 2 * layers - 1 - l;
                 waitFrom[p].record(compute);
-                long w = shards.gather(l, compute).address();
-                long g = shards.gradient(l, compute).address();
+                long w = ddp ? replicas.layer(l).address() : shards.gather(l, compute).address();
+                long g = ddp ? replicas.gradient(l) : shards.gradient(l, compute).address();
                 waitTo[p].record(compute);
                 ops.reluBackward(dz, act[l + 1], n);                                    // dZ_l
                 ops.gemm(false, true, h, h, batch, 1f, dz, h, act[l], h, 0f, g, h);     // dW_l = dZ A_l^T
                 ops.gemv(h, batch, 1f, dz, h, ones, 0f, g + 4 * weights);               // db_l = dZ 1
-                shards.reduceScatter(l, compute);
+                if (ddp) {
+                    replicas.allReduce(l, compute);
+                } else {
+                    shards.reduceScatter(l, compute);
+                }
                 if (l > 0) {
                     long next = scratch[l % 2];
                     ops.gemm(true, false, h, batch, h, 1f, w, h, dz, h, 0f, next, h);   // dA_l = W^T dZ
                     dz = next;
                 }
+                if (ddp) {
+                    replicas.weightsRead(l, compute);   // overlapped: W_l's update may follow its all-reduce now
+                }
             }
             ev[E_BACKWARD].record(compute);
-            shards.finish(compute);   // Adam per layer through the hook, each after its reduce-scatter
+            if (ddp) {
+                replicas.finish(compute);
+            } else {
+                shards.finish(compute);   // Adam per layer through the hook, behind or after each reduce-scatter
+            }
             ev[E_END].record(compute);
             ev[E_END].synchronize();
 
@@ -428,24 +458,63 @@ public final class ShardedTraining {
             for (int p = 0; p < positions; p++) {
                 waited += waitTo[p].elapsedSince(waitFrom[p]);
             }
-            Event previous = ev[E_BACKWARD];
-            for (int l = layers - 1; l >= 0; l--) {   // the hook's order: the wait for each reduce-scatter
-                waited += hookBefore[l].elapsedSince(previous);
-                previous = hookAfter[l];
+            if (o.optimizerOverlap) {   // after backward: the wait for the last reduce-scatter and update
+                waited += ev[E_END].elapsedSince(ev[E_BACKWARD]);
+            } else {
+                Event previous = ev[E_BACKWARD];
+                for (int l = layers - 1; l >= 0; l--) {   // the hook's order: the wait for each reduce-scatter
+                    waited += hookBefore[l].elapsedSince(previous);
+                    previous = hookAfter[l];
+                }
             }
             double comm0 = 0;
             for (int p = 0; p < positions; p++) {
-                if (shards.gathersAt(p)) {
+                if (!ddp && shards.gathersAt(p)) {
                     float[] t = shards.gatherTiming(p, origin);
                     comm0 += t[1] - t[0];
                 }
             }
             for (int l = 0; l < layers; l++) {
-                float[] t = shards.reduceScatterTiming(l, origin);
+                float[] t = ddp ? replicas.timing(l, origin) : shards.reduceScatterTiming(l, origin);
                 comm0 += t[1] - t[0];
             }
             commMsPerStep[s] = comm0;
             hidden[s] = hiddenFraction(comm0, waited);
+            if (o.trace != null && s == steps - 1) {
+                ChromeTrace trace = new ChromeTrace(rank, "nccl4j ShardedTraining " + mode + " rank " + rank);
+                int step = s + 1;
+                for (int p = 0; p < positions; p++) {
+                    int l = p < layers ? p : positions - 1 - p;
+                    double from = waitTo[p].elapsedSince(origin);
+                    double waitedFrom = waitFrom[p].elapsedSince(origin);
+                    if (from - waitedFrom >= 0.001) {
+                        trace.complete("wait (" + (ddp ? "gradient" : "gather") + ")", "compute", waitedFrom, from,
+                                step);
+                    }
+                    Event end = p == layers - 1 ? ev[E_FORWARD] : p == positions - 1 ? ev[E_BACKWARD] : waitFrom[p + 1];
+                    trace.complete((p < layers ? "forward " : "backward ") + l + (p == layers - 1 ? " + loss" : ""),
+                            "compute", from, end.elapsedSince(origin), step);
+                    if (!ddp && shards.gathersAt(p)) {
+                        float[] t = shards.gatherTiming(p, origin);
+                        trace.complete("all-gather " + l, "nccl", t[0], t[1], step);
+                    }
+                }
+                for (int l = 0; l < layers; l++) {
+                    float[] t = ddp ? replicas.timing(l, origin) : shards.reduceScatterTiming(l, origin);
+                    trace.complete((ddp ? "all-reduce " : "reduce-scatter ") + l, "nccl", t[0], t[1], step);
+                    trace.complete("Adam " + l, o.optimizerOverlap ? "nccl" : "compute",
+                            hookBefore[l].elapsedSince(origin), hookAfter[l].elapsedSince(origin), step);
+                }
+                trace.complete(o.optimizerOverlap ? "wait for the last update" : "wait + Adam", "compute",
+                        ev[E_BACKWARD].elapsedSince(origin), ev[E_END].elapsedSince(origin), step);
+                Path file = Path.of(DdpOptions.perRankFile(o.trace, rank, world));
+                try {
+                    trace.write(file);
+                    say("trace: %s (%d events, step %d)", file.toAbsolutePath(), trace.events(), step);
+                } catch (IOException e) {
+                    say("could not write the trace %s: %s", file, e);
+                }
+            }
             check(cudart.cudaMemcpy(normHost, normPtr, 4, cudart.cudaMemcpyDeviceToHost), "cudaMemcpy(loss)");
             float norm = normHost.get(0);
             loss[s] = (double) norm * norm / n;
@@ -453,7 +522,7 @@ public final class ShardedTraining {
                     s + 1 >= first ? "" : "  (warm-up, not in the median)");
         }
         compute.synchronize();
-        shards.communicationStream().synchronize();
+        (ddp ? replicas.communicationStream() : shards.communicationStream()).synchronize();
         comm.checkAsyncError();
 
         double median = StepStats.medianFrom(stepMs, first);
@@ -464,9 +533,10 @@ public final class ShardedTraining {
                 + " communication %.3f ms, hidden %.3f)", first, steps, median, StepStats.medianFrom(fwdMs, first),
                 StepStats.medianFrom(bwdMs, first), StepStats.medianFrom(optMs, first),
                 StepStats.medianFrom(commMsPerStep, first), hiddenMedian);
-        say("device memory: %.3f GiB allocated by this rank at the peak (shards %.3f GiB, Adam state %.3f GiB);"
+        say("device memory: %.3f GiB allocated by this rank at the peak (%s %.3f GiB, Adam state %.3f GiB);"
                 + " device used %.3f of %.3f GiB (cudaMemGetInfo, every process on the device)", peakAllocated / gib,
-                shards.deviceBytes() / gib, 2.0 * moments[0].bytes() / gib, (mem[1] - mem[0]) / gib, mem[1] / gib);
+                ddp ? "parameters and gradients" : "shards", storeBytes / gib, 2.0 * moments[0].bytes() / gib,
+                (mem[1] - mem[0]) / gib, mem[1] / gib);
 
         boolean finite = true;
         for (double l : loss) {
@@ -482,12 +552,17 @@ public final class ShardedTraining {
         boolean identical = true;
         String sum = "skipped";
         if (o.checksum) {
-            DeviceBuffer whole = allocate(device, shards.paddedCount(0));
-            ByteBuffer host = ByteBuffer.allocateDirect(Math.toIntExact(whole.bytes()));
+            DeviceBuffer whole = ddp ? null : allocate(device, shards.paddedCount(0));
+            ByteBuffer host = ByteBuffer.allocateDirect(Math.toIntExact(ddp ? 4 * groupCount : whole.bytes()));
             for (int l = 0; l < layers; l++) {
-                shards.gatherTo(l, whole, compute);
-                compute.synchronize();
-                whole.copyTo(host.clear());
+                if (ddp) {   // every rank holds the whole layer
+                    compute.synchronize();
+                    replicas.layer(l).copyTo(host.clear());
+                } else {
+                    shards.gatherTo(l, whole, compute);
+                    compute.synchronize();
+                    whole.copyTo(host.clear());
+                }
                 own = wordChecksum(own, host.duplicate().position(0).limit(Math.toIntExact(4 * groupCount)));
             }
             DeviceBuffer send = track(DeviceBuffer.allocate(device, 1, DataType.INT64));
@@ -509,11 +584,13 @@ public final class ShardedTraining {
         say("RESULT impl=nccl4j mode=%s rank=%d ranks=%d layers=%d size=%d batch=%d steps=%d median_ms=%.3f"
                 + " forward_ms=%.3f backward_ms=%.3f optimizer_ms=%.3f comm_ms=%.3f hidden_fraction=%.3f"
                 + " peak_alloc_gib=%.3f device_used_gib=%.3f gathered_buffers=%d gradient_buffers=%d"
-                + " loss_first=%.6f loss_last=%.6f loss_falling=%s weights=%s checksum=%s", mode, rank, world,
+                + " loss_first=%.6f loss_last=%.6f loss_falling=%s weights=%s checksum=%s optimizer_overlap=%s", mode,
+                rank, world,
                 layers, h, batch, steps, median, StepStats.medianFrom(fwdMs, first), StepStats.medianFrom(bwdMs, first),
                 StepStats.medianFrom(optMs, first), StepStats.medianFrom(commMsPerStep, first), hiddenMedian,
                 peakAllocated / gib, (mem[1] - mem[0]) / gib, gathered, gradBuffers, loss[0], loss[steps - 1],
-                falling ? "yes" : "no", !o.checksum ? "unchecked" : identical ? "identical" : "different", sum);
+                falling ? "yes" : "no", !o.checksum ? "unchecked" : identical ? "identical" : "different", sum,
+                o.optimizerOverlap ? "yes" : "no");
         return finite && identical ? 0 : 1;
     }
 
@@ -540,12 +617,13 @@ public final class ShardedTraining {
         @Option(names = "--steps", paramLabel = "N", description = "Training steps (default: ${DEFAULT-VALUE}).")
         int steps = 20;
         @Option(names = "--lr", paramLabel = "X", description = "Adam's learning rate (default: ${DEFAULT-VALUE}).")
-        float lr = 0.001f;
+        float lr = 0.0001f;
         @Option(names = "--seed", paramLabel = "N", description = "Random seed (default: ${DEFAULT-VALUE}).")
         long seed = 1234;
         @Option(names = "--mode", paramLabel = "M", converter = ModeConverter.class, description = "zero3: "
                 + "parameters, gradients and Adam state sharded (default); zero2: full parameters through the step; "
-                + "zero1: full parameters and gradients, Adam state sharded.")
+                + "zero1: full parameters and gradients, Adam state sharded; ddp: nothing sharded, gradients"
+                + " all-reduced (the baseline).")
         Mode mode = Mode.ZERO3;
         @Option(names = "--gathered-buffers", paramLabel = "K", description = "Gathered-parameter buffers (default: "
                 + "the mode's: 2 for zero3, the layers otherwise).")
@@ -553,6 +631,16 @@ public final class ShardedTraining {
         @Option(names = "--gradient-buffers", paramLabel = "K", description = "Full-gradient buffers (default: the "
                 + "mode's: the layers for zero1, 2 otherwise).")
         int gradientBuffers;
+        @Option(names = "--trace", paramLabel = "FILE", description = "Write the last step's timeline (compute,"
+                + " gathers, reduce-scatters, Adam) as a Chrome trace; {rank} is replaced by the rank.")
+        String trace;
+        @Option(names = "--no-optimizer-overlap", negatable = false, description = "Run Adam after backward, on the"
+                + " compute stream, instead of behind each layer's reduce-scatter on the communication stream.")
+        void noOptimizerOverlap(boolean off) {
+            optimizerOverlap = !off;
+        }
+
+        boolean optimizerOverlap = true;
         @Option(names = "--no-checksum", negatable = false, description = "Skip gathering and hashing the whole model"
                 + " at the end.")
         void noChecksum(boolean skip) {
@@ -608,7 +696,7 @@ public final class ShardedTraining {
                 return Mode.valueOf(value.toUpperCase(Locale.ROOT));
             } catch (IllegalArgumentException e) {
                 throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not one of zero3, zero2,"
-                        + " zero1");
+                        + " zero1, ddp");
             }
         }
     }

@@ -61,6 +61,14 @@ class ShardedTrainingTest {
         assertEquals(1024, o.batch);
         assertEquals(ShardedTraining.Mode.ZERO3, o.mode);
         assertTrue(o.checksum);
+        assertTrue(o.optimizerOverlap, "Adam follows each reduce-scatter unless told otherwise");
+        assertEquals(1e-4f, o.lr);
+        assertEquals(null, o.trace);
+        o = parsed("--mode", "ddp", "--no-optimizer-overlap", "--trace", "t{rank}.json");
+        assertEquals(ShardedTraining.Mode.DDP, o.mode);
+        assertFalse(o.optimizerOverlap);
+        assertEquals("t1.json", DdpOptions.perRankFile(o.trace, 1, 2));
+        assertEquals("t_rank1.json", DdpOptions.perRankFile("t.json", 1, 2));
         o = parsed("--mode", "ZeRO2", "--layers", "4", "--gathered-buffers", "3", "--no-checksum");
         assertEquals(ShardedTraining.Mode.ZERO2, o.mode);
         assertEquals(3, o.gatheredBuffers);
@@ -76,6 +84,6 @@ class ShardedTrainingTest {
         e = assertThrows(Args.UsageException.class, () -> Args.parse(new ShardedTraining.Options(), "--mode",
                 "zero4"));
         assertTrue(e.getMessage().startsWith("Invalid value for option '--mode': 'zero4' is not one of zero3, zero2,"
-                + " zero1"), e.getMessage());
+                + " zero1, ddp"), e.getMessage());
     }
 }
