@@ -196,6 +196,18 @@ class PreflightTest {
         assertEquals("unlimited", Limits.words(Limits.UNLIMITED));
     }
 
+    /** The two lines docs/multi-host.md shows are the ones the preflight prints for their machines. */
+    @Test
+    void theDocumentsSampleLinesAreWhatItPrints() throws Exception {
+        String doc = java.nio.file.Files.readString(java.nio.file.Path.of("../docs/multi-host.md"));
+        Map<String, String> env = Map.of("NCCL_SOCKET_IFNAME", "eth0", "MASTER_ADDR", "node0", "MASTER_PORT", "29500",
+                "NCCL4J_JOB_SECRET", "0123456789abcdef0123456789abcdef");
+        String ready = Preflight.check(gpus(4), new Limits(8 * GIB, Limits.UNLIMITED), NCCL_OK, env).line();
+        String notReady = Preflight.check(gpus(4), new Limits(64 * MIB, 64 * 1024), NCCL_OK, env).line();
+        assertTrue(notReady.contains("not ready: /dev/shm is 64.0 MiB"), notReady);
+        assertTrue(doc.contains("\n" + ready + "\n" + notReady + "\n"), ready + "\n" + notReady);
+    }
+
     @Test
     void onThisMachineWithoutAGpuItPrintsOneLineAndExits1() {
         StringWriter out = new StringWriter();
