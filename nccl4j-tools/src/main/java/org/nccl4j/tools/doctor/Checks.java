@@ -406,9 +406,9 @@ public final class Checks {
                 out.add(Finding.warn("host", "memlock", "locked memory is limited to " + Limits.words(
                         l.memlockBytes()) + " (ulimit -l) on a host with RDMA devices " + names + ": NCCL's "
                         + "InfiniBand transport locks the buffers it registers, and a registration over the limit "
-                        + "fails", "make it unlimited: docker run --ulimit memlock=-1; for Slurm tasks "
-                        + "LimitMEMLOCK=infinity in slurmd's systemd unit; else memlock unlimited in "
-                        + "/etc/security/limits.conf"));
+                        + "fails", "make it unlimited: docker run --ulimit memlock=-1; Slurm: LimitMEMLOCK=infinity "
+                        + "in slurmd's systemd unit and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf; else "
+                        + "memlock unlimited in /etc/security/limits.conf"));
             }
         }
         return out;
