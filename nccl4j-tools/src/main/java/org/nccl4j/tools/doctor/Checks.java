@@ -352,6 +352,7 @@ public final class Checks {
             out.addAll(lines);
         }
         out.addAll(nccl4jValues(env, m));
+        out.addAll(masterPort(env));
         out.addAll(jobSecret(env));
         // a value that is well formed but wrong for this machine: its OK line goes
         Set<String> judged = new TreeSet<>();
@@ -362,6 +363,77 @@ public final class Checks {
         }
         out.removeIf(f -> f.status() == Status.OK && judged.contains(f.subject()));
         return out;
+    }
+
+    /** The size of /dev/shm below which a host of several GPUs is judged short: NVIDIA's containers ask for 1 GiB. */
+    static final long SHM_NEEDED = 1L << 30;
+
+    /** The fix for a /dev/shm that is too small or missing. */
+    static final String SHM_FIX = "give the container a larger /dev/shm: docker run --shm-size=1g (or --ipc=host); "
+            + "Kubernetes: an emptyDir volume with medium: Memory mounted at /dev/shm; docs/multi-host.md";
+
+    /**
+     * What the host or container allows NCCL: {@code /dev/shm}, where NCCL makes the shared-memory segments between
+     * the ranks of a host (judged where CUDA sees more than one GPU: one GPU has no local peer), and the
+     * locked-memory limit, under which NCCL's InfiniBand transport registers its buffers (judged on a host with RDMA
+     * devices and {@code NCCL_IB_DISABLE} not 1).
+     *
+     * @param l the limits read
+     * @param m the machine: its GPUs and RDMA devices
+     * @param env the environment
+     * @return the {@code host} findings, none, one or two
+     */
+    static List<Finding> host(Limits l, Machine m, Map<String, String> env) {
+        List<Finding> out = new ArrayList<>();
+        int gpus = m.gpus().size();
+        if (gpus > 1 && l.shmBytes() == Limits.UNKNOWN) {
+            out.add(Finding.warn("host", "/dev/shm", "/dev/shm is missing or cannot be read: NCCL makes the "
+                    + "shared-memory segments between the ranks of this host's " + gpus + " GPUs there", SHM_FIX));
+        } else if (gpus > 1 && l.shmBytes() < SHM_NEEDED) {
+            out.add(Finding.warn("host", "/dev/shm", "/dev/shm is " + Limits.words(l.shmBytes()) + ", under the "
+                    + "1 GiB that NCCL's shared-memory segments between the ranks of this host's " + gpus + " GPUs "
+                    + "may need (64 MiB is a container's default)", SHM_FIX));
+        } else if (l.shmBytes() != Limits.UNKNOWN) {
+            out.add(Finding.ok("host", "/dev/shm", Limits.words(l.shmBytes())));
+        }
+        String ibOff = env.get(NcclEnvironment.IB_DISABLE);
+        boolean ib = !m.hcas().isEmpty() && (ibOff == null || !ibOff.trim().equals("1"));
+        if (ib && l.memlockBytes() != Limits.UNKNOWN) {
+            List<String> names = m.hcas().stream().map(Machine.Hca::name).toList();
+            if (l.memlockBytes() == Limits.UNLIMITED) {
+                out.add(Finding.ok("host", "memlock", "locked memory unlimited, RDMA devices " + names));
+            } else {
+                out.add(Finding.warn("host", "memlock", "locked memory is limited to " + Limits.words(
+                        l.memlockBytes()) + " (ulimit -l) on a host with RDMA devices " + names + ": NCCL's "
+                        + "InfiniBand transport locks the buffers it registers, and a registration over the limit "
+                        + "fails", "make it unlimited: docker run --ulimit memlock=-1; Slurm: LimitMEMLOCK=infinity "
+                        + "in slurmd's systemd unit and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf; else "
+                        + "memlock unlimited in /etc/security/limits.conf"));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The rendezvous port: {@code MASTER_PORT}, else {@code PET_MASTER_PORT}, as {@code LaunchInfo} reads it; a
+     * value that is not a TCP port is a FAIL (every rank would refuse it).
+     *
+     * @param env the environment
+     * @return one FAIL, or nothing
+     */
+    static List<Finding> masterPort(Map<String, String> env) {
+        for (String v : new String[] {"MASTER_PORT", "PET_MASTER_PORT"}) {
+            String value = env.get(v);
+            if (value != null) {
+                int port = org.nccl4j.launch.LaunchInfo.portNumber(value);
+                if (port < 1 || port > 65535) {
+                    return List.of(Finding.fail("env", v, v + "=" + value + " is not a TCP port", "set " + v
+                            + " to a port from 1 to 65535, the same on every rank (29500 in the recipes)"));
+                }
+                return List.of();
+            }
+        }
+        return List.of();
     }
 
     private static List<Finding> nccl4jValues(Map<String, String> env, Machine m) {
@@ -425,7 +497,7 @@ public final class Checks {
     }
 
     /** "N hosts" (or "several hosts") when the launch in {@code env} spans more than one host, else null. */
-    private static String hostsOf(Map<String, String> env) {
+    static String hostsOf(Map<String, String> env) {
         org.nccl4j.launch.LaunchInfo launch;
         try {
             launch = org.nccl4j.launch.LaunchInfo.detect(env);

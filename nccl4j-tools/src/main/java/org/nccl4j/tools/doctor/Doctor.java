@@ -32,7 +32,9 @@ import picocli.CommandLine.Spec;
  * <p>Exit status: 0 nothing to fix, 1 a WARN or FAIL, 2 it cannot run (no driver or GPU; a usage error), 3 the
  * doctor failed. {@code --json} prints one JSON object (format version {@value #FORMAT_VERSION}, described in
  * docs/diagnostics.md and docs/formats.md): the findings, a bandwidth finding with its measured and expected rates,
- * and each GPU pair's path ({@link Paths}); {@code --quick} skips the measurements.
+ * and each GPU pair's path ({@link Paths}); {@code --quick} skips the measurements. {@code --preflight} runs only
+ * what decides whether a rank can start here ({@link Preflight}) and prints one line; its exit status is 0 ready,
+ * 1 not ready.
  */
 @Command(name = "nccl4j-doctor", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
         sortOptions = false, usageHelpWidth = 100,
@@ -40,8 +42,8 @@ import picocli.CommandLine.Spec;
                 + "library, NVLink, topology, PCIe, clocks, ECC, other processes, the NCCL_* and NCCL4J_* "
                 + "environment, and measured bandwidths. Each line says OK, WARN or FAIL, with the fix.", ""},
         exitCodeListHeading = "%nExit status:%n",
-        exitCodeList = {"0:nothing to fix", "1:a WARN or FAIL was found", "2:it cannot run (no driver or GPU), "
-                + "or a usage error", "3:the doctor failed"})
+        exitCodeList = {"0:nothing to fix (--preflight: ready)", "1:a WARN or FAIL was found (--preflight: not "
+                + "ready)", "2:it cannot run (no driver or GPU), or a usage error", "3:the doctor failed"})
 public final class Doctor implements Callable<Integer> {
     /** The version of the {@code --json} format. */
     public static final int FORMAT_VERSION = 1;
@@ -51,6 +53,11 @@ public final class Doctor implements Callable<Integer> {
 
     @Option(names = "--quick", description = "Skip the bandwidth measurements (a second instead of up to 30).")
     private boolean quick;
+
+    @Option(names = "--preflight", description = "Only what decides whether a rank can start here (CUDA sees a GPU, "
+            + "NCCL loads, /dev/shm is large enough, the environment's FAILs such as NCCL_SOCKET_IFNAME naming no "
+            + "interface, a job secret for a job across hosts), in one line: exit 0 ready, 1 not ready.")
+    private boolean preflight;
 
     @Spec
     private CommandSpec spec;
@@ -70,8 +77,19 @@ public final class Doctor implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (preflight) {
+            if (json || quick) {
+                throw new Tools.UsageException("--preflight prints one line and measures nothing: use it alone, or "
+                        + "--quick or --json without it");
+            }
+            Preflight.Verdict v = Preflight.check(Probe.read(false), Limits.read(), ncclFindings(), System.getenv());
+            PrintWriter out = spec.commandLine().getOut();
+            out.println(v.line());
+            out.flush();
+            return v.ready() ? 0 : 1;
+        }
         long t0 = System.nanoTime();
-        Machine machine = Probe.read();
+        Machine machine = Probe.read(true);
         List<Finding> findings = examine(machine, System.getenv(), !quick);
         int status = machine.cudaError() != null ? 2 : Checks.worst(findings).compareTo(Status.WARN) >= 0 ? 1 : 0;
         double seconds = (System.nanoTime() - t0) / 1e9;
@@ -85,6 +103,27 @@ public final class Doctor implements Callable<Integer> {
     /** Every check on {@code machine} and {@code env}; the measurements when asked and CUDA works. */
     static List<Finding> examine(Machine machine, Map<String, String> env, boolean measure) {
         List<Finding> findings = new ArrayList<>(Checks.cuda(machine));
+        List<Finding> nccl = ncclFindings();
+        findings.addAll(nccl);
+        if (machine.cudaError() == null) {
+            findings.addAll(Checks.nvml(machine));
+        }
+        findings.addAll(Checks.host(Limits.read(), machine, env));
+        findings.addAll(Checks.environment(env, machine));
+        boolean ncclLoaded = nccl.stream().noneMatch(f -> f.status() == Status.FAIL);
+        if (measure && machine.cudaError() == null && !machine.gpus().isEmpty() && ncclLoaded) {
+            try {
+                findings.addAll(Measure.run(machine));
+            } catch (RuntimeException e) {
+                findings.add(Finding.fail("bandwidth", "measurement", "failed: " + e.getMessage(), "run the "
+                        + "doctor again with --quick, and see the message for the cause"));
+            }
+        }
+        return findings;
+    }
+
+    /** The NCCL library nccl4j loads here: its version and path and the entry points it lacks, or why it fails. */
+    static List<Finding> ncclFindings() {
         String error = null;
         String version = null;
         String path = null;
@@ -101,20 +140,7 @@ public final class Doctor implements Callable<Integer> {
         } catch (RuntimeException | LinkageError e) {
             error = "no NCCL library could be loaded: " + e.getMessage();
         }
-        findings.addAll(Checks.nccl(version, path, missing, error));
-        if (machine.cudaError() == null) {
-            findings.addAll(Checks.nvml(machine));
-        }
-        findings.addAll(Checks.environment(env, machine));
-        if (measure && machine.cudaError() == null && !machine.gpus().isEmpty() && error == null) {
-            try {
-                findings.addAll(Measure.run(machine));
-            } catch (RuntimeException e) {
-                findings.add(Finding.fail("bandwidth", "measurement", "failed: " + e.getMessage(), "run the "
-                        + "doctor again with --quick, and see the message for the cause"));
-            }
-        }
-        return findings;
+        return Checks.nccl(version, path, missing, error);
     }
 
     static String text(List<Finding> findings, int status, double seconds) {

@@ -4,7 +4,7 @@ package org.nccl4j.tools.doctor;
  * One line of the doctor's report.
  *
  * @param section what part of the machine it is about ({@code cuda}, {@code gpu}, {@code nccl}, {@code nvlink},
- *        {@code topology}, {@code pcie}, {@code health}, {@code env}, {@code bandwidth})
+ *        {@code topology}, {@code pcie}, {@code health}, {@code host}, {@code env}, {@code bandwidth})
  * @param status the verdict
  * @param subject what was looked at, e.g. {@code GPU 0} or {@code NCCL_ALGO}
  * @param detail what was found

@@ -27,7 +27,14 @@ final class Probe {
     private Probe() {
     }
 
-    static Machine read() {
+    /**
+     * Reads this host.
+     *
+     * @param full whether to read peer access and NVML too; without, the machine has CUDA's versions, its GPUs and
+     *        the network, which is what {@link Preflight} judges
+     * @return the machine
+     */
+    static Machine read(boolean full) {
         List<String> interfaces = interfaces();
         int[] v = new int[1];
         int driver = 0;
@@ -64,6 +71,15 @@ final class Probe {
                         p.pciDeviceID()));
                 caps.add(new int[] {p.major(), p.minor()});
             }
+        }
+        if (!full) {
+            List<Machine.Gpu> gpus = new ArrayList<>();
+            for (int d = 0; d < count; d++) {
+                gpus.add(new Machine.Gpu(d, names.get(d), memory.get(d), busIds.get(d), caps.get(d)[0],
+                        caps.get(d)[1], null));
+            }
+            return new Machine(driver, runtime, null, gpus, null, "not read (--preflight)", null, null, interfaces,
+                    hcas());
         }
         boolean[][] p2p = new boolean[count][count];
         for (int i = 0; i < count; i++) {

@@ -294,7 +294,7 @@ class DoctorTest {
         StringWriter out = new StringWriter();
         assertEquals(0, Tools.execute(new Doctor(), new String[] {"--help"}, new PrintWriter(out),
                 new PrintWriter(new StringWriter())));
-        assertTrue(out.toString().startsWith("Usage: nccl4j-doctor [-hV] [--json] [--quick]"), out.toString());
+        assertTrue(out.toString().startsWith("Usage: nccl4j-doctor [-hV] [--json] [--preflight] [--quick]"), out.toString());
         out = new StringWriter();
         assertEquals(0, Tools.execute(new Doctor(), new String[] {"--version"}, new PrintWriter(out),
                 new PrintWriter(new StringWriter())));
