@@ -37,6 +37,62 @@ javacpp_platform=linux-x86_64
 cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so libjninvml.so"}
 console_version=1.14.1
 
+# Plots (Plot, nccl4j-perf --plot) draw text through the JRE's libfontmanager.so, which a JDK built against the
+# system's HarfBuzz and FreeType (Debian's, Ubuntu's) links to them, and they to GLib, Graphite2, libpng and Brotli;
+# a GPU machine without Java has none of these, nor a font. carry_font_stack JRE copies into JRE/lib each library
+# that ldd names for libfontmanager.so, libawt.so and libawt_headless.so, but those every Ubuntu has (glibc, libstdc++,
+# libgcc_s, zlib, PCRE2): the JRE's libraries look in their own directory first (RPATH $ORIGIN, which the loader
+# also follows for the libraries they load), so no LD_LIBRARY_PATH is needed and nothing outside the JRE sees them.
+# It adds DejaVu Sans as JRE/lib/fonts/DejaVuSans.ttf and a fontconfig.properties that maps Java's logical fonts to it,
+# which Java reads where the machine has no fontconfig or no font. What it cannot carry it says, and goes on: a plot
+# is no measurement. To keep the bundle's size, it deletes the libraries that a headless JRE never loads: those for a
+# display (libawt_xawt, libjawt, libsplashscreen), sound (libjsound) and medialib's image filters (libmlib_image,
+# which Java replaces by its own code when it is missing), 1.2 MB of the 4.5 MB it adds.
+carry_font_stack() { # JRE
+  local jre=$1 dep name font f added=() left=()
+  if [ ! -f "$jre/lib/libfontmanager.so" ]; then
+    echo "gpu-bundle.sh: warning: $jre/lib/libfontmanager.so is missing: no font stack carried for plots" >&2
+    return 0
+  fi
+  rm -f "$jre"/lib/{libawt_xawt,libjawt,libsplashscreen,libjsound,libmlib_image}.so
+  while read -r dep; do
+    name=${dep##*/}
+    case "$name" in
+      libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) ;;
+      libz.so.*|libpcre2-8.so.*) ;;
+      *) if [[ $dep != "$jre"/* ]]; then cp -L "$dep" "$jre/lib/$name"; added+=("$jre/lib/$name"); fi ;;
+    esac
+  done < <(for f in libfontmanager.so libawt.so libawt_headless.so; do
+             if [ -f "$jre/lib/$f" ]; then ldd "$jre/lib/$f"; fi
+           done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+  # each now resolves to the JRE's copy (not so where a JDK's libraries have RUNPATH, which the loader does not follow)
+  while read -r name dep; do
+    if [ -f "$jre/lib/$name" ] && [ "$dep" != "$jre/lib/$name" ]; then left+=("$dep"); fi
+  done < <(ldd "$jre/lib/libfontmanager.so" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+  if [ ${#left[@]} != 0 ]; then
+    echo "gpu-bundle.sh: warning: libfontmanager.so loads ${left[*]}, not the JRE's copies: plots may fail where" \
+      "those are missing" >&2
+  fi
+  font=""
+  for f in /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf /usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf \
+           /usr/share/fonts/dejavu/DejaVuSans.ttf /usr/share/fonts/TTF/DejaVuSans.ttf; do
+    [ -f "$f" ] && { font=$f; break; }
+  done
+  if [ -z "$font" ]; then
+    echo "gpu-bundle.sh: warning: no DejaVuSans.ttf here (fonts-dejavu-core): plots need a font on the GPU machine" >&2
+  else
+    mkdir -p "$jre/lib/fonts"
+    cp "$font" "$jre/lib/fonts/DejaVuSans.ttf"
+    added+=("$jre/lib/fonts/DejaVuSans.ttf")
+    printf '%s\n' "# gpu-bundle.sh: Java's logical fonts in DejaVu Sans, lib/fonts/DejaVuSans.ttf, where the machine" \
+      "# has no fontconfig or no font" "version=1" "allfonts.latin-1=DejaVu Sans" "sequence.allfonts=latin-1" \
+      "filename.DejaVu_Sans=\$JRE_LIB_FONTS/DejaVuSans.ttf" > "$jre/lib/fontconfig.properties"
+  fi
+  if [ ${#added[@]} != 0 ]; then
+    echo "font stack for plots: ${#added[@]} files in $jre/lib, $(du -cb "${added[@]}" | tail -1 | cut -f1) bytes"
+  fi
+}
+
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/deps"
 # Build, and let Maven copy each module's dependencies (test scope: the tests run from the bundle too).
@@ -81,6 +137,7 @@ jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.un
 if command -v strip >/dev/null; then
   find "$out/jre" -name '*.so' -exec strip --strip-unneeded {} +
 fi
+carry_font_stack "$out/jre"
 cp scripts/gpu-test.sh scripts/nccl4j-run scripts/nccl4j-perf scripts/nccl4j-trace scripts/nccl4j-doctor scripts/departures.sh scripts/ports-attack.sh scripts/env.sh "$out/"
 # departures.sh's torch rows (TORCH=1) run the PyTorch counterpart, which it looks for in bench/ beside itself
 mkdir -p "$out/bench"

@@ -116,8 +116,9 @@ y=$(awk -F'\t' 'NR > 1 && $7 > 1048576 { big = 1 } END { print big ? "busbw" : "
 "$bundle/jre/bin/java" -Djava.awt.headless=true -cp "$(nccl4j_classpath "$bundle")" org.nccl4j.tools.perf.Plot \
   "$out/frontier.png" --frontier --y "$y" --title "nccl4j-perf and nccl-tests, out of place, medians of $rounds rounds" \
   "$tsv" > "$out/plot.log" 2>&1 || {
-  # the plot is a picture of the figures above, not a measurement: its failure (a JRE whose font stack is missing on
-  # the machine, libfontmanager without libharfbuzz.so.0) is reported and leaves the status alone
+  # the plot is a picture of the figures above, not a measurement: its failure (say, a bundle older than
+  # gpu-bundle.sh's carry_font_stack, whose libfontmanager.so found no libharfbuzz.so.0) is reported and leaves the
+  # status alone
   echo "$tool: the plot failed (the figures are in frontier.md and frontier.json): $(grep -m1 -E 'Error|Exception' \
     "$out/plot.log" | cut -c1-200)"
   rm -f "$out/frontier.png"

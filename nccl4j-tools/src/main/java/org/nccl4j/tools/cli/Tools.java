@@ -1,6 +1,7 @@
 package org.nccl4j.tools.cli;
 
 import java.io.PrintWriter;
+import java.io.StringWriter;
 import org.nccl4j.Nccl;
 import picocli.CommandLine;
 
@@ -10,13 +11,18 @@ import picocli.CommandLine;
  * option (then a pointer to {@code --help}) with exit status {@link #USAGE}, and a failure of the tool itself printed
  * with its stack trace and exit status {@link #SOFTWARE}.
  *
- * <p>A tool declares {@code @Command(name = ..., mixinStandardHelpOptions = true, versionProvider =
- * Tools.Version.class)} and runs with {@link #execute(Object, String[], PrintWriter, PrintWriter)}; a value it refuses
- * after parsing is a {@link UsageException}. A program that runs itself rather than as a picocli command (a harness,
- * or Plot) declares its options the same way and parses them with {@link #parseOrExit}.
+ * <p>The tools declare their options with picocli, and this class holds only the house conventions around it. A tool
+ * declares {@code @Command(name = ..., mixinStandardHelpOptions = true, versionProvider = Tools.Version.class)} and
+ * runs with {@link #execute(Object, String[], PrintWriter, PrintWriter)}; a value it refuses after parsing is a
+ * {@link UsageException}. A program that runs itself rather than as a picocli command (a harness, or Plot) declares
+ * its options the same way and parses them with {@link #parseOrExit}. nccl4j-perf and nccl4j-run answer {@code --help}
+ * themselves and read their command line with {@link #parseArgs}; nccl4j-run refuses with {@link #refuse}, as
+ * {@code execute} does, and nccl4j-perf in one line. Every command line of the tools reaches picocli through
+ * {@link #parseArgs} or {@link #execute} (ToolsTest).
  *
- * <p>The examples have their own {@code Args}, alike: an example is a leaf a user copies, so it needs nothing of this
- * module, and this module imports nothing of the examples (it runs them by class name).
+ * <p>The examples have their own {@code Args}, alike, and no class can serve both: nccl4j-core, below both, does not
+ * depend on picocli; this module imports nothing of the examples (it runs them by class name), and an example is a
+ * leaf a user copies with nccl4j-core and picocli, so it needs nothing of this module either.
  */
 public final class Tools {
     /** Exit status of a command line that cannot be parsed, or a value that is refused. */
@@ -83,8 +89,7 @@ public final class Tools {
         cl.setErr(err);
         String name = cl.getCommandName();
         cl.setParameterExceptionHandler((e, a) -> {
-            err.println(name + ": " + e.getMessage());
-            err.println("Try '" + name + " --help' for the options.");
+            refuse(err, name, e.getMessage());
             return USAGE;
         });
         cl.setExecutionExceptionHandler((e, c, p) -> {
@@ -100,6 +105,52 @@ public final class Tools {
         out.flush();
         err.flush();
         return status;
+    }
+
+    /**
+     * Reads {@code args} into the command of {@code cl}, set up as its tool needs (for example, the rank's arguments
+     * left alone after the main class). A tool that answers {@code --help} and {@code --version} itself asks
+     * {@code cl} afterwards whether they were given.
+     *
+     * @param cl the command line of the tool's {@code @Command} options object
+     * @param args the command line
+     * @return {@code cl}
+     * @throws UsageException with picocli's message, which names the option and what it accepts (for example
+     *         {@code Unknown option: '--frobnicate'})
+     */
+    public static CommandLine parseArgs(CommandLine cl, String... args) {
+        try {
+            cl.parseArgs(args);
+        } catch (CommandLine.ParameterException e) {
+            throw new UsageException(e.getMessage());
+        }
+        return cl;
+    }
+
+    /**
+     * Prints a command line's refusal as every tool does: {@code <tool>: <message>}, then {@code Try '<tool> --help'
+     * for the options.}
+     *
+     * @param err where errors go
+     * @param name the tool's name
+     * @param message what is wrong, naming the option
+     */
+    public static void refuse(PrintWriter err, String name, String message) {
+        err.println(name + ": " + message);
+        err.println("Try '" + name + " --help' for the options.");
+        err.flush();
+    }
+
+    /**
+     * The {@code --version} text of a tool, as {@code --version} prints it, without the last line's end.
+     *
+     * @param options the tool's {@code @Command} options object
+     * @return three lines: the tool and nccl4j's version, the loaded NCCL's (or why none), Java's
+     */
+    public static String versionText(Object options) {
+        StringWriter w = new StringWriter();
+        new CommandLine(options).printVersionHelp(new PrintWriter(w, true));
+        return w.toString().stripTrailing();
     }
 
     /**
@@ -128,8 +179,8 @@ public final class Tools {
     public static <T> T parse(T options, String... args) {
         CommandLine cl = new CommandLine(options);
         try {
-            cl.parseArgs(args);
-        } catch (CommandLine.ParameterException e) {
+            parseArgs(cl, args);
+        } catch (UsageException e) {
             throw new UsageException(e.getMessage() + "; try '" + cl.getCommandName() + " --help'");
         }
         if (cl.isUsageHelpRequested()) {

@@ -22,6 +22,7 @@ import org.nccl4j.Nccl;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.tools.cli.Programs;
+import org.nccl4j.tools.cli.Tools;
 
 /**
  * nccl4j-perf: nccl-tests' benchmarks, written with nccl4j, with nccl-tests' flags, output columns and
@@ -259,8 +260,8 @@ public final class Perf {
     }
 
     private static void header(PrintStream out, PerfArgs a, Bench bench, NcclLibrary lib, Operation o) {
-        out.printf(Locale.ROOT, "# %s version %s nccl-library=%d (NCCL %s, %s)%n", TOOL, version(), lib.versionCode(),
-                lib.version(), lib.path());
+        out.printf(Locale.ROOT, "# %s version %s nccl-library=%d (NCCL %s, %s)%n", TOOL, Tools.nccl4jVersion(),
+                lib.versionCode(), lib.version(), lib.path());
         out.println("# Collective test starting: " + o.perfName());
         out.printf(Locale.ROOT, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d "
                 + "agg iters: %d validation: %d graph: %d%n", bench.localRanks(), a.minBytes, a.maxBytes, a.stepText(),
@@ -299,11 +300,6 @@ public final class Perf {
         Table.header(a.reportCputime != 0, a.reportTimestamps != 0).forEach(out::println);
     }
 
-    static String version() {
-        String v = Perf.class.getPackage().getImplementationVersion();
-        return v == null ? "dev" : v;
-    }
-
     /** The -J document: run metadata, then one record per (operation, size, type, redop, root, placement). */
     static Map<String, Object> document(PerfArgs a, Bench bench, NcclLibrary lib, List<PerfRow> results,
             Map<String, Double> avgBusbw) {
@@ -311,7 +307,7 @@ public final class Perf {
         doc.put(JsonDocs.FORMAT, "nccl4j-perf");
         doc.put(JsonDocs.VERSION, RESULTS_VERSION);
         doc.put("tool", TOOL);
-        doc.put("tool_version", version());
+        doc.put("tool_version", Tools.nccl4jVersion());
         doc.put("date", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
         doc.put("hostname", hostname());
         doc.put("nccl_version", lib.version());

@@ -161,8 +161,8 @@ public final class PerfArgs {
         CommandLine cl = new CommandLine(line);
         cl.setOverwrittenOptionsAllowed(true);   // as nccl-tests: the last of a repeated flag wins
         try {
-            cl.parseArgs(argv);
-        } catch (CommandLine.ParameterException e) {
+            Tools.parseArgs(cl, argv);
+        } catch (Tools.UsageException e) {
             throw new IllegalArgumentException(e.getMessage() + " (-h lists the options)");
         }
         if (cl.isUsageHelpRequested()) {
@@ -193,9 +193,7 @@ public final class PerfArgs {
 
     /** The version text ({@code --version}). */
     public static String versionText() {
-        java.io.StringWriter w = new java.io.StringWriter();
-        new CommandLine(new Line()).printVersionHelp(new java.io.PrintWriter(w, true));
-        return w.toString().stripTrailing();
+        return Tools.versionText(new Line());
     }
 
     /**

@@ -73,11 +73,7 @@ final class LaunchOptions {
         Line line = new Line();
         CommandLine cl = new CommandLine(line);
         cl.setStopAtPositional(true);   // what follows the main class or command is the rank's
-        try {
-            cl.parseArgs(args);
-        } catch (CommandLine.ParameterException e) {
-            throw new UsageException(e.getMessage());
-        }
+        Tools.parseArgs(cl, args);
         if (cl.isUsageHelpRequested() || cl.isVersionHelpRequested()) {
             LaunchOptions o = new LaunchOptions(0, false, 0, DEFAULT_GRACE, null, List.of(), true);
             o.version = cl.isVersionHelpRequested();
@@ -262,9 +258,7 @@ final class LaunchOptions {
 
     /** The version text ({@code --version}). */
     static String version() {
-        java.io.StringWriter w = new java.io.StringWriter();
-        new CommandLine(new Line()).printVersionHelp(new java.io.PrintWriter(w, true));
-        return w.toString().stripTrailing();
+        return Tools.versionText(new Line());
     }
 
     /** The command line as picocli reads it; {@link #parse} checks and completes it. */

@@ -3,6 +3,7 @@ package org.nccl4j.tools.run;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -168,9 +169,8 @@ public final class Launcher {
         try {
             options = LaunchOptions.parse(args, env, java, classPath);
         } catch (Tools.UsageException e) {
-            err.println("nccl4j-run: " + e.getMessage());
-            err.println("Try 'nccl4j-run --help' for the options.");
-            return 2;
+            Tools.refuse(new PrintWriter(err, true), "nccl4j-run", e.getMessage());
+            return Tools.USAGE;
         }
         if (options.help()) {
             out.print(options.versionAsked() ? LaunchOptions.version() + "\n" : LaunchOptions.usage());
