@@ -110,7 +110,7 @@ SNIPPET=$snippet awk '/<!-- README.md.s dependency snippet -->/ { print ENVIRON[
   release-check/pom.xml > "$consumer/pom.xml"
 printf '%s\n' "$program" > "$consumer/src/main/java/$main.java"
 mvn -B -ntp -f "$consumer/pom.xml" -Dmaven.repo.local="$m2" -Drelease.repo="file://$repo" \
-  package dependency:build-classpath -Dmdep.outputFile="$consumer/classpath.txt" > "$work/consumer.log" 2>&1 \
+  compile dependency:build-classpath -Dmdep.outputFile="$consumer/classpath.txt" > "$work/consumer.log" 2>&1 \
   || fail "$work/consumer.log" "the consumer did not build (see $work/consumer.log)"
 origin=$m2/${group//.//}/$artifact/$version/_remote.repositories
 grep -q '>release-check=$' "$origin" 2>/dev/null \
