@@ -123,9 +123,15 @@ for f in "$out"/deps/*.jar; do
   esac
 done
 rm -rf "$out/deps"
+# Each module's jar (whatever the version), and its tests jar; not the sources, Javadoc or platform jars.
 for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
-  cp $m/target/$m-*-SNAPSHOT.jar "$out/lib/" 2>/dev/null || true
-  if [ "$tests" = 1 ]; then cp $m/target/$m-*-tests.jar "$out/lib/" 2>/dev/null || true; fi
+  for j in "$m/target/$m"-*.jar; do
+    case "$j" in
+      *-tests.jar) if [ "$tests" = 1 ]; then cp "$j" "$out/lib/"; fi ;;
+      *-sources.jar|*-javadoc.jar|*-"$javacpp_platform".jar) ;;
+      *) cp "$j" "$out/lib/" ;;
+    esac
+  done
 done
 rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$javacpp_platform".jar
 

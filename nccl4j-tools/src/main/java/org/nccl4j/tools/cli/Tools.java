@@ -36,7 +36,7 @@ public final class Tools {
     /**
      * nccl4j's version: the jar manifest's Implementation-Version, or {@code dev} when run from classes.
      *
-     * @return e.g. {@code 0.1.0-SNAPSHOT}
+     * @return e.g. {@code 0.1.0}
      */
     public static String nccl4jVersion() {
         String v = Tools.class.getPackage().getImplementationVersion();

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.nccl4j.tools.run.ScriptSandbox.env;
 import static org.nccl4j.tools.run.ScriptKit.PYTHON_ENV;
 import static org.nccl4j.tools.run.ScriptKit.ROOT;
+import static org.nccl4j.tools.run.ScriptKit.VERSION;
 import static org.nccl4j.tools.run.ScriptKit.assertLines;
 import static org.nccl4j.tools.run.ScriptKit.assumeOnPath;
 import static org.nccl4j.tools.run.ScriptKit.exec;
@@ -410,22 +411,22 @@ class LivenessCostTest {
      */
     private static String sideJars(Path dir, String side, boolean auth) throws Exception {
         if (auth) {
-            jar(dir.resolve("nccl4j-core-0.1.0-SNAPSHOT.jar"), "side-" + side, "org/nccl4j/launch/JobSecret.class");
+            jar(dir.resolve("nccl4j-core-" + VERSION + ".jar"), "side-" + side, "org/nccl4j/launch/JobSecret.class");
         } else {
-            jar(dir.resolve("nccl4j-core-0.1.0-SNAPSHOT.jar"), "side-" + side);
+            jar(dir.resolve("nccl4j-core-" + VERSION + ".jar"), "side-" + side);
         }
-        jar(dir.resolve("nccl4j-examples-0.1.0-SNAPSHOT.jar"), "side-" + side, "x");
-        jar(dir.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"), "side-" + side, "n");
-        jar(dir.resolve("nccl4j-tools-0.1.0-SNAPSHOT.jar"), "side-" + side, "h");
+        jar(dir.resolve("nccl4j-examples-" + VERSION + ".jar"), "side-" + side, "x");
+        jar(dir.resolve("nccl4j-native-" + VERSION + ".jar"), "side-" + side, "n");
+        jar(dir.resolve("nccl4j-tools-" + VERSION + ".jar"), "side-" + side, "h");
         return "auth=" + (auth ? "yes" : "no") + " " + hashes(dir);
     }
 
     /** "core=SHA examples=SHA native=SHA tools=SHA" of the jars in dir (sha256, the first 12 hex digits). */
     private static String hashes(Path dir) throws Exception {
-        return "core=" + sha12(dir.resolve("nccl4j-core-0.1.0-SNAPSHOT.jar")) + " examples="
-                + sha12(dir.resolve("nccl4j-examples-0.1.0-SNAPSHOT.jar")) + " native="
-                + sha12(dir.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar")) + " tools="
-                + sha12(dir.resolve("nccl4j-tools-0.1.0-SNAPSHOT.jar"));
+        return "core=" + sha12(dir.resolve("nccl4j-core-" + VERSION + ".jar")) + " examples="
+                + sha12(dir.resolve("nccl4j-examples-" + VERSION + ".jar")) + " native="
+                + sha12(dir.resolve("nccl4j-native-" + VERSION + ".jar")) + " tools="
+                + sha12(dir.resolve("nccl4j-tools-" + VERSION + ".jar"));
     }
 
     /** hashes(dir) as the report says it: "core SHA, examples SHA, native SHA, tools SHA". */
@@ -438,8 +439,8 @@ class LivenessCostTest {
     void aSideIsItsJarsHashesAndWhetherCoreHoldsTheJobSecret() throws Exception {
         Path lib = tmp.resolve("lib");
         String line = sideJars(lib, "after", true);
-        jar(lib.resolve("nccl4j-core-0.1.0-SNAPSHOT-tests.jar"), "t");   // not the side's: left out
-        jar(lib.resolve("nccl4j-native-0.1.0-SNAPSHOT-linux-x86_64.jar"), "so");
+        jar(lib.resolve("nccl4j-core-" + VERSION + "-tests.jar"), "t");   // not the side's: left out
+        jar(lib.resolve("nccl4j-native-" + VERSION + "-linux-x86_64.jar"), "so");
         Run r = helper(Map.of(), "side", lib.toString());
         assertEquals(0, r.status(), r.out());
         assertEquals(line + "\n", r.out());
@@ -448,7 +449,7 @@ class LivenessCostTest {
         assertEquals(line + "\n", r.out());
         Path before = tmp.resolve("before");
         assertTrue(sideJars(before, "before", false).startsWith("auth=no core="));
-        Files.delete(before.resolve("nccl4j-examples-0.1.0-SNAPSHOT.jar"));
+        Files.delete(before.resolve("nccl4j-examples-" + VERSION + ".jar"));
         r = helper(Map.of(), "side", before.toString());
         assertEquals(1, r.status(), r.out());
         assertEquals("liveness_cost.py side: " + before + " holds no single nccl4j-examples-*.jar\n", r.out());
@@ -475,7 +476,7 @@ class LivenessCostTest {
         copy("liveness-cost-fake.sh", box.bundle.resolve("jre/bin/java"));
         copy("departures-fake.sh", box.base.resolve("dfake/java"));
         for (String n : List.of("core", "examples", "native", "tools")) {
-            Files.delete(box.bundle.resolve("lib/nccl4j-" + n + "-0.1.0-SNAPSHOT.jar"));
+            Files.delete(box.bundle.resolve("lib/nccl4j-" + n + "-" + VERSION + ".jar"));
         }
         sideJars(box.bundle.resolve("lib"), afterSide, afterAuth);
         beforeLib = box.base.resolve("before-lib");
@@ -526,15 +527,15 @@ class LivenessCostTest {
         // a before directory without its native jar
         Path partial = Files.createDirectories(box.base.resolve("partial"));
         for (String n : List.of("core", "examples")) {
-            String j = "nccl4j-" + n + "-0.1.0-SNAPSHOT.jar";
+            String j = "nccl4j-" + n + "-" + VERSION + ".jar";
             Files.copy(beforeLib.resolve(j), partial.resolve(j));
         }
         r = script(4, "--", bundle, partial.toString());
         assertEquals("liveness-cost.sh: before: " + partial + " holds no single nccl4j-native-*.jar (it needs "
                 + "nccl4j-core, nccl4j-examples, nccl4j-native and nccl4j-tools, one of each)\n", r.err());
         // ... and without its tools jar, which holds the harness
-        Files.copy(beforeLib.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"),
-                partial.resolve("nccl4j-native-0.1.0-SNAPSHOT.jar"));
+        Files.copy(beforeLib.resolve("nccl4j-native-" + VERSION + ".jar"),
+                partial.resolve("nccl4j-native-" + VERSION + ".jar"));
         r = script(4, "--", bundle, partial.toString());
         assertEquals("liveness-cost.sh: before: " + partial + " holds no single nccl4j-tools-*.jar (it needs "
                 + "nccl4j-core, nccl4j-examples, nccl4j-native and nccl4j-tools, one of each)\n", r.err());

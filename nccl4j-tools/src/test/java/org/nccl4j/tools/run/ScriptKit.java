@@ -22,10 +22,27 @@ import java.util.concurrent.TimeUnit;
 final class ScriptKit {
     /** The checkout: the parent of nccl4j-tools, where Maven runs the tests. */
     static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+    /**
+     * nccl4j's version as the parent pom.xml says it (the version that follows nccl4j-parent): the build's jars are
+     * named with it, so the tests name their fake jars with it too.
+     */
+    static final String VERSION = parentVersion();
     /** The environment the Python reports run with, so that they print their non-ASCII characters on any locale. */
     static final Map<String, String> PYTHON_ENV = Map.of("PYTHONIOENCODING", "utf-8");
 
     private ScriptKit() {
+    }
+
+    private static String parentVersion() {
+        try {
+            java.util.regex.Matcher m = java.util.regex.Pattern
+                    .compile("<artifactId>nccl4j-parent</artifactId>\\s*<version>([^<]+)</version>")
+                    .matcher(Files.readString(ROOT.resolve("pom.xml")));
+            assertTrue(m.find(), ROOT.resolve("pom.xml") + " names no version after nccl4j-parent");
+            return m.group(1);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** A finished command: its exit status and its output, stdout and stderr together. */

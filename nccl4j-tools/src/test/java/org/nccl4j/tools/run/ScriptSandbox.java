@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.nccl4j.tools.run.ScriptKit.ROOT;
+import static org.nccl4j.tools.run.ScriptKit.VERSION;
 import static org.nccl4j.tools.run.ScriptKit.executable;
 
 import java.io.IOException;
@@ -49,10 +50,10 @@ final class ScriptSandbox {
     static final List<String> JARS = List.of("xchart-3.8.8.jar", "VectorGraphics2D-0.13.jar",
             "cuda-13.3-9.25-1.5.14.jar", "cuda-13.3-9.25-1.5.14-linux-x86_64.jar", "javacpp-1.5.14.jar",
             "javacpp-1.5.14-linux-x86_64.jar", "junit-platform-console-standalone-1.14.1.jar", "logback-classic-1.5.18.jar",
-            "logback-core-1.5.18.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar", "nccl4j-core-0.1.0-SNAPSHOT-tests.jar",
-            "nccl4j-examples-0.1.0-SNAPSHOT.jar", "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar",
-            "nccl4j-native-0.1.0-SNAPSHOT.jar", "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-tools-0.1.0-SNAPSHOT.jar",
-            "nccl4j-tools-0.1.0-SNAPSHOT-tests.jar", "slf4j-api-2.0.17.jar");
+            "logback-core-1.5.18.jar", "nccl4j-core-" + VERSION + ".jar", "nccl4j-core-" + VERSION + "-tests.jar",
+            "nccl4j-examples-" + VERSION + ".jar", "nccl4j-examples-" + VERSION + "-tests.jar",
+            "nccl4j-native-" + VERSION + ".jar", "nccl4j-native-" + VERSION + "-tests.jar",
+            "nccl4j-tools-" + VERSION + ".jar", "nccl4j-tools-" + VERSION + "-tests.jar", "slf4j-api-2.0.17.jar");
     static final String CONSOLE = "junit-platform-console-standalone-1.14.1.jar";
 
     final Path base;
@@ -156,16 +157,16 @@ final class ScriptSandbox {
         Path jar = null;
         for (String m : List.of("nccl4j-examples", "nccl4j-tools")) {
             Path target = Files.createDirectories(root.resolve(m + "/target/lib"));
-            Files.createFile(root.resolve(m + "/target/" + m + "-0.1.0-SNAPSHOT-tests.jar"));
-            jar = Files.createFile(target.resolveSibling(m + "-0.1.0-SNAPSHOT.jar"));
+            Files.createFile(root.resolve(m + "/target/" + m + "-" + VERSION + "-tests.jar"));
+            jar = Files.createFile(target.resolveSibling(m + "-" + VERSION + ".jar"));
         }
         return jar;
     }
 
     /** The class path the scripts build from makeBuild's build under root (env.sh's nccl4j_build_classpath). */
     static String buildClasspath(Path root) {
-        return root.resolve("nccl4j-tools/target/nccl4j-tools-0.1.0-SNAPSHOT.jar") + ":"
-                + root.resolve("nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT.jar") + ":"
+        return root.resolve("nccl4j-tools/target/nccl4j-tools-" + VERSION + ".jar") + ":"
+                + root.resolve("nccl4j-examples/target/nccl4j-examples-" + VERSION + ".jar") + ":"
                 + root.resolve("nccl4j-tools/target/lib") + "/*:" + root.resolve("nccl4j-examples/target/lib") + "/*";
     }
 
@@ -201,6 +202,7 @@ final class ScriptSandbox {
         e.put("FAKE_REC", rec.toString());
         e.put("FAKE_GPUS", "2");
         e.put("FAKE_UID", "0");
+        e.put("FAKE_VERSION", VERSION);   // the fake mvn's jars are named with it
         return e;
     }
 

@@ -20,6 +20,7 @@ import static org.nccl4j.tools.run.ScriptSandbox.job;
 import static org.nccl4j.tools.run.ScriptSandbox.masked;
 import static org.nccl4j.tools.run.ScriptSandbox.x;
 import static org.nccl4j.tools.run.ScriptKit.ROOT;
+import static org.nccl4j.tools.run.ScriptKit.VERSION;
 import static org.nccl4j.tools.run.ScriptKit.exec;
 import static org.nccl4j.tools.run.ScriptKit.executable;
 
@@ -441,7 +442,7 @@ class ScriptsTest {
         assertEquals(0, r.status(), r.toString());
         String buildCp = buildClasspath(root);
         assertEquals(List.of(classpath(bundle), bundle + "/lib/*",
-                root.resolve("nccl4j-examples/target/nccl4j-examples-0.1.0-SNAPSHOT.jar").toString(), jar.toString(),
+                root.resolve("nccl4j-examples/target/nccl4j-examples-" + VERSION + ".jar").toString(), jar.toString(),
                 buildCp, jdk + "/bin/java", jdk + "/bin/java"), r.outLines());
         delete(root.resolve("nccl4j-examples/target/lib"));
         r = envSh("nccl4j_build_classpath " + root + " || echo \"status $?\"; nccl4j_java_home || echo \"status $?\";"
@@ -626,10 +627,10 @@ class ScriptsTest {
 
         Path java = bundle.resolve("jre/bin/java");
         List<String> junit = args(JAVA_OPTS, "-jar", bundle.resolve("lib/" + CONSOLE), "execute", "--class-path",
-                classpath(bundle), "--scan-classpath", bundle.resolve("lib/nccl4j-core-0.1.0-SNAPSHOT-tests.jar"),
-                "--scan-classpath", bundle.resolve("lib/nccl4j-examples-0.1.0-SNAPSHOT-tests.jar"), "--scan-classpath",
-                bundle.resolve("lib/nccl4j-native-0.1.0-SNAPSHOT-tests.jar"), "--scan-classpath",
-                bundle.resolve("lib/nccl4j-tools-0.1.0-SNAPSHOT-tests.jar"), "--disable-banner", "--disable-ansi-colors",
+                classpath(bundle), "--scan-classpath", bundle.resolve("lib/nccl4j-core-" + VERSION + "-tests.jar"),
+                "--scan-classpath", bundle.resolve("lib/nccl4j-examples-" + VERSION + "-tests.jar"), "--scan-classpath",
+                bundle.resolve("lib/nccl4j-native-" + VERSION + "-tests.jar"), "--scan-classpath",
+                bundle.resolve("lib/nccl4j-tools-" + VERSION + "-tests.jar"), "--disable-banner", "--disable-ansi-colors",
                 "--details=tree", "--details-theme=ascii");
         Call timeout1 = r.of("timeout").get(0);
         assertEquals(List.of("900", "bash", "-c"), timeout1.args().subList(0, 3));
@@ -1179,10 +1180,10 @@ class ScriptsTest {
             files = s.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
         }
         // JUnit's jars are in the console launcher; nccl4j's own from the modules' target/
-        assertEquals(List.of(cuda, CONSOLE, "nccl4j-core-0.1.0-SNAPSHOT-tests.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
-                "nccl4j-examples-0.1.0-SNAPSHOT-tests.jar", "nccl4j-examples-0.1.0-SNAPSHOT.jar",
-                "nccl4j-native-0.1.0-SNAPSHOT-tests.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar",
-                "nccl4j-tools-0.1.0-SNAPSHOT-tests.jar", "nccl4j-tools-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+        assertEquals(List.of(cuda, CONSOLE, "nccl4j-core-" + VERSION + "-tests.jar", "nccl4j-core-" + VERSION + ".jar",
+                "nccl4j-examples-" + VERSION + "-tests.jar", "nccl4j-examples-" + VERSION + ".jar",
+                "nccl4j-native-" + VERSION + "-tests.jar", "nccl4j-native-" + VERSION + ".jar",
+                "nccl4j-tools-" + VERSION + "-tests.jar", "nccl4j-tools-" + VERSION + ".jar", "slf4j-api-2.0.17.jar"), files);
         assertFalse(Files.exists(out.resolve("deps")));
         assertTrue(Files.exists(out.resolve("jre/bin/java")));
         for (String s : bundledScripts()) {
@@ -1216,9 +1217,9 @@ class ScriptsTest {
         try (Stream<Path> s = Files.list(out.resolve("lib"))) {
             files = s.map(p -> p.getFileName().toString()).sorted().collect(Collectors.toList());
         }
-        assertEquals(List.of("cuda-13.3-9.25-1.5.14-linux-x86_64.jar", "nccl4j-core-0.1.0-SNAPSHOT.jar",
-                "nccl4j-examples-0.1.0-SNAPSHOT.jar", "nccl4j-native-0.1.0-SNAPSHOT.jar",
-                "nccl4j-tools-0.1.0-SNAPSHOT.jar", "slf4j-api-2.0.17.jar"), files);
+        assertEquals(List.of("cuda-13.3-9.25-1.5.14-linux-x86_64.jar", "nccl4j-core-" + VERSION + ".jar",
+                "nccl4j-examples-" + VERSION + ".jar", "nccl4j-native-" + VERSION + ".jar",
+                "nccl4j-tools-" + VERSION + ".jar", "slf4j-api-2.0.17.jar"), files);
         assertTrue(r.out().strip().endsWith(", without the tests (BUNDLE_TESTS=0)"), r.out());
         ScriptSandbox.fake(out.resolve("jre/bin/java"));   // fake jlink's java is an empty file
         Result t = box.run(out.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), out.toString());

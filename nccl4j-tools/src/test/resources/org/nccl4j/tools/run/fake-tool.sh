@@ -11,12 +11,13 @@
 #   timeout     runs the command (no limit, no signal; takes -s SIGNAL)
 #   nvidia-smi  -L: FAKE_GPUS lines "GPU i: ..."; --query-gpu=name: "Fake GPU" per GPU
 #   id          -u: FAKE_UID (default 0)
-#   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-{examples,tools}/target/{nccl4j-*-0.1.0-SNAPSHOT.jar,lib/}
+#   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-{examples,tools}/target/{nccl4j-*-V.jar,lib/} (V: FAKE_VERSION)
 #               in its working directory and exits 0; otherwise exits 1. With FAKE_MVN_BUILD=1 also, as gpu-bundle.sh
 #               expects: dependency:copy-dependencies puts FAKE_MVN_DEPS (jar names, default a CUDA presets JNI jar,
 #               a JUnit jar and slf4j-api) in nccl4j-core/target/dependency/ and the module jars in
-#               nccl4j-{native,core,examples,tools}/target/; dependency:copy -Dartifact=G:A:V -DoutputDirectory=DIR
-#               creates DIR/A-V.jar
+#               nccl4j-{native,core,examples,tools}/target/ (each jar and -tests jar; native and core, as the real
+#               build, also -sources and -javadoc jars, and native its linux-x86_64 jar); dependency:copy
+#               -Dartifact=G:A:V -DoutputDirectory=DIR creates DIR/A-V.jar
 #   jlink       --output DIR: creates DIR/bin/java
 #   unzip       -q -j JAR ENTRY -d DIR: creates DIR/<ENTRY's file name>
 #   zip         -q -r ZIP ...: creates ZIP
@@ -100,9 +101,10 @@ case "$tool" in
     done ;;
   mvn)
     [ "${FAKE_MVN_BUILD:-0}" = 1 ] || { echo "fake mvn: build failed" >&2; exit 1; }
+    v=${FAKE_VERSION:?fake mvn: FAKE_VERSION is not set}
     for m in nccl4j-examples nccl4j-tools; do
       mkdir -p "$m/target/lib"
-      : > "$m/target/$m-0.1.0-SNAPSHOT.jar"
+      : > "$m/target/$m-$v.jar"
     done
     artifact=""
     outdir=""
@@ -115,9 +117,14 @@ case "$tool" in
           done
           for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
             mkdir -p "$m/target"
-            : > "$m/target/$m-0.1.0-SNAPSHOT.jar"
-            : > "$m/target/$m-0.1.0-SNAPSHOT-tests.jar"
-          done ;;
+            : > "$m/target/$m-$v.jar"
+            : > "$m/target/$m-$v-tests.jar"
+          done
+          for m in nccl4j-native nccl4j-core; do
+            : > "$m/target/$m-$v-sources.jar"
+            : > "$m/target/$m-$v-javadoc.jar"
+          done
+          : > "nccl4j-native/target/nccl4j-native-$v-linux-x86_64.jar" ;;
         -Dartifact=*) artifact=${a#-Dartifact=} ;;
         -DoutputDirectory=*) outdir=${a#-DoutputDirectory=} ;;
       esac
