@@ -23,8 +23,9 @@ import org.nccl4j.trace.TraceOperation;
  * published, the streams it used, its ledger and channel, and the hooks through which they act on it (a failure
  * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit). {@link Communicator} holds
  * one in a final field and is the only class that makes one; {@link Watchdog}, {@link WatchdogMonitor},
- * {@link Liveness}, {@link Departing}, {@link Teardown}, {@link LeftBehind} and {@link Farewell} talk to it, never to
- * the Communicator; streams, events and graphs know it only as a {@link Stream.User}.
+ * {@link Departing}, {@link Teardown} and {@link LeftBehind} talk to it, never to the Communicator; streams, events and
+ * graphs know it only as a {@link Stream.User}, the control plane ({@link Liveness}, {@link Farewell}) as an
+ * {@link Attached}.
  *
  * <p>It sits below the watchdog ({@code LayersTest}): it names neither Watchdog nor Communicator. What must reach
  * the program's own objects (the {@link OperationObserver} and the {@link FailureListener}, which are given the

@@ -97,6 +97,9 @@ class LayersTest {
                     found.add("control." + e.getKey() + " -> " + to);
                 }
             }
+            for (String to : qualified(e.getValue(), "diagnostics")) {
+                found.add("control." + e.getKey() + " -> diagnostics." + to);
+            }
         }
         Map<String, String> root = sources(SOURCES);
         for (String value : CONTROL_MAY_NAME) {
