@@ -5,7 +5,7 @@
 #
 #   scripts/bench/control-plane-scale.sh [N...]      N: rank counts (default: 64 256 1024 2048 4096)
 #
-# Per N (org.nccl4j.ControlPlaneScale, in nccl4j-core's test sources, as it drives the package-private liveness
+# Per N (org.nccl4j.control.ControlPlaneScale, in nccl4j-core's test sources, as it drives the package-private liveness
 # channel): the time until every rank has the id, the time until every rank's roster is complete, rank 0's threads
 # once all joined, rank 0's CPU and allocation rate and the other ranks' CPU with heartbeats running WINDOW s
 # (default 10), the JVM's heap after a GC (every rank's side together), the time until one rank dropped without a
@@ -90,7 +90,7 @@ status=0
 objects=()
 for n in "${sizes[@]}"; do
   echo "== $n ranks"
-  timeout "$limit" "$java" "${opts[@]}" -cp "$classpath" org.nccl4j.ControlPlaneScale --ranks "$n" \
+  timeout "$limit" "$java" "${opts[@]}" -cp "$classpath" org.nccl4j.control.ControlPlaneScale --ranks "$n" \
       --window "$window" --json "$out/$n.json" > "$out/$n.log" 2>&1
   rc=$?
   if [ $rc -ne 0 ] || [ ! -s "$out/$n.json" ]; then

@@ -4,6 +4,9 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import org.nccl4j.control.Departures;
+import org.nccl4j.control.Farewell;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -138,6 +141,7 @@ final class Bootstrap {
         Liveness live = where == null ? null
                 : Liveness.joinLater(served, rank, where[0], Integer.parseInt(where[1]), deadline);
         if (live != null) {
+            Farewell.install(StartupGuard.AT_EXIT);
             Farewell.register(live);   // a rank that ends during start-up says how, and in which phase
             live.awaitJoined(deadline);   // joined before the rendezvous: its loss there is known to all
         }

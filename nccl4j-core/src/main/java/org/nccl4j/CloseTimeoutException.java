@@ -1,6 +1,7 @@
 package org.nccl4j;
 
 import java.time.Duration;
+import org.nccl4j.control.Durations;
 
 /**
  * {@link Communicator#close()} did not end within the close deadline ({@code NCCL4J_CLOSE_TIMEOUT}, 30 s by

@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import org.nccl4j.control.Durations;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;

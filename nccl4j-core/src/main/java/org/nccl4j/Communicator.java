@@ -3,6 +3,9 @@ package org.nccl4j;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
+import org.nccl4j.control.Farewell;
+import org.nccl4j.control.Liveness;
+import org.nccl4j.control.Survivors;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -76,7 +79,8 @@ public final class Communicator implements AutoCloseable {
                 new ProgramHooks(this));
         this.path = new Dispatch(this, handle, library, health);
         NcclLog.register(handle, rank, size, settings.commName());
-        Farewell.install();   // the exit waits for NCCL teardowns under way, whatever made the communicator
+        // the exit waits for NCCL teardowns under way, whatever made the communicator
+        Farewell.install(StartupGuard.AT_EXIT);
         if (health.recorder != null) {
             Watchdog.instance().recorded(health);
             if (settings.enabled()) {

@@ -2,6 +2,7 @@ package org.nccl4j;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import org.nccl4j.control.Durations;
 
 /**
  * A communicator that the watchdog found broken: an operation that did not complete within the timeout

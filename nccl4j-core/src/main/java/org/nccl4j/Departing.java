@@ -2,6 +2,9 @@ package org.nccl4j;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import org.nccl4j.control.Departures;
+import org.nccl4j.control.Ledger;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -2,6 +2,8 @@ package org.nccl4j;
 
 import java.time.Duration;
 import java.util.List;
+import org.nccl4j.control.Durations;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 

@@ -3,6 +3,8 @@ package org.nccl4j;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.control.Durations;
+import org.nccl4j.control.Farewell;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * {@code java} would run on, holding its GPU, until it calls nccl4j again, possibly never.
  *
  * <p>A rank is left behind when the watchdog fails its communicator because every way on is closed: a peer failed,
- * aborted or exited after issuing an operation this rank has not issued ({@link Departures.Verdict#leftBehind}).
+ * aborted or exited after issuing an operation this rank has not issued ({@code Departures.Verdict.leftBehind}).
  * It is stuck when, besides, it has issued nothing on that communicator for the operation timeout (the standard its
  * peers used to give up on it) and the program has been told of no failure since its last operation. Then, after a
  * grace for a thread that is just about to call ({@code NCCL4J_LEFT_BEHIND_EXIT}, 500 ms by default), this class logs

@@ -1,7 +1,5 @@
 package org.nccl4j;
 
-import java.util.Locale;
-
 /**
  * Where a rank is in its life, from process start to exit: the one model that the liveness channel, the rendezvous,
  * the start-up guard, the watchdog, teardown and the farewell at exit follow. A rank that leaves, however it leaves,
@@ -17,31 +15,29 @@ import java.util.Locale;
  */
 public enum RankPhase {
     /** The process runs, and has not reached rank 0's liveness channel yet. */
-    LAUNCHED("launched", "before it joined the job"),
+    LAUNCHED("before it joined the job"),
     /** Said hello on rank 0's liveness channel: from now on its death is known to every rank. */
-    JOINED("joined", "right after joining the job"),
+    JOINED("right after joining the job"),
     /** Exchanging NCCL's unique id with rank 0 ({@code NCCL4J} rendezvous, file or {@code NCCL_COMM_ID}). */
-    RENDEZVOUS("rendezvous", "during the rendezvous"),
+    RENDEZVOUS("during the rendezvous"),
     /** Holds the unique id; waits for every rank to arrive before NCCL is called. */
-    ID_TAKEN("id-taken", "after taking the unique id"),
+    ID_TAKEN("after taking the unique id"),
     /** Inside NCCL's communicator initialization ({@code ncclCommInitRank}, {@code ncclCommInitRankConfig}). */
-    NCCL_INIT("nccl-init", "during NCCL initialization"),
+    NCCL_INIT("during NCCL initialization"),
     /** The communicator is made; between collectives. */
-    READY("ready", "with its communicator ready"),
+    READY("with its communicator ready"),
     /** A collective issued and not yet complete. */
-    IN_COLLECTIVE("in-collective", "inside a collective"),
+    IN_COLLECTIVE("inside a collective"),
     /** Closing its communicator ({@code close()}: the agreement on the last collective, then finalize). */
-    CLOSING("closing", "while closing its communicator"),
+    CLOSING("while closing its communicator"),
     /** Making a new communicator from a failed one ({@code shrink}, {@code reform}, {@code grow}). */
-    RECOVERING("recovering", "during recovery"),
+    RECOVERING("during recovery"),
     /** The rank has left. */
-    GONE("gone", "after it left");
+    GONE("after it left");
 
-    private final String wire;
     private final String during;
 
-    RankPhase(String wire, String during) {
-        this.wire = wire;
+    RankPhase(String during) {
         this.during = during;
     }
 
@@ -52,23 +48,5 @@ public enum RankPhase {
      */
     public String during() {
         return during;
-    }
-
-    /** The phase's name on the liveness channel: {@code nccl-init}. */
-    String wire() {
-        return wire;
-    }
-
-    /** The phase named {@code wire} on the liveness channel, or null when it names none. */
-    static RankPhase fromWire(String wire) {
-        if (wire == null) {
-            return null;
-        }
-        for (RankPhase p : values()) {
-            if (p.wire.equals(wire.toLowerCase(Locale.ROOT))) {
-                return p;
-            }
-        }
-        return null;
     }
 }

@@ -1,5 +1,6 @@
 package org.nccl4j;
 
+import org.nccl4j.control.Liveness;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;

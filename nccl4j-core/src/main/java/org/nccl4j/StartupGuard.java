@@ -2,6 +2,9 @@ package org.nccl4j;
 
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.control.Departures;
+import org.nccl4j.control.Farewell;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.jni.NcclNative;
 
 /**
@@ -40,6 +43,27 @@ final class StartupGuard implements AutoCloseable {
     static volatile LeftBehind.Ending ending = (status, line) -> {
         org.slf4j.LoggerFactory.getLogger(StartupGuard.class).error(line);
         exitNow(status);
+    };
+
+    /**
+     * NCCL's side of the process's exit ({@link Farewell}): the blocking initializations under way here, the teardowns
+     * under way ({@link Watched#teardownsUnderWay}), and {@link #exitNow}.
+     */
+    static final Farewell.NcclUnderWay AT_EXIT = new Farewell.NcclUnderWay() {
+        @Override
+        public int initsUnderWay() {
+            return StartupGuard.initsUnderWay();
+        }
+
+        @Override
+        public int teardownsUnderWay() {
+            return Watched.teardownsUnderWay();
+        }
+
+        @Override
+        public void exitNow(int status) {
+            StartupGuard.exitNow(status);
+        }
     };
 
     private final Thread thread;

@@ -3,6 +3,12 @@ package org.nccl4j;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.control.Bounded;
+import org.nccl4j.control.Departures;
+import org.nccl4j.control.Durations;
+import org.nccl4j.control.Ledger;
+import org.nccl4j.control.Liveness;
+import org.nccl4j.control.Survivors;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.ProcessEnvironment;
@@ -177,7 +183,7 @@ final class Teardown {
 
     /**
      * The ranks closed with differing fingerprints: rank 0 compares their shapes as they wait
-     * ({@link Agreement#closedDiffering}); this rank waits (at most {@link #MISMATCH_WAIT_NANOS}) for the verdict,
+     * ({@code Agreement.closedDiffering}); this rank waits (at most {@link #MISMATCH_WAIT_NANOS}) for the verdict,
      * which names the collective and every field that differs, and gives {@code fallback} when it does not come (rank
      * 0 gone, or the shapes no longer held).
      */

@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.Function;
+import org.nccl4j.control.Durations;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.nccl4j.trace.TraceConfig;
 

@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import org.nccl4j.control.Bounded;
+import org.nccl4j.control.Durations;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
 import org.nccl4j.trace.TraceEntry;

@@ -1,6 +1,7 @@
 package org.nccl4j;
 
 import java.time.Duration;
+import org.nccl4j.control.Durations;
 
 /**
  * The watchdog's own thread ({@code nccl4j-watchdog}) made no progress for the stuck timeout

@@ -7,6 +7,11 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import org.nccl4j.control.Attached;
+import org.nccl4j.control.Farewell;
+import org.nccl4j.control.Ledger;
+import org.nccl4j.control.Liveness;
+import org.nccl4j.control.Survivors;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
@@ -18,14 +23,15 @@ import org.nccl4j.trace.TraceOperation;
  * published, the streams it used, its ledger and channel, and the hooks through which they act on it (a failure
  * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit). {@link Communicator} holds
  * one in a final field and is the only class that makes one; {@link Watchdog}, {@link WatchdogMonitor},
- * {@link Liveness}, {@link Departing}, {@link Teardown}, {@link LeftBehind} and {@link Farewell} talk to it, never to
- * the Communicator; streams, events and graphs know it only as a {@link Stream.User}.
+ * {@link Departing}, {@link Teardown} and {@link LeftBehind} talk to it, never to the Communicator; streams, events and
+ * graphs know it only as a {@link Stream.User}, the control plane ({@link Liveness}, {@link Farewell}) as an
+ * {@link Attached}.
  *
  * <p>It sits below the watchdog ({@code LayersTest}): it names neither Watchdog nor Communicator. What must reach
  * the program's own objects (the {@link OperationObserver} and the {@link FailureListener}, which are given the
  * Communicator) goes through {@link Hooks}, which the Communicator supplies.
  */
-final class Watched implements Stream.User, Errors.Source {
+final class Watched implements Stream.User, Errors.Source, Attached {
     /** What only the Communicator can do: call the program's observer and listener with itself. */
     interface Hooks {
         /** Whether an observer is set. */
@@ -161,6 +167,16 @@ final class Watched implements Stream.User, Errors.Source {
     @Override
     public boolean isBlocking() {
         return blocking;
+    }
+
+    @Override
+    public int generation() {
+        return generation;
+    }
+
+    @Override
+    public Ledger ledger() {
+        return ledger;
     }
 
     /** The name its config gave it, or null. */
@@ -323,6 +339,11 @@ final class Watched implements Stream.User, Errors.Source {
         return traceDumped;
     }
 
+    @Override
+    public boolean ownOperationsPending() {
+        return failure == null && !closed && !ownOperationsComplete();
+    }
+
     /** Whether every operation it recorded is known complete (true when nothing records or watches them). */
     boolean ownOperationsComplete() {
         FlightRecorder r = recorder;
@@ -413,7 +434,8 @@ final class Watched implements Stream.User, Errors.Source {
      * {@code close()} or {@code abort()} begins ({@code how}: which, and on which thread): no operation is taken from
      * now on, and one inside NCCL on another thread is let finish, so that the last collective is the one told.
      */
-    void stopIssuing(String how) {
+    @Override
+    public void stopIssuing(String how) {
         if (closingBy == null) {
             closingBy = how;
         }
@@ -422,6 +444,12 @@ final class Watched implements Stream.User, Errors.Source {
     }
 
     // ------------------------------------------------------------------ the flight record
+
+    /** Its flight record as this rank leaves while its peers may go on ({@link Departing#recordDeparture}). */
+    @Override
+    public void recordDeparture(String what) {
+        Departing.recordDeparture(this, what);
+    }
 
     /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
     Path writeTrace(String reason, String failureText, Path dir) throws IOException {
@@ -440,7 +468,8 @@ final class Watched implements Stream.User, Errors.Source {
                 for (int i = 0; i < frames.size(); i++) {
                     String f = frames.get(i);
                     if (f.contains("org.nccl4j.Watched.writeTrace(")
-                            || f.contains("org.nccl4j.Departing.recordDeparture(")) {
+                            || f.contains("org.nccl4j.Departing.recordDeparture(")
+                            || f.contains("org.nccl4j.Watched.recordDeparture(")) {
                         from = i + 1;
                     }
                 }
@@ -536,7 +565,8 @@ final class Watched implements Stream.User, Errors.Source {
      * (then it is left to that thread); a thread that passed the open check just before is given a moment to leave
      * its enqueueing call.
      */
-    void abortAtExit(String cause) {
+    @Override
+    public void abortAtExit(String cause) {
         boolean locked = false;
         try {
             locked = lifecycle.tryLock(Farewell.ABORT_WAIT_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);

@@ -1,10 +1,12 @@
 /**
  * nccl4j's checked API over NVIDIA NCCL: communicators and their collectives, the CUDA resources they run on, and
  * the watchdog that keeps a job from hanging. This package is what a program imports; the sub-packages hold what
- * is needed before a communicator exists ({@link org.nccl4j.launch}), what watches a running job from outside
+ * is needed before a communicator exists ({@link org.nccl4j.launch}), the control plane of the job (the liveness
+ * channel, departures and agreement: {@link org.nccl4j.control}, internals), what watches a running job from outside
  * ({@link org.nccl4j.diagnostics}) and the flight recorder's data ({@link org.nccl4j.trace}). The imports go one way:
- * this package uses {@code launch} and {@code trace}, which use nothing of it; {@code diagnostics} uses only its
- * public API.
+ * this package uses {@code control}, {@code launch} and {@code trace}; {@code launch} and {@code trace} use nothing of
+ * it, {@code control} only the public value {@link org.nccl4j.RankPhase}; {@code diagnostics} uses only its public
+ * API.
  *
  * <h2>Which file holds what</h2>
  * <h3>The collective API</h3>
@@ -66,18 +68,16 @@
  *       {@link org.nccl4j.WatchdogStuckException}; {@link org.nccl4j.CloseTimeoutException} from {@code close()};
  *       {@link org.nccl4j.CollectiveMismatchException} from {@code CollectiveCheck} ({@code NCCL4J_CHECK_COLLECTIVES});
  *       {@link org.nccl4j.InitTimeoutException} from {@code InitDeadline}.</li>
- *   <li>{@code Liveness}: the channel on which ranks say they are alive, so that a lost rank is named with its host
- *       and pid, authenticated by {@link org.nccl4j.launch.JobSecret} (its lines {@code LivenessWire}, rank 0's
- *       serving side {@code LivenessHub}, a rank's connecting side {@code LivenessClient});
- *       {@link org.nccl4j.FailureListener} hears of
- *       failures. Over it: {@code Departures} (how peers left, and what that means for this rank's pending
- *       collectives), {@code Ledger} (a communicator's collectives, numbered and fingerprinted),
- *       {@code Agreement} (rank 0's comparison of the fingerprints), {@code Departing} (telling and recording a
- *       departure).</li>
- *   <li>The end of a communicator or a process: {@code Teardown} (close and abort: finalize only when every rank
- *       closes after the same collective, else abort; the close deadline), {@code Farewell} (signals, uncaught
- *       exceptions and the exit told to the peers; the exit waits for NCCL teardowns), {@code Bounded} (a daemon
- *       thread waited for at most a given time).</li>
+ *   <li>The control plane lives in {@link org.nccl4j.control}: the liveness channel on which ranks say they are
+ *       alive ({@code Liveness}), so that a lost rank is named with its host and pid, and over it the departures, the
+ *       ledger of each communicator's collectives, rank 0's comparison of their fingerprints, the roll call after rank
+ *       0's loss and the farewell at exit. Here, what acts on a communicator because of it: {@code Departing}
+ *       (telling a failure, and recording a departure in the flight record), {@code LeftBehind} (ending a rank stuck
+ *       in its own code that its peers left behind), {@code StartupGuard} (a peer lost during start-up; the exit's
+ *       wait for NCCL, {@code AT_EXIT}), {@code InitDeadline}. {@link org.nccl4j.FailureListener} hears of
+ *       failures.</li>
+ *   <li>The end of a communicator: {@code Teardown} (close and abort: finalize only when every rank closes after the
+ *       same collective, else abort; the close deadline).</li>
  *   <li>{@link org.nccl4j.OperationObserver}: the hook through which {@link org.nccl4j.diagnostics.NcclMetrics}
  *       sees operations. {@link org.nccl4j.NcclLog} routes NCCL's own log lines into SLF4J.</li>
  * </ul>
@@ -89,9 +89,7 @@
  *   <li>CUDA resources and errors: {@code Errors}, {@code Leaks}, {@code NcclLog}, {@code Capture}, {@code Cuda}
  *       with its backends, {@code Stream}, {@code Event}, {@code CudaGraph}, {@code DeviceBuffer};</li>
  *   <li>a communicator's health: {@code Watched}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
- *       {@code Ledger}, {@code Departures}, {@code Agreement}, {@code LivenessWire}, {@code Liveness},
- *       {@code LivenessHub}, {@code LivenessClient}, {@code Departing},
- *       {@code LeftBehind}, {@code Farewell}, {@code Bounded};</li>
+ *       {@code Departing}, {@code LeftBehind}, {@code StartupGuard};</li>
  *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
  *       {@code Teardown};</li>
  *   <li>{@code Communicator}, with {@code Dispatch} (the one path of its collectives), {@code Arguments} (their
@@ -101,10 +99,10 @@
  *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
  *       {@link org.nccl4j.GradientBuckets}.</li>
  * </ol>
- * The arrows up that the public API asks for are Communicator's entry points, each a one-line delegation
- * ({@code fromEnvironment} to Bootstrap, the recovery methods to Recovery, {@code registerWindow} to Window). The
- * classes outside the layers (values, settings, exceptions) name no Communicator, except the public types whose
- * signatures carry one: {@link org.nccl4j.OperationObserver}, {@link org.nccl4j.FailureListener} and
- * {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}).
+ * Every layer may use the control plane, which names none of them. The arrows up that the public API asks for are
+ * Communicator's entry points, each a one-line delegation ({@code fromEnvironment} to Bootstrap, the recovery methods
+ * to Recovery, {@code registerWindow} to Window). The classes outside the layers (values, settings, exceptions) name
+ * no Communicator, except the public types whose signatures carry one: {@link org.nccl4j.OperationObserver},
+ * {@link org.nccl4j.FailureListener} and {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}).
  */
 package org.nccl4j;

@@ -91,8 +91,11 @@ public final class FakeCuda implements CudaBackend {
         }
     }
 
-    /** Makes a fake with {@code devices} devices and installs it as nccl4j's CUDA runtime. */
-    static FakeCuda install(int devices) {
+    /**
+     * Makes a fake with {@code devices} devices and installs it as nccl4j's CUDA runtime (public for the tests of the
+     * sub-packages, whose child JVMs install one).
+     */
+    public static FakeCuda install(int devices) {
         FakeCuda f = new FakeCuda(devices);
         Cuda.useBackend(f);
         return f;

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.control.Channels;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.trace.TraceDump;
 
@@ -61,8 +63,8 @@ class InitDeadlineTest extends StubFixture {
     @Test
     void theRosterNamesTheRanksThatNeverArrived() throws Exception {
         int port = StubFixture.freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r2 = Liveness.join(null, 2, "127.0.0.1", port);
+        Liveness r0 = Channels.rankZero(port);
+        Liveness r2 = Channels.join(2, port);
         long deadline = System.nanoTime() + 5_000_000_000L;
         Liveness r1 = Liveness.joinLater(null, 1, "127.0.0.1", port, deadline);
         try {
@@ -103,8 +105,8 @@ class InitDeadlineTest extends StubFixture {
     @Test
     void theArrivalWaitEndsWhenAllHaveComeAndFailsAtTheDeadlineWhenOneNeverDoes() throws Exception {
         int port = StubFixture.freePort();
-        Liveness r0 = Liveness.join(Liveness.serve(port), 0, "127.0.0.1", port);
-        Liveness r1 = Liveness.join(null, 1, "127.0.0.1", port);
+        Liveness r0 = Channels.rankZero(port);
+        Liveness r1 = Channels.join(1, port);
         try {
             assertTrue(r1.awaitArrivals(2, System.nanoTime() + 5_000_000_000L, true), "both came");
             long t0 = System.nanoTime();

@@ -19,35 +19,52 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The packages' imports go one way: {@code org.nccl4j.launch} and {@code org.nccl4j.trace} use nothing of the rest
- * of the core (Javadoc may link to it), so the core can be read from the bottom up. {@code org.nccl4j.diagnostics}
- * can reach only the public API, which the compiler sees to.
+ * of the core (Javadoc may link to it); the control plane, {@code org.nccl4j.control}, names of {@code org.nccl4j} only
+ * the public values it speaks of ({@link #CONTROL_MAY_NAME}), which name nothing of it; {@code org.nccl4j} uses them
+ * all; {@code org.nccl4j.diagnostics} can reach only the public API, which the compiler sees to. No two classes of two
+ * packages name each other, so the core can be read from the bottom up.
  *
  * <p>Inside {@code org.nccl4j} the classes that make a communicator work stand in {@link #LAYERS}, bottom up (the order
  * package-info.java describes): a class names, in code, only classes of its own layer or below, so that no arrow
- * runs back up and the package reads from the bottom up too. The classes outside the layers (values, settings,
- * exceptions, the public callbacks) name no Communicator, except where the public API puts one in a signature.
+ * runs back up and the package reads from the bottom up too. The classes outside the layers ({@link #OUTSIDE}: values,
+ * settings, exceptions, the public callbacks) name no Communicator, except where the public API puts one in a
+ * signature. Every class of the core stands in one of these lists, so that a new one is placed on purpose.
  */
 class LayersTest {
     private static final Path SOURCES = Path.of("src/main/java/org/nccl4j");
-    /** A type of the root package, or of diagnostics, named in code: import lines and qualified names. */
-    private static final Pattern CORE = Pattern.compile("\\borg\\.nccl4j\\.(?:diagnostics\\.)?[A-Z]");
+    /** A type of the root package, of diagnostics or of control, named in code: import lines and qualified names. */
+    private static final Pattern CORE = Pattern.compile("\\borg\\.nccl4j\\.(?:(?:diagnostics|control)\\.)?[A-Z]");
 
     /**
      * The layers of {@code org.nccl4j}, bottom up: CUDA resources and errors; a communicator's health (its
-     * {@code Watched} state, with the liveness channel and the departures that act on it); the watchdog, and the
-     * teardown that takes a communicator off it; the Communicator with the one path of its collectives, their argument
-     * checks, the composed collectives and the program's hooks; what is built on its API (bootstrap, recovery,
-     * windows, gradient buckets, parameter shards).
+     * {@code Watched} state, and what acts on it from the control plane: departures, the left-behind exit, the
+     * start-up guard, the init deadline); the watchdog, and the teardown that takes a communicator off it; the
+     * Communicator with the one path of its collectives, their argument checks, the composed collectives and the
+     * program's hooks; what is built on its API (bootstrap, recovery, windows, gradient buckets, parameter shards).
      */
     static final List<List<String>> LAYERS = List.of(
             List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "PresetsCudaBackend", "Stream",
                     "Event", "CudaGraph", "DeviceBuffer"),
-            List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Ledger", "Departures", "Agreement",
-                    "LivenessWire", "Liveness", "LivenessHub", "LivenessClient", "Departing", "LeftBehind",
-                    "StartupGuard", "Farewell", "Bounded"),
+            List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Departing", "LeftBehind",
+                    "StartupGuard"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
             List.of("Communicator", "Dispatch", "Arguments", "Composed", "ProgramHooks"),
             List.of("Bootstrap", "Recovery", "Window", "GradientBuckets", "ParameterShards"));
+    /** The classes of {@code org.nccl4j} outside the layers: values, settings, exceptions, the public callbacks. */
+    static final List<String> OUTSIDE = List.of("DataType", "ReduceOp", "UniqueId", "CommConfig", "CtaPolicy",
+            "Collective", "Group", "Nccl", "NcclResult", "RankPhase", "Scalars", "WatchSettings", "WatchdogConfig",
+            "FailurePolicy", "OperationObserver", "FailureListener", "NcclException", "CudaException",
+            "CommunicatorFailedException", "CollectiveTimeoutException", "RemoteErrorException", "PeerDepartedException",
+            "RanksDivergedException", "WatchdogStuckException", "CollectiveMismatchException", "InitTimeoutException",
+            "CloseTimeoutException", "PeerLostDuringStartupException");
+    /**
+     * The control plane, {@code org.nccl4j.control}: the liveness channel and what it carries (who is alive, who left
+     * and how, what they said, what all agree on), the farewell at exit, and two helpers the core shares.
+     */
+    static final List<String> CONTROL = List.of("Attached", "Bounded", "Durations", "Ledger", "Departures",
+            "Agreement", "LivenessWire", "Liveness", "LivenessHub", "LivenessClient", "Survivors", "Farewell");
+    /** What the control plane may name of {@code org.nccl4j}: the public values it speaks of, which name nothing. */
+    static final Set<String> CONTROL_MAY_NAME = Set.of("RankPhase");
     /** Arrows up that the public API asks for: Communicator's entry points, each a one-line delegation. */
     static final Set<String> ENTRY_POINTS = Set.of("Communicator -> Bootstrap", "Communicator -> Recovery",
             "Communicator -> Window");
@@ -56,8 +73,104 @@ class LayersTest {
 
     @Test
     void noArrowRunsBackUpInsideTheRootPackage() throws IOException {
+        Map<String, String> code = sources(SOURCES);
+        List<String> listed = new ArrayList<>(OUTSIDE);
+        LAYERS.forEach(listed::addAll);
+        assertEquals(new java.util.TreeSet<>(code.keySet()), new java.util.TreeSet<>(listed),
+                "every class of org.nccl4j stands in LAYERS or OUTSIDE, once");
+        assertEquals(listed.size(), new java.util.HashSet<>(listed).size(), "a class listed twice: " + listed);
+        assertEquals(List.of(), arrowsUp(code), "a class of org.nccl4j names a class of a layer above its own");
+    }
+
+    /**
+     * The control plane names nothing of {@code org.nccl4j} but {@link #CONTROL_MAY_NAME}, which names nothing of the
+     * control plane; every class of it is listed in {@link #CONTROL}.
+     */
+    @Test
+    void theControlPlaneNamesNothingOfTheRootAboveIt() throws IOException {
+        Map<String, String> control = sources(SOURCES.resolve("control"));
+        assertEquals(new java.util.TreeSet<>(CONTROL), control.keySet(), "every class of org.nccl4j.control, listed");
+        List<String> found = new ArrayList<>();
+        for (Map.Entry<String, String> e : control.entrySet()) {
+            for (String to : qualified(e.getValue(), "")) {
+                if (!CONTROL_MAY_NAME.contains(to)) {
+                    found.add("control." + e.getKey() + " -> " + to);
+                }
+            }
+            for (String to : qualified(e.getValue(), "diagnostics")) {
+                found.add("control." + e.getKey() + " -> diagnostics." + to);
+            }
+        }
+        Map<String, String> root = sources(SOURCES);
+        for (String value : CONTROL_MAY_NAME) {
+            for (String to : qualified(root.get(value), "control")) {
+                found.add(value + " -> control." + to);
+            }
+        }
+        assertEquals(List.of(), found, "the control plane sits below org.nccl4j: what it needs from above is an "
+                + "interface of its own (as Attached, Farewell.NcclUnderWay) that a class of org.nccl4j implements");
+        assertEquals(List.of("RankPhase", "Watched"),
+                qualified("import org.nccl4j.RankPhase;\n/** {@link org.nccl4j.Communicator} */\n"
+                        + "class A { org.nccl4j.Watched w; String s = \"org.nccl4j.Bootstrap\"; }", ""));
+    }
+
+    /** No two classes of two packages of the core name each other: between packages the arrows go one way. */
+    @Test
+    void noTwoClassesOfTwoPackagesNameEachOther() throws IOException {
+        Map<String, String> all = new TreeMap<>();
+        for (String pkg : List.of("", "control", "launch", "trace", "diagnostics")) {
+            Path dir = pkg.isEmpty() ? SOURCES : SOURCES.resolve(pkg);
+            for (Map.Entry<String, String> e : sources(dir).entrySet()) {
+                all.put(pkg + ":" + e.getKey(), e.getValue());
+            }
+        }
+        assertTrue(all.size() > 80, "read " + all.size() + " classes under " + SOURCES.toAbsolutePath());
+        assertEquals(List.of(), twoWay(all), "classes of two packages that name each other");
+        assertEquals(List.of("control:B <-> :A"), twoWay(Map.of(":A", "import org.nccl4j.control.B; class A { }",
+                "control:B", "class B { org.nccl4j.A a; }", "control:C", "class C { org.nccl4j.A a; }")));
+    }
+
+    /** {@code package:Class <-> package:Class} for each pair of classes of two packages that name each other. */
+    private static List<String> twoWay(Map<String, String> all) {
+        Set<String> arrows = new java.util.HashSet<>();
+        for (Map.Entry<String, String> e : all.entrySet()) {
+            String pkg = e.getKey().substring(0, e.getKey().indexOf(':'));
+            for (String other : List.of("", "control", "launch", "trace", "diagnostics")) {
+                if (!other.equals(pkg)) {
+                    for (String to : qualified(e.getValue(), other)) {
+                        arrows.add(e.getKey() + " -> " + other + ":" + to);
+                    }
+                }
+            }
+        }
+        Set<String> found = new java.util.TreeSet<>();
+        for (String a : arrows) {
+            String[] ends = a.split(" -> ");
+            if (arrows.contains(ends[1] + " -> " + ends[0])) {
+                found.add(ends[0].compareTo(ends[1]) > 0 ? ends[0] + " <-> " + ends[1] : ends[1] + " <-> " + ends[0]);
+            }
+        }
+        return new ArrayList<>(found);
+    }
+
+    /** The classes of {@code org.nccl4j} (pkg empty) or {@code org.nccl4j.pkg} that {@code source} names in code. */
+    static List<String> qualified(String source, String pkg) {
+        String code = NOT_CODE.matcher(source).replaceAll(r -> r.group().startsWith("/") ? " " : "\"\"");
+        Matcher m = Pattern.compile("\\borg\\.nccl4j\\." + (pkg.isEmpty() ? "" : pkg + "\\.") + "([A-Z]\\w*)")
+                .matcher(code);
+        Set<String> out = new java.util.TreeSet<>();
+        while (m.find()) {
+            out.add(m.group(1));
+        }
+        assertTrue(!code.matches("(?s).*\\bimport\\s+org\\.nccl4j(\\.\\w+)?\\.\\*;.*"),
+                "a wildcard import of the core hides what it names");
+        return new ArrayList<>(out);
+    }
+
+    /** The classes of {@code dir} (not of its sub-packages): name to source. */
+    private static Map<String, String> sources(Path dir) throws IOException {
         Map<String, String> code = new TreeMap<>();
-        try (Stream<Path> s = Files.list(SOURCES)) {
+        try (Stream<Path> s = Files.list(dir)) {
             for (Path f : s.filter(p -> p.toString().endsWith(".java")).toList()) {
                 String name = f.getFileName().toString().replace(".java", "");
                 if (!name.equals("package-info")) {
@@ -65,12 +178,7 @@ class LayersTest {
                 }
             }
         }
-        for (List<String> layer : LAYERS) {
-            for (String c : layer) {
-                assertTrue(code.containsKey(c), c + " is in LAYERS but not in " + SOURCES.toAbsolutePath());
-            }
-        }
-        assertEquals(List.of(), arrowsUp(code), "a class of org.nccl4j names a class of a layer above its own");
+        return code;
     }
 
     /** The checker sees an arrow back up, in a field, a nested type's owner or a qualified name. */
@@ -189,7 +297,7 @@ class LayersTest {
     void launchAndTraceUseNothingOfTheRestOfTheCore() throws IOException {
         List<String> found = new ArrayList<>();
         int files = 0;
-        for (String pkg : List.of("launch", "trace")) {
+        for (String pkg : List.of("launch", "trace")) {   // (each may use the other: TraceDump, JobSecret)
             try (Stream<Path> s = Files.list(SOURCES.resolve(pkg))) {
                 for (Path f : s.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
                     files++;

@@ -1,7 +1,6 @@
 package org.nccl4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,6 +12,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.control.Durations;
+import org.nccl4j.control.Liveness;
 import org.nccl4j.trace.TraceDump;
 
 /**
@@ -52,7 +53,7 @@ class LeftBehindTest extends StubFixture {
      * it times out after {@code timeout}.
      */
     private Pair rankZeroWaitsInTheSecond(Duration timeout) throws Exception {
-        Liveness[] ch = DeparturesTest.channel(2);
+        Liveness[] ch = DepartingTest.channel(2);
         Pair p = new Pair(rank(0, ch[0], timeout), rank(1, ch[1], timeout), stream(0), stream(0),
                 buffer(0, 8, DataType.FLOAT32), buffer(0, 8, DataType.FLOAT32));
         p.c0().allReduce(p.b0(), DataType.FLOAT32, ReduceOp.SUM, p.s0());
@@ -156,37 +157,6 @@ class LeftBehindTest extends StubFixture {
         System.setProperty(LeftBehind.PROPERTY, "-1s");
         e = assertThrows(IllegalArgumentException.class, LeftBehind::grace);
         assertTrue(e.getMessage().startsWith("nccl4j.leftBehindExit=-1s is not a duration"), e.getMessage());
-    }
-
-    // ------------------------------------------------------------------ the verdict's part
-
-    @Test
-    void aPeerThatFailedAbortedOrExitedAfterACollectiveThisRankNeverIssuedLeavesItBehind() {
-        for (Departures.Kind k : new Departures.Kind[] {Departures.Kind.FAILURE, Departures.Kind.ABORT,
-            Departures.Kind.EXIT}) {
-            Departures d = new Departures();
-            d.heard(DeparturesTest.departure(1, k, 3, "CollectiveTimeoutException: allReduce #3", 0));
-            Departures.Verdict v = DeparturesTest.verdict(d, DeparturesTest.issued(2, 2));
-            assertNotNull(v, k.toString());
-            assertTrue(v.leftBehind(), k + ": " + v);
-        }
-    }
-
-    @Test
-    void peersThatLeaveAfterTheSameCollectiveOrCloseCleanlyDoNotLeaveItBehind() {
-        Departures same = new Departures();   // a rank writing a checkpoint: its peers' close deadline passed
-        same.heard(DeparturesTest.departure(1, Departures.Kind.ABORT, 2, null, 0));
-        Departures.Verdict v = DeparturesTest.verdict(same, DeparturesTest.issued(2, 2));
-        assertNotNull(v, "the communicator cannot go on");
-        assertFalse(v.leftBehind(), v.toString());
-        Departures closed = new Departures();   // went further and closed: its finalize completes what it issued
-        closed.heard(DeparturesTest.departure(1, Departures.Kind.CLOSE, 3, null, 0));
-        assertNull(DeparturesTest.verdict(closed, DeparturesTest.issued(2, 2)));
-        Departures ahead = new Departures();   // this rank is the one ahead
-        ahead.heard(DeparturesTest.departure(1, Departures.Kind.FAILURE, 1, "x", 0));
-        Departures.Verdict a = DeparturesTest.verdict(ahead, DeparturesTest.issued(2, 1));
-        assertNotNull(a);
-        assertFalse(a.leftBehind(), a.toString());
     }
 
     @Test

@@ -113,6 +113,14 @@ public abstract class StubFixture {
         throw new AssertionError(what + " did not happen within " + millis + " ms");
     }
 
+    /**
+     * The liveness channel {@code l} now serves {@code c}, as {@code fromEnvironment} attaches it: for the tests of
+     * {@code org.nccl4j.control}, which cannot reach the communicator's package-private state.
+     */
+    public static void attachChannel(Communicator c, org.nccl4j.control.Liveness l) {
+        c.health().attachChannel(l);
+    }
+
     /** Closes {@code c} after the test (in reverse order of registration). */
     protected <T extends AutoCloseable> T later(T c) {
         toClose.push(c);

@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.control.Durations;
 import org.nccl4j.trace.TraceDump;
 import org.nccl4j.trace.TraceEntry;
 import org.nccl4j.trace.TraceOperation;

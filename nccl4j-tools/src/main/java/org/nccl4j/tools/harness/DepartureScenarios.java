@@ -58,7 +58,7 @@ import picocli.CommandLine.Parameters;
  * startup-idtaken-kill, startup-idtaken-term
  *                   the same once the rendezvous has returned and before NCCL is called: the first look that finds
  *                   the main thread out of the rendezvous and not yet in ncclCommInitRank, in practice in
- *                   org.nccl4j.Liveness.awaitArrivals or in Bootstrap.create's org.nccl4j.Cuda.setDevice (the
+ *                   org.nccl4j.control.Liveness.awaitArrivals or in Bootstrap.create's org.nccl4j.Cuda.setDevice (the
  *                   CUDA context's creation, the longest step there); the rank then never reaches NCCL's bootstrap
  * startup-init-kill, startup-init-term, startup-init-exit
  *                   the same inside NCCL's initialization (org.nccl4j.jni.NcclNative.ncclCommInitRank or
@@ -443,7 +443,7 @@ public final class DepartureScenarios {
 
         static final String NCCL_NATIVE = "org.nccl4j.jni.NcclNative";
         static final String BOOTSTRAP = "org.nccl4j.Bootstrap";
-        static final String LIVENESS = "org.nccl4j.Liveness";
+        static final String LIVENESS = "org.nccl4j.control.Liveness";
         static final String RENDEZVOUS_CLASS = "org.nccl4j.launch.Rendezvous";
         static final String COMMUNICATOR = "org.nccl4j.Communicator";
         static final String STARTUP_GUARD = "org.nccl4j.StartupGuard";

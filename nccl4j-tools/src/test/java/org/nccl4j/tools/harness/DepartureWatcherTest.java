@@ -88,7 +88,7 @@ class DepartureWatcherTest extends StubFixture {
             "org.nccl4j.launch.Rendezvous.exchange");
     static final StackTraceElement[] ID_OF = starting("org.nccl4j.UniqueId.of");
     static final StackTraceElement[] ARRIVALS = starting("java.util.concurrent.locks.LockSupport.parkNanos",
-            "org.nccl4j.Liveness.awaitArrivals");
+            "org.nccl4j.control.Liveness.awaitArrivals");
     static final StackTraceElement[] SET_DEVICE = starting("org.nccl4j.Cuda.setDevice", "org.nccl4j.Bootstrap.create");
     static final StackTraceElement[] INIT = starting("org.nccl4j.jni.NcclNative.ncclCommInitRank",
             "org.nccl4j.Bootstrap.create");

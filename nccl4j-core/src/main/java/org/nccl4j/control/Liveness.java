@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.nccl4j.RankPhase;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.nccl4j.launch.Rendezvous;
@@ -32,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * purpose. Silence for {@code NCCL4J_LIVENESS_TIMEOUT} (default 4 s, so that a loss is named within 5 s; raise it where
  * a JVM may pause longer, e.g. for a very large heap) is a loss.
  *
- * <p>Made by {@link Communicator#fromEnvironment} on {@code MASTER_ADDR} at {@code MASTER_PORT + 50}
+ * <p>Made by {@link org.nccl4j.Communicator#fromEnvironment} on {@code MASTER_ADDR} at {@code MASTER_PORT + 50}
  * (scripts/nccl4j-run, torchrun-style launches, plain {@code java}), or, where only {@code NCCL_COMM_ID} is set
  * (mpirun), on its host at its port + 50; {@code NCCL4J_LIVENESS_PORT} chooses another port.
  *
@@ -53,22 +54,22 @@ import org.slf4j.LoggerFactory;
  * (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses, else
  * {@code NCCL4J_RENDEZVOUS_BIND}, so that both ports listen on one address.
  */
-final class Liveness implements AutoCloseable {
+public final class Liveness implements AutoCloseable {
     /** The channel's logger: every part of it (hub, client, wire) logs as this class. */
     static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
     /** The variable that sets the port. */
-    static final String PORT_VARIABLE = "NCCL4J_LIVENESS_PORT";
+    public static final String PORT_VARIABLE = "NCCL4J_LIVENESS_PORT";
     /** The variable that sets how long a silent connection is taken for a lost rank. */
     static final String TIMEOUT_VARIABLE = "NCCL4J_LIVENESS_TIMEOUT";
     /** Offset from MASTER_PORT (or NCCL_COMM_ID's port) when the variable is not set. */
-    static final int PORT_OFFSET = 50;
+    public static final int PORT_OFFSET = 50;
     /** Silence taken for a loss when the variable is not set. */
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(4);
     /** How often each side says it is alive. */
     static final long PING_MILLIS = 1000;
 
     /** A rank that is (or was) in the job: its rank, host and process id. */
-    record Lost(int rank, String host, long pid) {
+    public record Lost(int rank, String host, long pid) {
         @Override
         public String toString() {
             return "rank " + rank + (host == null ? "" : " (" + host + ", pid " + pid + ")");
@@ -108,7 +109,7 @@ final class Liveness implements AutoCloseable {
     /** When this rank first heard of a loss or departure during start-up ({@link System#nanoTime}), or 0. */
     private volatile long firstLossNanos;
     /** The communicator the channel serves, once attached: its collectives are reported and compared. */
-    volatile Watched owner;
+    volatile Attached owner;
     /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
     volatile boolean departed;
     private volatile Departures.Kind departedKind;
@@ -162,10 +163,16 @@ final class Liveness implements AutoCloseable {
     }
 
     /**
-     * Rank 0's side as {@link Communicator#fromEnvironment} opens it: ranks in [0, {@code worldSize}), the secret of
-     * the environment, listening where {@link #bindAddress} says for {@code masterHost}.
+     * Rank 0's side as {@link org.nccl4j.Communicator#fromEnvironment} opens it: ranks in [0, {@code worldSize}), the
+     * secret of the environment, listening where {@link #bindAddress} says for {@code masterHost}.
+     *
+     * @param port the port
+     * @param masterHost {@code MASTER_ADDR}, or null
+     * @param worldSize how many ranks the job has
+     * @return rank 0's channel
+     * @throws IOException when it cannot listen
      */
-    static Liveness serve(int port, String masterHost, int worldSize) throws IOException {
+    public static Liveness serve(int port, String masterHost, int worldSize) throws IOException {
         ProcessEnvironment env = ProcessEnvironment.liveOrJvmCopy();
         String bind = env.get(BIND_VARIABLE);
         return serve(port, configuredTimeout(), worldSize, JobSecret.fromEnvironment(), bindAddress(masterHost,
@@ -266,8 +273,15 @@ final class Liveness implements AutoCloseable {
      * Every rank: connects in the background, retrying until {@code deadlineNanos} ({@link System#nanoTime()}), so that
      * making the communicator need not wait for rank 0's channel; {@link #connected()} tells when it is up. A refusal
      * for the secret (one side has none, or they differ) ends the tries: {@link #awaitArrivals} throws it.
+     *
+     * @param served rank 0's channel when this is rank 0, else null
+     * @param rank this rank
+     * @param host rank 0's host
+     * @param port the channel's port
+     * @param deadlineNanos when to give up
+     * @return this rank's channel
      */
-    static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos) {
+    public static Liveness joinLater(Liveness served, int rank, String host, int port, long deadlineNanos) {
         return joinLater(served, rank, host, port, deadlineNanos, served != null ? served.secret
                 : JobSecret.fromEnvironment());
     }
@@ -284,10 +298,12 @@ final class Liveness implements AutoCloseable {
 
     /**
      * Waits until this rank has said hello on rank 0's channel (from then on its loss is known to every rank), the
-     * channel failed, {@value #REACH_NANOS} ns passed or the deadline: {@link Communicator#fromEnvironment} joins
-     * before the rendezvous, so that a rank lost in the rendezvous is not one that never arrived.
+     * channel failed, {@value #REACH_NANOS} ns passed or the deadline: {@link org.nccl4j.Communicator#fromEnvironment}
+     * joins before the rendezvous, so that a rank lost in the rendezvous is not one that never arrived.
+     *
+     * @param deadlineNanos the start-up's deadline ({@link System#nanoTime()})
      */
-    void awaitJoined(long deadlineNanos) {
+    public void awaitJoined(long deadlineNanos) {
         long start = System.nanoTime();
         while (!connected() && client.refusal() == null && client.failedToConnect() == null && !closing) {
             long now = System.nanoTime();
@@ -307,10 +323,13 @@ final class Liveness implements AutoCloseable {
      * deadline; otherwise (the rendezvous already met rank 0) it gives up after 10 s with a warning and returns true,
      * leaving a lost rank to NCCL's error and the watchdog.
      *
+     * @param worldSize how many ranks the job has
+     * @param deadlineNanos the start-up's deadline ({@link System#nanoTime()})
+     * @param mustReach whether rank 0's channel must be reached
      * @return false when the deadline passed first, or a rank was lost first ({@link #startupLoss})
      * @throws IllegalStateException when rank 0 and this rank do not agree on the secret (naming NCCL4J_JOB_SECRET)
      */
-    boolean awaitArrivals(int worldSize, long deadlineNanos, boolean mustReach) {
+    public boolean awaitArrivals(int worldSize, long deadlineNanos, boolean mustReach) {
         long start = System.nanoTime();
         while (true) {
             String refusal = client.refusal();
@@ -363,12 +382,16 @@ final class Liveness implements AutoCloseable {
     }
 
     /** @return why the background connection gave up, or null */
-    String failedToConnect() {
+    public String failedToConnect() {
         return client.failedToConnect();
     }
 
-    /** The ranks known to be gone (of the communicator now served), in rank order. */
-    List<Lost> lost() {
+    /**
+     * The ranks known to be gone.
+     *
+     * @return them, with ranks of the communicator now served, in rank order
+     */
+    public List<Lost> lost() {
         int[] map = current;
         List<Lost> out = new ArrayList<>();
         for (Lost l : new TreeMap<>(lost).values()) {
@@ -380,7 +403,12 @@ final class Liveness implements AutoCloseable {
         return out;
     }
 
-    boolean anyLost() {
+    /**
+     * Whether any rank of the communicator now served is known to be gone.
+     *
+     * @return true when {@link #lost()} is not empty
+     */
+    public boolean anyLost() {
         return !lost.isEmpty() && !lost().isEmpty();
     }
 
@@ -389,16 +417,22 @@ final class Liveness implements AutoCloseable {
         return roster.size();
     }
 
-    /** The ranks that said hello, by launch rank. */
-    Map<Integer, Lost> roster() {
+    /**
+     * The ranks that said hello.
+     *
+     * @return them, by launch rank
+     */
+    public Map<Integer, Lost> roster() {
         return new TreeMap<>(roster);
     }
 
     /**
-     * The launch ranks of {@code worldSize} that have not said hello; empty when this rank has no connection (it
-     * cannot know).
+     * The launch ranks of {@code worldSize} that have not said hello.
+     *
+     * @param worldSize how many ranks the job has
+     * @return them; empty when this rank has no connection (it cannot know)
      */
-    List<Integer> neverArrived(int worldSize) {
+    public List<Integer> neverArrived(int worldSize) {
         List<Integer> missing = new ArrayList<>();
         if (!connected()) {
             return missing;
@@ -414,8 +448,10 @@ final class Liveness implements AutoCloseable {
     /**
      * From now on ranks are those of the communicator made without {@code excluded} (ranks of the one served until
      * now): ranks keep their order and close the gaps; the excluded ones are no longer reported.
+     *
+     * @param excluded the ranks left out
      */
-    synchronized void renumber(int[] excluded) {
+    public synchronized void renumber(int[] excluded) {
         int[] map = current;
         int n = Math.max(map == null ? 0 : map.length, 1 + roster.keySet().stream().mapToInt(i -> i).max().orElse(0));
         for (Lost l : lost.values()) {
@@ -442,14 +478,24 @@ final class Liveness implements AutoCloseable {
         current = next;
     }
 
-    /** The rank in the communicator now served of launch rank {@code launch}, or -1 when it was left out. */
-    int currentRank(int launch) {
+    /**
+     * The rank in the communicator now served of a launch rank.
+     *
+     * @param launch the launch rank
+     * @return its rank, or -1 when it was left out
+     */
+    public int currentRank(int launch) {
         int[] map = current;
         return map == null ? launch : launch < map.length ? map[launch] : -1;
     }
 
-    /** The launch rank that has rank {@code r} in the communicator now served, or -1. */
-    int launchRank(int r) {
+    /**
+     * The launch rank of a rank of the communicator now served.
+     *
+     * @param r the rank
+     * @return the launch rank that has it, or -1
+     */
+    public int launchRank(int r) {
         int[] map = current;
         if (map == null) {
             return r;
@@ -478,8 +524,11 @@ final class Liveness implements AutoCloseable {
     /**
      * The channel now serves {@code comm} (made, or recovered): its collectives are reported and compared, and news of
      * a peer's failure makes it write its flight record ({@code onNews}). News of an earlier communicator is dropped.
+     *
+     * @param comm the communicator
+     * @param onNews called, on the channel's thread, with each line of news
      */
-    void attach(Watched comm, java.util.function.Consumer<String> onNews) {
+    public void attach(Attached comm, java.util.function.Consumer<String> onNews) {
         if (owner != null && owner != comm) {
             departures.clear();
         }
@@ -491,22 +540,22 @@ final class Liveness implements AutoCloseable {
     }
 
     /** @return the communicator the channel serves, or null */
-    Watched owner() {
+    Attached owner() {
         return owner;
     }
 
     /** @return what this rank heard of departures and mismatches */
-    Departures departures() {
+    public Departures departures() {
         return departures;
     }
 
     /** @return this rank's launch rank */
-    int launchRankOfSelf() {
+    public int launchRankOfSelf() {
         return rank;
     }
 
     /** @return whether this rank said how it leaves */
-    boolean departed() {
+    public boolean departed() {
         return departed;
     }
 
@@ -523,7 +572,7 @@ final class Liveness implements AutoCloseable {
 
     /**
      * {@link #gone()} once the news has settled: waits until no new loss has been reported for {@code settle}
-     * ({@link Communicator#lostRanks}).
+     * ({@link org.nccl4j.Communicator#lostRanks}).
      */
     int[] goneOnceSettled(java.time.Duration settle) {
         int seen = -1;
@@ -549,9 +598,9 @@ final class Liveness implements AutoCloseable {
         for (Lost l : lost()) {
             out.add(l.rank());
         }
-        Watched c = owner;
+        Attached c = owner;
         if (c != null) {
-            for (Departures.Departure d : departures.of(c.generation).values()) {
+            for (Departures.Departure d : departures.of(c.generation()).values()) {
                 int r = currentRank(d.rank());
                 if (d.kind() != Departures.Kind.FAILURE && d.rank() != rank && r >= 0) {
                     out.add(r);
@@ -571,15 +620,22 @@ final class Liveness implements AutoCloseable {
      * @param lastName {@code allReduce #3}
      * @param cause why, or null
      */
-    synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause) {
+    public synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause) {
         depart(kind, generation, last, lastName, cause, null);
     }
 
     /**
      * {@link #depart(Departures.Kind, int, long, String, String)} with the running fingerprint through the last
      * collective (a close: the closing ranks compare them before they finalize), or null.
+     *
+     * @param kind how
+     * @param generation the communicator's generation
+     * @param last the number of its last collective
+     * @param lastName {@code allReduce #3}
+     * @param cause why, or null
+     * @param fingerprint the fingerprint through the last collective, in hex, or null
      */
-    synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause,
+    public synchronized void depart(Departures.Kind kind, int generation, long last, String lastName, String cause,
             String fingerprint) {
         boolean endsAFailure = departedKind == Departures.Kind.FAILURE && kind == Departures.Kind.EXIT;
         if (departed && !endsAFailure || !connected()) {
@@ -608,8 +664,10 @@ final class Liveness implements AutoCloseable {
     /**
      * This rank is now in {@code p}: told to rank 0 (rank 0 tells every rank its own), so that a loss of this rank is
      * named with its phase. Start-up phases only travel; a communicator's phases are known from its heartbeats.
+     *
+     * @param p the phase
      */
-    void phase(RankPhase p) {
+    public void phase(RankPhase p) {
         phase = p;
         String line = LivenessWire.phase(p);
         LivenessHub h = hub;
@@ -624,27 +682,36 @@ final class Liveness implements AutoCloseable {
     /**
      * This rank leaves before its communicator was made ({@code DEPART -1 <kind> 0 <phase> <cause>}): every rank hears
      * how, and in which phase.
+     *
+     * @param kind how
+     * @param cause why, or null
      */
-    void departDuringStartUp(Departures.Kind kind, String cause) {
+    public void departDuringStartUp(Departures.Kind kind, String cause) {
         if (owner == null) {
-            depart(kind, STARTUP_GENERATION, 0, phase.wire(), cause);
+            depart(kind, STARTUP_GENERATION, 0, LivenessWire.wire(phase), cause);
         }
     }
 
     /** A rank lost (or that left) while this one makes its communicator: who, in which phase, and how. */
-    record Loss(int rank, String host, long pid, RankPhase phase, String how, long heardNanos) {
-        /** {@code rank 1 (gpu7, pid 934) was lost during NCCL initialization (SIGTERM)}. */
-        String says() {
+    public record Loss(int rank, String host, long pid, RankPhase phase, String how, long heardNanos) {
+        /**
+         * The loss, as a message says it.
+         *
+         * @return {@code rank 1 (gpu7, pid 934) was lost during NCCL initialization (SIGTERM)}
+         */
+        public String says() {
             return "rank " + rank + (host == null ? "" : " (" + host + ", pid " + pid + ")") + " was lost "
                     + (phase == null ? "during start-up" : phase.during()) + " (" + how + ")";
         }
     }
 
     /**
-     * The first other rank (of launch ranks below {@code worldSize}) known to be lost or to have left before the
-     * communicator was made, or null.
+     * The first other rank known to be lost or to have left before the communicator was made.
+     *
+     * @param worldSize the launch ranks considered are those below it
+     * @return the loss, or null
      */
-    Loss startupLoss(int worldSize) {
+    public Loss startupLoss(int worldSize) {
         if (firstLossNanos == 0) {
             return null;
         }
@@ -669,7 +736,7 @@ final class Liveness implements AutoCloseable {
     }
 
     private Loss departureLoss(Departures.Departure d) {
-        RankPhase was = RankPhase.fromWire(d.lastName());
+        RankPhase was = LivenessWire.phaseOf(d.lastName());
         String how = d.cause() != null ? d.cause() : d.kind().says;
         return new Loss(d.rank(), d.host(), d.pid(), was, how, firstLossNanos);
     }
@@ -678,7 +745,7 @@ final class Liveness implements AutoCloseable {
         for (Lost l : new TreeMap<>(lost).values()) {
             if (l.rank() != rank && l.rank() < worldSize && !failedRanks.contains(l.rank())) {
                 String[] as = lostAs.get(l.rank());
-                RankPhase was = as == null ? null : RankPhase.fromWire(as[0]);
+                RankPhase was = as == null ? null : LivenessWire.phaseOf(as[0]);
                 if (was == null && l.rank() == 0) {
                     was = phases.get(0);
                 }
@@ -700,7 +767,7 @@ final class Liveness implements AutoCloseable {
      * until every other rank has left, at most ten times that), then says goodbye and closes; at once when the process
      * ends ({@link Farewell}).
      */
-    void leave() {
+    public void leave() {
         LivenessHub h = hub;
         if (!connected() && h == null) {
             close();
@@ -821,8 +888,8 @@ final class Liveness implements AutoCloseable {
     void lostRankZero(String why, boolean warn) {
         Lost known = roster.get(0);
         RankPhase was = phases.get(0);
-        lostAs.putIfAbsent(0, new String[] {was == null ? null : was.wire(), why.equals("its connection ended")
-                ? "its connection ended without a goodbye" : why});
+        lostAs.putIfAbsent(0, new String[] {was == null ? null : LivenessWire.wire(was),
+                why.equals("its connection ended") ? "its connection ended without a goodbye" : why});
         lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
         heardOfLoss();
         if (warn) {

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -6,8 +6,9 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
-import org.nccl4j.LivenessWire.LineReader;
-import org.nccl4j.LivenessWire.Refused;
+import org.nccl4j.RankPhase;
+import org.nccl4j.control.LivenessWire.LineReader;
+import org.nccl4j.control.LivenessWire.Refused;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.RecordSeal;
 
@@ -232,7 +233,7 @@ final class LivenessClient {
             l.lost(line.split(" ", 6));
             l.news("rank " + line.split(" ")[1] + " is lost");
         } else if (line.startsWith("PHASE ")) {   // rank 0's own phase
-            RankPhase said = RankPhase.fromWire(line.substring("PHASE ".length()).trim());
+            RankPhase said = LivenessWire.phaseOf(line.substring("PHASE ".length()).trim());
             if (said != null) {
                 l.phases.put(0, said);
             }
@@ -292,10 +293,10 @@ final class LivenessClient {
                 }
                 case "CHECK": {
                     String[] g = rest.split(" ");
-                    Watched c = l.owner;
+                    Attached c = l.owner;
                     int gen = Integer.parseInt(g[0]);
-                    if (c != null && c.generation == gen) {
-                        Ledger ledger = c.ledger;
+                    if (c != null && c.generation() == gen) {
+                        Ledger ledger = c.ledger();
                         long t = Long.parseLong(g[1]);
                         write(s, LivenessWire.fingerprint(gen, t, ledger.fingerprintAt(t), ledger.last()));
                     }
@@ -303,12 +304,12 @@ final class LivenessClient {
                 }
                 case "DESCRIBE": {
                     String[] g = rest.split(" ");
-                    Watched c = l.owner;
+                    Attached c = l.owner;
                     int gen = Integer.parseInt(g[0]);
                     long from = Long.parseLong(g[1]);
                     long to = Long.parseLong(g[2]);
-                    if (c != null && c.generation == gen && to - from < Agreement.WINDOW && to >= from) {
-                        write(s, LivenessWire.ops(gen, from, to, c.ledger));
+                    if (c != null && c.generation() == gen && to - from < Agreement.WINDOW && to >= from) {
+                        write(s, LivenessWire.ops(gen, from, to, c.ledger()));
                     }
                     return;
                 }
@@ -355,7 +356,7 @@ final class LivenessClient {
 
     /** {@code PING}, with the communicator's generation and last collective once one is attached. */
     private String heartbeat() {
-        Watched c = l.owner;
+        Attached c = l.owner;
         return LivenessWire.ping(l.departed ? null : c);
     }
 

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -6,6 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.CommunicatorFailedException;
+import org.nccl4j.RemoteErrorException;
+import org.nccl4j.StubFixture;
 import org.nccl4j.trace.TraceDump;
 
 /** The liveness channel over loopback, and the watchdog failing a communicator whose peer is gone. */
@@ -60,7 +65,7 @@ class LivenessTest extends StubFixture {
         Liveness r0 = ranks[0], r1 = ranks[1];
         Communicator c = later(Communicator.create(0, 2, testId(), 0,
                 CommConfig.builder().watchdog(true).timeout(Duration.ofMinutes(1)).build()));
-        c.health().attachChannel(r0);
+        StubFixture.attachChannel(c, r0);
         Thread.sleep(100);
         r1.dropWithoutGoodbye();
         within(5000, c::failure, "the watchdog failing the communicator");
@@ -78,7 +83,7 @@ class LivenessTest extends StubFixture {
         Liveness[] ranks = channel(4, null);
         Liveness r0 = ranks[0], r1 = ranks[1], r2 = ranks[2], r3 = ranks[3];
         Communicator c = later(Communicator.create(1, 4, testId(), 0, CommConfig.builder().watchdog(false).build()));
-        c.health().attachChannel(r1);
+        StubFixture.attachChannel(c, r1);
         try {
             Thread.sleep(100);
             r3.dropWithoutGoodbye();

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,24 +20,25 @@ import org.nccl4j.trace.FlightRecorder;
  * Departures carry the communicator's generation (its number of recoveries): news of an earlier communicator is
  * ignored.
  */
-final class Departures {
+public final class Departures {
     /** How long a pending collective that the departed rank did issue may still take after an abort or failure. */
     static final long GRACE_NANOS = 1_000_000_000L;
     /** How long a failure waits for the cause that may follow a clean close (the exception leaving the rank). */
     static final long CAUSE_WAIT_NANOS = 400_000_000L;
 
     /** How a rank left. */
-    enum Kind {
-        /** {@link Communicator#close()}: it will issue nothing more, and finalizes what it issued. */
+    public enum Kind {
+        /** {@link org.nccl4j.Communicator#close()}: it will issue nothing more, and finalizes what it issued. */
         CLOSE("closed its communicator"),
-        /** {@link Communicator#abort()}: it issued nothing more, and cancelled what was in flight. */
+        /** {@link org.nccl4j.Communicator#abort()}: it issued nothing more, and cancelled what was in flight. */
         ABORT("aborted its communicator"),
         /** The watchdog failed its communicator (a timeout, an error, a peer's departure). */
         FAILURE("failed"),
         /** Its process is ending (System.exit, the end of main, an uncaught exception, SIGTERM or SIGINT). */
         EXIT("is exiting");
 
-        final String says;
+        /** What a rank that left so does, in a message: {@code closed its communicator}. */
+        public final String says;
 
         Kind(String says) {
             this.says = says;
@@ -57,7 +58,7 @@ final class Departures {
      * @param cause why, one line, or null
      * @param heardNanos when this rank heard of it ({@link System#nanoTime()})
      */
-    record Departure(int rank, String host, long pid, Kind kind, int generation, long last, String lastName,
+    public record Departure(int rank, String host, long pid, Kind kind, int generation, long last, String lastName,
             String cause, long heardNanos) {
         Departure withCause(String c) {
             return new Departure(rank, host, pid, kind, generation, last, lastName, c, heardNanos);
@@ -81,9 +82,9 @@ final class Departures {
     /**
      * What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0;
      * {@code leftBehind} when a peer that issued an operation this rank has not issued failed, aborted or exited
-     * (this rank can never catch up: {@link LeftBehind}).
+     * (this rank can never catch up: {@code LeftBehind} in {@code org.nccl4j}).
      */
-    record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind) {
+    public record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind) {
     }
 
     private final Map<Integer, Departure> byLaunchRank = new ConcurrentHashMap<>();
@@ -109,8 +110,11 @@ final class Departures {
         fingerprints.put(launchRank, fingerprint);
     }
 
-    /** @return the fingerprint through its last collective that rank {@code launchRank} closed with, or null */
-    String fingerprintOf(int launchRank) {
+    /**
+     * @param launchRank a rank that closed
+     * @return the fingerprint through its last collective that it closed with, or null
+     */
+    public String fingerprintOf(int launchRank) {
         return fingerprints.get(launchRank);
     }
 
@@ -132,8 +136,11 @@ final class Departures {
         }
     }
 
-    /** @return the mismatch rank 0 found on communicator {@code generation}, or null */
-    String mismatch(int generation) {
+    /**
+     * @param generation the communicator's generation
+     * @return the mismatch rank 0 found on it, or null
+     */
+    public String mismatch(int generation) {
         return mismatchGeneration == generation ? mismatch : null;
     }
 
@@ -145,12 +152,15 @@ final class Departures {
     }
 
     /** @return the highest collective number a rank has reported */
-    long highestReported() {
+    public long highestReported() {
         return highestReported;
     }
 
-    /** @return the departures of communicator {@code generation}, by launch rank */
-    Map<Integer, Departure> of(int generation) {
+    /**
+     * @param generation the communicator's generation
+     * @return its departures, by launch rank
+     */
+    public Map<Integer, Departure> of(int generation) {
         Map<Integer, Departure> out = new TreeMap<>();
         for (Departure d : byLaunchRank.values()) {
             if (d.generation() == generation) {
@@ -176,10 +186,14 @@ final class Departures {
     }
 
     /**
-     * The unclean departures (abort, failure, exit) of the others, described as a failure names them, joined by
-     * {@code ; }; null when there is none.
+     * The unclean departures (abort, failure, exit) of the others, described as a failure names them.
+     *
+     * @param self this rank's launch rank
+     * @param generation the communicator's generation
+     * @param rankOf maps a launch rank to the communicator's rank (-1: not in it)
+     * @return them joined by {@code ; }; null when there is none
      */
-    String unclean(int self, int generation, java.util.function.IntUnaryOperator rankOf) {
+    public String unclean(int self, int generation, java.util.function.IntUnaryOperator rankOf) {
         StringBuilder sb = new StringBuilder();
         for (Departure d : others(self, generation, rankOf)) {
             if (d.kind() != Kind.CLOSE) {
@@ -217,7 +231,7 @@ final class Departures {
      * @param now {@link System#nanoTime()}
      * @return the verdict, or null
      */
-    Verdict verdict(int self, Ledger ledger, FlightRecorder recorder, int generation,
+    public Verdict verdict(int self, Ledger ledger, FlightRecorder recorder, int generation,
             java.util.function.IntUnaryOperator rankOf, long now) {
         String m = mismatch(generation);
         if (m != null) {

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.IntPredicate;
+import org.nccl4j.StubFixture;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.Rendezvous;
 

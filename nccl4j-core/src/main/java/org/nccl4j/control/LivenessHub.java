@@ -1,7 +1,7 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 
-import static org.nccl4j.LivenessWire.printable;
+import static org.nccl4j.control.LivenessWire.printable;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -18,7 +18,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import org.nccl4j.LivenessWire.Refused;
+import org.nccl4j.RankPhase;
+import org.nccl4j.control.LivenessWire.Refused;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.RecordSeal;
 
@@ -657,7 +658,8 @@ final class LivenessHub {
         LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {} ({})", hello[1], hello[2], hello[3], how,
                 was.during());
         // LOST <rank> <host> <pid> <phase> <how...>: a reader of the first four fields only reads them unchanged
-        String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + was.wire() + " " + how + "\n";
+        String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + LivenessWire.wire(was) + " "
+                + how + "\n";
         l.lost(message.trim().split(" ", 6));
         broadcast(message);
     }
@@ -733,7 +735,7 @@ final class LivenessHub {
                     broadcast("CAUSED " + who + " " + rest + "\n");
                     return false;
                 case "PHASE": {
-                    RankPhase said = RankPhase.fromWire(rest.trim());
+                    RankPhase said = LivenessWire.phaseOf(rest.trim());
                     if (said == null) {
                         throw new IllegalArgumentException("no such phase");
                     }
@@ -888,7 +890,7 @@ final class LivenessHub {
             }
             RankPhase mine = l.phase;
             if (mine != RankPhase.JOINED) {   // rank 0's own phase, which it told the earlier ranks
-                send(p, "PHASE " + mine.wire() + "\n");
+                send(p, "PHASE " + LivenessWire.wire(mine) + "\n");
             }
         }
         fanOutJoins(false);

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -28,6 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.StubFixture;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.JobSecret;
 import org.slf4j.LoggerFactory;
@@ -37,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * checks of every claim (an impostor for a connected rank, a rank out of range, a second hello, lines only rank 0
  * sends); bounded lines, the hello deadline and the cap on connections waiting for their hello. A refused connection
  * is closed and said once at WARN, and is never a loss, a join or a departure. The nested classes run every test of
- * LivenessTest, DeparturesTest and FarewellTest again with {@code NCCL4J_JOB_SECRET} set.
+ * LivenessTest and FarewellTest again with {@code NCCL4J_JOB_SECRET} set ({@code org.nccl4j.DepartingWithSecretTest}
+ * those of {@code org.nccl4j.DepartingTest}).
  */
 class LivenessSecurityTest {
     private static final JobSecret SECRET = JobSecret.of("liveness-test-secret-0123456789");
@@ -725,12 +727,6 @@ class LivenessSecurityTest {
                 assertTrue(first.startsWith("CHALLENGE "), first);
             }
         }
-    }
-
-    /** DeparturesTest with NCCL4J_JOB_SECRET set. */
-    @Nested
-    class DeparturesWithSecret extends DeparturesTest {
-        // every test of DeparturesTest
     }
 
     /** FarewellTest with NCCL4J_JOB_SECRET set (its child JVM gets it by environment). */

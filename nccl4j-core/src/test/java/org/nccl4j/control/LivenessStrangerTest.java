@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,6 +31,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.nccl4j.RankPhase;
+import org.nccl4j.StubFixture;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.Rendezvous;
 import org.slf4j.LoggerFactory;

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -16,15 +16,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The ranks gone when the liveness channel's hub, launch rank 0, is gone too ({@link Communicator#lostRanks}). Rank 0
- * tells every rank of each loss; once it is lost, the ranks lost with it (the other ranks of its host) are reported
- * to nobody, and the remaining ranks would leave out rank 0 alone and wait in a recovery for ranks that are dead. So
- * each remaining rank answers a {@link RollCall} from the moment it learns that rank 0 is gone (on
- * {@code MASTER_PORT + }{@value #PORT_OFFSET}{@code  + its launch rank}, on its own host), and
- * {@link #lostRanks} asks every rank not yet known gone, for the settle time or {@link #MIN_WINDOW} (the longer):
- * those that do not answer are gone too.
+ * The ranks gone when the liveness channel's hub, launch rank 0, is gone too
+ * ({@link org.nccl4j.Communicator#lostRanks}). Rank 0 tells every rank of each loss; once it is lost, the ranks lost
+ * with it (the other ranks of its host) are reported to nobody, and the remaining ranks would leave out rank 0 alone
+ * and wait in a recovery for ranks that are dead. So each remaining rank answers a {@link RollCall} from the moment
+ * it learns that rank 0 is gone (on {@code MASTER_PORT + }{@value #PORT_OFFSET}{@code  + its launch rank}, on its own
+ * host), and {@link #lostRanks} asks every rank not yet known gone, for the settle time or {@link #MIN_WINDOW} (the
+ * longer): those that do not answer are gone too.
  */
-final class Survivors {
+public final class Survivors {
     /** The roll call's ports start at {@code MASTER_PORT} plus this (the recovery rendezvous uses +100 + N). */
     static final int PORT_OFFSET = 200;
     /** The shortest roll call: every remaining rank must have learnt of rank 0's loss and answer within it. */
@@ -38,8 +38,12 @@ final class Survivors {
     private Survivors() {
     }
 
-    /** News from the channel: once rank 0 is gone, this rank answers the roll call. */
-    static void heard(Liveness l) {
+    /**
+     * News from the channel: once rank 0 is gone, this rank answers the roll call.
+     *
+     * @param l the channel
+     */
+    public static void heard(Liveness l) {
         if (hubGone(l)) {
             answer(l, basePort(LaunchInfo.rankZeroAddress()));
         }
@@ -53,7 +57,7 @@ final class Survivors {
      * @param size the communicator's size
      * @return the ranks gone, of the communicator now served, sorted
      */
-    static int[] lostRanks(Liveness l, Duration settle, int size) {
+    public static int[] lostRanks(Liveness l, Duration settle, int size) {
         int[] gone = l.goneOnceSettled(settle);
         if (!hubGone(l)) {
             return gone;
@@ -115,8 +119,11 @@ final class Survivors {
      * Whether launch rank 0, the hub, is lost (its connection ended without a goodbye, or went silent) or was left
      * out by a recovery, and this rank is not it. A rank 0 that said it closes still serves the channel until its
      * close is done, and is not gone in this sense.
+     *
+     * @param l the channel
+     * @return whether the hub is gone for this rank
      */
-    static boolean hubGone(Liveness l) {
+    public static boolean hubGone(Liveness l) {
         if (l.launchRankOfSelf() == 0) {
             return false;
         }

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -10,9 +10,9 @@ import java.util.regex.Pattern;
  * Durations as users write them in variables and properties ({@code 30s}, {@code 10m}, {@code 1h}), and as nccl4j
  * prints them.
  */
-final class Durations {
+public final class Durations {
     /** The accepted forms, for error messages. */
-    static final String FORMS = "a whole number with a unit: 500ms, 30s, 10m, 1h (or ISO-8601 such as PT10M)";
+    public static final String FORMS = "a whole number with a unit: 500ms, 30s, 10m, 1h (or ISO-8601 such as PT10M)";
 
     private static final Pattern SIMPLE = Pattern.compile("([0-9]{1,9})\\s*(ms|s|m|min|h)");
 
@@ -22,10 +22,13 @@ final class Durations {
     /**
      * Parses {@code value}, the value of {@code name}.
      *
+     * @param name the variable or property, for the message
+     * @param value what it was set to
+     * @return the duration, longer than zero
      * @throws IllegalArgumentException naming the variable, the value and the accepted forms when it is not one
      *         of them, or not positive
      */
-    static Duration parse(String name, String value) {
+    public static Duration parse(String name, String value) {
         String v = value.trim().toLowerCase(Locale.ROOT);
         Duration d = null;
         Matcher m = SIMPLE.matcher(v);
@@ -61,8 +64,13 @@ final class Durations {
         return d;
     }
 
-    /** E.g. "10 s", "1.5 s", "250 ms", "10 min", "2 h". */
-    static String format(Duration d) {
+    /**
+     * A duration as nccl4j prints it.
+     *
+     * @param d the duration
+     * @return e.g. "10 s", "1.5 s", "250 ms", "10 min", "2 h"
+     */
+    public static String format(Duration d) {
         long ms = d.toMillis();
         if (ms < 1000) {
             return ms + " ms";

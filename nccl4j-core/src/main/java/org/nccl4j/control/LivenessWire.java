@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -6,6 +6,8 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import org.nccl4j.RankPhase;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.RecordSeal;
 
@@ -136,7 +138,7 @@ final class LivenessWire {
 
     /** {@code LOST <rank> <host> <pid> <phase> <how...>}: a reader of the first four fields reads them unchanged. */
     static String lost(String[] hello, RankPhase was, String how) {
-        return "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + was.wire() + " " + how + "\n";
+        return "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + wire(was) + " " + how + "\n";
     }
 
     /** {@code DEPARTED <rank> <host> <pid> <rest of DEPART>}. */
@@ -161,7 +163,25 @@ final class LivenessWire {
 
     /** {@code PHASE <phase>}. */
     static String phase(RankPhase p) {
-        return "PHASE " + p.wire() + "\n";
+        return "PHASE " + wire(p) + "\n";
+    }
+
+    /** A phase's name on the channel: its constant's, lower case, with dashes ({@code nccl-init}, {@code id-taken}). */
+    static String wire(RankPhase p) {
+        return p.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /** The phase named {@code wire} on the channel (in any case), or null when it names none. */
+    static RankPhase phaseOf(String wire) {
+        if (wire == null) {
+            return null;
+        }
+        for (RankPhase p : RankPhase.values()) {
+            if (wire(p).equals(wire.toLowerCase(Locale.ROOT))) {
+                return p;
+            }
+        }
+        return null;
     }
 
     /**
@@ -180,8 +200,8 @@ final class LivenessWire {
     // ------------------------------------------------------------------ a rank's lines
 
     /** {@code PING}, or {@code PING <generation> <last collective>} for an attached communicator. */
-    static String ping(Watched c) {
-        return c == null ? PING + "\n" : PING + " " + c.generation + " " + c.ledger.last() + "\n";
+    static String ping(Attached c) {
+        return c == null ? PING + "\n" : PING + " " + c.generation() + " " + c.ledger().last() + "\n";
     }
 
     /** {@code FP <g> <n> <fingerprint|?> <last>}: the answer to {@code CHECK <g> <n>}. */

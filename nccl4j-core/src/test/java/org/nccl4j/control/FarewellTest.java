@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -14,6 +14,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.nccl4j.CommConfig;
+import org.nccl4j.Communicator;
+import org.nccl4j.DataType;
+import org.nccl4j.DeviceBuffer;
+import org.nccl4j.FakeCuda;
+import org.nccl4j.ReduceOp;
+import org.nccl4j.Stream;
+import org.nccl4j.StubFixture;
+import org.nccl4j.UniqueId;
 import org.nccl4j.jni.StubNccl;
 import org.nccl4j.launch.JobSecret;
 
@@ -148,8 +157,8 @@ class FarewellTest {
         assertEquals(3, e.status(), e.out());
         assertEquals(Departures.Kind.EXIT, e.departure().kind());
         assertNotNull(e.departure().cause());
-        assertTrue(e.departure().cause().startsWith("System.exit at org.nccl4j.FarewellTest.main(FarewellTest.java:"),
-                e.departure().cause());
+        assertTrue(e.departure().cause().startsWith(
+                "System.exit at org.nccl4j.control.FarewellTest.main(FarewellTest.java:"), e.departure().cause());
     }
 
     /** The child's stream and buffer, reachable until it ends. */
@@ -168,7 +177,7 @@ class FarewellTest {
         Liveness l = Liveness.join(null, 1, "127.0.0.1", Integer.parseInt(args[1]));
         Communicator c = Communicator.create(1, 2, UniqueId.of(new byte[UniqueId.BYTES]), 0,
                 CommConfig.builder().watchdog(true).build());
-        c.health().attachChannel(l);
+        StubFixture.attachChannel(c, l);
         Stream s = Stream.create(0);
         DeviceBuffer b = DeviceBuffer.allocate(0, 4, DataType.FLOAT32);
         // Held until the process ends: once main's frame is gone the buffer would be unreachable, and the leak

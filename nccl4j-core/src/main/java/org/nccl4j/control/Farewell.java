@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Method;
@@ -25,24 +25,76 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, with no departure.
  */
-final class Farewell {
+public final class Farewell {
     private static final Logger LOG = LoggerFactory.getLogger(Farewell.class);
     /**
      * How long the hook waits for a communicator's lifecycle (a close or the watchdog's abort under way), for the
      * aborts, and then for every NCCL teardown under way in the process: the C runtime's exit handlers must not run
      * while NCCL is tearing a communicator down (its threads would use what they free).
      */
-    static final long ABORT_WAIT_MILLIS = 5000;
+    public static final long ABORT_WAIT_MILLIS = 5000;
     private static final Set<Liveness> OPEN = ConcurrentHashMap.newKeySet();
     private static volatile boolean installed;
     private static volatile String uncaught;
     private static volatile String signal;
     private static volatile boolean exiting;
 
+    /**
+     * NCCL's side of the exit, which the core above the control plane supplies ({@link #install(NcclUnderWay)}): the
+     * NCCL calls the exit waits for, and the end of a process that the C runtime's exit would crash. Part of nccl4j's
+     * internals, not of its API.
+     */
+    public interface NcclUnderWay {
+        /**
+         * Blocking NCCL initializations under way in this process.
+         *
+         * @return how many
+         */
+        int initsUnderWay();
+
+        /**
+         * NCCL teardown calls (abort, finalize, destroy) under way in this process.
+         *
+         * @return how many
+         */
+        int teardownsUnderWay();
+
+        /**
+         * Flushes what Java and NCCL have to say, then ends the process with {@code _exit(status)}.
+         *
+         * @param status the exit status
+         */
+        void exitNow(int status);
+    }
+
+    /** Before the core supplies its own: nothing of NCCL under way, and a halt. */
+    private static final NcclUnderWay NONE = new NcclUnderWay() {
+        @Override
+        public int initsUnderWay() {
+            return 0;
+        }
+
+        @Override
+        public int teardownsUnderWay() {
+            return 0;
+        }
+
+        @Override
+        public void exitNow(int status) {
+            Runtime.getRuntime().halt(status);
+        }
+    };
+    private static volatile NcclUnderWay nccl = NONE;
+
     private Farewell() {
     }
 
-    static void register(Liveness l) {
+    /**
+     * Installs the hook and handlers, once, and tells {@code l}'s departure when the process ends, until it closes.
+     *
+     * @param l a channel
+     */
+    public static void register(Liveness l) {
         install();
         OPEN.add(l);
     }
@@ -51,7 +103,18 @@ final class Farewell {
         OPEN.remove(l);
     }
 
-    /** Installs the hook and handlers, once (with the first communicator, or the first channel). */
+    /**
+     * Installs the hook and handlers, once, and has the exit wait for {@code calls}: the core's NCCL initializations
+     * and teardowns (with the first communicator, or its first channel).
+     *
+     * @param calls what of NCCL is under way
+     */
+    public static void install(NcclUnderWay calls) {
+        nccl = calls;
+        install();
+    }
+
+    /** Installs the hook and handlers, once (with the first channel). */
     static void install() {
         if (!installed) {
             install0();
@@ -83,8 +146,13 @@ final class Farewell {
         }
     }
 
-    /** {@code IllegalStateException: data loader failed}: the class's simple name and the message. */
-    static String describe(Throwable e) {
+    /**
+     * An exception as a departure's cause names it.
+     *
+     * @param e the exception
+     * @return {@code IllegalStateException: data loader failed}: the class's simple name and the message
+     */
+    public static String describe(Throwable e) {
         String m = e.getMessage();
         return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
@@ -137,17 +205,17 @@ final class Farewell {
         }
         String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
         for (Liveness l : OPEN) {
-            Watched c = l.owner();
+            Attached c = l.owner();
             if (c == null && !l.departed()) {   // during start-up: no communicator yet; its phase says where
                 l.departDuringStartUp(Departures.Kind.EXIT, cause);
             } else if (c != null && !l.departed()) {
                 // no operation is taken from now on, whatever the program's threads do while the hooks run: the
                 // last collective told is the last one issued, so a peer waiting beyond it fails at once
                 c.stopIssuing("the process is exiting (" + cause + ")");
-                l.depart(Departures.Kind.EXIT, c.generation, c.ledger.last(),
-                        c.ledger.describe(c.ledger.last()), cause);
-                Departing.recordDeparture(c, "exited with its communicator open after "
-                        + c.ledger.describe(c.ledger.last()) + " (" + cause + ")");
+                Ledger ledger = c.ledger();
+                l.depart(Departures.Kind.EXIT, c.generation(), ledger.last(), ledger.describe(ledger.last()), cause);
+                c.recordDeparture("exited with its communicator open after " + ledger.describe(ledger.last()) + " ("
+                        + cause + ")");
             } else {
                 l.exitAfterFailure(cause);   // a failed rank now leaves for good
                 if (uncaught == null && !cause.equals("the program ended")) {
@@ -159,7 +227,7 @@ final class Farewell {
         awaitOwnOperations();
         Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
-                Watched c = l.owner();
+                Attached c = l.owner();
                 if (c != null) {
                     c.abortAtExit(cause);
                 }
@@ -187,9 +255,8 @@ final class Farewell {
     private static void awaitOwnOperations() {
         long end = System.nanoTime() + OPERATIONS_WAIT_MILLIS * 1_000_000L;
         for (Liveness l : OPEN) {
-            Watched c = l.owner();
-            while (c != null && c.failure == null && !c.closed && !c.ownOperationsComplete()
-                    && System.nanoTime() - end < 0) {
+            Attached c = l.owner();
+            while (c != null && c.ownOperationsPending() && System.nanoTime() - end < 0) {
                 java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
             }
         }
@@ -207,13 +274,13 @@ final class Farewell {
      */
     private static void awaitInits(String cause) {
         long end = System.nanoTime() + INIT_WAIT_MILLIS * 1_000_000L;
-        while (StartupGuard.initsUnderWay() > 0) {
+        while (nccl.initsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
                 int status = signalStatus();
                 LOG.warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending "
                         + "the process with status {} without the C runtime's exit handlers, which libnccl would "
                         + "crash in", INIT_WAIT_MILLIS, cause, status);
-                StartupGuard.exitNow(status);
+                nccl.exitNow(status);
             }
             java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
         }
@@ -226,14 +293,14 @@ final class Farewell {
     }
 
     /** @return whether the process is ending: nccl4j's shutdown hook has started */
-    static boolean exiting() {
+    public static boolean exiting() {
         return exiting;
     }
 
     /** Waits (at most {@link #ABORT_WAIT_MILLIS}) until no NCCL teardown is under way in the process. */
     private static void awaitTeardowns() {
         long end = System.nanoTime() + ABORT_WAIT_MILLIS * 1_000_000L;
-        while (Watched.teardownsUnderWay() > 0) {
+        while (nccl.teardownsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
                 LOG.warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
                 return;

@@ -1,4 +1,4 @@
-package org.nccl4j;
+package org.nccl4j.control;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -17,7 +17,7 @@ import org.nccl4j.trace.TraceOperation;
  * entry only when its stamp names the collective before and after the read. {@link #issued} allocates nothing: a
  * hash and seven array stores.
  */
-final class Ledger {
+public final class Ledger {
     /** How many collectives the rings hold. */
     static final int CAPACITY = 4096;
     private static final int MASK = CAPACITY - 1;
@@ -58,7 +58,7 @@ final class Ledger {
      * @param root the root of a rooted collective, or -1
      * @param traceSeq the flight recorder's sequence number of it, or 0 when not recorded
      */
-    void issued(int operation, long count, int type, int reduceOp, int root, long traceSeq) {
+    public void issued(int operation, long count, int type, int reduceOp, int root, long traceSeq) {
         long n = (long) LAST.getOpaque(this) + 1;
         int slot = (int) (n & MASK);
         long fp = mix(fingerprint, operation, count, type, reduceOp, root);
@@ -77,7 +77,7 @@ final class Ledger {
     }
 
     /** Any operation (a send or receive too): remembers the issuing thread when it changed. */
-    void sawIssuer() {
+    public void sawIssuer() {
         Thread t = Thread.currentThread();
         if (t != issuer) {
             issuer = t;
@@ -85,12 +85,12 @@ final class Ledger {
     }
 
     /** @return the thread that issued the last operation, or null */
-    Thread issuer() {
+    public Thread issuer() {
         return issuer;
     }
 
     /** @return the number of the last collective issued, 0 before the first */
-    long last() {
+    public long last() {
         return (long) LAST.getAcquire(this);
     }
 
@@ -131,9 +131,12 @@ final class Ledger {
     }
 
     /**
-     * The running fingerprint through collective #n, or null when the ring no longer holds it (or n is not issued).
+     * The running fingerprint through collective #n.
+     *
+     * @param n the collective's number
+     * @return the fingerprint, or null when the ring no longer holds it (or n is not issued)
      */
-    Long fingerprintAt(long n) {
+    public Long fingerprintAt(long n) {
         if (n == 0) {
             return 0x6e63636c346aL;
         }
@@ -165,8 +168,13 @@ final class Ledger {
         return (long) STAMPS.getAcquire(stamps, slot) == n ? t : 0;
     }
 
-    /** {@code allReduce #3}, or {@code none} before the first collective. */
-    String describe(long n) {
+    /**
+     * Collective #n as messages name it.
+     *
+     * @param n the collective's number
+     * @return {@code allReduce #3}, or {@code none} before the first collective
+     */
+    public String describe(long n) {
         if (n <= 0) {
             return "none";
         }
