@@ -98,7 +98,7 @@ if [ "$cuda" = 12 ]; then
     : > "$apt_dir/status"
     apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
               -o Dir::State::Lists="$apt_dir/lists" -o Dir::State::Status="$apt_dir/status" -o Dir::Cache="$apt_dir/cache"
-              -o APT::Architecture=amd64 -o Debug::NoLocking=1)
+              -o APT::Architecture=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
     if apt-get -qq "${apt_opts[@]}" update && (cd "$apt_dir" && apt-get -qq "${apt_opts[@]}" download libcudart12 2>/dev/null); then
       dpkg-deb -x "$apt_dir"/libcudart12_*.deb "$apt_dir/x"
       cudart=$(find "$apt_dir/x" -name 'libcudart.so.12' | head -1)

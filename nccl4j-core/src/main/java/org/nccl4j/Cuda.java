@@ -1,6 +1,8 @@
 package org.nccl4j;
 
 import org.nccl4j.jni.CudaRuntime;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The few CUDA runtime facts nccl4j needs: device count, current device, synchronization. Device memory,
@@ -9,9 +11,11 @@ import org.nccl4j.jni.CudaRuntime;
  * <p>Calls go to the CUDA 12 or 13 runtime that nccl4j opens at run time ({@link org.nccl4j.jni.CudaRuntime} says
  * which and how to choose: {@code NCCL4J_CUDA=12}, {@code NCCL4J_CUDART=/path/libcudart.so.12}); a machine without a
  * CUDA runtime makes them throw a {@link org.nccl4j.jni.CudaUnavailableException} (an {@link IllegalStateException})
- * that names what was tried and the fix, and one without a driver a {@link CudaException} that says so.
+ * that names what was tried and the fix, and one without a driver a {@link CudaException} that says so. The runtime
+ * opened is described once at INFO.
  */
 public final class Cuda {
+    private static final Logger LOG = LoggerFactory.getLogger(Cuda.class);
     private static volatile CudaBackend backend;
 
     private Cuda() {
@@ -23,7 +27,9 @@ public final class Cuda {
             synchronized (Cuda.class) {
                 b = backend;
                 if (b == null) {
-                    CudaRuntime.load(); // throws CudaUnavailableException: what was tried, and the fix
+                    // throws CudaUnavailableException: what was tried, and the fix
+                    CudaRuntime runtime = CudaRuntime.load();
+                    LOG.info("nccl4j: opened the {}", runtime.report());
                     b = new NativeCudaBackend();
                     backend = b;
                 }
