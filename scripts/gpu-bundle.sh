@@ -7,6 +7,13 @@
 #   BUNDLE_TESTS=0   leave out the test classes and the JUnit console launcher (4 MiB): for benchmark calls whose
 #                    bundle travels with other files (the GPU machines of these runs take 64 MiB in all); gpu-test.sh refuses
 #                    such a bundle, naming this variable
+#   CUDA=12          a bundle for the CUDA 12 runtime (default CUDA=13): built with -Pcuda12 (the JavaCPP Presets for
+#                    CUDA 12.9 for the examples and the doctor), carrying libcudart.so.12 in cuda12/ (0.7 MB), which
+#                    gpu-test.sh then makes nccl4j use (NCCL4J_CUDART). The library comes from CUDART12=/path/to/
+#                    libcudart.so.12 when set, else a CUDA 12 install here (/usr/local/cuda-12*, the ld.so cache), else
+#                    Debian's libcudart12 package, fetched with apt-get download into a scratch directory (the
+#                    system's apt configuration is left as it is). cuBLAS, cuRAND and NVRTC 12 are not carried: the
+#                    examples' GPU tests need them on the GPU machine (docs/cuda.md).
 #
 # bundle-dir is deleted first (rm -rf) and made anew. A relative bundle-dir is relative to the repository root (the
 # directory above scripts/), wherever you run the script from: scripts/gpu-bundle.sh bundle makes <root>/bundle. It
@@ -32,6 +39,8 @@ if [ -d "$out" ] && [ -n "$(git -C "$root" ls-files -- "$out" 2>/dev/null | head
 fi
 tests=${BUNDLE_TESTS:-1}
 case "$tests" in 0|1) ;; *) echo "gpu-bundle.sh: BUNDLE_TESTS=$tests: use 1 (the default) or 0" >&2; exit 2 ;; esac
+cuda=${CUDA:-13}
+case "$cuda" in 12) profile=(-Pcuda12) ;; 13) profile=() ;; *) echo "gpu-bundle.sh: CUDA=$cuda: use 13 (the default) or 12" >&2; exit 2 ;; esac
 javacpp_platform=linux-x86_64
 # JNI libraries of the CUDA presets that nccl4j and its examples load.
 cuda_jni_libs=${CUDA_JNI_LIBS:-"libjnicudart.so libjnicublas.so libjnicurand.so libjninvrtc.so libjninvml.so"}
@@ -96,7 +105,7 @@ carry_font_stack() { # JRE
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/deps"
 # Build, and let Maven copy each module's dependencies (test scope: the tests run from the bundle too).
-mvn -q -B -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeGroupIds=org.nccl4j
+mvn -q -B "${profile[@]}" -DskipTests package dependency:copy-dependencies -DincludeScope=test -DexcludeGroupIds=org.nccl4j
 for m in nccl4j-*/target/dependency; do cp -f "$m"/*.jar "$out/deps/"; done
 if [ "$tests" = 1 ]; then
   mvn -q -B dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$console_version \
@@ -135,6 +144,38 @@ for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
 done
 rm -f "$out"/lib/*-"$javacpp_platform".jar.tmp "$out"/lib/nccl4j-native-*-"$javacpp_platform".jar
 
+# CUDA=12: the CUDA 12 runtime, which the GPU machines (a CUDA 13 driver and runtime) do not have.
+if [ "$cuda" = 12 ]; then
+  mkdir -p "$out/cuda12"
+  cudart=${CUDART12:-}
+  if [ -z "$cudart" ]; then   # the newest /usr/local/cuda-12.x (the glob sorts 12.4 before 12.9), else the ld.so cache's
+    for f in /usr/local/cuda-12*/targets/x86_64-linux/lib/libcudart.so.12; do cudart=$f; done
+  fi
+  [ -n "$cudart" ] || cudart=$(ldconfig -p 2>/dev/null | awk '/libcudart\.so\.12 .*x86-64/ { print $NF; exit }')
+  if [ -z "$cudart" ]; then
+    # Debian's package of the CUDA 12 runtime (non-free), fetched with apt's own client into a scratch directory.
+    apt_dir=$(mktemp -d)
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+    echo "deb http://deb.debian.org/debian trixie non-free" > "$apt_dir/sources.list"
+    : > "$apt_dir/status"
+    apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+              -o Dir::State::Lists="$apt_dir/lists" -o Dir::State::Status="$apt_dir/status" -o Dir::Cache="$apt_dir/cache"
+              -o APT::Architecture=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
+    if apt-get -qq "${apt_opts[@]}" update && (cd "$apt_dir" && apt-get -qq "${apt_opts[@]}" download libcudart12 2>/dev/null); then
+      dpkg-deb -x "$apt_dir"/libcudart12_*.deb "$apt_dir/x"
+      cudart=$(find "$apt_dir/x" -name 'libcudart.so.12' | head -1)
+      cp "$(find "$apt_dir/x" -path '*/doc/libcudart12/copyright')" "$out/cuda12/copyright" 2>/dev/null || true
+    fi
+  fi
+  if [ -z "$cudart" ] || [ ! -e "$cudart" ]; then
+    echo "gpu-bundle.sh: CUDA=12: no libcudart.so.12 found (CUDART12, /usr/local/cuda-12*, the ld.so cache, Debian's libcudart12): set CUDART12=/path/to/libcudart.so.12" >&2
+    exit 2
+  fi
+  cp -L "$cudart" "$out/cuda12/libcudart.so.12"
+  if [ -n "${apt_dir:-}" ]; then rm -rf "$apt_dir"; fi
+  echo "bundle: CUDA 12 runtime from $cudart ($(du -h "$out/cuda12/libcudart.so.12" | cut -f1))"
+fi
+
 # java.desktop: nccl4j-perf's --plot and Plot draw PNGs with XChart (java.awt, javax.imageio), headless.
 jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,java.xml,jdk.zipfs,java.desktop \
       --strip-debug --no-header-files --no-man-pages --compress=2 --output "$out/jre"
@@ -150,4 +191,4 @@ mkdir -p "$out/bench"
 cp scripts/bench/torch_departures.py scripts/bench/ports_attack.py "$out/bench/"
 # the sharded-training comparison runs from the bundle too: bundle/bench/sharded-compare.sh uses the bundle above it
 cp scripts/bench/sharded-compare.sh scripts/bench/sharded_compare.py "$out/bench/"
-echo "bundle: $out, $(du -sh "$out" | cut -f1)$([ "$tests" = 1 ] || echo ", without the tests (BUNDLE_TESTS=0)")"
+echo "bundle: $out, $(du -sh "$out" | cut -f1)$([ "$tests" = 1 ] || echo ", without the tests (BUNDLE_TESTS=0)")$([ "$cuda" = 13 ] || echo ", for the CUDA 12 runtime (cuda12/)")"

@@ -24,6 +24,9 @@
 # when at least one test ran and none failed (a non-zero exit of a run that reported no failure counts as one);
 # 1 otherwise, "no test ran: ..." saying why when no test ran; 2 when nothing could start.
 #
+# A bundle made with CUDA=12 runs with the CUDA 12 runtime it carries (cuda12/libcudart.so.12; see below); narrow it to
+# the tests of nccl4j-native and nccl4j-core, whose CUDA is that runtime alone, with TESTS='org\.nccl4j\.(jni\.)?[A-Z].*'.
+#
 # Every rank gets the parent's environment: mpirun's children inherit it, and the NCCL_*, NCCL4J_*, CUDA_*,
 # NVSHMEM_*, TORCH_*, LD_LIBRARY_PATH variables are also forwarded explicitly with -x.
 set -uo pipefail
@@ -49,6 +52,13 @@ np=$(nccl4j_ranks "$tool" "$gpus") || exit 2
 share=0
 nccl4j_share_gpus "$tool" "$gpus" "$np" "$nccl4j_share_forced" && share=1
 nccl4j_cuda_libs --first
+# A CUDA 12 bundle (CUDA=12 scripts/gpu-bundle.sh) carries its runtime in cuda12/: nccl4j opens it (NCCL4J_CUDART, unless
+# NCCL4J_CUDART or NCCL4J_CUDA is set already) and the CUDA 12.9 presets' JNI libraries find it first (LD_LIBRARY_PATH).
+if [ -e "$bundle/cuda12/libcudart.so.12" ]; then
+  if [ -z "${NCCL4J_CUDART:-}" ] && [ -z "${NCCL4J_CUDA:-}" ]; then export NCCL4J_CUDART=$bundle/cuda12/libcudart.so.12; fi
+  export LD_LIBRARY_PATH=$bundle/cuda12${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "== CUDA 12 bundle: NCCL4J_CUDART=${NCCL4J_CUDART:-} NCCL4J_CUDA=${NCCL4J_CUDA:-}"
+fi
 export NCCL_COMM_ID=${NCCL_COMM_ID:-127.0.0.1:$((29500 + RANDOM % 500))}
 log_dir=${LOG_DIR:-$(mktemp -d)}
 mkdir -p "$log_dir"

@@ -1,14 +1,21 @@
 package org.nccl4j;
 
+import org.nccl4j.jni.CudaRuntime;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 /**
  * The few CUDA runtime facts nccl4j needs: device count, current device, synchronization. Device memory,
  * streams and events are {@link DeviceBuffer}, {@link Stream} and {@link Event}.
  *
- * <p>Calls go to the CUDA runtime through the JavaCPP Presets for CUDA; a machine without a CUDA driver and
- * runtime makes them throw {@link CudaException} or {@link UnsatisfiedLinkError}-caused
- * {@link IllegalStateException}s that say so.
+ * <p>Calls go to the CUDA 12 or 13 runtime that nccl4j opens at run time ({@link org.nccl4j.jni.CudaRuntime} says
+ * which and how to choose: {@code NCCL4J_CUDA=12}, {@code NCCL4J_CUDART=/path/libcudart.so.12}); a machine without a
+ * CUDA runtime makes them throw a {@link org.nccl4j.jni.CudaUnavailableException} (an {@link IllegalStateException})
+ * that names what was tried and the fix, and one without a driver a {@link CudaException} that says so. The runtime
+ * opened is described once at INFO.
  */
 public final class Cuda {
+    private static final Logger LOG = LoggerFactory.getLogger(Cuda.class);
     private static volatile CudaBackend backend;
 
     private Cuda() {
@@ -20,15 +27,10 @@ public final class Cuda {
             synchronized (Cuda.class) {
                 b = backend;
                 if (b == null) {
-                    try {
-                        b = new PresetsCudaBackend();
-                        int[] n = new int[1];
-                        b.getDeviceCount(n); // forces the presets' native library to load
-                    } catch (UnsatisfiedLinkError | NoClassDefFoundError | ExceptionInInitializerError e) {
-                        throw new IllegalStateException("The CUDA runtime could not be loaded (JavaCPP Presets for "
-                                + "CUDA need libcudart.so.13: install the CUDA 13 runtime and an NVIDIA driver, or "
-                                + "add its lib directory to LD_LIBRARY_PATH): " + e, e);
-                    }
+                    // throws CudaUnavailableException: what was tried, and the fix
+                    CudaRuntime runtime = CudaRuntime.load();
+                    LOG.info("nccl4j: opened the {}", runtime.report());
+                    b = new NativeCudaBackend();
                     backend = b;
                 }
             }

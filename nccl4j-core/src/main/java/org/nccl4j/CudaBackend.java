@@ -1,9 +1,9 @@
 package org.nccl4j;
 
 /**
- * The CUDA runtime calls nccl4j makes, behind one seam: the real implementation uses the JavaCPP Presets for
- * CUDA ({@link PresetsCudaBackend}); CPU tests install a fake. Every method returns a {@code cudaError_t}
- * (0 = success) and writes results into the given arrays.
+ * The CUDA runtime calls nccl4j makes, behind one seam: the real implementation calls the CUDA 12 or 13
+ * runtime that nccl4j-native opened ({@link NativeCudaBackend}); CPU tests install a fake. Every method returns a
+ * {@code cudaError_t} (0 = success) and writes results into the given arrays.
  */
 interface CudaBackend {
     int getDeviceCount(int[] count);

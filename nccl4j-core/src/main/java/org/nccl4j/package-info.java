@@ -41,9 +41,9 @@
  * <ul>
  *   <li>{@link org.nccl4j.DeviceBuffer}, {@link org.nccl4j.Stream}, {@link org.nccl4j.Event},
  *       {@link org.nccl4j.CudaGraph}, {@link org.nccl4j.Cuda}, {@link org.nccl4j.CudaException}.</li>
- *   <li>{@code CudaBackend} is the seam of every CUDA runtime call ({@code PresetsCudaBackend} over the JavaCPP
- *       Presets; the tests put a fake behind it). {@code Capture} tracks graph captures; {@code Leaks} reports what
- *       was left open.</li>
+ *   <li>{@code CudaBackend} is the seam of every CUDA runtime call ({@code NativeCudaBackend} over
+ *       nccl4j-native's CUDA 12 or 13 runtime; the tests put a fake behind it). {@code Capture} tracks graph
+ *       captures; {@code Leaks} reports what was left open.</li>
  *   <li>They live here, not in a sub-package, because streams and graphs carry the watchdog's hooks: a stream
  *       knows the communicators that use it (so a wait on it throws their failure), and a graph launch is recorded
  *       by the communicators captured in it.</li>

@@ -43,7 +43,7 @@ class LayersTest {
      * program's hooks; what is built on its API (bootstrap, recovery, windows, gradient buckets, parameter shards).
      */
     static final List<List<String>> LAYERS = List.of(
-            List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "PresetsCudaBackend", "Stream",
+            List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "NativeCudaBackend", "Stream",
                     "Event", "CudaGraph", "DeviceBuffer"),
             List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Departing", "LeftBehind",
                     "StartupGuard"),
@@ -253,8 +253,9 @@ class LayersTest {
             + "(?:class|interface|record|enum)\\s+([A-Z]\\w*)");
 
     /**
-     * No nested type of the core has the simple name of a top-level class of the core (as PresetsCudaBackend's private
-     * {@code Stream} and {@code Event} once did): inside the outer class the nested one would hide the core's own.
+     * No nested type of the core has the simple name of a top-level class of the core (as the old presets
+     * backend's private {@code Stream} and {@code Event} once did): inside the outer class the nested one would
+     * hide the core's own.
      */
     @Test
     void noNestedTypeShadowsACoreClass() throws IOException {

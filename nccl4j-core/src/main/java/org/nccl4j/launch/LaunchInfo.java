@@ -9,7 +9,8 @@ import java.util.OptionalInt;
 import java.util.function.IntSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.bytedeco.cuda.global.cudart;
+import org.nccl4j.jni.CudaNative;
+import org.nccl4j.jni.CudaRuntime;
 import org.nccl4j.jni.NcclNative;
 
 /**
@@ -192,14 +193,13 @@ public final class LaunchInfo {
         return detect(System.getenv(), LaunchInfo::visibleDevices);
     }
 
-    /** {@code cudaGetDeviceCount} through the JavaCPP Presets for CUDA; 0 when the CUDA runtime cannot tell. */
+    /** {@code cudaGetDeviceCount} through nccl4j-native's CUDA runtime; 0 when no runtime or driver can tell. */
     private static int visibleDevices() {
-        try {
-            int[] n = new int[1];
-            return cudart.cudaGetDeviceCount(n) == 0 ? n[0] : 0;
-        } catch (LinkageError e) {
+        if (!CudaRuntime.isAvailable()) {
             return 0;
         }
+        int[] n = new int[1];
+        return CudaNative.cudaGetDeviceCount(n) == 0 ? n[0] : 0;
     }
 
     /**

@@ -309,7 +309,8 @@ class DoctorTest {
     void everyNccl4jVariableTheSourcesReadIsKnownToTheDoctor() throws Exception {
         java.util.regex.Pattern named = java.util.regex.Pattern.compile("\"(NCCL4J_[A-Z_]+)\"");
         java.util.Set<String> read = new java.util.TreeSet<>();
-        for (String module : new String[] {"../nccl4j-core/src/main/java", "src/main/java"}) {
+        for (String module : new String[] {"../nccl4j-native/src/main/java", "../nccl4j-core/src/main/java",
+                "src/main/java"}) {
             try (var files = java.nio.file.Files.walk(java.nio.file.Path.of(module))) {
                 for (java.nio.file.Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
                     java.util.regex.Matcher m = named.matcher(java.nio.file.Files.readString(f));

@@ -1278,6 +1278,48 @@ class ScriptsTest {
         assertBundleIn(root.resolve("bundle"), box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1")));
     }
 
+    /**
+     * CUDA=12: built with -Pcuda12, the CUDA 12 runtime carried in cuda12/ (here from CUDART12), and gpu-test.sh from
+     * that bundle points nccl4j at it unless the user chose a runtime; CUDA=11 is refused before anything is deleted.
+     */
+    @Test
+    void gpuBundleForCuda12CarriesTheRuntimeThatGpuTestThenUses() throws Exception {
+        Path cudart = base.resolve("cuda-12.4/libcudart.so.12.4.127");
+        Files.createDirectories(cudart.getParent());
+        Files.writeString(cudart, "the CUDA 12 runtime");
+        Path out = base.resolve("bundle12");
+        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "12", "CUDART12",
+                cudart.toString()), out.toString());
+        assertEquals(0, r.status(), r.toString());
+        assertEquals(List.of("-q", "-B", "-Pcuda12", "-DskipTests", "package", "dependency:copy-dependencies",
+                "-DincludeScope=test", "-DexcludeGroupIds=org.nccl4j"), r.of("mvn").get(0).args());
+        assertEquals("the CUDA 12 runtime", Files.readString(out.resolve("cuda12/libcudart.so.12")));
+        assertTrue(r.out().contains("bundle: CUDA 12 runtime from " + cudart + " ("), r.out());
+        assertTrue(r.out().strip().endsWith(", for the CUDA 12 runtime (cuda12/)"), r.out());
+
+        ScriptSandbox.fake(out.resolve("jre/bin/java"));   // fake jlink's java is an empty file
+        Result t = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "NP", "1"), out.toString());
+        assertEquals(0, t.status(), t.toString());
+        Call java = t.first("java");
+        assertEquals(out + "/cuda12/libcudart.so.12", java.env("NCCL4J_CUDART"));
+        assertTrue(java.env("LD_LIBRARY_PATH").startsWith(out + "/cuda12:"), java.env("LD_LIBRARY_PATH"));
+        assertTrue(t.out().contains("== CUDA 12 bundle: NCCL4J_CUDART=" + out + "/cuda12/libcudart.so.12 NCCL4J_CUDA="),
+                t.out());
+        Result chosen = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+                SUMMARY, "NP", "1", "NCCL4J_CUDA", "12"), out.toString());
+        assertEquals(0, chosen.status(), chosen.toString());
+        assertEquals(null, chosen.first("java").env("NCCL4J_CUDART"), "the user's NCCL4J_CUDA=12 is their choice");
+        assertEquals("12", chosen.first("java").env("NCCL4J_CUDA"));
+
+        Result refused = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "11"),
+                out.toString());
+        assertEquals(2, refused.status(), refused.toString());
+        assertEquals("gpu-bundle.sh: CUDA=11: use 13 (the default) or 12", refused.err().strip());
+        assertEquals(List.of(), refused.tools(), "refused before it deletes or builds anything");
+        assertTrue(Files.exists(out.resolve("cuda12/libcudart.so.12")));
+    }
+
     // ---------------------------------------------------------------- .github/workflows/gpu-smoke.yml
 
     /** The steps of a GitHub workflow's job, each its lines from its "      - " on. */
