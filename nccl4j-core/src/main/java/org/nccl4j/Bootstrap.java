@@ -13,6 +13,7 @@ import org.nccl4j.jni.NcclNative;
 import org.nccl4j.launch.LaunchInfo;
 import org.nccl4j.launch.Rendezvous;
 import org.nccl4j.launch.RendezvousException;
+import org.nccl4j.launch.UniqueIdCheckException;
 
 /**
  * Making a communicator: {@link Communicator#create(int, int, UniqueId, int, CommConfig)}'s checks and NCCL call
@@ -158,6 +159,34 @@ final class Bootstrap {
         }
     }
 
+    /**
+     * The rendezvous' exchange of the unique id. Rank 0 keeps the id on its liveness channel; a rank whose id frame
+     * failed its MAC on the way (forged, replayed or altered: the job has a secret) asks rank 0 for it there, on a
+     * connection sealed with keys of its own handshake, instead of failing its start-up.
+     */
+    private static byte[] exchange(Rendezvous rv, Liveness live, int rank, long deadline) {
+        byte[] bytes;
+        try {
+            bytes = rv.exchange(() -> UniqueId.generate().toBytes());
+        } catch (UniqueIdCheckException e) {
+            byte[] again = live == null ? null : live.askUniqueId(Math.min(deadline, System.nanoTime()
+                    + ID_ASK_NANOS));
+            if (again == null) {
+                throw e;
+            }
+            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: {}; rank {} took the id from rank 0's"
+                    + " liveness channel instead (sealed with the keys of its own handshake)", e.getMessage(), rank);
+            return again;
+        }
+        if (rank == 0 && live != null) {
+            live.offerUniqueId(bytes);
+        }
+        return bytes;
+    }
+
+    /** How long a rank whose id frame failed its check waits for the id on the liveness channel. */
+    private static final long ID_ASK_NANOS = 10_000_000_000L;
+
     private static Communicator fromEnvironment(CommConfig config, LaunchInfo launch, Liveness live,
             java.time.Duration timeout, long deadline) {
         int rank = launch.rank();
@@ -174,7 +203,7 @@ final class Bootstrap {
             };
             Rendezvous rv = Rendezvous.forLaunch(launch, timeout, lossSays);
             try {
-                id = UniqueId.of(rv.exchange(() -> UniqueId.generate().toBytes()));
+                id = UniqueId.of(exchange(rv, live, rank, deadline));
                 rv.awaitArrivals(deadline);   // the file route: names a rank that never came, before NCCL waits for it
             } catch (RendezvousException e) {
                 Liveness.Loss loss = StartupGuard.explain(live, size);

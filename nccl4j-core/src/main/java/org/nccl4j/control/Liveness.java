@@ -679,6 +679,48 @@ public final class Liveness implements AutoCloseable {
         client.send(line, false);
     }
 
+    /** Rank 0: the unique id of this start-up, for a rank whose id frame failed its check; null until offered. */
+    volatile byte[] uniqueId;
+    /** Other ranks: the id rank 0 sent on this channel ({@code UNIQUEID}), once asked for. */
+    final java.util.concurrent.CompletableFuture<byte[]> uniqueIdHeard = new java.util.concurrent.CompletableFuture<>();
+
+    /**
+     * Rank 0: the unique id its rendezvous sent, kept to answer a rank whose id frame failed its check
+     * ({@link #askUniqueId}). Only on a channel with the job's secret, whose lines are sealed.
+     *
+     * @param id the id's bytes
+     */
+    public void offerUniqueId(byte[] id) {
+        LivenessHub h = hub;
+        if (h != null && secret != null && id != null) {
+            uniqueId = id.clone();
+            h.uniqueIdOffered();
+        }
+    }
+
+    /**
+     * A rank whose unique-id frame failed its MAC on the way from rank 0's rendezvous asks rank 0 for the id on this
+     * channel, whose lines are sealed with the keys of its own handshake.
+     *
+     * @param deadlineNanos when to give up ({@link System#nanoTime()})
+     * @return the id, or null when the channel has no secret, this is rank 0, or no answer came in time
+     */
+    public byte[] askUniqueId(long deadlineNanos) {
+        if (hub != null || secret == null) {
+            return null;
+        }
+        client.send(LivenessWire.ID_ASK + "\n", false);
+        try {
+            long left = deadlineNanos - System.nanoTime();
+            return left <= 0 ? null : uniqueIdHeard.get(left, java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
     /**
      * This rank leaves before its communicator was made ({@code DEPART -1 <kind> 0 <phase> <cause>}): every rank hears
      * how, and in which phase.

@@ -29,6 +29,9 @@ final class LivenessClient {
     /** Rank 0 refused this rank, or this rank refused rank 0 (the secret): retrying cannot help. */
     private volatile String refusal;
     private volatile String failedToConnect;
+    /** Where rank 0's channel is, once connected: a connection closed after a failed check is made again there. */
+    private volatile String serverHost;
+    private volatile int serverPort;
 
     LivenessClient(Liveness l) {
         this.l = l;
@@ -175,6 +178,8 @@ final class LivenessClient {
             Liveness.closeQuietly(socket);
             throw e;
         }
+        serverHost = host;
+        serverPort = port;
         toServer = s;
         fromServer(s, first);
         // a heartbeat at once: without a secret, the hub tells a loss only of a connection that said something after
@@ -200,21 +205,37 @@ final class LivenessClient {
     private void listen(Conn s, LineReader in) {
         String why = "its connection ended";
         boolean said = false;
+        boolean again = false;
         try {
             String line;
             int max = LivenessWire.MAX_LINE + (s.seal == null ? 0 : LivenessWire.SEAL_CHARS);
             while ((line = in.readLine(max, 0)) != null) {
                 RecordSeal seal = s.seal;
-                fromServer(s, seal == null ? line : seal.open(line));
+                String opened = seal == null ? line : seal.open(line);
+                if (LivenessWire.AGAIN.equals(opened) && seal != null) {   // rank 0 refused one of this rank's lines
+                    why = "rank 0 closed the connection after a line from this rank failed its check";
+                    again = true;
+                    break;
+                }
+                fromServer(s, opened);
             }
         } catch (RecordSeal.Broken e) {
-            // one line at WARN (through the refusals): the connection cannot go on, nothing later on it can be trusted
+            // one line at WARN (through the refusals): nothing later on this connection can be trusted; with a secret
+            // (the only way a line has a check) the rank tells rank 0, closes it and connects again with a new handshake
             why = "a line on its connection failed its check (" + e.getMessage() + ")";
             said = true;
+            again = s.seal != null && l.rank != 0;
             if (!l.closing) {
                 l.said.refused("nccl4j liveness: rank " + l.rank + " refused a line on rank 0's connection: "
-                        + e.getMessage() + "; it closes the connection" + (l.rank != 0 ? " and takes rank 0 for lost"
-                        : ""));
+                        + e.getMessage() + "; it closes the connection" + (again ? " and connects again"
+                        : l.rank != 0 ? " and takes rank 0 for lost" : ""));
+            }
+            if (again) {
+                try {
+                    write(s, LivenessWire.AGAIN + "\n");
+                } catch (IOException w) {
+                    // rank 0 learns from the end of the connection
+                }
             }
         } catch (SocketTimeoutException e) {
             why = "it sent nothing for " + l.timeoutMillis + " ms (no heartbeat: stopped, or its host unreachable)";
@@ -222,9 +243,39 @@ final class LivenessClient {
             // as the end of the stream
         }
         Liveness.closeQuietly(s.socket);
+        if (again && !l.closing && !serverLeft && l.rank != 0 && connectAgain(why)) {
+            return;
+        }
         if (!l.closing && !serverLeft && l.rank != 0) {
             l.lostRankZero(why, !said);
         }
+    }
+
+    /**
+     * Connects to rank 0 again after a line failed its check, with a new handshake (and so new keys), for up to
+     * {@link LivenessHub#REJOIN_MILLIS} ms, as long as rank 0 waits for it.
+     *
+     * @return whether this rank is connected again (a new reader runs); false: rank 0 is taken for lost
+     */
+    private boolean connectAgain(String why) {
+        long start = System.nanoTime();
+        long deadline = start + LivenessHub.REJOIN_MILLIS * 1_000_000L;
+        long backoff = 20;
+        while (!l.closing && System.nanoTime() < deadline) {
+            try {
+                int left = (int) Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+                connect(serverHost, serverPort, left);
+                Liveness.LOG.info("nccl4j liveness: rank {} connected to rank 0 again after {} ms ({})", l.rank,
+                        (System.nanoTime() - start) / 1_000_000, why);
+                return true;
+            } catch (Refused e) {
+                return false;
+            } catch (IOException e) {
+                Liveness.sleep(backoff);
+                backoff = Math.min(500, backoff * 2);
+            }
+        }
+        return false;
     }
 
     /** One line of rank 0's; a line it does not expect (a rank's, or the handshake's) is ignored. */
@@ -239,6 +290,13 @@ final class LivenessClient {
             }
         } else if (line.startsWith("JOINED ")) {
             l.joined(line.split(" "));
+        } else if (line.startsWith(LivenessWire.ID_IS + " ") && s.seal != null) {
+            try {
+                l.uniqueIdHeard.complete(java.util.HexFormat.of().parseHex(line.substring(LivenessWire.ID_IS.length()
+                        + 1).trim()));
+            } catch (IllegalArgumentException e) {
+                l.said.refused("nccl4j liveness: a unique id from rank 0 it cannot read: " + LivenessWire.cut(line, 80));
+            }
         } else if (line.equals(LivenessWire.LEFT_0)) {
             serverLeft = true;
         } else if (!line.equals(LivenessWire.PING)) {

@@ -118,6 +118,11 @@ final class LivenessHub {
     /** How often rank 0's selector thread looks for silent connections and passed hello deadlines, at least. */
     static final long SWEEP_MILLIS = 100;
     /**
+     * How long rank 0 waits for a joined rank whose connection was closed after a line failed its check (either side's,
+     * {@link LivenessWire#AGAIN}) to connect again, before it tells the rank's loss.
+     */
+    static final long REJOIN_MILLIS = 3000;
+    /**
      * How long a new connection has to send its first byte (or its hello deadline, when shorter). A rank answers rank
      * 0's {@code CHALLENGE} (or, without a secret, says its {@code HELLO}) at once: one round trip and one HMAC, well
      * under a millisecond on loopback and a few on a loaded host; 1.5 s leaves room for a scheduling delay or a
@@ -140,6 +145,31 @@ final class LivenessHub {
     private final org.nccl4j.launch.Refusals refusals = new org.nccl4j.launch.Refusals(Liveness.LOG);
     /** By launch rank, the address each rank said hello from. */
     private final Map<Integer, InetAddress> joinedFrom = new ConcurrentHashMap<>();
+    /** The selector thread only: joined ranks connecting again after a failed check, with their hello and deadline. */
+    private final Map<Integer, Rejoin> rejoining = new TreeMap<>();
+
+    /** Ranks that asked for the unique id ({@link LivenessWire#ID_ASK}) before rank 0 had it. */
+    private final java.util.Set<Peer> idAskers = ConcurrentHashMap.newKeySet();
+
+    /** Rank 0: answers every rank that asked for the unique id, once the facade holds it. */
+    void uniqueIdOffered() {
+        byte[] id = l.uniqueId;
+        if (id == null) {
+            return;
+        }
+        String answer = LivenessWire.ID_IS + " " + java.util.HexFormat.of().formatHex(id) + "\n";
+        for (java.util.Iterator<Peer> it = idAskers.iterator(); it.hasNext();) {
+            Peer p = it.next();
+            it.remove();
+            send(p, answer);
+            LOG.warn("nccl4j liveness: rank {} asked for the unique id on the liveness channel (its id frame from the "
+                    + "rendezvous failed its check): sent, sealed", p.who);
+        }
+    }
+
+    /** A rank connecting again: its hello, when its loss is told if it has not, and why its connection was closed. */
+    private record Rejoin(String[] hello, long deadline, String why) {
+    }
     /** The connections that said hello and are open. */
     private final java.util.Set<Peer> peers = ConcurrentHashMap.newKeySet();
     /** The launch rank of each connection that said hello. */
@@ -276,6 +306,15 @@ final class LivenessHub {
                 }
                 if (sweep) {
                     nextSweep = now + SWEEP_MILLIS * 1_000_000L;
+                    for (java.util.Iterator<Map.Entry<Integer, Rejoin>> it = rejoining.entrySet().iterator();
+                            it.hasNext();) {
+                        Rejoin r = it.next().getValue();
+                        if (now - r.deadline() >= 0) {
+                            it.remove();
+                            tellLost(r.hello(), r.why() + ", and it did not connect again within " + REJOIN_MILLIS
+                                    + " ms");
+                        }
+                    }
                     for (Peer p : peers) {
                         if (overflowIfStalled(p, now)) {
                             continue;
@@ -530,9 +569,9 @@ final class LivenessHub {
                         if (p.stage < 2) {
                             throw e;
                         }
-                        // a joined rank's connection was tampered with: it is closed, and the rank, cut off, takes
-                        // rank 0 for lost; every other rank hears at once that it is lost, and why (one WARN line)
-                        end(p, null, false, "its connection to rank 0 failed its check (" + e.getMessage() + ")");
+                        // a joined rank's connection was tampered with: nothing more on it can be trusted, so it is
+                        // closed, and the rank, told so in a sealed line, connects again (one WARN line)
+                        again(p, "a line from it failed its check (" + e.getMessage() + ")");
                         return;
                     }
                     line(p, opened);
@@ -595,6 +634,17 @@ final class LivenessHub {
                     + " bytes");
         }
         p.spoke = true;
+        if (line.equals(LivenessWire.ID_ASK)) {   // its id frame failed its check: the id, sealed, on this line
+            if (p.seal != null) {
+                idAskers.add(p);
+                uniqueIdOffered();
+            }
+            return;
+        }
+        if (line.equals(LivenessWire.AGAIN)) {   // the rank found one of rank 0's lines failed its check
+            again(p, "it refused a line on its connection, which failed its check");
+            return;
+        }
         if (line.equals("BYE")) {
             p.bye = true;
         } else {
@@ -653,8 +703,32 @@ final class LivenessHub {
                     p.accepted);
             return;
         }
-        RankPhase was = l.phases.getOrDefault(p.who, RankPhase.JOINED);
-        String how = LivenessWire.oneLine(why != null ? why : "its connection ended without a goodbye");
+        tellLost(hello, why != null ? why : "its connection ended without a goodbye");
+    }
+
+    /**
+     * Rank 0: a joined rank whose line failed its check (or that refused one of rank 0's lines): its connection is
+     * closed after a sealed {@link LivenessWire#AGAIN}, and its loss is told only if it does not connect again within
+     * {@link #REJOIN_MILLIS} ms. One WARN line.
+     */
+    private void again(Peer p, String why) {
+        String[] hello = p.hello;
+        if (hello == null || l.closing || p.bye) {
+            end(p, null, false, "its connection to rank 0 failed its check: " + why);
+            return;
+        }
+        send(p, LivenessWire.AGAIN + "\n");
+        rejoining.put(p.who, new Rejoin(hello, System.nanoTime() + REJOIN_MILLIS * 1_000_000L,
+                "its connection to rank 0 was closed after " + why));
+        end(p, "rank " + p.who + "'s connection: " + why + "; rank 0 closed it and waits up to " + REJOIN_MILLIS
+                + " ms for the rank to connect again", false, null);
+    }
+
+    /** Rank 0: rank {@code hello[1]} is lost, {@code why}: said once at WARN, told to every rank. */
+    private void tellLost(String[] hello, String why) {
+        int who = Integer.parseInt(hello[1]);
+        RankPhase was = l.phases.getOrDefault(who, RankPhase.JOINED);
+        String how = LivenessWire.oneLine(why);
         LOG.warn("nccl4j liveness: rank {} ({}, pid {}) is lost: {} ({})", hello[1], hello[2], hello[3], how,
                 was.during());
         // LOST <rank> <host> <pid> <phase> <how...>: a reader of the first four fields only reads them unchanged
@@ -870,12 +944,25 @@ final class LivenessHub {
             if (before != null && !before.equals(p.address)) {
                 throw new Refused("it claims rank " + who + ", which joined from " + before.getHostAddress());
             }
+            Rejoin back = rejoining.get(who);
+            boolean again = back != null && back.hello()[2].equals(hello[2]) && back.hello()[3].equals(hello[3]);
+            if (back != null && !again) {
+                throw new Refused("it claims rank " + who + ", which is connecting again from " + back.hello()[2]
+                        + ", pid " + back.hello()[3]);
+            }
+            if (again) {
+                rejoining.remove(who);
+                LOG.info("nccl4j liveness: rank {} ({}, pid {}) connected again after its connection was closed",
+                        hello[1], hello[2], hello[3]);
+            }
             joinedFrom.put(who, p.address);
             rankOfPeer.put(p, who);
             connectedAs.put(who, p);
-            l.joined(hello);
-            byte[] line = ("JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n")
+            byte[] line = again ? new byte[0] : ("JOINED " + hello[1] + " " + hello[2] + " " + hello[3] + "\n")
                     .getBytes(StandardCharsets.UTF_8);
+            if (!again) {
+                l.joined(hello);
+            }
             synchronized (joinLock) {
                 if (joinedLength + line.length > joinedLog.length) {
                     joinedLog = java.util.Arrays.copyOf(joinedLog, Math.max(2 * joinedLog.length,

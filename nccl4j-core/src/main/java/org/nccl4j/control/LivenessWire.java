@@ -51,6 +51,20 @@ final class LivenessWire {
      * connections waiting) or by a restarting rank 0: the rank tries again.
      */
     static final String DENIED = "DENIED";
+    /**
+     * A sealed line either side sends before it closes a joined rank's connection on which a line failed its check (a
+     * record forged, replayed or reordered on the way): the rank connects again with a new handshake, and rank 0 waits
+     * up to {@link LivenessHub#REJOIN_MILLIS} ms for it before telling its loss. A check that fails says nothing of the
+     * rank's health, and the sealed lines that follow are as trustworthy as the first ones were.
+     */
+    static final String AGAIN = "AGAIN";
+    /**
+     * A rank asks rank 0 for the start-up's unique id, its id frame from the rendezvous having failed its check;
+     * rank 0 answers {@code UNIQUEID <hex>} (sealed, as every line with a secret) once it has one.
+     */
+    static final String ID_ASK = "IDASK";
+    /** Rank 0's answer to {@link #ID_ASK}: {@code UNIQUEID <the id in hex>}. */
+    static final String ID_IS = "UNIQUEID";
     /** The longest line before the hello ({@code CHALLENGE}, {@code AUTH}, {@code OK}, {@code HELLO}). */
     static final int MAX_EARLY_LINE = 512;
     /** What the proofs of the channel's challenge and response are bound to. */

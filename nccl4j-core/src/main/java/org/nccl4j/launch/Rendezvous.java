@@ -1385,10 +1385,12 @@ public final class Rendezvous {
             try {
                 f = RendezvousWire.open(seal, f);
             } catch (RecordSeal.Broken e) {
-                throw new RendezvousException("rank " + rank + ": the " + (f.type == RendezvousWire.ID ? "unique id"
+                String says = "rank " + rank + ": the " + (f.type == RendezvousWire.ID ? "unique id"
                         : RendezvousWire.typeName(f.type)) + " frame from rank 0 failed its MAC (record #" + e.record()
                         + " after the handshake): it was forged, replayed or altered between rank 0 at " + target
-                        + " and this rank; refusing it", e);
+                        + " and this rank; refusing it";
+                throw f.type == RendezvousWire.ID ? new UniqueIdCheckException(says, e)
+                        : new RendezvousException(says, e);
             }
         }
         if (f.type == RendezvousWire.ERROR) {

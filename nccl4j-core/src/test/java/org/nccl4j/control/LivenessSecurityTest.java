@@ -1,5 +1,6 @@
 package org.nccl4j.control;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -272,6 +273,40 @@ class LivenessSecurityTest {
             assertEquals(List.of("AUTH", "AUTH"), seen);
             server.join(3000);
         }
+    }
+
+    /**
+     * A rank whose unique-id frame failed its check on the way from the rendezvous asks rank 0 for the id on this
+     * channel (sealed with its own handshake's keys): answered once rank 0 has it, whether asked before or after.
+     */
+    @Test
+    void aRankAsksForTheUniqueIdOnTheSealedChannelAndIsAnsweredOnceRankZeroHasIt() throws Exception {
+        Liveness r0 = serve(3, SECRET, null);
+        Liveness r1 = rank(1, SECRET);
+        Liveness r2 = rank(2, SECRET);
+        StubFixture.within(3000, () -> r0.roster().size() == 3 ? true : null, "every hello");
+        byte[] id = new byte[128];
+        new Random(7).nextBytes(id);
+        java.util.concurrent.CompletableFuture<byte[]> early = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> r1.askUniqueId(System.nanoTime() + 5_000_000_000L));
+        Thread.sleep(200);   // asked before rank 0 has the id
+        assertFalse(early.isDone(), "no answer before rank 0 has the id");
+        r0.offerUniqueId(id);
+        assertArrayEquals(id, early.get(5, java.util.concurrent.TimeUnit.SECONDS));
+        assertArrayEquals(id, r2.askUniqueId(System.nanoTime() + 5_000_000_000L), "asked after: answered at once");
+        assertNull(r0.askUniqueId(System.nanoTime() + 1_000_000_000L), "rank 0 asks nobody");
+        assertEquals(2, warnings("asked for the unique id on the liveness channel").size(), warnings("").toString());
+    }
+
+    @Test
+    void withoutASecretNoRankAsksForTheUniqueIdOnTheChannel() throws Exception {
+        Liveness r0 = serve(2, null, null);
+        Liveness r1 = rank(1, null);
+        StubFixture.within(3000, () -> r0.roster().size() == 2 ? true : null, "every hello");
+        r0.offerUniqueId(new byte[128]);
+        long t0 = System.nanoTime();
+        assertNull(r1.askUniqueId(System.nanoTime() + 5_000_000_000L), "no sealed line, no id: a stranger could send");
+        assertTrue(System.nanoTime() - t0 < 1_000_000_000L, "refused at once, not waited for");
     }
 
     @Test

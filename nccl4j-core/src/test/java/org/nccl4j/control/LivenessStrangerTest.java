@@ -175,23 +175,27 @@ class LivenessStrangerTest {
                 : null, "rank 1's refusal: " + said(Level.WARN, ""));
         assertTrue(said(Level.WARN, "refused a line on rank 0's connection").get(0).matches("nccl4j liveness: rank 1 "
                 + "refused a line on rank 0's connection: record #[0-9]+ after the handshake failed its MAC \\(forged, "
-                + "replayed, reordered or altered on the way\\); it closes the connection and takes rank 0 for lost"),
+                + "replayed, reordered or altered on the way\\); it closes the connection and connects again"),
                 said(Level.WARN, "").toString());
-        Thread.sleep(300);
+        StubFixture.within(5000, () -> relay.connections.get() == 2 && r0.roster().size() == 3 ? true : null,
+                "rank 1 connected again");
+        Thread.sleep(LivenessHub.REJOIN_MILLIS + 500);   // past the time rank 0 waits for a rank connecting again
         assertTrue(r1.lost().stream().noneMatch(l -> l.rank() == 2), "the forged loss was not acted on: " + r1.lost());
         assertTrue(r0.lost().stream().noneMatch(l -> l.rank() == 2) && r2.lost().stream().noneMatch(l -> l.rank() == 2),
                 "rank 2 is nobody's loss: " + r0.lost());
         assertEquals(List.of(), said(Level.WARN, "rank 2 ("), "rank 2 is never said lost");
-        // rank 1's side says it once: the refusal, which names rank 0's loss too (no second line for it)
-        assertEquals(1, said(Level.WARN, "rank 1 refused").size() + said(Level.WARN, "rank 1 lost rank 0").size(),
-                "one WARN on rank 1's side: " + said(Level.WARN, ""));
-        // rank 0 sees rank 1's connection end without a goodbye, as when a process on the path cuts it
-        StubFixture.within(5000, () -> r2.lost().stream().anyMatch(l -> l.rank() == 1) ? true : null,
-                "rank 1's connection ended: " + r2.lost());
+        // one WARN on each side: rank 1's refusal, and rank 0's closing of the connection it was told failed
+        assertEquals(1, said(Level.WARN, "rank 1 refused").size(), said(Level.WARN, "").toString());
+        assertEquals(1, said(Level.WARN, "rank 0 closed it and waits up to 3000 ms").size(),
+                said(Level.WARN, "").toString());
+        assertEquals(List.of(), said(Level.WARN, "is lost"), "nobody is lost: rank 1 connected again");
+        assertTrue(r0.lost().isEmpty() && r1.lost().isEmpty() && r2.lost().isEmpty() && !r1.anyLost(),
+                "no loss anywhere: " + r0.lost() + r1.lost() + r2.lost());
+        assertEquals(List.of(0, 1, 2), List.copyOf(r0.roster().keySet()));
     }
 
     @Test
-    void aPingReplayedOrTwoLinesReorderedOnTheWayToRankZeroAreRefusedAndTheRankToldLost() throws Exception {
+    void aPingReplayedOrTwoLinesReorderedOnTheWayToRankZeroAreRefusedAndTheRankConnectsAgain() throws Exception {
         Liveness r0 = serve(3, SECRET, null);
         for (boolean replay : new boolean[] {true, false}) {
             appender.list.clear();
@@ -207,14 +211,39 @@ class LivenessStrangerTest {
             }
             StubFixture.within(5000, () -> said(Level.WARN, "after the handshake failed its MAC").size() == 1 ? true
                     : null, "rank 0's refusal: " + said(Level.WARN, ""));
-            // nothing in the line is acted on; the rank, whose connection rank 0 closes, is told lost with why
-            assertTrue(said(Level.WARN, "after the handshake").get(0).matches("nccl4j liveness: rank " + rank + " \\(.*"
-                    + "\\) is lost: its connection to rank 0 failed its check \\(record #[0-9]+ after the handshake "
-                    + "failed its MAC \\(forged, replayed, reordered or altered on the way\\)\\) .*"),
-                    said(Level.WARN, "").toString());
-            StubFixture.within(5000, () -> r0.lost().stream().anyMatch(l -> l.rank() == rank) ? true : null,
-                    "rank " + rank + " lost on rank 0: " + r0.lost());
+            // nothing in the line is acted on; rank 0 closes the connection after a sealed AGAIN, the rank connects
+            // again through the same path, and nobody is lost
+            assertTrue(said(Level.WARN, "after the handshake").get(0).matches("nccl4j liveness: refused the connection"
+                    + " from 127\\.0\\.0\\.1:[0-9]+: rank " + rank + "'s connection: a line from it failed its check "
+                    + "\\(record #[0-9]+ after the handshake failed its MAC \\(forged, replayed, reordered or altered on"
+                    + " the way\\)\\); rank 0 closed it and waits up to 3000 ms for the rank to connect again; the job "
+                    + "goes on"), said(Level.WARN, "").toString());
+            StubFixture.within(5000, () -> relay.connections.get() == 2 ? true : null, "rank " + rank + " again");
+            Thread.sleep(LivenessHub.REJOIN_MILLIS + 300);
+            assertTrue(r0.lost().isEmpty() && r.lost().isEmpty(), "nobody lost: " + r0.lost() + r.lost());
+            assertTrue(r0.roster().containsKey(rank));
         }
+    }
+
+    /** A rank that cannot connect again (the path is cut after the failed check) is told lost, with why. */
+    @Test
+    void aRankThatDoesNotConnectAgainAfterAFailedCheckIsToldLostWithWhy() throws Exception {
+        Liveness r0 = serve(3, SECRET, null);
+        Relay relay = closing(new Relay(port));
+        Liveness r1 = closing(Liveness.join(null, 1, "127.0.0.1", relay.port(), SECRET));
+        Liveness r2 = closing(Liveness.join(null, 2, "127.0.0.1", port, SECRET));
+        StubFixture.within(5000, () -> r0.roster().size() == 3 ? true : null, "every rank joined");
+        relay.stopAccepting();
+        long t0 = System.nanoTime();
+        relay.replayNextPing();
+        StubFixture.within(8000, () -> r2.lost().stream().anyMatch(l -> l.rank() == 1) ? true : null,
+                "rank 1 lost on rank 2: " + r2.lost());
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(ms >= LivenessHub.REJOIN_MILLIS - 200 && ms < LivenessHub.REJOIN_MILLIS + 2500, ms + " ms");
+        assertTrue(said(Level.WARN, "is lost").get(0).matches("nccl4j liveness: rank 1 \\(.*\\) is lost: its "
+                + "connection to rank 0 was closed after a line from it failed its check \\(record #[0-9]+ .*\\), and "
+                + "it did not connect again within 3000 ms .*"), said(Level.WARN, "").toString());
+        StubFixture.within(5000, () -> r1.anyLost() ? true : null, "rank 1 takes rank 0 for lost");
     }
 
     // ------------------------------------------------------------------ without a secret
@@ -387,6 +416,7 @@ class LivenessStrangerTest {
         private volatile Socket zero;
         private volatile boolean replayPing;
         private volatile boolean swap;
+        final AtomicInteger connections = new AtomicInteger();
 
         Relay(int upstream) throws IOException {
             this.upstream = upstream;
@@ -399,17 +429,29 @@ class LivenessStrangerTest {
             return listening.getLocalPort();
         }
 
+        /** Relays every connection (a rank connects again through it after a failed check), the last one at hand. */
         private void accept() {
             try {
-                rank = listening.accept();
-                zero = new Socket("127.0.0.1", upstream);
-                Thread down = new Thread(() -> pump(zero, rank, false), "relay-down");
-                down.setDaemon(true);
-                down.start();
-                pump(rank, zero, true);
+                while (true) {
+                    Socket r = listening.accept();
+                    Socket z = new Socket("127.0.0.1", upstream);
+                    rank = r;
+                    zero = z;
+                    connections.incrementAndGet();
+                    for (boolean up : new boolean[] {false, true}) {
+                        Thread t = new Thread(() -> pump(up ? r : z, up ? z : r, up), up ? "relay-up" : "relay-down");
+                        t.setDaemon(true);
+                        t.start();
+                    }
+                }
             } catch (IOException e) {
                 // closed
             }
+        }
+
+        /** No more connections: a rank cannot connect again through it. */
+        void stopAccepting() throws IOException {
+            listening.close();
         }
 
         private void pump(Socket from, Socket to, boolean up) {

@@ -447,6 +447,7 @@ class RendezvousStrangerTest {
             assertTrue(e.getMessage().startsWith("rank 1: the unique id frame from rank 0 failed its MAC (record #0"
                     + " after the handshake): it was forged, replayed or altered between rank 0 at " + HOST + ":"
                     + relay.port() + " and this rank; refusing it"), e.getMessage());
+            assertTrue(e instanceof UniqueIdCheckException, "a start-up asks the liveness channel then: " + e);
         }
         assertArrayEquals(id(25), results.get(0).get(30, TimeUnit.SECONDS), "rank 0 sent it and was done");
     }
