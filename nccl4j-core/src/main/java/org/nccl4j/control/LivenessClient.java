@@ -221,7 +221,7 @@ final class LivenessClient {
             }
         } catch (RecordSeal.Broken e) {
             // one line at WARN (through the refusals): nothing later on this connection can be trusted; with a secret
-            // (the only way a line has a check) the rank tells rank 0, closes it and connects again with a new handshake
+            // (the only way a line has a check) the rank tells rank 0, closes it, connects again with a new handshake
             why = "a line on its connection failed its check (" + e.getMessage() + ")";
             said = true;
             again = s.seal != null && l.rank != 0;
@@ -295,7 +295,8 @@ final class LivenessClient {
                 l.uniqueIdHeard.complete(java.util.HexFormat.of().parseHex(line.substring(LivenessWire.ID_IS.length()
                         + 1).trim()));
             } catch (IllegalArgumentException e) {
-                l.said.refused("nccl4j liveness: a unique id from rank 0 it cannot read: " + LivenessWire.cut(line, 80));
+                l.said.refused("nccl4j liveness: a unique id from rank 0 it cannot read: "
+                        + LivenessWire.cut(line, 80));
             }
         } else if (line.equals(LivenessWire.LEFT_0)) {
             serverLeft = true;

@@ -295,7 +295,8 @@ class LivenessSecurityTest {
         assertArrayEquals(id, early.get(5, java.util.concurrent.TimeUnit.SECONDS));
         assertArrayEquals(id, r2.askUniqueId(System.nanoTime() + 5_000_000_000L), "asked after: answered at once");
         assertNull(r0.askUniqueId(System.nanoTime() + 1_000_000_000L), "rank 0 asks nobody");
-        assertEquals(2, warnings("asked for the unique id on the liveness channel").size(), warnings("").toString());
+        StubFixture.within(3000, () -> warnings("asked for the unique id on the liveness channel").size() == 2 ? true
+                : null, "one WARN per rank answered: " + warnings(""));
     }
 
     @Test
