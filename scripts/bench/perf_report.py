@@ -28,7 +28,8 @@ init_overhead_ms is), small_repeats and large_repeats (the C runs of each).
 "sources" maps every number of the file to the report that shows it: this run's <date>-benchmark.md for the keys
 above. A key of the file from another report stays, with its source, when the file names that report for it (or,
 without a source, when it is one of OTHER_REPORTS_KEYS: the frontier's and DDP's medians, written from
-scripts/bench/frontier.sh's frontier.json and scripts/bench/ddp-compare.sh's ddp-compare.json); a key from the report
+scripts/bench/frontier.sh's frontier.json and scripts/bench/ddp-compare.sh's ddp-compare.json, and the words that
+describe other reports' runs, such as their dates and machines); a key from the report
 this run replaces (the source of the file's native_small_us) goes, as does any key without a source.
 """
 import argparse
@@ -41,7 +42,8 @@ from perf_common import case_key, human, median_or_none, minus
 
 OTHER_REPORTS_KEYS = ("frontier_date", "frontier_machine", "symmetric_small_us", "nccl_tests_symmetric_small_us",
                       "min_busbw_ratio_64MiB_up_4gpu", "ddp_step_ms_2gpu", "ddp_step_ms_4gpu", "ddp_compute_only_ms",
-                      "torch_ddp_step_ms_2gpu", "torch_ddp_step_ms_4gpu")
+                      "torch_ddp_step_ms_2gpu", "torch_ddp_step_ms_4gpu", "ddp_args_2gpu", "ddp_args_4gpu", "sharded_date",
+                      "sharded_machine")
 
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
