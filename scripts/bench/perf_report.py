@@ -18,10 +18,19 @@ init_overhead_ms (median Java communicator init - median C init, one process per
 each process, ranks aligned by a barrier before the clock), init_repeat_overhead_ms (the same for the communicators
 re-created in the same process by --init_repeats; an addition to the issue's keys), alloc_bytes_per_call
 (the most Java heap bytes allocated per all_reduce call in the one-process-per-GPU eager runs),
-small_overhead_fast_us (small_overhead_us over the fast points only, see fast_times; another addition).
-The keys of OTHER_REPORTS_KEYS (the frontier's and DDP's medians, written from scripts/bench/frontier.sh's
-frontier.json and scripts/bench/ddp-compare.sh's ddp-compare.json, see docs/gpu-runs/*-frontier.md) are kept as they
-are when the file already holds them.
+small_overhead_fast_us (small_overhead_us over the fast points only, see fast_times; another addition), then the
+figures the README and performance.md print: native_graph_small_us, java_graph_small_us (8 B, CUDA graph),
+native_busbw_64MiB_gbps, java_busbw_64MiB_gbps, busbw_ratio_64MiB, busbw_ratio_64MiB_in_place,
+min_busbw_ratio_64MiB_up_but_alltoall (min_busbw_ratio_64MiB_up over the operations other than alltoall),
+native_busbw_1GiB_gbps, java_busbw_1GiB_gbps, busbw_ratio_1GiB (all_reduce, out of place unless named; median bus
+bandwidth over the large repeats), native_init_ms, java_init_ms, torch_init_ms (the medians whose differences
+init_overhead_ms is), small_repeats and large_repeats (the C runs of each).
+"sources" maps every number of the file to the report that shows it: this run's <date>-benchmark.md for the keys
+above. A key of the file from another report stays, with its source, when the file names that report for it (or,
+without a source, when it is one of OTHER_REPORTS_KEYS: the frontier's and DDP's medians, written from
+scripts/bench/frontier.sh's frontier.json and scripts/bench/ddp-compare.sh's ddp-compare.json, and the words that
+describe other reports' runs, such as their dates and machines); a key from the report
+this run replaces (the source of the file's native_small_us) goes, as does any key without a source.
 """
 import argparse
 import glob
@@ -33,7 +42,8 @@ from perf_common import case_key, human, median_or_none, minus
 
 OTHER_REPORTS_KEYS = ("frontier_date", "frontier_machine", "symmetric_small_us", "nccl_tests_symmetric_small_us",
                       "min_busbw_ratio_64MiB_up_4gpu", "ddp_step_ms_2gpu", "ddp_step_ms_4gpu", "ddp_compute_only_ms",
-                      "torch_ddp_step_ms_2gpu", "torch_ddp_step_ms_4gpu")
+                      "torch_ddp_step_ms_2gpu", "torch_ddp_step_ms_4gpu", "ddp_args_2gpu", "ddp_args_4gpu", "sharded_date",
+                      "sharded_machine")
 
 SMALL_MAX = 65536
 LARGE_MIN = 64 << 20
@@ -251,6 +261,18 @@ def main():
 
     alloc, alloc_g = alloc_max(j_small), alloc_max(g_small)
 
+    def busbw(doc, size, placement="out-of-place"):
+        """The median bus bandwidth of all_reduce at size in a median_doc, or None."""
+        for r in (doc or {}).get("results", []):
+            if r["op"] == "all_reduce" and int(r["size"]) == size and r["placement"] == placement:
+                return r["busbw"]
+        return None
+
+    def ratio(size, placement="out-of-place"):
+        c, j = busbw(c_large, size, placement), busbw(j_large, size, placement)
+        return j / c if c and j is not None else None
+
+    other_ratios = [r[6] for r in large_rows if r[0] != "alltoall" and r[6] is not None]
     diffs = differences(tj, tc)  # Java - C per small size, eager, out of place
     jmh_max, jmh_rows = jmh_alloc(a.jmh) if a.jmh else (None, [])
     any_doc = next((d for d in c_small + j_small + [c_large, j_large] if d), {})
@@ -270,6 +292,21 @@ def main():
         "alloc_bytes_per_call": (round(jmh_max, 3) if jmh_max is not None
                                  else round(alloc, 3) if alloc is not None else None),
         "small_overhead_fast_us": overhead(fj, fc),
+        "native_graph_small_us": med(gc, 8),
+        "java_graph_small_us": med(gj, 8),
+        "native_busbw_64MiB_gbps": busbw(c_large, LARGE_MIN),
+        "java_busbw_64MiB_gbps": busbw(j_large, LARGE_MIN),
+        "busbw_ratio_64MiB": ratio(LARGE_MIN),
+        "busbw_ratio_64MiB_in_place": ratio(LARGE_MIN, "in-place"),
+        "min_busbw_ratio_64MiB_up_but_alltoall": min(other_ratios) if other_ratios else None,
+        "native_busbw_1GiB_gbps": busbw(c_large, 1 << 30),
+        "java_busbw_1GiB_gbps": busbw(j_large, 1 << 30),
+        "busbw_ratio_1GiB": ratio(1 << 30),
+        "native_init_ms": c_init,
+        "java_init_ms": j_init,
+        "torch_init_ms": t_init,
+        "small_repeats": len(c_small),
+        "large_repeats": len(c_larges),
     }
     for k, v in list(latest.items()):
         if isinstance(v, float):
@@ -277,15 +314,27 @@ def main():
     os.makedirs(a.docs, exist_ok=True)
     latest_path = os.path.join(a.docs, "benchmark-latest.json")
     written = dict(latest)
-    if os.path.exists(latest_path):   # keys other reports keep there (the frontier's, DDP's) stay
+    report_name = f"{a.date}-benchmark.md"
+    sources = {k: report_name for k, v in latest.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if os.path.exists(latest_path):   # keys other reports keep there (the frontier's, DDP's, ...) stay
         with open(latest_path) as f:
             try:
                 old = json.load(f)
             except ValueError:
                 old = {}
-        for k, v in (old.items() if isinstance(old, dict) else []):
-            if k not in written and k in OTHER_REPORTS_KEYS:
+        old = old if isinstance(old, dict) else {}
+        old_sources = old.get("sources") if isinstance(old.get("sources"), dict) else {}
+        replaced = old_sources.get("native_small_us")   # the report of the run before this one
+        for k, v in old.items():
+            if k in written or k == "sources":
+                continue
+            source = old_sources.get(k)
+            if source is not None and source != replaced:
                 written[k] = v
+                sources[k] = source
+            elif source is None and k in OTHER_REPORTS_KEYS:
+                written[k] = v
+    written["sources"] = sources
     with open(latest_path, "w") as f:
         json.dump(written, f, indent=2)
         f.write("\n")

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.math.BigDecimal;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -17,8 +19,10 @@ import org.junit.jupiter.api.Test;
 /**
  * The README and docs/ as a reader meets them: the README stays short and its dependency snippet and commands are
  * real (each command's script or class exists and a test runs it, the test command is CI's), every relative link
- * of the documentation resolves, docs/README.md indexes every document, and the documentation speaks of the product
- * rather than of how the work on it was done.
+ * of the documentation resolves, docs/README.md indexes every document, the documentation speaks of the product
+ * rather than of how the work on it was done, and every performance figure of the README and of performance.md's
+ * results table is a value of docs/gpu-runs/benchmark-latest.json, whose {@code sources} name the report that shows
+ * each one ({@link Figures} says how a figure is read).
  */
 class DocsTest {
     private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
@@ -27,6 +31,7 @@ class DocsTest {
     private static final Pattern WORKPLACE = Pattern.compile("(?i)\\bsessions?\\b(?!'?s?\\s+keys?\\b)"
             + "|\\bdevice[- ]time\\b|\\blent\\b|\\b(?:to)?nights?\\b|\\bevenings?\\b|\\blectures?\\b");
     private static final Pattern FENCE = Pattern.compile("```(\\w*)\\n(.*?)```", Pattern.DOTALL);
+    private static final String LATEST = "docs/gpu-runs/benchmark-latest.json";
 
     private static String read(String path) throws IOException {
         return Files.readString(ROOT.resolve(path));
@@ -145,6 +150,96 @@ class DocsTest {
                 + "the project's terms");
     }
 
+    /**
+     * Every figure of the README's Performance section, its table and the lines around it, is a value of
+     * benchmark-latest.json rounded as printed, in the unit printed; a figure that is not is named with its row.
+     */
+    @Test
+    void theReadmesPerformanceFiguresAreBenchmarkLatestsValues() throws IOException {
+        Map<String, Object> json = Figures.readJson(read(LATEST));
+        String section = section(read("README.md"), "## Performance");
+        List<String> rows = tableRows(section);
+        assertTrue(rows.size() >= 10, "the README's Performance table has " + rows.size() + " rows");
+        List<String> problems = new ArrayList<>(Figures.checkTable("README.md, Performance", rows, json));
+        problems.addAll(Figures.checkProse("README.md, Performance", proseLines(section), json));
+        assertEquals(List.of(), problems);
+    }
+
+    /**
+     * performance.md's figures are prose all over but for its summary, the table under Results: that table's
+     * figures are benchmark-latest.json's values, as the README's are.
+     */
+    @Test
+    void performanceMdsResultsTableFiguresAreBenchmarkLatestsValues() throws IOException {
+        Map<String, Object> json = Figures.readJson(read(LATEST));
+        List<String> rows = tableRows(firstTable(section(read("docs/performance.md"), "## Results")));
+        assertTrue(rows.size() >= 8, "performance.md's Results table has " + rows.size() + " rows");
+        assertEquals(List.of(), Figures.checkTable("docs/performance.md, Results", rows, json));
+    }
+
+    /**
+     * benchmark-latest.json names its reports: every number in it has an entry in {@code sources}, and each entry
+     * names a report in docs/gpu-runs that shows the figure (as the report prints it: 734.9 for 734.873).
+     */
+    @Test
+    void benchmarkLatestNamesTheReportThatShowsEachFigure() throws IOException {
+        Map<String, Object> json = Figures.readJson(read(LATEST));
+        assertTrue(json.get("sources") instanceof Map<?, ?>, LATEST + " has no \"sources\" object (key -> report)");
+        Map<?, ?> sources = (Map<?, ?>) json.get("sources");
+        List<String> problems = new ArrayList<>();
+        for (Map.Entry<String, Object> e : json.entrySet()) {
+            if (e.getValue() instanceof BigDecimal && !sources.containsKey(e.getKey())) {
+                problems.add(e.getKey() + ": not in sources; add \"" + e.getKey()
+                        + "\": \"<the report it comes from>\"");
+            }
+        }
+        for (Map.Entry<?, ?> e : sources.entrySet()) {
+            String key = (String) e.getKey();
+            Path report = ROOT.resolve("docs/gpu-runs").resolve(String.valueOf(e.getValue()));
+            if (!(json.get(key) instanceof BigDecimal value)) {
+                problems.add(key + ": in sources but not a number of " + LATEST);
+            } else if (!(e.getValue() instanceof String) || !Files.isRegularFile(report)) {
+                problems.add(key + ": its source " + e.getValue() + " is no report in docs/gpu-runs");
+            } else if (!Figures.reportShows(Files.readString(report), value)) {
+                problems.add(key + ": " + value.toPlainString() + " is not in " + e.getValue() + " (at any of its "
+                        + "decimals); name the report the figure comes from");
+            }
+        }
+        assertEquals(List.of(), problems);
+    }
+
+    /** The checks above fail on a figure that disagrees with its source, and say which figure and where. */
+    @Test
+    void aFigureThatDisagreesWithItsSourceIsNamed() throws IOException {
+        Map<String, Object> json = Figures.readJson(read(LATEST));
+        String section = section(read("README.md"), "## Performance");
+        for (String[] change : new String[][] {{"| 6.18 us |", "| 6.16 us |", "6.16 us"},
+                {"7.082-7.227 ms", "7.082-7.237 ms", "7.082-7.237 ms"}, {"(0.998)", "(0.989)", "0.989"},
+                {"| 0 B |", "| 4 B |", "4 B"}, {"(+0.09,", "(+0.19,", "+0.19"}}) {
+            assertTrue(section.contains(change[0]), change[0]);
+            List<String> problems = Figures.checkTable("README.md", tableRows(section.replace(change[0], change[1])),
+                    json);
+            assertEquals(1, problems.size(), change[1] + ": " + problems);
+            assertTrue(problems.get(0).contains(": " + change[2] + " is no value"), problems.get(0));
+        }
+        List<String> prose = Figures.checkProse("README.md", List.of("with NCCL 2.28.4 on 2026-11-24 (medians of 21 "
+                + "small runs), `2026-11-25-x.md` and [a](b-2026-11-26.md)"), json);
+        assertEquals(3, prose.size(), prose.toString());
+        assertTrue(prose.get(0).contains("the date 2026-11-24"), prose.get(0));
+        assertTrue(prose.get(1).contains("NCCL 2.28.4"), prose.get(1));
+        assertTrue(prose.get(2).contains(": 21 is no value of benchmark-latest.json's 'repeats' keys"), prose.get(2));
+        // a size and a count in a value cell are conditions, a signed number takes the unit before it
+        assertEquals(List.of(new Figures.Figure(new BigDecimal("5.52"), "us", "5.52 us"),
+                new Figures.Figure(new BigDecimal("-0.02"), "us", "-0.02")),
+                Figures.cellFigures(" 5.52 us (8 B, 4 x H100), -0.02 ", false));
+        // the JSON against a report: the report's own decimals, but not fewer than it needs
+        assertTrue(Figures.reportShows("| **734.9** |", new BigDecimal("734.873")));
+        assertTrue(Figures.reportShows("| 0.090 |", new BigDecimal("0.0896")));
+        assertTrue(!Figures.reportShows("| 735 | 734.8 |", new BigDecimal("734.873")));
+        assertTrue(!Figures.reportShows("0.9 and 0.94 and 10.945", new BigDecimal("0.9451")));
+        assertTrue(!Figures.reportShows("2026-11-23-x.md H100", new BigDecimal("100")));
+    }
+
     private static void mainClassExists(String name, String command) {
         String fqn = name.contains(".") ? name : "org.nccl4j.examples." + name;
         try {
@@ -174,6 +269,48 @@ class DocsTest {
             }
         }
         return all.toString();
+    }
+
+    /** The text of a markdown section, from its heading to the next heading of the same level or higher. */
+    private static String section(String markdown, String heading) {
+        int start = markdown.indexOf("\n" + heading + "\n");
+        assertTrue(start >= 0, "no section '" + heading + "'");
+        Matcher next = Pattern.compile("\n#{1," + (heading.indexOf(' ')) + "} ").matcher(markdown);
+        int end = next.find(start + heading.length() + 1) ? next.start() : markdown.length();
+        return markdown.substring(start + 1, end);
+    }
+
+    /** The text of the first table in text. */
+    private static String firstTable(String text) {
+        Matcher m = Pattern.compile("(?m)(^\\|.*\\n)+").matcher(text);
+        assertTrue(m.find(), "no table in " + text);
+        return m.group();
+    }
+
+    /** The body rows of every table in text: each table's header row and separator row left out. */
+    private static List<String> tableRows(String text) {
+        List<String> rows = new ArrayList<>();
+        String[] lines = text.split("\n");
+        for (int i = 0; i < lines.length; i++) {
+            if (lines[i].startsWith("|") && i + 1 < lines.length && lines[i + 1].matches("\\|[-:|\\s]+")) {
+                i += 2;
+                while (i < lines.length && lines[i].startsWith("|")) {
+                    rows.add(lines[i++]);
+                }
+            }
+        }
+        return rows;
+    }
+
+    /** The lines of a section that are neither its heading nor a table's, nor blank. */
+    private static List<String> proseLines(String section) {
+        List<String> lines = new ArrayList<>();
+        for (String line : section.split("\n")) {
+            if (!line.isBlank() && !line.startsWith("|") && !line.startsWith("#")) {
+                lines.add(line);
+            }
+        }
+        return lines;
     }
 
     private static List<String> blocks(String markdown, String language) {

@@ -201,7 +201,13 @@ class PerfReportTest {
         // init_repeat_overhead_ms: C 20 22 30 21 23 -> 22; Java 25 26 40 24 27 -> 26; 26 - 22 = 4
         // alloc_bytes_per_call: the Java (one process per GPU) eager runs' max alloc_bytes: java-np-eager-small-2's 0.25
         // small_overhead_fast_us: the max of the fast-point Java - C below: max(-0.5, 0.5) = 0.5
-        assertEquals("""
+        // native_graph_small_us, java_graph_small_us: the graph medians at 8 B above, 5.5 and 5.5
+        // all_reduce 64 MiB out of place: C 200 200 200, Java 200 200 200 -> 200.0 and 200.0, ratio 1.0; in place
+        //   100 / 102 = 0.9804, as above; no alltoall: the min without it is the min, 0.9804
+        // all_reduce 1 GiB: C 256 256 256 -> 256.0, Java 257 256 258 -> 257.0, 257 / 256 = 1.00390625 -> 1.0039
+        // native_init_ms, java_init_ms: the medians of init_overhead_ms above, 355 and 395; torch_init_ms: its 600.5
+        // small_repeats, large_repeats: 4 C small runs, 3 C large ones
+        String keys = """
                 {
                   "date": "2026-01-02",
                   "machine": "2 x Test GPU",
@@ -216,9 +222,37 @@ class PerfReportTest {
                   "init_overhead_ms": 40.0,
                   "init_repeat_overhead_ms": 4.0,
                   "alloc_bytes_per_call": 0.25,
-                  "small_overhead_fast_us": 0.5
-                }
-                """, Files.readString(docs.resolve("benchmark-latest.json")));
+                  "small_overhead_fast_us": 0.5,
+                  "native_graph_small_us": 5.5,
+                  "java_graph_small_us": 5.5,
+                  "native_busbw_64MiB_gbps": 200.0,
+                  "java_busbw_64MiB_gbps": 200.0,
+                  "busbw_ratio_64MiB": 1.0,
+                  "busbw_ratio_64MiB_in_place": 0.9804,
+                  "min_busbw_ratio_64MiB_up_but_alltoall": 0.9804,
+                  "native_busbw_1GiB_gbps": 256.0,
+                  "java_busbw_1GiB_gbps": 257.0,
+                  "busbw_ratio_1GiB": 1.0039,
+                  "native_init_ms": 355.0,
+                  "java_init_ms": 395.0,
+                  "torch_init_ms": 600.5,
+                  "small_repeats": 4,
+                  "large_repeats": 3,
+                """;
+        // every number is this run's report's
+        assertEquals(keys + sources(keys, "2026-01-02-benchmark.md") + "}\n",
+                Files.readString(docs.resolve("benchmark-latest.json")));
+    }
+
+    /** The "sources" object that names report for every number of keys (lines "  \"k\": v,"), and its comma. */
+    private static String sources(String keys, String report) {
+        StringBuilder s = new StringBuilder("  \"sources\": {\n");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^  \"(\\w+)\": -?\\d").matcher(keys);
+        List<String> lines = new ArrayList<>();
+        while (m.find()) {
+            lines.add("    \"" + m.group(1) + "\": \"" + report + "\"");
+        }
+        return s.append(String.join(",\n", lines)).append("\n  }\n").toString();
     }
 
     @Test
@@ -230,9 +264,37 @@ class PerfReportTest {
         report(fullSet(), docs, "--png", "x.png", "--failures", "0");
         String json = Files.readString(docs.resolve("benchmark-latest.json"));
         assertTrue(json.contains("  \"java_small_us\": 8.25,\n"), "its own keys are its run's: " + json);
-        assertTrue(json.endsWith("  \"small_overhead_fast_us\": 0.5,\n  \"ddp_step_ms_4gpu\": 5.994,\n"
-                + "  \"symmetric_small_us\": 6.08\n}\n"), "the other reports' keys follow, as they were: " + json);
+        assertTrue(json.contains("  \"large_repeats\": 3,\n  \"ddp_step_ms_4gpu\": 5.994,\n"
+                + "  \"symmetric_small_us\": 6.08,\n  \"sources\": {\n"),
+                "the other reports' keys follow, as they were: " + json);
+        assertTrue(json.endsWith("    \"large_repeats\": \"2026-01-02-benchmark.md\"\n  }\n}\n"),
+                "without a source in the file, they have none: " + json);
         assertTrue(!json.contains("stale_key"), json);
+    }
+
+    @Test
+    void aKeyWhoseSourceIsAnotherReportStaysWithItAndTheReplacedReportsKeysGo() throws Exception {
+        Path docs = tmp.resolve("docs");
+        Files.createDirectories(docs);
+        Files.writeString(docs.resolve("benchmark-latest.json"), """
+                {"java_small_us": 99.0, "old_figure_us": 1.5, "sharded_step_ms_2gpu": 734.873, "ddp_step_ms_2gpu": 5.8,
+                 "unsourced": 2, "sources": {"java_small_us": "old-benchmark.md", "native_small_us": "old-benchmark.md",
+                 "old_figure_us": "old-benchmark.md", "sharded_step_ms_2gpu": "2026-11-28-sharded.md",
+                 "ddp_step_ms_2gpu": "2026-11-26-frontier.md"}}
+                """);
+        report(fullSet(), docs, "--png", "x.png", "--failures", "0");
+        String json = Files.readString(docs.resolve("benchmark-latest.json"));
+        assertTrue(json.contains("  \"large_repeats\": 3,\n  \"sharded_step_ms_2gpu\": 734.873,\n"
+                + "  \"ddp_step_ms_2gpu\": 5.8,\n  \"sources\": {\n"
+                + "    \"ranks\": \"2026-01-02-benchmark.md\",\n"), json);
+        assertTrue(json.endsWith("    \"large_repeats\": \"2026-01-02-benchmark.md\",\n"
+                + "    \"sharded_step_ms_2gpu\": \"2026-11-28-sharded.md\",\n"
+                + "    \"ddp_step_ms_2gpu\": \"2026-11-26-frontier.md\"\n  }\n}\n"), json);
+        assertTrue(json.contains("  \"java_small_us\": 8.25,\n"), json);
+        // the run before this one (old-benchmark.md, the source of native_small_us) is replaced: its other keys go
+        assertFalse(json.contains("old_figure_us"), json);
+        assertFalse(json.contains("old-benchmark.md"), json);
+        assertFalse(json.contains("unsourced"), json);
     }
 
     @Test
@@ -392,6 +454,7 @@ class PerfReportTest {
         String md = report(d, docs, "--failures", "0");
         // native 8 B: 6.0 6.5 6.0 -> 6.0; Java 7.0 7.5 7.0 -> 7.0; small_overhead_us: max(1.0, 1 KiB 6.5 - 6.0 = 0.5)
         // init: C 300 310 320 -> 310, Java 350 360 370 -> 360: 50; no torch, graph, large, init-repeat or alloc figure
+        //   (native_init_ms 310, java_init_ms 360; small_repeats 3 C runs, large_repeats 0); sources: the numbers only
         // small_overhead_fast_us: 8 B has no fast Java point (below 6.0 + 1.0: C 6.0 6.5 6.0, Java none), so only
         //   1 KiB counts: C 6.0 6.0 6.5 -> 6.0, Java 6.5 6.0 6.5 -> 6.5: 0.5
         assertEquals("""
@@ -409,7 +472,34 @@ class PerfReportTest {
                   "init_overhead_ms": 50.0,
                   "init_repeat_overhead_ms": null,
                   "alloc_bytes_per_call": null,
-                  "small_overhead_fast_us": 0.5
+                  "small_overhead_fast_us": 0.5,
+                  "native_graph_small_us": null,
+                  "java_graph_small_us": null,
+                  "native_busbw_64MiB_gbps": null,
+                  "java_busbw_64MiB_gbps": null,
+                  "busbw_ratio_64MiB": null,
+                  "busbw_ratio_64MiB_in_place": null,
+                  "min_busbw_ratio_64MiB_up_but_alltoall": null,
+                  "native_busbw_1GiB_gbps": null,
+                  "java_busbw_1GiB_gbps": null,
+                  "busbw_ratio_1GiB": null,
+                  "native_init_ms": 310.0,
+                  "java_init_ms": 360.0,
+                  "torch_init_ms": null,
+                  "small_repeats": 3,
+                  "large_repeats": 0,
+                  "sources": {
+                    "ranks": "2026-01-02-benchmark.md",
+                    "native_small_us": "2026-01-02-benchmark.md",
+                    "java_small_us": "2026-01-02-benchmark.md",
+                    "small_overhead_us": "2026-01-02-benchmark.md",
+                    "init_overhead_ms": "2026-01-02-benchmark.md",
+                    "small_overhead_fast_us": "2026-01-02-benchmark.md",
+                    "native_init_ms": "2026-01-02-benchmark.md",
+                    "java_init_ms": "2026-01-02-benchmark.md",
+                    "small_repeats": "2026-01-02-benchmark.md",
+                    "large_repeats": "2026-01-02-benchmark.md"
+                  }
                 }
                 """, Files.readString(docs.resolve("benchmark-latest.json")));
         // 7.0 / 6.0 = 1.1667, 6.5 / 6.0 = 1.0833
@@ -446,7 +536,7 @@ class PerfReportTest {
         String md = report(d, docs);
         String latest = Files.readString(docs.resolve("benchmark-latest.json"));
         // 8 B: fastest 6.0, below 7.0: C 6.0 6.0, Java none (7.5); 1 KiB: fastest 6.0: Java 6.0 6.0, C none (8.0)
-        assertTrue(latest.contains("\n  \"small_overhead_fast_us\": null\n}"), latest);
+        assertTrue(latest.contains("\n  \"small_overhead_fast_us\": null,\n"), latest);
         // the medians over all runs are still there: max(7.5 - 6.0, 6.0 - 8.0) = 1.5
         assertTrue(latest.contains("\n  \"small_overhead_us\": 1.5,\n"), latest);
         assertLines(md, "| small_overhead_fast_us | None |");
