@@ -180,6 +180,7 @@ class ReleaseTest {
             docs = s.filter(p -> p.toString().endsWith(".md") && !p.startsWith(ROOT.resolve("docs/gpu-runs")))
                     .sorted().collect(Collectors.toList());
         }
+        docs.add(ROOT.resolve("README.md"));
         int named = 0;
         for (Path doc : docs) {
             Matcher m = JAR.matcher(Files.readString(doc));
