@@ -132,9 +132,18 @@ for f in "$out"/deps/*.jar; do
   esac
 done
 rm -rf "$out/deps"
-# Each module's jar (whatever the version), and its tests jar; not the sources, Javadoc or platform jars.
+# Each module's jar of the version the build just made (its newest main jar's: a target directory may still hold the
+# jars of an earlier version, whose classes would then sit on the class path twice), and its tests jar; not the
+# sources, Javadoc or platform jars.
 for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
-  for j in "$m/target/$m"-*.jar; do
+  # shellcheck disable=SC2010,SC2012  # names made by Maven: <module>-<version>[-classifier].jar
+  newest=$(ls -t "$m/target/$m"-*.jar 2> /dev/null | grep -v -E -- "-(tests|sources|javadoc|$javacpp_platform)\.jar$" \
+    | head -1)
+  [ -n "$newest" ] || { echo "gpu-bundle.sh: the build made no $m jar" >&2; exit 2; }
+  version=${newest#"$m/target/$m"-}
+  version=${version%.jar}
+  for j in "$m/target/$m-$version".jar "$m/target/$m-$version"-*.jar; do
+    [ -f "$j" ] || continue
     case "$j" in
       *-tests.jar) if [ "$tests" = 1 ]; then cp "$j" "$out/lib/"; fi ;;
       *-sources.jar|*-javadoc.jar|*-"$javacpp_platform".jar) ;;
