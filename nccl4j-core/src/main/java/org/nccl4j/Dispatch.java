@@ -23,15 +23,16 @@ final class Dispatch {
     private final boolean nativeGather;
     private final boolean nativeScatter;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
-    boolean fingerprinted = true;
+    private final boolean fingerprinted;
 
-    Dispatch(Communicator comm, long handle, NcclLibrary library, Watched health) {
+    Dispatch(Communicator comm, long handle, NcclLibrary library, Watched health, boolean fingerprinted) {
         this.comm = comm;
         this.handle = handle;
         this.rank = health.rank;
         this.size = health.size;
         this.library = library;
         this.health = health;
+        this.fingerprinted = fingerprinted;
         this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
         this.nativeGather = library.has(NcclFunction.ncclGather);
         this.nativeScatter = library.has(NcclFunction.ncclScatter);

@@ -133,11 +133,11 @@ final class Watched implements Stream.User, Errors.Source, Attached {
     /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
     volatile Liveness liveness;
     /** How many recoveries led to this communicator: 0 for one made directly; each recovery adds one. */
-    int generation;
+    final int generation;
     /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
     final CollectiveCheck check;
 
-    Watched(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
+    Watched(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings, int generation,
             String ncclVersion, Leaks.Token leak, Hooks hooks) {
         this.handle = handle;
         this.rank = rank;
@@ -145,6 +145,7 @@ final class Watched implements Stream.User, Errors.Source, Attached {
         this.device = device;
         this.blocking = blocking;
         this.settings = settings;
+        this.generation = generation;
         this.ncclVersion = ncclVersion;
         this.leak = leak;
         this.hooks = hooks;
@@ -485,7 +486,10 @@ final class Watched implements Stream.User, Errors.Source, Attached {
 
     // ------------------------------------------------------------------ the liveness channel
 
-    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
+    /**
+     * The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. The
+     * Communicator's constructor calls it, last, when its parts name a channel.
+     */
     void attachChannel(Liveness l) {
         liveness = l;
         l.attach(this, news -> {
