@@ -53,7 +53,7 @@ public final class Communicator implements AutoCloseable {
     private final boolean blocking;
     private final NcclLibrary library;
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it, and its lifecycle state. */
-    private final Watched health;
+    private final CommHealth health;
     /** The one path of its collectives: checks, the NCCL call, the record. */
     private final Dispatch path;
     private volatile OperationObserver observer;
@@ -129,7 +129,7 @@ public final class Communicator implements AutoCloseable {
         this.config = parts.config();
         WatchSettings settings = parts.settings();
         Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
-        this.health = new Watched(handle, rank, size, this.device, blocking, settings, parts.generation(),
+        this.health = new CommHealth(handle, rank, size, this.device, blocking, settings, parts.generation(),
                 library.version(), leak, new ProgramHooks(this));
         this.path = new Dispatch(this, handle, library, health, parts.fingerprinted());
         NcclLog.register(handle, rank, size, settings.commName());
@@ -474,7 +474,7 @@ public final class Communicator implements AutoCloseable {
     }
 
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it. */
-    Watched health() {
+    CommHealth health() {
         return health;
     }
 
@@ -571,7 +571,7 @@ public final class Communicator implements AutoCloseable {
     public CommunicatorFailedException failure() {
         CommunicatorFailedException f = health.failure;
         if (f != null) {
-            f.told();   // the program has seen it (LeftBehind)
+            f.told();   // the program has seen it (LeftBehindExit)
         }
         return f;
     }

@@ -49,15 +49,15 @@ public class CommunicatorFailedException extends NcclException {
         return new CommunicatorFailedException(getMessage(), details, this);
     }
 
-    /** The failure for a thread of the program to throw: the program is told of it ({@link LeftBehind}). */
+    /** The failure for a thread of the program to throw: the program is told of it ({@link LeftBehindExit}). */
     final CommunicatorFailedException toProgram() {
-        LeftBehind.programTold();
+        LeftBehindExit.programTold();
         return again();
     }
 
     /** The program has seen this failure: a query returned it, or it closed or aborted the communicator. */
     final void told() {
-        LeftBehind.programTold();
+        LeftBehindExit.programTold();
     }
 
     static Details detailsOf(CommunicatorFailedException e) {

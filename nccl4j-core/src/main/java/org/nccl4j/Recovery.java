@@ -55,7 +55,7 @@ final class Recovery {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? c.isBlocking() : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : c.config());
-        Watched health = c.health();
+        CommHealth health = c.health();
         long made = InitDeadline.finished(status, out, fn, health,
                 new InitDeadline(timeout, c.rank(), c.size(), null));
         if (made == 0) {
@@ -68,7 +68,7 @@ final class Recovery {
 
     /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */
     private static void ensureOpenOrKept(Communicator c) {
-        Watched health = c.health();
+        CommHealth health = c.health();
         if (health.closed && !health.kept) {
             throw health.closedError();
         }

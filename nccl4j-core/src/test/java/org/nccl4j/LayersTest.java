@@ -37,7 +37,7 @@ class LayersTest {
 
     /**
      * The layers of {@code org.nccl4j}, bottom up: CUDA resources and errors; a communicator's health (its
-     * {@code Watched} state, and what acts on it from the control plane: departures, the left-behind exit, the
+     * {@code CommHealth} state, and what acts on it from the control plane: departures, the left-behind exit, the
      * start-up guard, the init deadline); the watchdog, and the teardown that takes a communicator off it; the
      * Communicator with the one path of its collectives, their argument checks, the composed collectives and the
      * program's hooks; what is built on its API (bootstrap, recovery, windows, gradient buckets, parameter shards).
@@ -45,10 +45,10 @@ class LayersTest {
     static final List<List<String>> LAYERS = List.of(
             List.of("Errors", "Leaks", "NcclLog", "Capture", "Cuda", "CudaBackend", "NativeCudaBackend", "Stream",
                     "Event", "CudaGraph", "DeviceBuffer"),
-            List.of("Watched", "CollectiveCheck", "CommBound", "InitDeadline", "Departing", "LeftBehind",
+            List.of("CommHealth", "CollectiveCheck", "CommBound", "InitDeadline", "DepartureReports", "LeftBehindExit",
                     "StartupGuard"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
-            List.of("Communicator", "Dispatch", "Arguments", "Composed", "ProgramHooks"),
+            List.of("Communicator", "Dispatch", "Arguments", "ComposedCollectives", "ProgramHooks"),
             List.of("Bootstrap", "Recovery", "Window", "GradientBuckets", "ParameterShards"));
     /** The classes of {@code org.nccl4j} outside the layers: values, settings, exceptions, the public callbacks. */
     static final List<String> OUTSIDE = List.of("DataType", "ReduceOp", "UniqueId", "CommConfig", "CtaPolicy",
@@ -61,7 +61,7 @@ class LayersTest {
      * The control plane, {@code org.nccl4j.control}: the liveness channel and what it carries (who is alive, who left
      * and how, what they said, what all agree on), the farewell at exit, and two helpers the core shares.
      */
-    static final List<String> CONTROL = List.of("Attached", "Bounded", "Durations", "Ledger", "Departures",
+    static final List<String> CONTROL = List.of("Attached", "BoundedWait", "Durations", "Ledger", "Departures",
             "Agreement", "LivenessWire", "Liveness", "LivenessHub", "LivenessClient", "Survivors", "Farewell");
     /** What the control plane may name of {@code org.nccl4j}: the public values it speaks of, which name nothing. */
     static final Set<String> CONTROL_MAY_NAME = Set.of("RankPhase");
@@ -109,9 +109,9 @@ class LayersTest {
         }
         assertEquals(List.of(), found, "the control plane sits below org.nccl4j: what it needs from above is an "
                 + "interface of its own (as Attached, Farewell.NcclUnderWay) that a class of org.nccl4j implements");
-        assertEquals(List.of("RankPhase", "Watched"),
+        assertEquals(List.of("CommHealth", "RankPhase"),
                 qualified("import org.nccl4j.RankPhase;\n/** {@link org.nccl4j.Communicator} */\n"
-                        + "class A { org.nccl4j.Watched w; String s = \"org.nccl4j.Bootstrap\"; }", ""));
+                        + "class A { org.nccl4j.CommHealth w; String s = \"org.nccl4j.Bootstrap\"; }", ""));
     }
 
     /** No two classes of two packages of the core name each other: between packages the arrows go one way. */
@@ -187,7 +187,7 @@ class LayersTest {
         Map<String, String> code = new TreeMap<>();
         code.put("Stream", "final class Stream {\n  // Communicator in a comment\n  String s = \"Communicator\";\n"
                 + "  private Communicator users;\n}");
-        code.put("Watched", "final class Watched { Watchdog.Settings s; org.nccl4j.Communicator c; }");
+        code.put("CommHealth", "final class CommHealth { Watchdog.Settings s; org.nccl4j.Communicator c; }");
         code.put("Collective", "enum Collective { X; Communicator c; }");
         code.put("OperationObserver", "interface OperationObserver { void enqueued(Communicator c); }");
         code.put("Communicator", "class Communicator { Recovery r; Stream s; Bootstrap b; GradientBuckets g; }");
@@ -195,8 +195,8 @@ class LayersTest {
             code.put(other, "final class " + other + " { }");
         }
         assertEquals(List.of("Collective -> Communicator (outside the layers: only the public API may name it)",
-                "Communicator -> GradientBuckets", "Stream -> Communicator", "Watched -> Communicator",
-                "Watched -> Watchdog"), arrowsUp(code));
+                "CommHealth -> Communicator", "CommHealth -> Watchdog", "Communicator -> GradientBuckets",
+                "Stream -> Communicator"), arrowsUp(code));
     }
 
     /** Every arrow of {@code code} (class name to source) that runs to a higher layer, sorted. */
