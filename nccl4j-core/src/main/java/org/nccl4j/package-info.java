@@ -4,9 +4,9 @@
  * is needed before a communicator exists ({@link org.nccl4j.launch}), the control plane of the job (the liveness
  * channel, departures and agreement: {@link org.nccl4j.control}, internals), what watches a running job from outside
  * ({@link org.nccl4j.diagnostics}) and the flight recorder's data ({@link org.nccl4j.trace}). The imports go one way:
- * this package uses {@code control}, {@code launch} and {@code trace}; {@code launch} and {@code trace} use nothing of
- * it, {@code control} only the public value {@link org.nccl4j.RankPhase}; {@code diagnostics} uses only its public
- * API.
+ * this package uses {@code control}, {@code launch} and {@code trace}; {@code launch} uses nothing of it and
+ * {@code trace} only {@code launch}, {@code control} only the public value {@link org.nccl4j.RankPhase};
+ * {@code diagnostics} uses only its public API.
  *
  * <h2>Which file holds what</h2>
  * <h3>The collective API</h3>
