@@ -571,7 +571,7 @@ public final class Communicator implements AutoCloseable {
     public CommunicatorFailedException failure() {
         CommunicatorFailedException f = health.failure;
         if (f != null) {
-            f.told();   // the program has seen it (LeftBehindExit)
+            f.told();   // the program has seen it (the left-behind exit asks)
         }
         return f;
     }

@@ -62,21 +62,7 @@ final class LeftBehindExit {
         Runtime.getRuntime().halt(status);
     };
 
-    private static volatile boolean told;
-    private static volatile long toldNanos;
-
     private LeftBehindExit() {
-    }
-
-    /** A failure reached the program (thrown to a thread, returned by a query, or its communicator closed). */
-    static void programTold() {
-        toldNanos = System.nanoTime();
-        told = true;
-    }
-
-    /** @return whether the program has been told of a failure at or after {@code nanos} ({@link System#nanoTime}) */
-    static boolean toldSince(long nanos) {
-        return told && toldNanos - nanos >= 0;
     }
 
     /**
@@ -127,7 +113,7 @@ final class LeftBehindExit {
             for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                 LockSupport.parkNanos(left);
             }
-            if (toldSince(lastIssuedNanos) || Farewell.exiting()) {
+            if (CommunicatorFailedException.toldSince(lastIssuedNanos) || Farewell.exiting()) {
                 return;   // the program knows (it called, queried, closed), or the process is ending anyway
             }
             end(comm, failure, System.nanoTime() - lastIssuedNanos, grace);

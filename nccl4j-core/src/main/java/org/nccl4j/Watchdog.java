@@ -85,6 +85,7 @@ final class Watchdog implements Runnable {
                     w.thread.start();
                     WatchdogMonitor.start(w);   // the watchdog is itself watched
                     instance = w;
+                    Nccl.whenGroupsEnd(Watchdog::groupsEnded);   // publishes what was recorded inside groups
                 }
             }
         }

@@ -102,7 +102,11 @@
  * Every layer may use the control plane, which names none of them. The arrows up that the public API asks for are
  * Communicator's entry points, each a one-line delegation ({@code fromEnvironment} to Bootstrap, the recovery methods
  * to Recovery, {@code registerWindow} to Window). The classes outside the layers (values, settings, exceptions) name
- * no Communicator, except the public types whose signatures carry one: {@link org.nccl4j.OperationObserver},
- * {@link org.nccl4j.FailureListener} and {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}).
+ * of the layers only the first, CUDA resources and errors, so that they sit below them, except where the public API
+ * ties them to a Communicator: {@link org.nccl4j.OperationObserver}, {@link org.nccl4j.FailureListener} and
+ * {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}, which a communicator makes and frees). What one of
+ * them needs done by a layer goes through a hook it owns (the watchdog sets what runs when the last NCCL group ends,
+ * {@code Nccl.whenGroupsEnd}), and what a layer needs to know of one it reads there ({@code LeftBehindExit} asks
+ * {@link org.nccl4j.CommunicatorFailedException} whether a failure reached the program).
  */
 package org.nccl4j;
