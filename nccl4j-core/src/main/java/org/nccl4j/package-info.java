@@ -18,7 +18,9 @@
  *       not the communicator's own lives beside it, reached by one-line delegations: {@code Bootstrap} (create's
  *       checks and NCCL call, initAll, and fromEnvironment: launch detection, the id's rendezvous, and the liveness
  *       channel served, joined and attached, as NCCL's bootstrap attaches RAS), {@code Recovery} (split, shrink,
- *       reform, recover and its rendezvous, revoke, grow, join, and the child they adopt), {@code Dispatch},
+ *       reform, recover and its rendezvous, revoke, grow, join, and the child they adopt); both build a communicator
+ *       whole, from a {@code Communicator.Parts} (handle, settings, configuration, generation, channel) that its
+ *       constructor takes, and set nothing on it afterwards; {@code Dispatch},
  *       {@code ProgramHooks} and {@code CommHealth} (below), and {@link org.nccl4j.ReduceOp.PreMulSum}, whose
  *       {@code ncclRedOpCreatePreMulSum} and {@code ncclRedOpDestroy} it calls itself.</li>
  *   <li>{@code Dispatch}: the one path of a communicator's collectives, one per communicator, which checks the
