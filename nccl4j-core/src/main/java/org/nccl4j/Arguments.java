@@ -24,7 +24,7 @@ final class Arguments {
         }
     }
 
-    static void stream(Watched c, Stream stream) {
+    static void stream(CommHealth c, Stream stream) {
         if (stream == null) {
             throw Errors.nullArgument("stream");
         }
@@ -33,7 +33,7 @@ final class Arguments {
         }
     }
 
-    private static RuntimeException streamError(Watched c, Stream stream) {
+    private static RuntimeException streamError(CommHealth c, Stream stream) {
         if (stream.isClosed()) {
             return new IllegalStateException("stream is closed");
         }
@@ -41,7 +41,7 @@ final class Arguments {
                 + ") uses device " + c.device + ": use a stream of device " + c.device);
     }
 
-    static void buffer(Watched c, DeviceBuffer b, String name) {
+    static void buffer(CommHealth c, DeviceBuffer b, String name) {
         if (b == null) {
             throw Errors.nullArgument(name);
         }
@@ -50,7 +50,7 @@ final class Arguments {
         }
     }
 
-    private static RuntimeException bufferError(Watched c, DeviceBuffer b, String name) {
+    private static RuntimeException bufferError(CommHealth c, DeviceBuffer b, String name) {
         if (b.isClosed()) {
             return b.closedError(name);
         }
@@ -69,7 +69,7 @@ final class Arguments {
                 + b.bytes() + " bytes) but the operation needs " + count + ": use a larger buffer or a smaller count");
     }
 
-    static void rank(Watched c, int r, String name) {
+    static void rank(CommHealth c, int r, String name) {
         if (r < 0 || r >= c.size) {
             throw Errors.argument(name + " must be in 0.." + (c.size - 1) + " (the communicator has " + c.size
                     + " ranks), got " + r);
@@ -86,12 +86,12 @@ final class Arguments {
     }
 
     /** The count of a collective derived from {@code b}'s size: refused unless it is a whole number of elements. */
-    static long elements(Watched c, DeviceBuffer b, DataType type, String name) {
+    static long elements(CommHealth c, DeviceBuffer b, DataType type, String name) {
         buffer(c, b, name);
         return b.count(type, name, EXPLICIT_COUNT);
     }
 
-    static long perRank(Watched c, long total, String name, DataType type) {
+    static long perRank(CommHealth c, long total, String name, DataType type) {
         if (total % c.size != 0) {
             throw Errors.argument(name + " holds " + total + " elements of " + type + ", not a multiple of the "
                     + c.size + " ranks");

@@ -19,8 +19,8 @@ import org.nccl4j.launch.UniqueIdCheckException;
  * Making a communicator: {@link Communicator#create(int, int, UniqueId, int, CommConfig)}'s checks and NCCL call
  * against a deadline, {@link Communicator#initAll(int...)}, and {@link Communicator#fromEnvironment(CommConfig)} from
  * what the launcher says: detection ({@link LaunchInfo}), the unique id's {@link Rendezvous}, and the liveness
- * channel, served by rank 0 and joined by every rank while NCCL makes the communicator, then attached to it, as
- * NCCL's bootstrap attaches RAS.
+ * channel, served by rank 0 and joined by every rank while NCCL makes the communicator, then given to it as one of
+ * its {@link Communicator.Parts}, as NCCL's bootstrap attaches RAS.
  *
  * <p>It lives here, not in {@code org.nccl4j.launch}, because it makes a communicator against a deadline
  * ({@link InitDeadline}) and opens the channel ({@link Liveness}), both internals of this package; the launch package
@@ -31,8 +31,19 @@ final class Bootstrap {
     private Bootstrap() {
     }
 
-    /** {@link Communicator#create(int, int, UniqueId, int, CommConfig)} against {@code deadline}. */
-    static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config,
+    /**
+     * {@link Communicator#create(int, int, UniqueId, int, CommConfig)}'s checks and NCCL call, against the deadline
+     * of {@code config}'s init timeout.
+     *
+     * @return the parts of the communicator NCCL made, with {@code config}, for {@link Communicator#adopt}
+     */
+    static Communicator.Parts create(int rank, int size, UniqueId id, int device, CommConfig config) {
+        return create(rank, size, id, device, config,
+                new InitDeadline(CommConfig.initTimeout(config), rank, size, null));
+    }
+
+    /** {@link #create(int, int, UniqueId, int, CommConfig)} against {@code deadline}. */
+    static Communicator.Parts create(int rank, int size, UniqueId id, int device, CommConfig config,
             InitDeadline deadline) {
         if (size < 1) {
             throw Errors.argument("size must be >= 1, got " + size);
@@ -64,10 +75,8 @@ final class Bootstrap {
             rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
                     config.netName(), config.commName());
         }
-        Communicator c = Communicator.adopt(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking,
-                settings);
-        c.configured(config);
-        return c;
+        return Communicator.Parts.of(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings)
+                .withConfig(config);
     }
 
     /** {@link Communicator#initAll(int...)}. */
@@ -95,7 +104,7 @@ final class Bootstrap {
         List<Communicator> out = new ArrayList<>(devices.length);
         try {
             for (int i = 0; i < devices.length; i++) {
-                out.add(new Communicator(comms[i], devices[i], true, settings));
+                out.add(new Communicator(Communicator.Parts.query(comms[i], devices[i], true, settings)));
             }
         } catch (RuntimeException | Error e) {
             // the caller gets none of them: abort those wrapped already and those not yet wrapped
@@ -228,15 +237,15 @@ final class Bootstrap {
             throw StartupGuard.lost(before, rank, size, "arrival", "NCCL was not called", null);
         }
         phase(live, RankPhase.NCCL_INIT);
-        Communicator c;
+        Communicator.Parts made;
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
         String initCall = config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig";
         StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(), initCall) : null;
         StartupGuard.initBegins();
         try {
-            c = create(rank, size, id, launch.device(), config, until);
+            made = create(rank, size, id, launch.device(), config, until);
             if (Farewell.exiting()) {   // the process began to exit while NCCL made it: its exit waits for this
-                c.abort();
+                Communicator.adopt(made).abort();
                 throw new IllegalStateException("rank " + rank + " of " + size + ": the process is exiting; the "
                         + "communicator NCCL made was aborted");
             }
@@ -256,16 +265,17 @@ final class Bootstrap {
         Liveness.Loss late = live == null ? null : live.startupLoss(size);
         if (late != null) {   // lost while NCCL made the communicator: it cannot serve a collective with that rank
             try {
-                c.abort();
+                Communicator.adopt(made).abort();
             } catch (RuntimeException e) {
                 // the loss is what the program needs to hear
             }
             throw StartupGuard.lost(late, rank, size, initCall, "the communicator NCCL made was aborted", null);
         }
-        if (live != null) {
-            c.health().attachChannel(live);
-            live.phase(RankPhase.READY);
+        if (live == null) {
+            return Communicator.adopt(made);
         }
+        Communicator c = Communicator.adopt(made.withChannel(live));   // the channel serves it from the start
+        live.phase(RankPhase.READY);
         return c;
     }
 

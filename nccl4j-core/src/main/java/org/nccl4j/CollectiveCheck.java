@@ -18,14 +18,14 @@ final class CollectiveCheck {
     static final int FIELDS = 6;
     private static final String[] FIELD_NAMES = {"sequence", "operation", "count", "type", "op", "root"};
 
-    private final Watched comm;
+    private final CommHealth comm;
     /** This rank's fingerprint, then every rank's (all-gathered); allocated on the first check. */
     private DeviceBuffer buffer;
     private final long[] fingerprint = new long[FIELDS];
     /** When the check in progress began waiting for its peers ({@link System#nanoTime()}), or 0: watched. */
     private volatile long since;
 
-    CollectiveCheck(Watched comm) {
+    CollectiveCheck(CommHealth comm) {
         this.comm = comm;
     }
 

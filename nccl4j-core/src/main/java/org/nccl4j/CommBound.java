@@ -15,7 +15,7 @@ final class CommBound {
         int call(long comm);
     }
 
-    private final Watched comm;
+    private final CommHealth comm;
     private final NcclFunction function;
     private volatile boolean closed;
 
@@ -23,7 +23,7 @@ final class CommBound {
      * @param comm the communicator the object belongs to
      * @param function the NCCL function that releases it, for the exception of a failed release
      */
-    CommBound(Watched comm, NcclFunction function) {
+    CommBound(CommHealth comm, NcclFunction function) {
         this.comm = comm;
         this.function = function;
     }

@@ -53,31 +53,85 @@ public final class Communicator implements AutoCloseable {
     private final boolean blocking;
     private final NcclLibrary library;
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it, and its lifecycle state. */
-    private final Watched health;
+    private final CommHealth health;
     /** The one path of its collectives: checks, the NCCL call, the record. */
     private final Dispatch path;
     private volatile OperationObserver observer;
     /** The configuration it was made with (null: NCCL's defaults), for {@link #reform}. */
-    private CommConfig config;
+    private final CommConfig config;
 
-    Communicator(long handle, int device, boolean blocking, WatchSettings settings) {
-        this.library = NcclLibrary.load();
-        this.handle = handle;
-        this.blocking = blocking;
-        int[] out = new int[1];
-        Errors.check(NcclNative.ncclCommUserRank(handle, out), NcclFunction.ncclCommUserRank, null);
-        this.rank = out[0];
-        Errors.check(NcclNative.ncclCommCount(handle, out), NcclFunction.ncclCommCount, null);
-        this.size = out[0];
-        int dev = device;
-        if (NcclNative.ncclCommCuDevice(handle, out) == 0) {
-            dev = out[0];
+    /**
+     * What a communicator is made of, all of it given to its constructor, so that nothing is set on a communicator
+     * after it is made: NCCL's handle and its answers (rank, size, device), whether NCCL calls block, the watch
+     * settings, the configuration remembered for {@link #reform} and {@link #recover} (null: NCCL's defaults),
+     * whether the ledger fingerprints its collectives ({@link CommConfig.Builder#fingerprint}), how many recoveries
+     * led to it, and the liveness channel that serves it (null: none). {@link Bootstrap} and {@link Recovery} build
+     * one with {@link #of} and the {@code with} methods, then {@link #adopt} it.
+     */
+    record Parts(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
+            CommConfig config, boolean fingerprinted, int generation, Liveness channel) {
+        /**
+         * The parts of the communicator {@code handle} that NCCL made: its rank, size and device asked of NCCL
+         * ({@code device} stands when NCCL does not say); no configuration remembered, fingerprinted, no recovery
+         * behind it, no channel. If a query fails, aborts the communicator rather than leaving it alive with no
+         * owner, and throws.
+         */
+        static Parts of(long handle, int device, boolean blocking, WatchSettings settings) {
+            try {
+                return query(handle, device, blocking, settings);
+            } catch (RuntimeException | Error e) {
+                NcclNative.ncclCommAbort(handle);
+                throw e;
+            }
         }
-        this.device = dev;
+
+        /** As {@link #of}, without the abort on failure: for {@link Bootstrap#initAll}, which aborts them all. */
+        static Parts query(long handle, int device, boolean blocking, WatchSettings settings) {
+            int[] out = new int[1];
+            Errors.check(NcclNative.ncclCommUserRank(handle, out), NcclFunction.ncclCommUserRank, null);
+            int rank = out[0];
+            Errors.check(NcclNative.ncclCommCount(handle, out), NcclFunction.ncclCommCount, null);
+            int size = out[0];
+            int dev = NcclNative.ncclCommCuDevice(handle, out) == 0 ? out[0] : device;
+            return new Parts(handle, rank, size, dev, blocking, settings, null, true, 0, null);
+        }
+
+        /** Made with {@code config} (null: NCCL's defaults), whose fingerprint setting the ledger follows. */
+        Parts withConfig(CommConfig config) {
+            boolean fingerprint = config == null || !Boolean.FALSE.equals(config.fingerprint());
+            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprint, generation, channel);
+        }
+
+        /** Made by a recovery: remembering {@code config}, {@code generation} the one after its parent's. */
+        Parts withRecovery(CommConfig config, int generation) {
+            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprinted, generation,
+                    channel);
+        }
+
+        /** Served by the liveness channel {@code channel} from the moment it is made. */
+        Parts withChannel(Liveness channel) {
+            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprinted, generation,
+                    channel);
+        }
+    }
+
+    /**
+     * Made complete from {@code parts}: registered with the watchdog, the recorder's list and NCCL's log, and, last,
+     * attached to its liveness channel, if it has one, so that the channel serves a whole communicator.
+     */
+    Communicator(Parts parts) {
+        this.library = NcclLibrary.load();
+        this.handle = parts.handle();
+        this.blocking = parts.blocking();
+        this.rank = parts.rank();
+        this.size = parts.size();
+        this.device = parts.device();
+        this.config = parts.config();
+        WatchSettings settings = parts.settings();
         Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
-        this.health = new Watched(handle, rank, size, this.device, blocking, settings, library.version(), leak,
-                new ProgramHooks(this));
-        this.path = new Dispatch(this, handle, library, health);
+        this.health = new CommHealth(handle, rank, size, this.device, blocking, settings, parts.generation(),
+                library.version(), leak, new ProgramHooks(this));
+        this.path = new Dispatch(this, handle, library, health, parts.fingerprinted());
         NcclLog.register(handle, rank, size, settings.commName());
         // the exit waits for NCCL teardowns under way, whatever made the communicator
         Farewell.install(StartupGuard.AT_EXIT);
@@ -86,6 +140,9 @@ public final class Communicator implements AutoCloseable {
             if (settings.enabled()) {
                 Watchdog.instance().watch(health, settings);
             }
+        }
+        if (parts.channel() != null) {
+            health.attachChannel(parts.channel());
         }
     }
 
@@ -131,25 +188,18 @@ public final class Communicator implements AutoCloseable {
      * @throws InitTimeoutException when the communicator is not made by the deadline
      */
     public static Communicator create(int rank, int size, UniqueId id, int device, CommConfig config) {
-        java.time.Duration timeout = CommConfig.initTimeout(config);
-        return Bootstrap.create(rank, size, id, device, config, new InitDeadline(timeout, rank, size, null));
-    }
-
-    /** Made by {@link #create}: with {@code config}, whose fingerprint setting the ledger follows. */
-    void configured(CommConfig config) {
-        this.config = config;
-        path.fingerprinted = config == null || !Boolean.FALSE.equals(config.fingerprint());
+        return adopt(Bootstrap.create(rank, size, id, device, config));
     }
 
     /**
-     * Wraps a communicator NCCL made; if that fails (a query of rank or size failed), aborts it rather than
-     * leaving it alive with no owner.
+     * The communicator made of {@code parts}; if that fails, aborts NCCL's communicator rather than leaving it alive
+     * with no owner.
      */
-    static Communicator adopt(long handle, int device, boolean blocking, WatchSettings settings) {
+    static Communicator adopt(Parts parts) {
         try {
-            return new Communicator(handle, device, blocking, settings);
+            return new Communicator(parts);
         } catch (RuntimeException | Error e) {
-            NcclNative.ncclCommAbort(handle);
+            NcclNative.ncclCommAbort(parts.handle());
             throw e;
         }
     }
@@ -423,14 +473,8 @@ public final class Communicator implements AutoCloseable {
         return config;
     }
 
-    /** Made by a recovery: with {@code config} and the {@code generation} after its parent's. */
-    void recovered(CommConfig config, int generation) {
-        this.config = config;
-        health.generation = generation;
-    }
-
     /** What the watchdog, the recorder, the metrics and the liveness channel see of it. */
-    Watched health() {
+    CommHealth health() {
         return health;
     }
 
@@ -527,7 +571,7 @@ public final class Communicator implements AutoCloseable {
     public CommunicatorFailedException failure() {
         CommunicatorFailedException f = health.failure;
         if (f != null) {
-            f.told();   // the program has seen it (LeftBehind)
+            f.told();   // the program has seen it (the left-behind exit asks)
         }
         return f;
     }

@@ -22,6 +22,10 @@ import org.nccl4j.control.Durations;
  */
 public class CommunicatorFailedException extends NcclException {
     private static final long serialVersionUID = 1L;
+    /** Whether a failure has reached the program in this process ({@link #told}). */
+    private static volatile boolean toldAny;
+    /** When a failure last reached the program ({@link System#nanoTime}). */
+    private static volatile long toldNanos;
 
     /** What the watchdog knew when it found the failure; the pieces of the message. */
     record Details(int rank, int size, String communicator, String operation, long sequence, long count,
@@ -49,15 +53,25 @@ public class CommunicatorFailedException extends NcclException {
         return new CommunicatorFailedException(getMessage(), details, this);
     }
 
-    /** The failure for a thread of the program to throw: the program is told of it ({@link LeftBehind}). */
+    /** The failure for a thread of the program to throw: the program is told of it. */
     final CommunicatorFailedException toProgram() {
-        LeftBehind.programTold();
+        told();
         return again();
     }
 
     /** The program has seen this failure: a query returned it, or it closed or aborted the communicator. */
     final void told() {
-        LeftBehind.programTold();
+        toldNanos = System.nanoTime();
+        toldAny = true;
+    }
+
+    /**
+     * Whether a failure has reached the program at or after {@code nanos} ({@link System#nanoTime}): thrown to a
+     * thread, returned by a query, or its communicator closed. A rank told of none since its last operation is stuck
+     * in its own code ({@code LeftBehindExit} asks).
+     */
+    static boolean toldSince(long nanos) {
+        return toldAny && toldNanos - nanos >= 0;
     }
 
     static Details detailsOf(CommunicatorFailedException e) {

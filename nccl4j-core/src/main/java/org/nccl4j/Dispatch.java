@@ -18,20 +18,21 @@ final class Dispatch {
     private final int rank;
     private final int size;
     private final NcclLibrary library;
-    private final Watched health;
+    private final CommHealth health;
     private final boolean nativeAlltoAll;
     private final boolean nativeGather;
     private final boolean nativeScatter;
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
-    boolean fingerprinted = true;
+    private final boolean fingerprinted;
 
-    Dispatch(Communicator comm, long handle, NcclLibrary library, Watched health) {
+    Dispatch(Communicator comm, long handle, NcclLibrary library, CommHealth health, boolean fingerprinted) {
         this.comm = comm;
         this.handle = handle;
         this.rank = health.rank;
         this.size = health.size;
         this.library = library;
         this.health = health;
+        this.fingerprinted = fingerprinted;
         this.nativeAlltoAll = library.has(NcclFunction.ncclAlltoAll);
         this.nativeGather = library.has(NcclFunction.ncclGather);
         this.nativeScatter = library.has(NcclFunction.ncclScatter);
@@ -137,11 +138,11 @@ final class Dispatch {
                 case ALL_GATHER -> NcclNative.ncclAllGather(send, recv, count, t, handle, s);
                 case REDUCE_SCATTER -> NcclNative.ncclReduceScatter(send, recv, count, t, redOp, handle, s);
                 case ALL_TO_ALL -> nativeAlltoAll ? NcclNative.ncclAlltoAll(send, recv, count, t, handle, s)
-                        : Composed.alltoAll(health, send, recv, count, type, s);
+                        : ComposedCollectives.alltoAll(health, send, recv, count, type, s);
                 case GATHER -> nativeGather ? NcclNative.ncclGather(send, recv, count, t, root, handle, s)
-                        : Composed.gather(health, send, recv, count, type, root, s);
+                        : ComposedCollectives.gather(health, send, recv, count, type, root, s);
                 case SCATTER -> nativeScatter ? NcclNative.ncclScatter(send, recv, count, t, root, handle, s)
-                        : Composed.scatter(health, send, recv, count, type, root, s);
+                        : ComposedCollectives.scatter(health, send, recv, count, type, root, s);
                 case SEND -> NcclNative.ncclSend(send, count, t, root, handle, s);
                 case RECV -> NcclNative.ncclRecv(recv, count, t, root, handle, s);
             };

@@ -30,15 +30,15 @@ final class InitDeadline {
         this.liveness = liveness;
     }
 
-    InitTimeoutException expired(NcclFunction fn, Watched parent) {
+    InitTimeoutException expired(NcclFunction fn, CommHealth parent) {
         return expired(fn.name(), parent);
     }
 
-    InitTimeoutException expired(String what, Watched parent) {
+    InitTimeoutException expired(String what, CommHealth parent) {
         return expired(what, parent, true);
     }
 
-    InitTimeoutException expired(String what, Watched parent, boolean fromNccl) {
+    InitTimeoutException expired(String what, CommHealth parent, boolean fromNccl) {
         List<Integer> missing = liveness == null ? List.of() : liveness.neverArrived(size);
         StringBuilder m = new StringBuilder("rank ").append(rank).append(" of ").append(size).append(": ")
                 .append(what).append(parent == null ? "" : " on rank " + parent.rank + " of " + parent.size
@@ -74,7 +74,7 @@ final class InitDeadline {
      * while a nonblocking one is in progress; on failure aborts what NCCL half made and throws (naming
      * {@code parent}'s rank when there is one). 0 when NCCL made none ({@link #NO_COLOR}).
      */
-    static long finished(int rc, long[] out, NcclFunction fn, Watched parent, InitDeadline deadline) {
+    static long finished(int rc, long[] out, NcclFunction fn, CommHealth parent, InitDeadline deadline) {
         int status = rc;
         if (status == Errors.IN_PROGRESS && out[0] != 0) {
             Liveness live = deadline.liveness;

@@ -21,6 +21,11 @@ public final class Nccl {
     private static final AtomicBoolean LOGGED = new AtomicBoolean();
     /** Groups open in this process: operations recorded meanwhile are published to the watchdog at their end. */
     private static final AtomicInteger OPEN_GROUPS = new AtomicInteger();
+    /**
+     * What runs when the last open group of the process ends: the watchdog sets it as it starts, to publish what its
+     * communicators recorded inside the groups; nothing before.
+     */
+    private static volatile Runnable groupsEnded = () -> { };
 
     private Nccl() {
     }
@@ -104,8 +109,13 @@ public final class Nccl {
     /** A group opened by {@link #groupStart()} is over (ended, or simulated, which ends it too). */
     static void groupOver() {
         if (OPEN_GROUPS.updateAndGet(n -> Math.max(0, n - 1)) == 0) {
-            Watchdog.groupsEnded();
+            groupsEnded.run();
         }
+    }
+
+    /** Sets what runs when the last open group of the process ends (the watchdog's publication). */
+    static void whenGroupsEnd(Runnable r) {
+        groupsEnded = r;
     }
 
     /** @return how many groups are open in this process (any thread) */

@@ -1,11 +1,11 @@
 package org.nccl4j;
 
 /**
- * The {@link Watched.Hooks} of one communicator: the program's {@link OperationObserver} and
- * {@link FailureListener}, called with the {@link Communicator}, which {@code Watched} and the classes below it
+ * The {@link CommHealth.Hooks} of one communicator: the program's {@link OperationObserver} and
+ * {@link FailureListener}, called with the {@link Communicator}, which {@code CommHealth} and the classes below it
  * never name.
  */
-final class ProgramHooks implements Watched.Hooks {
+final class ProgramHooks implements CommHealth.Hooks {
     private final Communicator comm;
 
     ProgramHooks(Communicator comm) {

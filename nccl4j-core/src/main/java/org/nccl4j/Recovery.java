@@ -12,7 +12,8 @@ import org.nccl4j.launch.Rendezvous;
  * {@link Communicator#split}, {@link Communicator#shrink}, {@link Communicator#reform}, {@link Communicator#recover}
  * (which of the two, and the remaining ranks' rendezvous), {@link Communicator#revoke} and
  * {@link Communicator#grow}/{@link Communicator#join}, with the {@link #child} that split, shrink and grow adopt.
- * Communicator's public methods delegate here; their Javadoc says what each does.
+ * Communicator's public methods delegate here; their Javadoc says what each does. A communicator made here is made
+ * whole: its recovery's generation and the liveness channel it takes over are among its {@link Communicator.Parts}.
  */
 final class Recovery {
     /** {@code NCCL_SHRINK_DEFAULT}. */
@@ -36,19 +37,25 @@ final class Recovery {
         int rc = config == null
                 ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
                 : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
-        return child(c, rc, out, config, NcclFunction.ncclCommSplit);
+        return adopt(child(c, rc, out, config, NcclFunction.ncclCommSplit));
+    }
+
+    /** The communicator of {@code parts}, or null for none. */
+    private static Communicator adopt(Communicator.Parts parts) {
+        return parts == null ? null : Communicator.adopt(parts);
     }
 
     /**
      * The communicator that split, shrink or grow made from {@code c}: waits while a nonblocking one is in progress;
-     * on failure aborts what NCCL half made and throws; adopts it with {@code config}'s watchdog settings, or
+     * on failure aborts what NCCL half made and throws; its parts, with {@code config}'s watchdog settings, or
      * {@code c}'s. Null when NCCL made none ({@link Communicator#NO_COLOR}).
      */
-    private static Communicator child(Communicator c, int status, long[] out, CommConfig config, NcclFunction fn) {
+    private static Communicator.Parts child(Communicator c, int status, long[] out, CommConfig config,
+            NcclFunction fn) {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? c.isBlocking() : config.ints()[NcclNative.CFG_BLOCKING] != 0;
         java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : c.config());
-        Watched health = c.health();
+        CommHealth health = c.health();
         long made = InitDeadline.finished(status, out, fn, health,
                 new InitDeadline(timeout, c.rank(), c.size(), null));
         if (made == 0) {
@@ -56,12 +63,12 @@ final class Recovery {
         }
         WatchSettings childSettings = config == null ? health.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return Communicator.adopt(made, c.device(), childBlocking, childSettings);
+        return Communicator.Parts.of(made, c.device(), childBlocking, childSettings);
     }
 
     /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */
     private static void ensureOpenOrKept(Communicator c) {
-        Watched health = c.health();
+        CommHealth health = c.health();
         if (health.closed && !health.kept) {
             throw health.closedError();
         }
@@ -75,6 +82,11 @@ final class Recovery {
     }
 
     static Communicator shrink(Communicator c, CommConfig config, int... excludedRanks) {
+        return adopt(shrunk(c, config, excludedRanks));
+    }
+
+    /** {@link #shrink}'s communicator, not yet adopted. */
+    private static Communicator.Parts shrunk(Communicator c, CommConfig config, int... excludedRanks) {
         ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
         requireFunction(c, NcclFunction.ncclCommShrink, "Communicator.shrink");
@@ -93,6 +105,12 @@ final class Recovery {
     }
 
     static Communicator reform(Communicator c, Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
+        return Communicator.adopt(reformed(c, route, config, excludedRanks));
+    }
+
+    /** {@link #reform}'s communicator, not yet adopted. */
+    private static Communicator.Parts reformed(Communicator c, Rendezvous.Builder route, CommConfig config,
+            int... excludedRanks) {
         ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
         if (route == null) {
@@ -102,9 +120,8 @@ final class Recovery {
         int newSize = c.size() - excludedRanks.length;
         UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
                 .exchange(() -> UniqueId.generate().toBytes()));
-        Communicator made = Communicator.create(newRank, newSize, id, c.device(), config != null ? config : c.config());
-        made.recovered(made.config(), c.health().generation + 1);
-        return made;
+        CommConfig made = config != null ? config : c.config();
+        return Bootstrap.create(newRank, newSize, id, c.device(), made).withRecovery(made, c.health().generation + 1);
     }
 
     static Communicator recover(Communicator c, CommConfig config, int... excludedRanks) {
@@ -112,7 +129,7 @@ final class Recovery {
         if (told != null) {
             told.phase(RankPhase.RECOVERING);   // a loss during it is named so everywhere
         }
-        Communicator made;
+        Communicator.Parts made;
         try {
             made = recover0(c, config, excludedRanks);
         } finally {
@@ -123,19 +140,18 @@ final class Recovery {
         Liveness l = c.health().detachChannel();
         if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
             l.renumber(excludedRanks);
-            made.health().attachChannel(l);
+            made = made.withChannel(l);
         }
-        return made;
+        return Communicator.adopt(made);
     }
 
-    private static Communicator recover0(Communicator c, CommConfig config, int... excludedRanks) {
+    private static Communicator.Parts recover0(Communicator c, CommConfig config, int... excludedRanks) {
         NcclLibrary library = c.library();
         boolean broken = c.health().failure != null || c.isClosed() || reportedBroken(c);
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
-                Communicator made = shrink(c, config, excludedRanks);
-                made.recovered(config != null ? config : c.config(), c.health().generation + 1);
-                return made;
+                return shrunk(c, config, excludedRanks).withRecovery(config != null ? config : c.config(),
+                        c.health().generation + 1);
             } catch (NcclException e) {
                 if (e.result() != NcclResult.REMOTE_ERROR) {
                     throw e;
@@ -145,7 +161,7 @@ final class Recovery {
                         c.rank(), c.size(), e.ncclName());
             }
         }
-        return reform(c, recoveryRoute(c, c.health().generation + 1, excludedRanks), config, excludedRanks);
+        return reformed(c, recoveryRoute(c, c.health().generation + 1, excludedRanks), config, excludedRanks);
     }
 
     /**
@@ -268,7 +284,7 @@ final class Recovery {
         int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
                 : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
                         config.commName());
-        return child(c, rc, out, config, NcclFunction.ncclCommGrow);
+        return adopt(child(c, rc, out, config, NcclFunction.ncclCommGrow));
     }
 
     static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
@@ -293,7 +309,7 @@ final class Recovery {
                 : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
                         config.commName());
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return Communicator.adopt(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
-                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
+        return Communicator.adopt(Communicator.Parts.of(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
+                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings));
     }
 }

@@ -23,7 +23,7 @@ import org.nccl4j.jni.NcclNative;
  * bootstrap, which then waits for it for ever), the guard ends the process once the grace after the news has passed
  * ({@code NCCL4J_LEFT_BEHIND_EXIT}, 500 ms by default; {@code off} leaves the rank waiting for the init timeout):
  * one ERROR line with the exception's message and where the initializing thread is, then a halt with
- * {@link FailurePolicy#EXIT_STATUS}, as {@link LeftBehind} ends a rank that no exception can reach. A communicator
+ * {@link FailurePolicy#EXIT_STATUS}, as {@link LeftBehindExit} ends a rank that no exception can reach. A communicator
  * made with {@code CommConfig.Builder.blocking(false)} is polled, aborted and thrown instead, never halted.
  */
 final class StartupGuard implements AutoCloseable {
@@ -40,14 +40,14 @@ final class StartupGuard implements AutoCloseable {
      * the C runtime's exit would run libnccl's exit handlers and static destructors under the thread that is still
      * inside its initialization, and crash the process (seen on 4 x H200 with NCCL 2.28.3). Tests replace it.
      */
-    static volatile LeftBehind.Ending ending = (status, line) -> {
+    static volatile LeftBehindExit.Ending ending = (status, line) -> {
         org.slf4j.LoggerFactory.getLogger(StartupGuard.class).error(line);
         exitNow(status);
     };
 
     /**
      * NCCL's side of the process's exit ({@link Farewell}): the blocking initializations under way here, the teardowns
-     * under way ({@link Watched#teardownsUnderWay}), and {@link #exitNow}.
+     * under way ({@link CommHealth#teardownsUnderWay}), and {@link #exitNow}.
      */
     static final Farewell.NcclUnderWay AT_EXIT = new Farewell.NcclUnderWay() {
         @Override
@@ -57,7 +57,7 @@ final class StartupGuard implements AutoCloseable {
 
         @Override
         public int teardownsUnderWay() {
-            return Watched.teardownsUnderWay();
+            return CommHealth.teardownsUnderWay();
         }
 
         @Override
@@ -95,7 +95,7 @@ final class StartupGuard implements AutoCloseable {
      * @param operation the NCCL function called, for the message
      */
     static StartupGuard watch(Liveness live, int rank, int size, Thread initializing, String operation) {
-        Duration grace = LeftBehind.grace();
+        Duration grace = LeftBehindExit.grace();
         if (live == null || grace == null) {
             return null;
         }
@@ -113,8 +113,8 @@ final class StartupGuard implements AutoCloseable {
 
     private static void end(PeerLostDuringStartupException e, Thread initializing) {
         String line = "nccl4j: " + e.getMessage() + "; its thread \"" + initializing.getName() + "\" is at "
-                + LeftBehind.where(initializing) + ". Halting the process with status " + FailurePolicy.EXIT_STATUS
-                + " (" + LeftBehind.VARIABLE + "=off leaves it waiting for the init timeout; a communicator made "
+                + LeftBehindExit.where(initializing) + ". Halting the process with status " + FailurePolicy.EXIT_STATUS
+                + " (" + LeftBehindExit.VARIABLE + "=off leaves it waiting for the init timeout; a communicator made "
                 + "with CommConfig.Builder.blocking(false) throws instead)";
         ending.end(FailurePolicy.EXIT_STATUS, line);
     }

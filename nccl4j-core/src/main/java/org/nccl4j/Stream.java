@@ -189,7 +189,7 @@ public final class Stream implements AutoCloseable {
     public CommunicatorFailedException failure() {
         CommunicatorFailedException f = failure;
         if (f != null) {
-            f.told();   // the program has seen it (LeftBehind)
+            f.told();   // the program has seen it (the left-behind exit asks)
         }
         return f;
     }

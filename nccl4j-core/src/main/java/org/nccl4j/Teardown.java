@@ -3,7 +3,7 @@ package org.nccl4j;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
-import org.nccl4j.control.Bounded;
+import org.nccl4j.control.BoundedWait;
 import org.nccl4j.control.Departures;
 import org.nccl4j.control.Durations;
 import org.nccl4j.control.Ledger;
@@ -69,7 +69,7 @@ final class Teardown {
      *
      * @return null to finalize, else why to abort instead (one phrase, for the log)
      */
-    static String awaitPeers(Watched c, Liveness l, Duration timeout) {
+    static String awaitPeers(CommHealth c, Liveness l, Duration timeout) {
         return awaitPeers(c, l, timeout, null);
     }
 
@@ -77,7 +77,7 @@ final class Teardown {
      * {@code close()} or {@code abort()} and its thread, and the thread that issued the collectives when it is another:
      * {@code close() on thread "shutdown-hook", while thread "main" issued the collectives}.
      */
-    static String closer(String call, Watched h) {
+    static String closer(String call, CommHealth h) {
         Thread t = Thread.currentThread();
         Thread issuer = h.ledger.issuer();
         return call + " on thread \"" + t.getName() + "\"" + (issuer != null && issuer != t ? ", while thread \""
@@ -85,16 +85,16 @@ final class Teardown {
     }
 
     /** Whether the closing thread is not the one that issued the collectives (the close is then its own cause). */
-    static boolean otherThread(Watched h) {
+    static boolean otherThread(CommHealth h) {
         Thread issuer = h.ledger.issuer();
         return issuer != null && issuer != Thread.currentThread();
     }
 
     /**
-     * As {@link #awaitPeers(Watched, Liveness, Duration)}, telling {@code cause} with the close (null: none yet; the
+     * As {@link #awaitPeers(CommHealth, Liveness, Duration)}, telling {@code cause} with the close (null: none yet; the
      * exception that leaves the rank's main may follow).
      */
-    static String awaitPeers(Watched c, Liveness l, Duration timeout, String cause) {
+    static String awaitPeers(CommHealth c, Liveness l, Duration timeout, String cause) {
         Ledger ledger = c.ledger;
         long last = ledger.last();
         int gen = c.generation;
@@ -129,7 +129,7 @@ final class Teardown {
         }
     }
 
-    private static String reasonToAbort(Watched c, Liveness l, Departures d, int gen, long last, int self) {
+    private static String reasonToAbort(CommHealth c, Liveness l, Departures d, int gen, long last, int self) {
         if (c.failure != null) {
             return "its communicator failed";
         }
@@ -199,7 +199,7 @@ final class Teardown {
         return fallback;
     }
 
-    private static boolean everyPeerClosing(Watched c, Liveness l, Departures d, int gen, long last, int self) {
+    private static boolean everyPeerClosing(CommHealth c, Liveness l, Departures d, int gen, long last, int self) {
         Map<Integer, Departures.Departure> of = d.of(gen);
         int closing = 0;
         for (Departures.Departure p : of.values()) {
@@ -215,9 +215,9 @@ final class Teardown {
      *
      * @throws CloseTimeoutException when it has not returned by then (it goes on in the background)
      */
-    static void bounded(Runnable call, Duration timeout, Watched c, String what) {
+    static void bounded(Runnable call, Duration timeout, CommHealth c, String what) {
         RuntimeException[] thrown = new RuntimeException[1];
-        Thread t = Bounded.run("nccl4j-close", timeout.toMillis(), () -> {
+        Thread t = BoundedWait.run("nccl4j-close", timeout.toMillis(), () -> {
             try {
                 call.run();
             } catch (RuntimeException e) {
@@ -240,7 +240,7 @@ final class Teardown {
     }
 
     /** {@link Communicator#abort()}. */    /** {@link Communicator#abort()}. */
-    static void abort(Watched h) {
+    static void abort(CommHealth h) {
         h.failureAcknowledged();
         if (h.check != null) {
             h.check.release();
@@ -254,7 +254,7 @@ final class Teardown {
         if (l != null && !h.closed) {
             long last = h.ledger.last();
             l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), otherThread(h) ? by : null);
-            Departing.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
+            DepartureReports.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
         }
         h.leaveLiveness();
         h.lifecycle.lock();
@@ -266,7 +266,7 @@ final class Teardown {
     }
 
     /** The abort itself; the lifecycle lock is held. */
-    private static void abort0(Watched h) {
+    private static void abort0(CommHealth h) {
         if (!h.markClosed() && !h.kept) {
             return;
         }
@@ -275,11 +275,11 @@ final class Teardown {
             Watchdog.instance().forget(h);
         }
         h.awaitCallsLeft("ncclCommAbort");
-        Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort, null);
+        Errors.check(CommHealth.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort, null);
     }
 
     /** {@link Communicator#close()}; {@code hasFinalize}: the loaded NCCL has {@code ncclCommFinalize}. */
-    static void close(Watched h, boolean hasFinalize) {
+    static void close(CommHealth h, boolean hasFinalize) {
         h.failureAcknowledged();
         if (h.check != null) {
             h.check.release();
@@ -306,8 +306,8 @@ final class Teardown {
                     COMMUNICATOR_LOG.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}",
                             h.rank, h.size, abortBecause);
                 }
-                Departing.recordDeparture(h, "closed its communicator after " + h.ledger.describe(h.ledger.last())
-                        + " and aborted it: " + abortBecause);
+                DepartureReports.recordDeparture(h, "closed its communicator after "
+                        + h.ledger.describe(h.ledger.last()) + " and aborted it: " + abortBecause);
                 abort0(h);
             } else if (h.kept || h.closed) {
                 close0(h, hasFinalize);
@@ -321,13 +321,14 @@ final class Teardown {
     }
 
     /** The finalize and destroy, or the abort of a communicator kept after its failure; the lifecycle lock is held. */
-    private static void close0(Watched h, boolean hasFinalize) {
+    private static void close0(CommHealth h, boolean hasFinalize) {
         boolean first = h.markClosed();   // before kept is read: the monitor sets closed and kept together
         if (h.kept) {   // failed and kept for shrink: finalizing would wait for the lost peers
             h.kept = false;
             Watchdog.instance().forget(h);
             h.awaitCallsLeft("ncclCommAbort");
-            Errors.check(Watched.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort, null);
+            Errors.check(CommHealth.tearDown(() -> NcclNative.ncclCommAbort(h.handle)), NcclFunction.ncclCommAbort,
+                    null);
             return;
         }
         if (!first) {
@@ -339,7 +340,7 @@ final class Teardown {
         h.awaitCallsLeft("ncclCommFinalize");
         RuntimeException error = null;
         if (hasFinalize) {
-            int rc = Watched.tearDown(() -> {
+            int rc = CommHealth.tearDown(() -> {
                 int r = NcclNative.ncclCommFinalize(h.handle);
                 return r == Errors.IN_PROGRESS ? InitDeadline.waitWhileInProgress(h.handle) : r;
             });
@@ -347,7 +348,7 @@ final class Teardown {
                 error = Errors.failure(rc, NcclFunction.ncclCommFinalize, null);
             }
         }
-        int rc = Watched.tearDown(() -> NcclNative.ncclCommDestroy(h.handle));
+        int rc = CommHealth.tearDown(() -> NcclNative.ncclCommDestroy(h.handle));
         if (rc != 0 && error == null) {
             error = Errors.failure(rc, NcclFunction.ncclCommDestroy, null);
         }

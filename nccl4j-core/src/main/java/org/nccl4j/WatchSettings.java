@@ -5,7 +5,7 @@ import java.time.Duration;
 
 /**
  * A communicator's watchdog settings, resolved from {@link WatchdogConfig} and {@link CommConfig}: what
- * {@link Watchdog} watches it with, and what its {@link Watched} state records.
+ * {@link Watchdog} watches it with, and what its {@link CommHealth} state records.
  *
  * @param enabled whether the communicator is watched
  * @param timeout the age at which a pending operation is declared hung

@@ -58,9 +58,9 @@ final class Watchdog implements Runnable {
 
     private final List<Watch> watches = new CopyOnWriteArrayList<>();
     /** Every communicator with a recorder, watched or not, for the dumps at exit after a failure. */
-    private final List<java.lang.ref.WeakReference<Watched>> recorded = new CopyOnWriteArrayList<>();
+    private final List<java.lang.ref.WeakReference<CommHealth>> recorded = new CopyOnWriteArrayList<>();
     private final long pollNanos;
-    /** {@link LeftBehind#grace()}: read once, with the other process-wide settings; null: off. */
+    /** {@link LeftBehindExit#grace()}: read once, with the other process-wide settings; null: off. */
     private final Duration leftBehindGrace;
     private final Thread thread;
     private volatile boolean exitHook;
@@ -69,7 +69,7 @@ final class Watchdog implements Runnable {
 
     private Watchdog(Duration poll) {
         this.pollNanos = poll.toNanos();
-        this.leftBehindGrace = LeftBehind.grace();
+        this.leftBehindGrace = LeftBehindExit.grace();
         this.thread = new Thread(this, "nccl4j-watchdog");
         thread.setDaemon(true);
     }
@@ -85,6 +85,7 @@ final class Watchdog implements Runnable {
                     w.thread.start();
                     WatchdogMonitor.start(w);   // the watchdog is itself watched
                     instance = w;
+                    Nccl.whenGroupsEnd(Watchdog::groupsEnded);   // publishes what was recorded inside groups
                 }
             }
         }
@@ -92,13 +93,13 @@ final class Watchdog implements Runnable {
     }
 
     /** Watches {@code comm} with {@code settings} until it is closed or fails. */
-    void watch(Watched comm, WatchSettings settings) {
+    void watch(CommHealth comm, WatchSettings settings) {
         watches.add(new Watch(comm, settings));
         LockSupport.unpark(thread);
     }
 
     /** Remembers a recorded communicator for the dumps at exit. */
-    void recorded(Watched comm) {
+    void recorded(CommHealth comm) {
         recorded.removeIf(r -> r.get() == null);
         recorded.add(new java.lang.ref.WeakReference<>(comm));
     }
@@ -107,8 +108,8 @@ final class Watchdog implements Runnable {
     static void groupsEnded() {
         Watchdog w = instance;
         if (w != null) {
-            for (java.lang.ref.WeakReference<Watched> r : w.recorded) {
-                Watched c = r.get();
+            for (java.lang.ref.WeakReference<CommHealth> r : w.recorded) {
+                CommHealth c = r.get();
                 if (c != null && !c.forgotten) {   // forgotten: aborted at exit
                     c.groupEnded();
                 }
@@ -116,7 +117,7 @@ final class Watchdog implements Runnable {
         }
     }
 
-    void forget(Watched comm) {
+    void forget(CommHealth comm) {
         comm.forgotten = true;
         recorded.removeIf(r -> r.get() == null || r.get() == comm);
     }
@@ -132,10 +133,10 @@ final class Watchdog implements Runnable {
     }
 
     /** Every recorded communicator still reachable, watched or not (for the monitor). */
-    List<Watched> recordedCommunicators() {
-        List<Watched> out = new java.util.ArrayList<>();
-        for (java.lang.ref.WeakReference<Watched> r : recorded) {
-            Watched c = r.get();
+    List<CommHealth> recordedCommunicators() {
+        List<CommHealth> out = new java.util.ArrayList<>();
+        for (java.lang.ref.WeakReference<CommHealth> r : recorded) {
+            CommHealth c = r.get();
             if (c != null && !c.forgotten) {   // forgotten: aborted at exit
                 out.add(c);
             }
@@ -169,8 +170,8 @@ final class Watchdog implements Runnable {
         }
         exitHook = true;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            for (java.lang.ref.WeakReference<Watched> r : recorded) {
-                Watched c = r.get();
+            for (java.lang.ref.WeakReference<CommHealth> r : recorded) {
+                CommHealth c = r.get();
                 if (c != null && !c.forgotten && !c.traceDumped()) {
                     try {
                         c.writeTrace(TraceDump.REASON_EXIT, null, null);
@@ -198,15 +199,15 @@ final class Watchdog implements Runnable {
     /** One communicator's watch; touched by the watchdog's thread only. */
     private final class Watch {
         /** Weak, so that an open communicator nobody can reach is still collected and reported by Leaks. */
-        final java.lang.ref.WeakReference<Watched> ref;
+        final java.lang.ref.WeakReference<CommHealth> ref;
         /** The communicator during one poll; null between polls. */
-        Watched comm;
+        CommHealth comm;
         final WatchSettings settings;
         final FlightRecorder recorder;
         final long timeoutNanos;
         /** When the watch began (the communicator's creation): its last issue when it never issued. */
         final long startNanos = System.nanoTime();
-        /** The failure found leaves this rank behind its peers ({@link LeftBehind}). */
+        /** The failure found leaves this rank behind its peers ({@link LeftBehindExit}). */
         boolean leftBehind;
         final ArrayDeque<Marker> markers = new ArrayDeque<>();
         /** Idle events of this communicator's device, for the next markers. */
@@ -216,7 +217,7 @@ final class Watchdog implements Runnable {
         final CudaBackend cuda = Cuda.backend();
         long markedUpTo;
 
-        Watch(Watched comm, WatchSettings settings) {
+        Watch(CommHealth comm, WatchSettings settings) {
             this.ref = new java.lang.ref.WeakReference<>(comm);
             this.settings = settings;
             this.recorder = comm.recorder;
@@ -262,7 +263,8 @@ final class Watchdog implements Runnable {
                 }
                 retire();
                 dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
-                Departing.announceFailure(comm, failure);   // first too: the peers hear of it before the process ends
+                // first too: the peers hear of it before the process ends
+                DepartureReports.announceFailure(comm, failure);
                 comm.failedByWatchdog(failure);
                 if (observed) {
                     comm.hooks().failed(failure);
@@ -280,7 +282,8 @@ final class Watchdog implements Runnable {
             if (leftBehind && settings.policy() == FailurePolicy.THROW) {
                 long last = recorder.lastEnqueued();
                 long issued = last > 0 ? recorder.enqueuedNanos(last) : 0;
-                LeftBehind.watch(comm, failure, issued != 0 ? issued : startNanos, settings.timeout(), leftBehindGrace);
+                LeftBehindExit.watch(comm, failure, issued != 0 ? issued : startNanos, settings.timeout(),
+                        leftBehindGrace);
             }
             return false;
         }

@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
-import org.nccl4j.control.Bounded;
+import org.nccl4j.control.BoundedWait;
 import org.nccl4j.control.Durations;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
@@ -127,10 +127,10 @@ final class WatchdogMonitor implements Runnable {
         Thread t = watchdog.thread();
         StackTraceElement[] stack = t.getStackTrace();
         String where = stuckIn(stack);
-        List<Watched> recorded = new ArrayList<>();
-        List<Watched> watched = new ArrayList<>();
+        List<CommHealth> recorded = new ArrayList<>();
+        List<CommHealth> watched = new ArrayList<>();
         boolean exit = processPolicy == FailurePolicy.EXIT;
-        for (Watched c : watchdog.recordedCommunicators()) {
+        for (CommHealth c : watchdog.recordedCommunicators()) {
             if (c.closed) {
                 continue;
             }
@@ -169,13 +169,13 @@ final class WatchdogMonitor implements Runnable {
             Runtime.getRuntime().halt(FailurePolicy.EXIT_STATUS);
         }
         long now = System.nanoTime();
-        for (Watched c : watched) {
+        for (CommHealth c : watched) {
             fail(c, traces[recorded.indexOf(c)], stuckFor, where, verdict, now);
         }
     }
 
     /** Makes the monitor's failure {@code c}'s, tells its observer and calls its listener. */
-    private void fail(Watched c, Path trace, Duration stuckFor, String where, String verdict, long now) {
+    private void fail(CommHealth c, Path trace, Duration stuckFor, String where, String verdict, long now) {
         WatchSettings s = c.settings;
         FlightRecorder r = c.recorder;
         long seq = r == null ? 0 : r.oldestPending();
@@ -211,11 +211,11 @@ final class WatchdogMonitor implements Runnable {
      * Writes the flight records of {@code comms} on a thread of its own, waiting at most {@link #TRACE_WAIT}; the
      * files written, by index (null where none was written in time).
      */
-    private static Path[] writeTraces(List<Watched> comms, String verdict) {
+    private static Path[] writeTraces(List<CommHealth> comms, String verdict) {
         AtomicReferenceArray<Path> written = new AtomicReferenceArray<>(comms.size());
-        Thread writer = Bounded.run("nccl4j-watchdog-monitor-traces", TRACE_WAIT.toMillis(), () -> {
+        Thread writer = BoundedWait.run("nccl4j-watchdog-monitor-traces", TRACE_WAIT.toMillis(), () -> {
             for (int i = 0; i < comms.size(); i++) {
-                Watched c = comms.get(i);
+                CommHealth c = comms.get(i);
                 try {
                     written.set(i, c.writeTrace(TraceDump.REASON_WATCHDOG_STUCK, verdict, null));
                 } catch (IOException | RuntimeException x) {

@@ -4,9 +4,9 @@
  * is needed before a communicator exists ({@link org.nccl4j.launch}), the control plane of the job (the liveness
  * channel, departures and agreement: {@link org.nccl4j.control}, internals), what watches a running job from outside
  * ({@link org.nccl4j.diagnostics}) and the flight recorder's data ({@link org.nccl4j.trace}). The imports go one way:
- * this package uses {@code control}, {@code launch} and {@code trace}; {@code launch} and {@code trace} use nothing of
- * it, {@code control} only the public value {@link org.nccl4j.RankPhase}; {@code diagnostics} uses only its public
- * API.
+ * this package uses {@code control}, {@code launch} and {@code trace}; {@code launch} uses nothing of it and
+ * {@code trace} only {@code launch}, {@code control} only the public value {@link org.nccl4j.RankPhase};
+ * {@code diagnostics} uses only its public API.
  *
  * <h2>Which file holds what</h2>
  * <h3>The collective API</h3>
@@ -18,11 +18,13 @@
  *       not the communicator's own lives beside it, reached by one-line delegations: {@code Bootstrap} (create's
  *       checks and NCCL call, initAll, and fromEnvironment: launch detection, the id's rendezvous, and the liveness
  *       channel served, joined and attached, as NCCL's bootstrap attaches RAS), {@code Recovery} (split, shrink,
- *       reform, recover and its rendezvous, revoke, grow, join, and the child they adopt), {@code Dispatch},
- *       {@code ProgramHooks} and {@code Watched} (below), and {@link org.nccl4j.ReduceOp.PreMulSum}, whose
+ *       reform, recover and its rendezvous, revoke, grow, join, and the child they adopt); both build a communicator
+ *       whole, from a {@code Communicator.Parts} (handle, settings, configuration, generation, channel) that its
+ *       constructor takes, and set nothing on it afterwards; {@code Dispatch},
+ *       {@code ProgramHooks} and {@code CommHealth} (below), and {@link org.nccl4j.ReduceOp.PreMulSum}, whose
  *       {@code ncclRedOpCreatePreMulSum} and {@code ncclRedOpDestroy} it calls itself.</li>
  *   <li>{@code Dispatch}: the one path of a communicator's collectives, one per communicator, which checks the
- *       arguments ({@code Arguments}), makes the single NCCL call (or {@code Composed}'s group of sends and
+ *       arguments ({@code Arguments}), makes the single NCCL call (or {@code ComposedCollectives}'s group of sends and
  *       receives), records the operation and publishes it to the watchdog and the observer.</li>
  *   <li>{@code Collective}: the shape of each operation (which buffer gives the count, which holds a block per
  *       rank, which is used at the root only) that the one path reads.</li>
@@ -50,7 +52,7 @@
  * </ul>
  * <h3>Reliability</h3>
  * <ul>
- *   <li>{@code Watched}: one communicator as the watchdog, the flight recorder, the metrics and the liveness channel
+ *   <li>{@code CommHealth}: one communicator as the watchdog, the flight recorder, the metrics and the liveness channel
  *       see it (its identity and lifecycle state, failure, recorder, ledger, published sequence, streams used,
  *       channel, trace dumping) and the hooks through which they act on it. The Communicator holds one in a final
  *       field; the classes below talk to it, never to the Communicator. Streams, events and graphs know it as a
@@ -71,11 +73,11 @@
  *   <li>The control plane lives in {@link org.nccl4j.control}: the liveness channel on which ranks say they are
  *       alive ({@code Liveness}), so that a lost rank is named with its host and pid, and over it the departures, the
  *       ledger of each communicator's collectives, rank 0's comparison of their fingerprints, the roll call after rank
- *       0's loss and the farewell at exit. Here, what acts on a communicator because of it: {@code Departing}
- *       (telling a failure, and recording a departure in the flight record), {@code LeftBehind} (ending a rank stuck
- *       in its own code that its peers left behind), {@code StartupGuard} (a peer lost during start-up; the exit's
- *       wait for NCCL, {@code AT_EXIT}), {@code InitDeadline}. {@link org.nccl4j.FailureListener} hears of
- *       failures.</li>
+ *       0's loss and the farewell at exit. Here, what acts on a communicator because of it:
+ *       {@code DepartureReports} (telling a failure, and recording a departure in the flight record),
+ *       {@code LeftBehindExit} (ending a rank stuck in its own code that its peers left behind),
+ *       {@code StartupGuard} (a peer lost during start-up; the exit's wait for NCCL, {@code AT_EXIT}),
+ *       {@code InitDeadline}. {@link org.nccl4j.FailureListener} hears of failures.</li>
  *   <li>The end of a communicator: {@code Teardown} (close and abort: finalize only when every rank closes after the
  *       same collective, else abort; the close deadline).</li>
  *   <li>{@link org.nccl4j.OperationObserver}: the hook through which {@link org.nccl4j.diagnostics.NcclMetrics}
@@ -88,21 +90,25 @@
  * <ol>
  *   <li>CUDA resources and errors: {@code Errors}, {@code Leaks}, {@code NcclLog}, {@code Capture}, {@code Cuda}
  *       with its backends, {@code Stream}, {@code Event}, {@code CudaGraph}, {@code DeviceBuffer};</li>
- *   <li>a communicator's health: {@code Watched}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
- *       {@code Departing}, {@code LeftBehind}, {@code StartupGuard};</li>
+ *   <li>a communicator's health: {@code CommHealth}, {@code CollectiveCheck}, {@code CommBound}, {@code InitDeadline},
+ *       {@code DepartureReports}, {@code LeftBehindExit}, {@code StartupGuard};</li>
  *   <li>the watchdog, and the teardown that takes a communicator off it: {@code Watchdog}, {@code WatchdogMonitor},
  *       {@code Teardown};</li>
  *   <li>{@code Communicator}, with {@code Dispatch} (the one path of its collectives), {@code Arguments} (their
- *       argument checks, thrown out of line), {@code Composed} (all-to-all, gather and scatter from sends and
- *       receives, for an NCCL older than 2.28) and {@code ProgramHooks} (the program's observer and listener, called
- *       with the Communicator);</li>
+ *       argument checks, thrown out of line), {@code ComposedCollectives} (all-to-all, gather and scatter from sends
+ *       and receives, for an NCCL older than 2.28) and {@code ProgramHooks} (the program's observer and listener,
+ *       called with the Communicator);</li>
  *   <li>built on its API: {@code Bootstrap}, {@code Recovery}, {@link org.nccl4j.Window},
  *       {@link org.nccl4j.GradientBuckets}.</li>
  * </ol>
  * Every layer may use the control plane, which names none of them. The arrows up that the public API asks for are
  * Communicator's entry points, each a one-line delegation ({@code fromEnvironment} to Bootstrap, the recovery methods
  * to Recovery, {@code registerWindow} to Window). The classes outside the layers (values, settings, exceptions) name
- * no Communicator, except the public types whose signatures carry one: {@link org.nccl4j.OperationObserver},
- * {@link org.nccl4j.FailureListener} and {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}).
+ * of the layers only the first, CUDA resources and errors, so that they sit below them, except where the public API
+ * ties them to a Communicator: {@link org.nccl4j.OperationObserver}, {@link org.nccl4j.FailureListener} and
+ * {@link org.nccl4j.ReduceOp} ({@code PreMulSum.communicator()}, which a communicator makes and frees). What one of
+ * them needs done by a layer goes through a hook it owns (the watchdog sets what runs when the last NCCL group ends,
+ * {@code Nccl.whenGroupsEnd}), and what a layer needs to know of one it reads there ({@code LeftBehindExit} asks
+ * {@link org.nccl4j.CommunicatorFailedException} whether a failure reached the program).
  */
 package org.nccl4j;

@@ -26,10 +26,10 @@ import org.nccl4j.trace.TraceDump;
 
 /**
  * Departures and agreement over the liveness channel (loopback), end to end through communicators of the stub NCCL and
- * FakeCuda ({@link Departing}, {@link Teardown}, the watchdog's verdicts): every way a rank leaves reaches its peers
- * with its facts, a peer waiting in a collective the departed rank never issued fails at once naming it, one whose
- * collectives it did issue is left alone, close() finalizes only with every peer closing and aborts otherwise, and rank
- * 0 names the first collective whose shape differs between ranks. The verdicts unit by unit are
+ * FakeCuda ({@link DepartureReports}, {@link Teardown}, the watchdog's verdicts): every way a rank leaves reaches its
+ * peers with its facts, a peer waiting in a collective the departed rank never issued fails at once naming it, one
+ * whose collectives it did issue is left alone, close() finalizes only with every peer closing and aborts otherwise,
+ * and rank 0 names the first collective whose shape differs between ranks. The verdicts unit by unit are
  * {@code org.nccl4j.control.DeparturesTest}'s.
  */
 class DepartingTest extends StubFixture {
@@ -255,8 +255,8 @@ class DepartingTest extends StubFixture {
         c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);   // from this thread
         s1.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
-        Departing.announceFailure(c2.health(), new CommunicatorFailedException(new CommunicatorFailedException.Details(2, 3, null,
-                "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
+        DepartureReports.announceFailure(c2.health(), new CommunicatorFailedException(
+                new CommunicatorFailedException.Details(2, 3, null, "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
                 0, null, null, "allReduce #2 did not complete within 1m", false, null)));
         within(3000, () -> c0.health().traceDumped() && c1.health().traceDumped() ? true : null, "the dumps of ranks 0, 1");
         within(3000, () -> c0.failure() != null && c1.failure() != null ? true : null, "ranks 0 and 1 failed");
@@ -416,8 +416,8 @@ class DepartingTest extends StubFixture {
         long t0 = System.nanoTime();
         CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);   // waits for rank 0 to close too
         Thread.sleep(200);
-        Departing.announceFailure(c0.health(), new CommunicatorFailedException(new CommunicatorFailedException.Details(0, 2, null, null,
-                0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
+        DepartureReports.announceFailure(c0.health(), new CommunicatorFailedException(
+                new CommunicatorFailedException.Details(0, 2, null, null, 0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
                 null)));
         ch[0].close();   // its process ends right after (seen on 2 x H100: rank 1 waited for the close deadline)
         closing.get(5, TimeUnit.SECONDS);

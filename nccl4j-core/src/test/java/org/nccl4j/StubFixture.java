@@ -23,13 +23,13 @@ import org.nccl4j.jni.StubNccl;
 public abstract class StubFixture {
     public static final int DEVICES = 4;
     /**
-     * Every end of the process that {@link LeftBehind} asked for in this JVM ({@code status line}): recorded, not
+     * Every end of the process that {@link LeftBehindExit} asked for in this JVM ({@code status line}): recorded, not
      * done, so that a test of it cannot halt the test JVM.
      */
     static final List<String> ENDINGS = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     static {
-        LeftBehind.ending = (status, line) -> ENDINGS.add(status + " " + line);
+        LeftBehindExit.ending = (status, line) -> ENDINGS.add(status + " " + line);
     }
 
     protected StubNccl stub;

@@ -36,22 +36,22 @@ class WatchdogExitPolicyTest {
     }
 
     /** The child's status and output, once it has ended (killed and failed after 60 s). */
-    private record Ended(int status, String out) {
+    private record Outcome(int status, String out) {
     }
 
-    private Ended finish(Process p) throws IOException, InterruptedException {
+    private Outcome finish(Process p) throws IOException, InterruptedException {
         boolean ended = p.waitFor(60, TimeUnit.SECONDS);
         if (!ended) {
             p.destroyForcibly();   // first: reading the output waits for its end
         }
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(ended, "the child did not end: " + out);
-        return new Ended(p.exitValue(), out);
+        return new Outcome(p.exitValue(), out);
     }
 
     @Test
     void afterAFailureEveryOtherCommunicatorIsDumpedAtExit() throws IOException, InterruptedException {
-        Ended e = finish(child("exit-dump", "throw"));
+        Outcome e = finish(child("exit-dump", "throw"));
         String out = e.out();
         assertEquals(0, e.status(), out);
         assertTrue(out.contains("the failure: org.nccl4j.CollectiveTimeoutException"), out);
@@ -68,7 +68,7 @@ class WatchdogExitPolicyTest {
 
     @Test
     void theExitPolicyLogsWritesTheTraceAndHaltsWithStatus70() throws IOException, InterruptedException {
-        Ended e = finish(child("stall", "exit"));
+        Outcome e = finish(child("stall", "exit"));
         String out = e.out();
         assertEquals(FailurePolicy.EXIT_STATUS, e.status(), out);
         assertTrue(out.contains("nccl4j watchdog: rank 0 of 2: allReduce #1 did not complete within 300 ms"), out);

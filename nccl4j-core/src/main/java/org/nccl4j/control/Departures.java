@@ -82,7 +82,7 @@ public final class Departures {
     /**
      * What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0;
      * {@code leftBehind} when a peer that issued an operation this rank has not issued failed, aborted or exited
-     * (this rank can never catch up: {@code LeftBehind} in {@code org.nccl4j}).
+     * (this rank can never catch up: {@code LeftBehindExit} in {@code org.nccl4j}).
      */
     public record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind) {
     }

@@ -225,7 +225,7 @@ public final class Farewell {
         }
         awaitInits(cause);
         awaitOwnOperations();
-        Thread aborts = Bounded.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
+        Thread aborts = BoundedWait.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
             for (Liveness l : OPEN) {
                 Attached c = l.owner();
                 if (c != null) {

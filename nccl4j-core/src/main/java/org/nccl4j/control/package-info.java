@@ -19,7 +19,7 @@
  *   <li>{@link org.nccl4j.control.Farewell}: the end of a process told to its peers (the end of main,
  *       {@code System.exit}, an uncaught exception, SIGTERM).</li>
  *   <li>Two helpers the whole core shares: {@link org.nccl4j.control.Durations} (durations as users write them and as
- *       nccl4j prints them) and {@link org.nccl4j.control.Bounded} (work waited for at most a given time).</li>
+ *       nccl4j prints them) and {@link org.nccl4j.control.BoundedWait} (work waited for at most a given time).</li>
  * </ul>
  *
  * <h2>One way</h2>
@@ -28,8 +28,8 @@
  * checks both). What it needs from above is an interface of its own that a class of {@link org.nccl4j} implements:
  * {@link org.nccl4j.control.Attached} (the communicator a channel serves, which the core's per-communicator state
  * implements) and {@link org.nccl4j.control.Farewell.NcclUnderWay} (the NCCL calls the exit waits for). The classes
- * of {@link org.nccl4j} that act on a communicator when a peer leaves ({@code Departing}, {@code LeftBehind},
- * {@code StartupGuard}, {@code InitDeadline}, {@code Teardown}) stay there: they call NCCL, or make the public
- * exceptions, and use this package.
+ * of {@link org.nccl4j} that act on a communicator when a peer leaves ({@code DepartureReports},
+ * {@code LeftBehindExit}, {@code StartupGuard}, {@code InitDeadline}, {@code Teardown}) stay there: they call NCCL,
+ * or make the public exceptions, and use this package.
  */
 package org.nccl4j.control;

@@ -789,6 +789,30 @@ public final class LaunchInfo {
         return Optional.ofNullable(masterAddr);
     }
 
+    /** This host's name, once looked up ({@link #localHost()}). */
+    private static volatile String localHost;
+
+    /**
+     * This host's name, looked up once (the name service may be slow): the name a rank gives of itself on the
+     * liveness channel, in a rendezvous file's arrival marker and in its flight record.
+     *
+     * @return the name from {@link java.net.InetAddress#getLocalHost()}, else {@code HOSTNAME}, else
+     *         {@code "unknown"}
+     */
+    public static String localHost() {
+        String h = localHost;
+        if (h == null) {
+            try {
+                h = java.net.InetAddress.getLocalHost().getHostName();
+            } catch (java.io.IOException e) {
+                String env = System.getenv("HOSTNAME");
+                h = env == null || env.isBlank() ? "unknown" : env;
+            }
+            localHost = h;
+        }
+        return h;
+    }
+
     /**
      * Where rank 0 is, read from this process's live environment as NCCL sees it ({@code getenv}, which sees
      * variables set after the JVM started): {@code MASTER_ADDR} and {@code MASTER_PORT} (the port may be missing),

@@ -35,7 +35,6 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import java.util.zip.CRC32;
 import org.nccl4j.jni.NcclNative;
-import org.nccl4j.trace.TraceDump;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -1473,7 +1472,7 @@ public final class Rendezvous {
     private void arrive(long generation) {
         try {
             Files.deleteIfExists(marker(generation - 1, rank));
-            Files.writeString(marker(generation, rank), org.nccl4j.trace.TraceDump.localHost() + " "
+            Files.writeString(marker(generation, rank), LaunchInfo.localHost() + " "
                     + ProcessHandle.current().pid() + "\n");
         } catch (IOException e) {
             throw new RendezvousException("rank " + rank + " cannot write its arrival marker beside " + file + ": " + e

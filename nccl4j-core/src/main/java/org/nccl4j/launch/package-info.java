@@ -4,8 +4,8 @@
  *
  * <ul>
  *   <li>{@link org.nccl4j.launch.LaunchInfo}: rank, world size, local rank, node and device, from Open MPI, PMIx,
- *       PMI, Slurm, Kubeflow's {@code PET_*} variables, a Kubernetes Indexed Job or torchrun-style variables;
- *       {@code HostList} reads Slurm's compressed host lists for the rendezvous host.</li>
+ *       PMI, Slurm, Kubeflow's {@code PET_*} variables, a Kubernetes Indexed Job or torchrun-style variables, and
+ *       this host's name; {@code HostList} reads Slurm's compressed host lists for the rendezvous host.</li>
  *   <li>{@link org.nccl4j.launch.Rendezvous}: brings rank 0's unique id to every rank over TCP ({@code MASTER_ADDR},
  *       {@code MASTER_PORT}), through a shared file, or leaves it to NCCL ({@code NCCL_COMM_ID}); it names the ranks
  *       that never arrived. {@code RendezvousWire} is its message format; {@link org.nccl4j.launch.RendezvousException}

@@ -5,7 +5,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -76,8 +75,6 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     public static final String REASON_MISMATCH = "mismatch";
     /** Reason: the watchdog's own thread made no progress for the stuck timeout (its monitor wrote the dump). */
     public static final String REASON_WATCHDOG_STUCK = "watchdog stuck";
-
-    private static volatile String localHost;
 
     /**
      * The Java stack of one thread at a dump: a thread that issued the communicator's operations, so that a rank
@@ -319,22 +316,12 @@ public record TraceDump(String host, long pid, int rank, int size, String commun
     }
 
     /**
-     * This host's name, looked up once (the name service may be slow).
+     * This host's name, as the dump records it: {@link org.nccl4j.launch.LaunchInfo#localHost()}, looked up once.
      *
-     * @return the name from {@link InetAddress#getLocalHost()}, else {@code HOSTNAME}, else {@code "unknown"}
+     * @return the host's name, else {@code HOSTNAME}, else {@code "unknown"}
      */
     public static String localHost() {
-        String h = localHost;
-        if (h == null) {
-            try {
-                h = InetAddress.getLocalHost().getHostName();
-            } catch (IOException e) {
-                String env = System.getenv("HOSTNAME");
-                h = env == null || env.isBlank() ? "unknown" : env;
-            }
-            localHost = h;
-        }
-        return h;
+        return org.nccl4j.launch.LaunchInfo.localHost();
     }
 
     /**

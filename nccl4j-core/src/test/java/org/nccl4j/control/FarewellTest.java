@@ -68,10 +68,10 @@ class FarewellTest {
         return pb.start();
     }
 
-    private record Ended(int status, String out, Departures.Departure departure) {
+    private record Outcome(int status, String out, Departures.Departure departure) {
     }
 
-    private Ended run(String mode, boolean terminate) throws Exception {
+    private Outcome run(String mode, boolean terminate) throws Exception {
         Process p = child(mode);
         if (terminate) {
             StubFixture.within(20_000, () -> rank0.roster().size() == 2 ? true : null, "the child's hello");
@@ -88,12 +88,12 @@ class FarewellTest {
             Departures.Departure x = rank0.departures().of(0).get(1);
             return x != null && x.cause() != null ? x : null;
         }, "rank 1's departure with its cause, as rank 0 heard it; the child printed: " + out);
-        return new Ended(p.exitValue(), out, d);
+        return new Outcome(p.exitValue(), out, d);
     }
 
     @Test
     void anUncaughtExceptionIsPrintedAsTheJvmWouldAndItsPeersHearItWithTheLastCollective() throws Exception {
-        Ended e = run("uncaught", false);
+        Outcome e = run("uncaught", false);
         assertEquals(1, e.status(), e.out());
         assertTrue(e.out().contains("Exception in thread \"main\" java.lang.IllegalStateException: data loader failed "
                 + "on rank 1"), e.out());
@@ -114,7 +114,7 @@ class FarewellTest {
 
     @Test
     void anExceptionLeavingTryWithResourcesClosesPromptlyAndItsCauseFollowsTheClose() throws Exception {
-        Ended e = run("inside", false);
+        Outcome e = run("inside", false);
         assertEquals(1, e.status(), e.out());
         assertTrue(e.out().contains("Exception in thread \"main\" java.lang.IllegalStateException: data loader failed "
                 + "on rank 1"), e.out());
@@ -127,7 +127,7 @@ class FarewellTest {
 
     @Test
     void sigtermIsNamedAndTheCommunicatorAbortedBeforeTheProcessEnds() throws Exception {
-        Ended e = run("sleep", true);
+        Outcome e = run("sleep", true);
         assertEquals(143, e.status(), e.out());
         assertEquals(Departures.Kind.EXIT, e.departure().kind());
         assertEquals("SIGTERM", e.departure().cause());
@@ -136,7 +136,7 @@ class FarewellTest {
 
     @Test
     void sigtermWhileMainIssuesTellsTheLastCollectiveReallyIssued() throws Exception {
-        Ended e = run("loop", true);
+        Outcome e = run("loop", true);
         assertEquals(Departures.Kind.EXIT, e.departure().kind());
         assertEquals("SIGTERM", e.departure().cause());
         try (var files = Files.list(dir)) {
@@ -153,7 +153,7 @@ class FarewellTest {
 
     @Test
     void systemExitIsNamedWithTheLineThatCalledIt() throws Exception {
-        Ended e = run("exit3", false);
+        Outcome e = run("exit3", false);
         assertEquals(3, e.status(), e.out());
         assertEquals(Departures.Kind.EXIT, e.departure().kind());
         assertNotNull(e.departure().cause());

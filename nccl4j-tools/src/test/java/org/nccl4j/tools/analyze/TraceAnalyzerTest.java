@@ -31,7 +31,7 @@ class TraceAnalyzerTest {
     Path dir;
 
     /** A finished run: exit status, stdout, stderr. */
-    private record Run(int status, String out, String err) {
+    private record Outcome(int status, String out, String err) {
         String firstLine() {
             return out.lines().findFirst().orElse("");
         }
@@ -42,11 +42,11 @@ class TraceAnalyzerTest {
         }
     }
 
-    private static Run run(String... args) {
+    private static Outcome run(String... args) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         int status = TraceAnalyzer.execute(args, new PrintWriter(out), new PrintWriter(err));
-        return new Run(status, out.toString(), err.toString());
+        return new Outcome(status, out.toString(), err.toString());
     }
 
     /**
@@ -119,7 +119,7 @@ class TraceAnalyzerTest {
         for (int r = 0; r < 3; r++) {
             dump(r, 3, 4, AR1000, AR1000, BC10, AR3000);
         }
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 3 ranks agree (#1 to #4); nothing pending", run.firstLine());
         assertTrue(run.out().contains("unnamed communicator (3 ranks): 3 of 3 dumps; reference: rank 0 (every rank has"
@@ -132,7 +132,7 @@ class TraceAnalyzerTest {
         for (int r = 0; r < 2; r++) {
             dump(r, 2, 2, AR1000, AR1000, AR3000);
         }
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #3); ranks 0, 1 wait in allReduce #3 (every"
                 + " rank enqueued it)", run.firstLine());
@@ -142,7 +142,7 @@ class TraceAnalyzerTest {
     void sendsAndReceivesAreNotCompared() throws IOException {
         dump(0, 2, 3, AR1000, "send 64 ncclInt8 - 1", "recv 32 ncclInt8 - 1");
         dump(1, 2, 3, AR1000, "recv 64 ncclInt8 - 0", "send 32 ncclInt8 - 0");
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #3); nothing pending", run.firstLine());
         assertTrue(run.out().contains("sends and receives are not compared (their peers and counts differ by design):"
@@ -156,7 +156,7 @@ class TraceAnalyzerTest {
         dump(1, 3, 6, AR1000, "recv 64 ncclFloat32 - 0", "send 64 ncclFloat32 - 2", "recv 64 ncclFloat32 - 0",
                 "send 64 ncclFloat32 - 2", AR3000);
         dump(2, 3, 4, AR1000, "recv 64 ncclFloat32 - 1", "recv 64 ncclFloat32 - 1", AR3000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 3 ranks agree (#1 to #6); nothing pending", run.firstLine());
         // the same collectives, numbered differently: a difference is named by each rank's own number
@@ -176,7 +176,7 @@ class TraceAnalyzerTest {
             dump(r, 4, 2, AR1000, AR1000, AR3000, BC10);
         }
         dump(1, 4, 2, AR1000, AR1000, BC10);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 1 issued 3 collectives, ranks 0, 2, 3 issued 4: rank 1 skipped rank 0's"
                 + " allReduce #3 (count 3000 float32 sum), between its allReduce #2 and broadcast #3; ranks 0, 2, 3 wait"
@@ -196,7 +196,7 @@ class TraceAnalyzerTest {
     void withTwoRanksTheOneThatIssuedMoreIsTheReferenceSoTheOtherSkipped() throws IOException {
         dump(0, 2, 2, AR1000, AR1000, AR3000, BC10);
         dump(1, 2, 2, AR1000, AR1000, BC10);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 skipped rank 0's allReduce #3"
                 + " (count 3000 float32 sum), between its allReduce #2 and broadcast #3; rank 0 waits in allReduce #3;"
@@ -221,7 +221,7 @@ class TraceAnalyzerTest {
             }
         }
         dump(2, 3, 1, AR1000, "allGather 5 ncclInt32 - -");
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 issued 2 collectives, ranks 0, 1 issued 4: rank 2"
                 + " skipped rank 0's allReduce #2 (count 3000 float32 sum) and broadcast #3 (count 10 float32 root 0),"
@@ -233,7 +233,7 @@ class TraceAnalyzerTest {
         dump(0, 3, 3, AR1000, AR1000, AR3000);
         dump(1, 3, 3, AR1000, AR1000, AR3000);
         dump(2, 3, 4, AR1000, "reduce 7 ncclInt64 ncclMax 1", AR1000, AR3000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 2 issued 4 collectives, ranks 0, 1 issued 3: rank 2 added reduce #2 (count 7"
                 + " int64 max root 1), between rank 0's allReduce #1 and #2", run.firstLine());
@@ -247,7 +247,7 @@ class TraceAnalyzerTest {
         dump(0, 3, 2, AR1000, loss, AR1000, loss, AR1000, loss);
         dump(1, 3, 2, AR1000, loss, AR1000, loss, AR1000, loss);
         dump(2, 3, 1, AR1000, AR1000, loss, AR1000, loss);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 2 issued 5 collectives, ranks 0, 1 issued 6: rank 2"
                 + " skipped rank 0's allReduce #2 (count 1 float32 sum) or added its allReduce #2 (count 1000 float32"
@@ -262,7 +262,7 @@ class TraceAnalyzerTest {
         dump(0, 3, 3, AR1000, AR3000, BC10);
         dump(1, 3, 3, AR1000, "allReduce 2000 ncclFloat32 ncclSum -", BC10);
         dump(2, 3, 3, AR1000, AR3000, BC10);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: allReduce #2 differs: count (ranks 0, 2: 3000; rank 1: 2000)", run.firstLine());
         assertTrue(run.out().contains("problems:\n  allReduce #2 differs: count (ranks 0, 2: 3000; rank 1: 2000): every"
@@ -275,7 +275,7 @@ class TraceAnalyzerTest {
         dump(1, 4, 3, "allReduce 1000 ncclFloat16 ncclMax -", BC10, "reduceScatter 8 ncclBfloat16 ncclAvg -");
         dump(2, 4, 3, AR1000, "broadcast 10 ncclFloat32 - 2", "reduceScatter 8 ncclBfloat16 ncclAvg -");
         dump(3, 4, 3, AR1000, BC10, "reduceScatter 8 ncclBfloat16 ncclPreMulSum(5) -");
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: allReduce #1 differs: type (ranks 0, 2, 3: float32; rank 1: float16), op (ranks 0,"
                 + " 2, 3: sum; rank 1: max); broadcast #2 differs: root (ranks 0, 1, 3: 0; rank 2: 2); reduceScatter #3"
@@ -287,7 +287,7 @@ class TraceAnalyzerTest {
         dump(0, 3, 3, AR1000, AR3000, BC10);
         dump(1, 3, 3, AR1000, "reduce 3000 ncclFloat32 ncclSum 0", BC10);
         dump(2, 3, 3, AR1000, AR3000, BC10);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: #2 is allReduce (count 3000 float32 sum) on ranks 0, 2 but reduce (count 3000"
                 + " float32 sum root 0) on rank 1", run.firstLine());
@@ -300,7 +300,7 @@ class TraceAnalyzerTest {
         for (int r : new int[] {0, 1, 3}) {
             dump(r, 6, 2, AR1000, AR1000, AR3000);
         }
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: ranks 2, 4, 5 have no dump (lost or not dumped); ranks 0, 1, 3 wait in allReduce"
                 + " #3", run.firstLine());
@@ -314,7 +314,7 @@ class TraceAnalyzerTest {
             dump(r, 4, 4, AR1000, AR1000, AR1000, AR1000, AR3000);
         }
         dump(1, 4, 3, AR1000, AR1000, AR1000, AR1000);   // its #4 not yet marked completed: not known to have left
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: everyone waits for rank 1: ranks 0, 2, 3 wait in allReduce #5, which rank 1 has not"
                 + " enqueued (last enqueued #4); rank 1 waits in allReduce #4", run.firstLine());
@@ -327,7 +327,7 @@ class TraceAnalyzerTest {
         dump(0, 4, 1, AR1000, AR3000);
         dump(1, 4, 1, AR1000);
         dump(2, 4, 1, AR1000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 3 has no dump (lost or not dumped); rank 0 waits for ranks 1, 2 in allReduce #2,"
                 + " which ranks 1, 2 have not enqueued (last enqueued: rank 1 #1, rank 2 #1)", run.firstLine());
@@ -339,7 +339,7 @@ class TraceAnalyzerTest {
         dumpFrom(dir, null, 0, 3, 7, 3, AR1000, AR1000, AR1000, AR3000);
         dumpFrom(dir, null, 1, 3, 5, 5, AR1000, AR1000, AR1000, "allReduce 1000 ncclInt32 ncclSum -", AR1000, AR3000);
         dumpFrom(dir, null, 2, 3, 8, 2, AR1000, AR1000, AR3000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: allReduce #8 differs: type (ranks 0, 2: float32; rank 1: int32); ranks 0-2 wait in"
                 + " allReduce #10 (every rank enqueued it)", run.firstLine());
@@ -350,7 +350,7 @@ class TraceAnalyzerTest {
     void ringsWithNothingInCommonAreNotComparedAndSaySo() throws IOException {
         dumpFrom(dir, null, 0, 2, 1, 2, AR1000, AR1000);
         dumpFrom(dir, null, 1, 2, 5, 2, AR3000, AR3000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #6); nothing pending", run.firstLine());
         assertTrue(run.out().contains("notes:\n  rank 0 holds #1 to #2, rank 1 (the reference) #5 to #6: no collective in"
@@ -366,7 +366,7 @@ class TraceAnalyzerTest {
                 .replace("\"reason\": \"timeout\"", "\"reason\": \"remote error\"")
                 .replace("\"state\": \"ENQUEUED\", \"completedAfterMicros\": null",
                         "\"state\": \"FAILED\", \"completedAfterMicros\": 900"));
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #2); rank 0 waits in allReduce #2",
                 run.firstLine());
@@ -409,7 +409,7 @@ class TraceAnalyzerTest {
     void aRankThatIssuedOneLessOfIdenticalCollectivesSkippedOne() throws IOException {
         dump(0, 2, 5, AR1000, AR1000, AR1000, AR1000, AR1000, AR1000);
         dump(1, 2, 5, AR1000, AR1000, AR1000, AR1000, AR1000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 1 issued 5 collectives, rank 0 issued 6: rank 1 skipped one (rank 0's allReduce"
                 + " #6 has no partner)", run.firstLine());
@@ -443,7 +443,7 @@ class TraceAnalyzerTest {
         // rank 0: AR(1M) AR(1M) BC(4K) AR(1M); rank 1: AR(1M) AR(1M) AR(1M): rank 1 skipped the broadcast
         dump(0, 2, 2, AR1M, AR1M, BC4K, AR1M);
         dump(1, 2, 2, AR1M, AR1M, AR1M);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 skipped rank 0's broadcast #3"
                 + " (count 4096 float32 root 0), between its allReduce #2 and #3; rank 0 waits in broadcast #3; rank 1"
@@ -463,7 +463,7 @@ class TraceAnalyzerTest {
         dump(0, 3, 1, AR1000, "allReduce 2048 ncclFloat32 ncclSum -", BC10);
         dump(1, 3, 1, AR1000, "allReduce 1024 ncclFloat32 ncclSum -", BC10);
         dump(2, 3, 1, AR1000, "allReduce 2048 ncclBfloat16 ncclSum -", BC10);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: allReduce #2 differs: count (ranks 0, 2: 2048; rank 1: 1024), type (ranks 0, 1:"
                 + " float32; rank 2: bfloat16); ranks 0-2 wait in allReduce #2 (every rank enqueued it)", run.firstLine());
@@ -489,7 +489,7 @@ class TraceAnalyzerTest {
     void aRankThatLeftEarlyIsTheOneToLookAtWithItsThreadsUserFrame() throws IOException {
         dump(0, 2, 3, AR1M, AR1M, AR1M, BC4K);
         Path one = dump(1, 2, 3, AR1M, AR1M, AR1M);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 1 issued 3 collectives, rank 0 issued 4: rank 1 left early: its collectives all"
                 + " completed, and rank 0's broadcast #4 has no partner", run.firstLine());
@@ -570,7 +570,7 @@ class TraceAnalyzerTest {
             release.countDown();
             issuer.join();
         }
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.firstLine().startsWith("nccl4j-trace: rank 1 issued 5 collectives, rank 0 issued 6: rank 1"
                 + " skipped one (rank 0's allReduce #6 has no partner); look at rank 1: thread \"issuer\" WAITING in"
@@ -584,7 +584,7 @@ class TraceAnalyzerTest {
     void aRankWaitingInASendWaitsForAPeerWithNothingPending() throws IOException {
         dump(0, 2, 2, AR1000, "send 64 ncclInt8 - 1", "send 64 ncclInt8 - 1");
         dump(1, 2, 2, AR1000, "recv 64 ncclInt8 - 0");
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 0 waits for rank 1 in send #3 (count 64 int8 to rank 1), and rank 1 has nothing"
                 + " pending (last enqueued #2)", run.firstLine());
@@ -595,7 +595,7 @@ class TraceAnalyzerTest {
     void aRankMissingKeepsItsMessageAndTheOthersAreNotSaidToHaveLeftEarly() throws IOException {
         dump(0, 3, 2, AR1000, AR1000, AR3000);
         dump(1, 3, 2, AR1000, AR1000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: rank 2 has no dump (lost or not dumped); rank 0 waits for rank 1 in allReduce #3,"
                 + " which rank 1 has not enqueued (last enqueued #2)", run.firstLine());
@@ -609,7 +609,7 @@ class TraceAnalyzerTest {
         dump(dir, "dp", 1, 2, 2, AR1000, AR1000);
         dump(dir, "tp", 0, 2, 1, BC10, AR1000);
         dump(dir, "tp", 1, 2, 1, BC10, AR3000);
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(1, run.status(), run.toString());
         assertEquals("nccl4j-trace: communicator \"dp\" (2 ranks): consistent: all 2 ranks agree (#1 to #2); nothing"
                 + " pending | communicator \"tp\" (2 ranks): allReduce #2 differs: count (rank 0: 1000; rank 1: 3000);"
@@ -617,12 +617,12 @@ class TraceAnalyzerTest {
         assertTrue(run.out().contains("\ncommunicator \"dp\" (2 ranks): 2 of 2 dumps"), run.out());
         assertTrue(run.out().contains("\ncommunicator \"tp\" (2 ranks): 2 of 2 dumps"), run.out());
 
-        Run dp = run("--communicator", "dp", dir.toString());
+        Outcome dp = run("--communicator", "dp", dir.toString());
         assertEquals(0, dp.status(), dp.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #2); nothing pending", dp.firstLine());
         assertFalse(dp.out().contains("tp"), dp.out());
 
-        Run none = run("--communicator", "pp", dir.toString());
+        Outcome none = run("--communicator", "pp", dir.toString());
         assertEquals(2, none.status(), none.toString());
         assertEquals("nccl4j-trace: no dumps of communicator \"pp\" (communicators found: \"dp\" (2 ranks), \"tp\" (2"
                 + " ranks))\n", none.err());
@@ -634,7 +634,7 @@ class TraceAnalyzerTest {
         dump(dir, null, 0, 1, 1, AR1000);
         dump(dir, "x", 0, 2, 1, AR1000);
         dump(dir, "x", 1, 2, 1, AR1000);
-        Run run = run("--communicator=", dir.toString());
+        Outcome run = run("--communicator=", dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: rank 0 alone (#1 to #1); nothing pending", run.firstLine());
         assertTrue(run.out().contains("unnamed communicator (1 rank): 1 of 1 dump\n"), run.out());
@@ -648,7 +648,7 @@ class TraceAnalyzerTest {
         Files.writeString(old, Files.readString(dump(1, 2, 1, AR1000))
                 .replace("\"dumpedAt\": \"2025-01-31T12:00:00.123456Z\"", "\"dumpedAt\": \"2025-01-30T12:00:00Z\"")
                 .replace("\"pid\": 4201", "\"pid\": 999"));
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(0, run.status(), run.toString());
         assertTrue(run.out().contains("rank 1 has 2 dumps: used the latest, " + dir.resolve("nccl4j-trace-rank1-node1-4201"
                 + ".json") + " (dumped at 2025-01-31T12:00:00.123456Z); ignored " + old + " (dumped at 2025-01-30T12:00:00Z)"),
@@ -661,7 +661,7 @@ class TraceAnalyzerTest {
         dump(dir.resolve("node1"), null, 1, 2, 1, AR1000);
         Files.createDirectories(dir.resolve("node2"));
         Files.writeString(dir.resolve("node1/notes.txt"), "not a dump");
-        Run run = run(a.toString(), dir.resolve("node0").toString(), dir.resolve("node1").toString(),
+        Outcome run = run(a.toString(), dir.resolve("node0").toString(), dir.resolve("node1").toString(),
                 dir.resolve("node2").toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals("nccl4j-trace: consistent: all 2 ranks agree (#1 to #1); nothing pending", run.firstLine());
@@ -675,7 +675,7 @@ class TraceAnalyzerTest {
         dump(0, 2, 1, AR1000);
         Path bad = dump(1, 2, 1, AR1000);
         Files.writeString(bad, Files.readString(bad).replace("\"count\": 1000", "\"count\": \"1000\""));
-        Run run = run(dir.toString());
+        Outcome run = run(dir.toString());
         assertEquals(2, run.status(), run.toString());
         assertEquals("nccl4j-trace: " + bad + ": field \"entries[0].count\": expected a whole number >= 0, found a string"
                 + " (\"1000\")\n", run.err());
@@ -691,7 +691,7 @@ class TraceAnalyzerTest {
     @Test
     void anEmptyDirectoryIsRefusedWithStatus2() throws IOException {
         Path empty = Files.createDirectories(dir.resolve("empty"));
-        Run run = run(empty.toString());
+        Outcome run = run(empty.toString());
         assertEquals(2, run.status(), run.toString());
         assertEquals("nccl4j-trace: no trace dumps (nccl4j-trace-rank*.json) in " + empty + ": nothing to analyze (dumps"
                 + " go to NCCL4J_TRACE_DIR, by default ${java.io.tmpdir}/nccl4j-trace)\n", run.err());
@@ -699,14 +699,14 @@ class TraceAnalyzerTest {
 
     @Test
     void aMissingPathIsRefusedWithStatus2() {
-        Run run = run(dir.resolve("nope").toString());
+        Outcome run = run(dir.resolve("nope").toString());
         assertEquals(2, run.status(), run.toString());
         assertEquals("nccl4j-trace: " + dir.resolve("nope") + ": no such file or directory\n", run.err());
     }
 
     @Test
     void usageErrorsArePicocliMessagesWithAPointerToHelpAndStatus2() {
-        Run run = run();
+        Outcome run = run();
         assertEquals(2, run.status(), run.toString());
         assertEquals("nccl4j-trace: Missing required parameter: 'DIR'\nTry 'nccl4j-trace --help' for the options.\n",
                 run.err());
@@ -720,7 +720,7 @@ class TraceAnalyzerTest {
 
     @Test
     void helpPrintsTheUsageWithStatus0() {
-        Run run = run("--help");
+        Outcome run = run("--help");
         assertEquals(0, run.status(), run.toString());
         assertTrue(run.out().startsWith("Usage: nccl4j-trace [--json] [--communicator NAME] DIR...\n"), run.out());
         assertTrue(run.out().contains("Exit status:\n  0   the dumps agree\n  1   a problem was found\n"), run.out());
@@ -728,7 +728,7 @@ class TraceAnalyzerTest {
 
     @Test
     void versionNamesNccl4jAndTheNcclLoadedOrWhyNone() {
-        Run run = run("--version");
+        Outcome run = run("--version");
         assertEquals(0, run.status(), run.toString());
         String[] lines = run.out().split("\n");
         assertTrue(lines[0].startsWith("nccl4j-trace (nccl4j "), run.out());
@@ -744,8 +744,8 @@ class TraceAnalyzerTest {
             dump(r, 5, 2, AR1000, AR1000, AR3000, BC10);
         }
         dump(1, 5, 2, AR1000, "allReduce 1000 ncclFloat16 ncclSum -", AR3000, BC10);
-        Run text = run(dir.toString());
-        Run run = run("--json", dir.toString());
+        Outcome text = run(dir.toString());
+        Outcome run = run("--json", dir.toString());
         assertEquals(1, run.status(), run.toString());
         Map<String, Object> top = object(parse(run.out()));
         assertEquals(text.firstLine(), "nccl4j-trace: " + top.get("verdict"));
@@ -798,7 +798,7 @@ class TraceAnalyzerTest {
     void jsonOfAConsistentRunHasStatus0AndNoFindings() throws IOException {
         dump(0, 2, 1, AR1000);
         dump(1, 2, 1, AR1000);
-        Run run = run("--json", dir.toString());
+        Outcome run = run("--json", dir.toString());
         assertEquals(0, run.status(), run.toString());
         Map<String, Object> top = object(parse(run.out()));
         assertEquals(true, top.get("consistent"));

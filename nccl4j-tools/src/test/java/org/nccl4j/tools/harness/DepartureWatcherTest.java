@@ -94,7 +94,7 @@ class DepartureWatcherTest extends StubFixture {
             "org.nccl4j.Bootstrap.create");
     static final StackTraceElement[] INIT_CONFIG = starting("org.nccl4j.jni.NcclNative.ncclCommInitRankConfig",
             "org.nccl4j.Bootstrap.create");
-    static final StackTraceElement[] ATTACH = starting("org.nccl4j.Watched.attachChannel");
+    static final StackTraceElement[] ATTACH = starting("org.nccl4j.CommHealth.attachChannel");
     static final StackTraceElement[] CLOSING = stack("org.nccl4j.Teardown.close", "org.nccl4j.Communicator.close",
             "org.nccl4j.tools.harness.DepartureScenarios.inside", MAIN);
 

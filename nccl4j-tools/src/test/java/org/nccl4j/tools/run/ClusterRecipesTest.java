@@ -343,7 +343,7 @@ class ClusterRecipesTest {
     void theScriptsPassShellcheck() throws Exception {
         Assumptions.assumeTrue(exec(null, Map.of(), 30, List.of("sh", "-c", "command -v shellcheck")).status() == 0,
                 "shellcheck is not installed here, so the recipes' lint is not checked");
-        ScriptKit.Run r = exec(null, Map.of(), 60, List.of("shellcheck", EXAMPLES.resolve("slurm/train.sbatch").toString(),
+        ScriptKit.Outcome r = exec(null, Map.of(), 60, List.of("shellcheck", EXAMPLES.resolve("slurm/train.sbatch").toString(),
                 EXAMPLES.resolve("mpi/hostfile-run.sh").toString()));
         assertEquals(0, r.status(), r.out());
     }

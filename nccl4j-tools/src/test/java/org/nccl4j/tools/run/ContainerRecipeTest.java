@@ -225,7 +225,7 @@ class ContainerRecipeTest {
         Path entry = DIR.resolve("entrypoint.sh");
         assertTrue(Files.isExecutable(entry), entry + " is executable");
         assertTrue(Files.readString(entry).startsWith("#!/usr/bin/env bash\n"));
-        ScriptKit.Run git = exec(ROOT.toAbsolutePath(), Map.of(), 30, List.of("git", "ls-files", "-s",
+        ScriptKit.Outcome git = exec(ROOT.toAbsolutePath(), Map.of(), 30, List.of("git", "ls-files", "-s",
                 "docs/examples/container/entrypoint.sh"));
         if (git.status() == 0 && !git.out().isBlank()) {
             assertTrue(git.out().startsWith("100755 "), "git keeps it executable: " + git.out());
@@ -241,7 +241,7 @@ class ContainerRecipeTest {
         assertTrue(paths.contains(cmd[0]), "the default command is in the image: " + cmd[0]);
         assertEquals(entrypoint[0].replace("entrypoint.sh", "nccl4j-doctor"), cmd[0]);
         Assumptions.assumeTrue(ScriptKit.onPath("shellcheck"), "shellcheck is not installed here");
-        ScriptKit.Run r = exec(null, Map.of(), 60, List.of("shellcheck", "-x", "-P", "SCRIPTDIR", entry.toString()));
+        ScriptKit.Outcome r = exec(null, Map.of(), 60, List.of("shellcheck", "-x", "-P", "SCRIPTDIR", entry.toString()));
         assertEquals(0, r.status(), r.out());
     }
 

@@ -24,8 +24,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nccl4j.tools.run.ScriptSandbox.Result;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptSandbox.SandboxOutcome;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 
 /**
  * scripts/departures.sh on the CPU: the sandbox of {@link ScriptSandbox} with {@code departures-fake.sh} as the
@@ -65,7 +65,7 @@ class DeparturesScriptTest {
     }
 
     /** Runs departures.sh on FAKE_GPUS GPUs with the variables kv (OUT_DIR and FAKE_ARGS_DIR set), the bundle given. */
-    private Result run(int gpus, String... kv) throws Exception {
+    private SandboxOutcome run(int gpus, String... kv) throws Exception {
         Map<String, String> e = new LinkedHashMap<>(env("OUT_DIR", out.toString(), "FAKE_ARGS_DIR", args.toString(),
                 "FAKE_GPUS", Integer.toString(gpus), "ROW_LIMIT", "10"));
         e.putAll(env(kv));
@@ -99,7 +99,7 @@ class DeparturesScriptTest {
 
     /** The processes that still carry a row's marker (none may outlive the script); only those of this test's directory. */
     private List<String> marked() throws Exception {
-        Run r = exec(null, Map.of(), 30, List.of("sh", "-c", "pgrep -af 'nccl4j\\.row=d|--row d' || true"));
+        Outcome r = exec(null, Map.of(), 30, List.of("sh", "-c", "pgrep -af 'nccl4j\\.row=d|--row d' || true"));
         // this test's own: another build running tests on the machine has processes with the same markers
         String own = tmp.toString();
         String ownReal = tmp.toRealPath().toString();
@@ -119,7 +119,7 @@ class DeparturesScriptTest {
 
     @Test
     void eachRowRecordsEveryRanksResultEndExitAndTheReportHasBothTables() throws Exception {
-        Result r = run(2, "SCENARIOS", "kill stop", "LAUNCHERS", "java run mpirun", "CONFIGS", "2gpu");
+        SandboxOutcome r = run(2, "SCENARIOS", "kill stop", "LAUNCHERS", "java run mpirun", "CONFIGS", "2gpu");
         assertEquals(0, r.status(), r.toString());
         List<Map<String, String>> rows = rows();
         assertEquals(List.of("kill java", "stop java", "kill run", "stop run", "kill mpirun", "stop mpirun"),
@@ -180,7 +180,7 @@ class DeparturesScriptTest {
 
     @Test
     void eachLauncherGetsTheRowsEnvironmentAndTheJvmItsErrorFileAndMarker() throws Exception {
-        Result r = run(1, "SCENARIOS", "cpu-stuck", "LAUNCHERS", "mpirun run java", "CONFIGS", "4share",
+        SandboxOutcome r = run(1, "SCENARIOS", "cpu-stuck", "LAUNCHERS", "mpirun run java", "CONFIGS", "4share",
                 "EVENT_RANK", "2", "COUNT", "4096", "PORT", "31000");
         assertEquals(0, r.status(), r.toString());
         List<Map<String, String>> rows = rows();
@@ -222,7 +222,7 @@ class DeparturesScriptTest {
 
     @Test
     void theBoundIsTwoSecondsButForStopAndCpuStuck() throws Exception {
-        Result r = run(2, "SCENARIOS", "kill stop cpu-stuck", "LAUNCHERS", "java", "CONFIGS", "2gpu",
+        SandboxOutcome r = run(2, "SCENARIOS", "kill stop cpu-stuck", "LAUNCHERS", "java", "CONFIGS", "2gpu",
                 "FAKE_DETECT_MS", "2500", "NCCL4J_LIVENESS_TIMEOUT", "3s");
         assertEquals(1, r.status(), r.toString());
         List<Map<String, String>> rows = rows();
@@ -245,7 +245,7 @@ class DeparturesScriptTest {
 
     @Test
     void hsErrFilesAndProcessesLeftAreCountedAndTheLeftKilled() throws Exception {
-        Result r = run(2, "SCENARIOS", "kill", "LAUNCHERS", "java", "CONFIGS", "2gpu", "FAKE_HS_ERR_RANK", "0",
+        SandboxOutcome r = run(2, "SCENARIOS", "kill", "LAUNCHERS", "java", "CONFIGS", "2gpu", "FAKE_HS_ERR_RANK", "0",
                 "FAKE_LEFTOVER_RANK", "0");
         assertEquals(1, r.status(), r.toString());
         Map<String, String> m = rows().get(0);
@@ -266,7 +266,7 @@ class DeparturesScriptTest {
     @Test
     void aRowPastItsLimitSaysStillWaitingAndKillsItsProcesses() throws Exception {
         // skip: the rank that skips ends with 0, so a launcher waits for the others, which never end
-        Result r = run(2, "SCENARIOS", "skip", "LAUNCHERS", "java mpirun", "CONFIGS", "2gpu", "FAKE_HANG", "1",
+        SandboxOutcome r = run(2, "SCENARIOS", "skip", "LAUNCHERS", "java mpirun", "CONFIGS", "2gpu", "FAKE_HANG", "1",
                 "ROW_LIMIT", "5");
         assertEquals(1, r.status(), r.toString());
         for (Map<String, String> m : rows()) {
@@ -312,7 +312,7 @@ class DeparturesScriptTest {
 
     @Test
     void sigtermLauncherSignalsTheLauncherOrWithoutOneEveryRank() throws Exception {
-        Result r = run(2, "SCENARIOS", "sigterm-launcher", "LAUNCHERS", "java run torchrun", "CONFIGS", "2gpu");
+        SandboxOutcome r = run(2, "SCENARIOS", "sigterm-launcher", "LAUNCHERS", "java run torchrun", "CONFIGS", "2gpu");
         assertEquals(2, r.status(), "torchrun is a torch launcher: " + r);
         assertEquals("departures.sh: LAUNCHERS: unknown launcher torchrun (run, mpirun, java; with TORCH=1: python, "
                 + "torchrun)", r.err().strip());
@@ -330,7 +330,7 @@ class DeparturesScriptTest {
 
     @Test
     void budgetLeavesOutTheRowsThatCouldEndPastItAndSaysHowToRunThem() throws Exception {
-        Result r = run(2, "SCENARIOS", "kill skip", "LAUNCHERS", "java", "CONFIGS", "2gpu", "ROW_LIMIT", "5",
+        SandboxOutcome r = run(2, "SCENARIOS", "kill skip", "LAUNCHERS", "java", "CONFIGS", "2gpu", "ROW_LIMIT", "5",
                 "BUDGET", "9");
         assertEquals(1, r.status(), r.toString());
         List<String> lines = r.outLines();
@@ -383,11 +383,11 @@ class DeparturesScriptTest {
             for (String a : c.getKey().split(" ")) {
                 kv.addAll(Arrays.asList(a.split("=", 2)));
             }
-            Result r = run(2, kv.toArray(new String[0]));
+            SandboxOutcome r = run(2, kv.toArray(new String[0]));
             assertEquals(2, r.status(), c.getKey() + ": " + r);
             assertEquals(c.getValue(), r.err().strip(), c.getKey());
         }
-        Result r = run(2, "CONFIGS", "4gpu", "SCENARIOS", "kill");
+        SandboxOutcome r = run(2, "CONFIGS", "4gpu", "SCENARIOS", "kill");
         assertEquals("== 4gpu: skipped: it needs 4 GPUs, and this machine has 2", r.outLines().get(0));
         r = box.run(box.root.resolve("scripts/departures.sh"), env("FAKE_GPUS", "2"), box.base.resolve("none").toString());
         assertEquals(2, r.status(), r.toString());
@@ -398,7 +398,7 @@ class DeparturesScriptTest {
 
     @Test
     void startUpRowsTimeEveryRankButAKilledOneAndTakeNccl4jsHaltAsTheRanksEnd() throws Exception {
-        Result r = run(2, "SCENARIOS", "startup-init-term startup-rendezvous-kill startup-init-exit close-thread "
+        SandboxOutcome r = run(2, "SCENARIOS", "startup-init-term startup-rendezvous-kill startup-init-exit close-thread "
                 + "abort-thread", "LAUNCHERS", "java", "CONFIGS", "2gpu");
         assertEquals(0, r.status(), r.toString());
         List<Map<String, String>> rows = rows();
@@ -450,7 +450,7 @@ class DeparturesScriptTest {
 
     @Test
     void aStartUpScenarioWhosePlaceWasNeverSeenRunsWithoutDepartureAndTheRowSaysSo() throws Exception {
-        Result r = run(2, "SCENARIOS", "startup-idtaken-term", "LAUNCHERS", "java", "CONFIGS", "2gpu",
+        SandboxOutcome r = run(2, "SCENARIOS", "startup-idtaken-term", "LAUNCHERS", "java", "CONFIGS", "2gpu",
                 "FAKE_NOT_PLACED", "1");
         assertEquals(1, r.status(), r.toString());
         Map<String, String> m = rows().get(0);
@@ -467,7 +467,7 @@ class DeparturesScriptTest {
 
     @Test
     void torchRowsMakeTheTorchColumnsAndMergeWithTheNccl4jRows() throws Exception {
-        Result r = run(2, "TORCH", "1", "PYTHON", "python3", "SCENARIOS", "kill", "CONFIGS", "2gpu");
+        SandboxOutcome r = run(2, "TORCH", "1", "PYTHON", "python3", "SCENARIOS", "kill", "CONFIGS", "2gpu");
         assertEquals(0, r.status(), r.toString());
         List<Map<String, String>> torch = rows();
         assertEquals(List.of("python", "torchrun"), torch.stream().map(m -> m.get("launcher"))
@@ -516,7 +516,7 @@ class DeparturesScriptTest {
 
     @Test
     void fuzzReportsCrashesWhatIsLeftWhereTheSigtermLandedAndTheSurvivorsTime() throws Exception {
-        Result r = run(1, "FUZZ", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "300", "FUZZ_SEED", "11");
+        SandboxOutcome r = run(1, "FUZZ", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "300", "FUZZ_SEED", "11");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("== FUZZ: 4 runs, 2 at a time, FUZZ_CONFIG=share, SIGTERM 0..300 ms after the first READY "
@@ -581,7 +581,7 @@ class DeparturesScriptTest {
 
     @Test
     void startupFuzzSignalsARandomRankFromItsStartAndTimesTheSurvivorByThePhaseItFound() throws Exception {
-        Result r = run(1, "STARTUP_FUZZ", "6", "JOBS", "3", "FUZZ_WINDOW_MS", "1000", "FUZZ_LIMIT", "4", "FUZZ_SEED",
+        SandboxOutcome r = run(1, "STARTUP_FUZZ", "6", "JOBS", "3", "FUZZ_WINDOW_MS", "1000", "FUZZ_LIMIT", "4", "FUZZ_SEED",
                 "29", "FAKE_FUZZ_MS", "600");
         List<String> lines = r.outLines();
         assertEquals("== STARTUP_FUZZ: 6 runs, 3 at a time, FUZZ_CONFIG=share, SIGTERM to a random rank 0..1000 ms after "
@@ -677,7 +677,7 @@ class DeparturesScriptTest {
 
     @Test
     void startupFuzzCountsASignalBeforeTheJvmSaidAnythingAsNeverStartedAndApartFromTheBound() throws Exception {
-        Result r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
+        SandboxOutcome r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
         assertEquals(List.of("JVM crashes: 0 of 2", "survivors ended within 2 s: 0 of 2",
                 "slowest survivor: none (no run whose ranks had joined was timed)",
                 "signal landed (the victim's phase): launched 2, joining 0, rendezvous 0, id-taken 0, set-device 0, "
@@ -712,7 +712,7 @@ class DeparturesScriptTest {
 
     private static final Path TORCH_SCRIPT = ScriptSandbox.SCRIPTS.resolve("bench/torch_departures.py");
 
-    private static Run python(Map<String, String> env, String... a) throws Exception {
+    private static Outcome python(Map<String, String> env, String... a) throws Exception {
         List<String> command = new ArrayList<>(List.of("python3", TORCH_SCRIPT.toString()));
         command.addAll(Arrays.asList(a));
         return exec(null, env, 60, command);
@@ -720,7 +720,7 @@ class DeparturesScriptTest {
 
     @Test
     void torchStartUpCellsRunUnderTheNccl4jRowsName() throws Exception {
-        Result r = run(2, "TORCH", "1", "PYTHON", "python3", "SCENARIOS", "startup-init-term startup-init-term-lazy",
+        SandboxOutcome r = run(2, "TORCH", "1", "PYTHON", "python3", "SCENARIOS", "startup-init-term startup-init-term-lazy",
                 "LAUNCHERS", "python", "CONFIGS", "2gpu");
         assertEquals(0, r.status(), r.toString());
         List<Map<String, String>> rows = rows();
@@ -740,7 +740,7 @@ class DeparturesScriptTest {
     void torchDeparturesChecksItsOptionsBeforeImportingTorch() throws Exception {
         assumeOnPath("python3");
         // the syntax, without writing a __pycache__ into scripts/bench (the sandboxes copy scripts/)
-        Run r = exec(null, Map.of(), 60, List.of("python3", "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())",
+        Outcome r = exec(null, Map.of(), 60, List.of("python3", "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())",
                 TORCH_SCRIPT.toString()));
         assertEquals(0, r.status(), r.out());
         r = python(Map.of(), "--help");
@@ -781,7 +781,7 @@ class DeparturesScriptTest {
         Assumptions.assumeTrue(exec(null, Map.of(), 60, List.of("python3", "-c", "import torch")).status() == 0,
                 "torch is not importable by this python3, so only the options are tested "
                         + "(torchDeparturesChecksItsOptionsBeforeImportingTorch)");
-        Run r = python(Map.of(), "--check-api");
+        Outcome r = python(Map.of(), "--check-api");
         assertEquals(0, r.status(), r.out());
         assertTrue(r.out().strip().matches("torch \\S+, NCCL \\S.*, abort: torch\\.distributed\\.\\S+\\(\\).*"), r.out());
     }

@@ -41,7 +41,7 @@ class FrontierScriptTest {
                 ""));
     }
 
-    private ScriptSandbox.Result run(Map<String, String> extra) throws Exception {
+    private ScriptSandbox.SandboxOutcome run(Map<String, String> extra) throws Exception {
         Map<String, String> e = env("NCCL_TESTS_BIN", tests.toString(), "LIBS", "sys=/opt/nccl/libnccl.so.2",
                 "NPS", "2", "REGS", "0 2", "ROUNDS", "2", "OUT_DIR", tmp.resolve("out").toString(),
                 "FAKE_JAVA_OUT_RANK", "           8             2     float     sum      -1     6.40    0.00    1.50"
@@ -52,7 +52,7 @@ class FrontierScriptTest {
 
     @Test
     void runsBothSidesAlternatelyOnTheirLibraryAndReportsMediansAndDifferences() throws Exception {
-        ScriptSandbox.Result r = run(Map.of());
+        ScriptSandbox.SandboxOutcome r = run(Map.of());
         assertEquals(0, r.status(), r.toString());
         List<ScriptSandbox.Call> mpi = r.of("mpirun");
         assertEquals(8, mpi.size(), "2 -R values x 2 rounds x 2 sides\n" + r);
@@ -76,7 +76,7 @@ class FrontierScriptTest {
         assertTrue(rows.contains("sys\t2\t0\t" + c + "\t1\tjava\t8\t6.40\t1.50"), rows.toString());
         // the sandbox's python3 is a fake: the report, from the real one
         ScriptKit.assumeOnPath("python3");
-        ScriptKit.Run rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+        ScriptKit.Outcome rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
                 box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString()));
         assertEquals(0, rep.status(), rep.out());
         String md = rep.out();
@@ -116,7 +116,7 @@ class FrontierScriptTest {
         Path tsv = tmp.resolve("summary.tsv");
         Files.writeString(tsv, t.toString());
         Path json = tmp.resolve("summary.json");
-        ScriptKit.Run rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+        ScriptKit.Outcome rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
                 box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--json",
                 json.toString()));
         assertEquals(0, rep.status(), rep.out());
@@ -140,7 +140,7 @@ class FrontierScriptTest {
 
     @Test
     void usageErrorsNameTheVariable() throws Exception {
-        ScriptSandbox.Result r = run(Map.of("ROUNDS", "0"));
+        ScriptSandbox.SandboxOutcome r = run(Map.of("ROUNDS", "0"));
         assertEquals(2, r.status(), r.toString());
         assertEquals("frontier.sh: ROUNDS=0 is not a whole number above 0\n", r.err());
         r = run(Map.of("NCCL_TESTS_BIN", "", "NCCL_TESTS_SRC", tmp.resolve("none").toString()));

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.tools.run.ScriptSandbox.Call;
-import org.nccl4j.tools.run.ScriptSandbox.Result;
+import org.nccl4j.tools.run.ScriptSandbox.SandboxOutcome;
 import org.nccl4j.launch.LaunchInfo;
 
 /**
@@ -47,7 +47,7 @@ class HostsRehearsalTest {
     }
 
     /** nccl4j-run in the sandbox on the real launcher; every rank runs the fake java. */
-    private Result run(Map<String, String> extra, String... args) throws Exception {
+    private SandboxOutcome run(Map<String, String> extra, String... args) throws Exception {
         Map<String, String> e = new LinkedHashMap<>();
         e.put("NCCL4J_CLASSPATH", System.getProperty("java.class.path"));
         e.put("JAVA_HOME", System.getProperty("java.home"));
@@ -59,7 +59,7 @@ class HostsRehearsalTest {
     }
 
     /** The ranks' recorded environments, by global rank (read from the variable {@code rankVariable}). */
-    private static List<Call> ranks(Result r, String rankVariable, int expected) {
+    private static List<Call> ranks(SandboxOutcome r, String rankVariable, int expected) {
         assertEquals(0, r.status(), r.toString());
         List<Call> calls = r.of("java").stream()
                 .sorted(Comparator.comparingInt(c -> Integer.parseInt(c.env(rankVariable))))
@@ -111,7 +111,7 @@ class HostsRehearsalTest {
 
     @Test
     void twoHostsOfTwoGpusGetTorchrunsVariablesTheirOwnHostIdAndGpus() throws Exception {
-        Result r = run(env("FAKE_GPUS", "4", "SLURM_PROCID", "7", "OMPI_COMM_WORLD_RANK", "5"), "--hosts", "2",
+        SandboxOutcome r = run(env("FAKE_GPUS", "4", "SLURM_PROCID", "7", "OMPI_COMM_WORLD_RANK", "5"), "--hosts", "2",
                 "-np", "2");
         List<Call> calls = ranks(r, "RANK", 4);
         assertShared(calls);
@@ -137,7 +137,7 @@ class HostsRehearsalTest {
 
     @Test
     void twoHostsOfOneGpuTakeTheirGpusFromCudaVisibleDevices() throws Exception {
-        Result r = run(env("CUDA_VISIBLE_DEVICES", "GPU-aa, GPU-bb,GPU-cc", "NCCL_HOSTID", "mine",
+        SandboxOutcome r = run(env("CUDA_VISIBLE_DEVICES", "GPU-aa, GPU-bb,GPU-cc", "NCCL_HOSTID", "mine",
                 "NCCL_SOCKET_IFNAME", "eth9"), "--hosts", "2", "-np", "1");
         List<Call> calls = ranks(r, "RANK", 2);
         for (int rank = 0; rank < 2; rank++) {
@@ -160,7 +160,7 @@ class HostsRehearsalTest {
     void asSrunEachRankGetsWhatSrunSetsAcrossTwoHosts() throws Exception {
         for (int perHost : new int[] {2, 1}) {
             int world = 2 * perHost;
-            Result r = run(env("FAKE_GPUS", "4", "RANK", "9", "WORLD_SIZE", "9"), "--hosts", "2", "-np",
+            SandboxOutcome r = run(env("FAKE_GPUS", "4", "RANK", "9", "WORLD_SIZE", "9"), "--hosts", "2", "-np",
                     Integer.toString(perHost), "--as", "srun");
             List<Call> calls = ranks(r, "SLURM_PROCID", world);
             assertShared(calls);
@@ -196,7 +196,7 @@ class HostsRehearsalTest {
     void asMpirunEachRankGetsWhatMpirunSetsAcrossTwoHosts() throws Exception {
         for (int perHost : new int[] {2, 1}) {
             int world = 2 * perHost;
-            Result r = run(env("FAKE_GPUS", "4"), "--hosts", "2", "-np", Integer.toString(perHost), "--as", "mpirun");
+            SandboxOutcome r = run(env("FAKE_GPUS", "4"), "--hosts", "2", "-np", Integer.toString(perHost), "--as", "mpirun");
             List<Call> calls = ranks(r, "OMPI_COMM_WORLD_RANK", world);
             assertShared(calls);
             for (int rank = 0; rank < world; rank++) {
@@ -219,7 +219,7 @@ class HostsRehearsalTest {
 
     @Test
     void oneNodeOfTwoStartsItsRanksWithTheGlobalNumbers() throws Exception {
-        Result r = run(env("FAKE_GPUS", "2", "NCCL4J_JOB_SECRET", "s3cret-s3cret-s3cret", "JOB_COMPLETION_INDEX", "1",
+        SandboxOutcome r = run(env("FAKE_GPUS", "2", "NCCL4J_JOB_SECRET", "s3cret-s3cret-s3cret", "JOB_COMPLETION_INDEX", "1",
                 "WORLD_SIZE", "4", "MASTER_PORT", "29500", "FAKE_JAVA_OUT", "hello"), "--nnodes", "2", "--node-rank", "1", "--master-addr",
                 "train-0.train", "-np", "2");
         List<Call> calls = r.of("java").stream().sorted(Comparator.comparing(c -> c.env("RANK")))
@@ -271,12 +271,12 @@ class HostsRehearsalTest {
                 + " node", new String[] {"--nnodes", "2", "--node-rank", "0", "--master-addr", "n0", "--port", "29500",
                     "-np", "1"});
         for (Map.Entry<String, String[]> c : cases.entrySet()) {
-            Result r = run(env("FAKE_GPUS", "2"), c.getValue());
+            SandboxOutcome r = run(env("FAKE_GPUS", "2"), c.getValue());
             assertEquals(2, r.status(), c.getKey() + "\n" + r);
             assertTrue(r.err().contains("nccl4j-run: " + c.getKey()), c.getKey() + "\n" + r.err());
             assertTrue(r.of("java").isEmpty(), "no rank started: " + r);
         }
-        Result r = run(env("FAKE_GPUS", "2", "WORLD_SIZE", "6", "NCCL4J_JOB_SECRET", "x"), "--nnodes", "2",
+        SandboxOutcome r = run(env("FAKE_GPUS", "2", "WORLD_SIZE", "6", "NCCL4J_JOB_SECRET", "x"), "--nnodes", "2",
                 "--node-rank", "0", "--master-addr", "n0", "--port", "29500", "-np", "2");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("nccl4j-run: WORLD_SIZE=6 in the environment, but --nnodes 2 -np 2 makes 4 ranks:"

@@ -24,7 +24,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 
 /**
  * The CUPTI kernel tracer of {@code scripts/bench/perf-timeline.sh}, on the CPU: {@code scripts/bench/native/kernel_trace.c} checked
@@ -46,7 +46,7 @@ class KernelTraceTest {
     Path tmp;
 
     private static String ok(Path dir, String... command) throws Exception {
-        Run r = exec(dir, Map.of(), List.of(command));
+        Outcome r = exec(dir, Map.of(), List.of(command));
         assertEquals(0, r.status(), String.join(" ", command) + " failed:\n" + r.out());
         return r.out();
     }
@@ -75,14 +75,14 @@ class KernelTraceTest {
                 cmd.add("-DKREC=" + krec);
             }
             cmd.add(TRACER.toString());
-            Run r = exec(tmp, Map.of(), cmd);
+            Outcome r = exec(tmp, Map.of(), cmd);
             assertEquals(0, r.status(), cmd + "\n" + r.out());
             assertEquals("", r.out(), cmd.toString());
         }
         // a record type this CUPTI does not have (the mock, as CUDA 13.0's CUPTI, stops at 10): build.sh goes on
         List<String> cmd = new ArrayList<>(gcc);
         cmd.addAll(List.of("-DKREC=CUpti_ActivityKernel11", TRACER.toString()));
-        Run r = exec(tmp, Map.of(), cmd);
+        Outcome r = exec(tmp, Map.of(), cmd);
         assertNotEquals(0, r.status(), r.out());
         assertTrue(r.out().contains("CUpti_ActivityKernel11"), r.out());
     }
@@ -105,7 +105,7 @@ class KernelTraceTest {
         return nat;
     }
 
-    private Run build(Path nat) throws Exception {
+    private Outcome build(Path nat) throws Exception {
         return exec(tmp, Map.of("CUDA_HOME", tmp.resolve("cuda").toString(), "NVCC", tmp.resolve("cuda/bin/nvcc").toString(),
                 "CC", "gcc"),
                 List.of(nat.resolve("build.sh").toString()));
@@ -115,7 +115,7 @@ class KernelTraceTest {
     void buildShBuildsTheTracerWithTheNewestRecordTypeThatCompilesAndTheTracerWritesItsCsv() throws Exception {
         assumeOnPath("gcc");
         Path nat = nativeTree(true);
-        Run r = build(nat);
+        Outcome r = build(nat);
         assertEquals(0, r.status(), r.out());
         Path so = nat.resolve("build/libkernel_trace.so");
         assertTrue(Files.exists(nat.resolve("build/nccl_perf_baseline")), r.out());
@@ -136,7 +136,7 @@ class KernelTraceTest {
         for (Map<String, String> env : List.of(Map.<String, String>of(), Map.of("KERNEL_TRACE_API", "0"))) {
             Map<String, String> e = new HashMap<>(env);
             e.putAll(Map.of("KERNEL_TRACE_DIR", traces.toString(), "STUB_CUPTI_LOG", calls.toString()));
-            Run t = exec(tmp, e, List.of(injector.toString(), so.toString()));
+            Outcome t = exec(tmp, e, List.of(injector.toString(), so.toString()));
             assertEquals(0, t.status(), t.out());
             assertEquals("InitializeInjection: 1\n", t.out());
             List<Path> csv = files(traces);
@@ -150,7 +150,7 @@ class KernelTraceTest {
         }
 
         // CUPTI refuses: a note in the trace and on stderr, and InitializeInjection says 0
-        Run t = exec(tmp, Map.of("KERNEL_TRACE_DIR", traces.toString(), "STUB_CUPTI_FAIL", "1", "KERNEL_TRACE_API", "1"),
+        Outcome t = exec(tmp, Map.of("KERNEL_TRACE_DIR", traces.toString(), "STUB_CUPTI_FAIL", "1", "KERNEL_TRACE_API", "1"),
                 List.of(injector.toString(), so.toString()));
         assertEquals(0, t.status(), t.out());
         assertTrue(t.out().contains("kernel_trace: CUPTI activity setup failed: no kernel trace in " + traces + "/trace-"),
@@ -190,13 +190,13 @@ class KernelTraceTest {
     void withKernelTraceApiTheTracerWritesTheDriverAndRuntimeCallsWithTheirNames() throws Exception {
         assumeOnPath("gcc");
         Path nat = nativeTree(true);
-        Run r = build(nat);
+        Outcome r = build(nat);
         assertEquals(0, r.status(), r.out());
         Path so = nat.resolve("build/libkernel_trace.so");
         Path injector = injector();
         Path traces = Files.createDirectories(tmp.resolve("traces"));
         Path log = tmp.resolve("cupti.log");
-        Run t = exec(tmp, Map.of("KERNEL_TRACE_DIR", traces.toString(), "KERNEL_TRACE_API", "1", "STUB_CUPTI_LOG",
+        Outcome t = exec(tmp, Map.of("KERNEL_TRACE_DIR", traces.toString(), "KERNEL_TRACE_API", "1", "STUB_CUPTI_LOG",
                 log.toString()), List.of(injector.toString(), so.toString()));
         assertEquals(0, t.status(), t.out());
         assertEquals("InitializeInjection: 1\n", t.out());
@@ -240,7 +240,7 @@ class KernelTraceTest {
     @Test
     void buildShWithoutCuptiBuildsTheBaselineAloneAndSaysSo() throws Exception {
         Path nat = nativeTree(false);
-        Run r = build(nat);
+        Outcome r = build(nat);
         assertEquals(0, r.status(), r.out());
         assertTrue(Files.exists(nat.resolve("build/nccl_perf_baseline")), r.out());
         assertFalse(Files.exists(nat.resolve("build/libkernel_trace.so")), r.out());
@@ -259,7 +259,7 @@ class KernelTraceTest {
         Path inc = Files.createDirectories(cuda.resolve("extras/CUPTI/include"));
         Files.writeString(inc.resolve("cupti.h"), "#include <stdint.h>\ntypedef int CUptiResult;\n");
         Files.createFile(Files.createDirectories(nat.resolve("build")).resolve("libkernel_trace.so"));  // an older build's
-        Run r = build(nat);
+        Outcome r = build(nat);
         assertEquals(0, r.status(), r.out());
         assertTrue(Files.exists(nat.resolve("build/nccl_perf_baseline")), r.out());
         assertFalse(Files.exists(nat.resolve("build/libkernel_trace.so")), r.out());
@@ -407,7 +407,7 @@ class KernelTraceTest {
         return trace.resolveSibling(trace.getFileName().toString().replace(".csv", "-api.csv"));
     }
 
-    private Run report(String... args) throws Exception {
+    private Outcome report(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("python3", REPORT.toString(), "--cupti"));
         cmd.addAll(List.of(args));
         return exec(tmp, PYTHON_ENV, cmd);
@@ -448,7 +448,7 @@ class KernelTraceTest {
     void timelineReportTakesTheTimedLoopsOutOfCuptiTraces() throws Exception {
         assumeOnPath("python3");
         traces();
-        Run r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString());
+        Outcome r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString());
         assertEquals(0, r.status(), r.out());
         assertEquals(LOOPS, r.out());
 
@@ -486,7 +486,7 @@ class KernelTraceTest {
     void timelineReportWithApiCountsTheCallsPerOperationOnTheThreadThatLaunchedEachTimedLoop() throws Exception {
         assumeOnPath("python3");
         traces();
-        Run r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString(), "--api");
+        Outcome r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString(), "--api");
         assertEquals(0, r.status(), r.out());
         // per loop of 100 kernels, 99 operations: C launches and records an event (each 99 times, 1.00 per
         // operation), calls cuStreamQuery 4 times (0.04); Java also waits for an event before each launch and asks
@@ -559,7 +559,7 @@ class KernelTraceTest {
         // Java: trace-300 from the older tracer, trace-301 without its -api.csv
         trace(tmp.resolve("java/trace-300.csv"), kernels(2_000_000_000L, 0, 1, 0.5, 1), null);
         Files.delete(apiCsv(tmp.resolve("java/trace-301.csv")));
-        Run r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString(), "--api");
+        Outcome r = report(tmp.resolve("c").toString(), tmp.resolve("java").toString(), "--api");
         assertEquals(0, r.status(), r.out());
         assertTrue(r.out().contains("- c trace-1000.csv: the timed loop of device 1, stream 13 starting at "), r.out());
         assertTrue(r.out().contains(": no API record of the launch of its first or last kernel (correlation ids "), r.out());
@@ -595,7 +595,7 @@ class KernelTraceTest {
         assumeOnPath("python3");
         traces();
         Path empty = Files.createDirectories(tmp.resolve("empty"));
-        Run r = report(tmp.resolve("c").toString(), empty.toString());
+        Outcome r = report(tmp.resolve("c").toString(), empty.toString());
         assertEquals(2, r.status(), r.out());
         assertTrue(r.out().contains("timeline_report: no trace-*.csv in " + empty), r.out());
         assertTrue(r.out().contains("| c | trace-200.csv | 0 | 1 | 100 | "), r.out());

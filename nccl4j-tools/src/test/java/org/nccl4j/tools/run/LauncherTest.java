@@ -49,7 +49,7 @@ class LauncherTest {
     Path dir;
 
     /** What a finished launcher did. */
-    private record Run(int status, String out, String err, long millis) {
+    private record Outcome(int status, String out, String err, long millis) {
         List<String> outLines() {
             return out.lines().collect(Collectors.toList());
         }
@@ -73,22 +73,22 @@ class LauncherTest {
         return pb;
     }
 
-    private Run finish(Process p, long started) throws Exception {
+    private Outcome finish(Process p, long started) throws Exception {
         if (!p.waitFor(30, TimeUnit.SECONDS)) {
             p.destroyForcibly();
             fail("the launcher did not finish in 30 s");
         }
-        return new Run(p.exitValue(), Files.readString(dir.resolve("launcher.out")),
+        return new Outcome(p.exitValue(), Files.readString(dir.resolve("launcher.out")),
                 Files.readString(dir.resolve("launcher.err")), (System.nanoTime() - started) / 1_000_000);
     }
 
-    private Run launch(Map<String, String> env, String... args) throws Exception {
+    private Outcome launch(Map<String, String> env, String... args) throws Exception {
         long t0 = System.nanoTime();
         return finish(launcher(env, args).start(), t0);
     }
 
     /** {@code nccl4j-run -np n --cmd -- sh -c script}. */
-    private Run sh(int n, String script, String... options) throws Exception {
+    private Outcome sh(int n, String script, String... options) throws Exception {
         return launch(Map.of(), shArgs(n, script, options));
     }
 
@@ -157,7 +157,7 @@ class LauncherTest {
 
     @Test
     void everyRankGetsItsVariablesAndTheLaunchersEnvironment() throws Exception {
-        Run r = launch(Map.of("NCCL_NVLS_ENABLE", "0", "NCCL4J_TEST_INHERITED", "one two"), shArgs(3,
+        Outcome r = launch(Map.of("NCCL_NVLS_ENABLE", "0", "NCCL4J_TEST_INHERITED", "one two"), shArgs(3,
                 "echo \"RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE"
                         + " MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
                         + " INHERITED=$NCCL4J_TEST_INHERITED ELASTIC=${TORCHELASTIC_RUN_ID:-unset}"
@@ -194,7 +194,7 @@ class LauncherTest {
 
     @Test
     void everyRankGetsTheSameRandomSecretNeverPrinted() throws Exception {
-        Run r = sh(3, secretToFiles());
+        Outcome r = sh(3, secretToFiles());
         assertEquals(0, r.status(), r.err());
         String secret = fileOf("secret.0");
         assertTrue(secret.matches("[0-9a-f]{64}"), secret);
@@ -202,7 +202,7 @@ class LauncherTest {
         assertEquals(secret, fileOf("secret.2"));
         assertEquals("unset", fileOf("secretfile.0"));
         assertFalse(r.out().contains(secret) || r.err().contains(secret), "the launcher printed the secret");
-        Run again = sh(2, secretToFiles());
+        Outcome again = sh(2, secretToFiles());
         assertEquals(0, again.status(), again.err());
         assertNotEquals(secret, fileOf("secret.0"), "a new secret per launch");
     }
@@ -210,14 +210,14 @@ class LauncherTest {
     @Test
     void theUsersSecretIsPassedThroughAndNotReplaced() throws Exception {
         String mine = "my-own-secret-of-the-job-0123456789";
-        Run r = launch(Map.of("NCCL4J_JOB_SECRET", mine), shArgs(2, secretToFiles()));
+        Outcome r = launch(Map.of("NCCL4J_JOB_SECRET", mine), shArgs(2, secretToFiles()));
         assertEquals(0, r.status(), r.err());
         assertEquals(mine, fileOf("secret.0"));
         assertEquals(mine, fileOf("secret.1"));
         assertFalse(r.out().contains(mine) || r.err().contains(mine), "the launcher printed the secret");
         Path file = dir.resolve("job.secret");
         Files.writeString(file, "a-secret-in-a-file-0123456789");
-        Run f = launch(Map.of("NCCL4J_JOB_SECRET_FILE", file.toString()), shArgs(2, secretToFiles()));
+        Outcome f = launch(Map.of("NCCL4J_JOB_SECRET_FILE", file.toString()), shArgs(2, secretToFiles()));
         assertEquals(0, f.status(), f.err());
         assertEquals("unset", fileOf("secret.0"), "the file is the user's choice: no secret beside it");
         assertEquals(file.toString(), fileOf("secretfile.1"));
@@ -238,7 +238,7 @@ class LauncherTest {
 
     @Test
     void shareGpuPutsRankROnDeviceRModGWithItsOwnHostId() throws Exception {
-        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), shArgs(5, SHARE_LINE, "--share-gpu"));
+        Outcome r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), shArgs(5, SHARE_LINE, "--share-gpu"));
         assertEquals(0, r.status(), r.err());
         assertEquals(Set.of("[0] RANK=0 DEVICE=0 HOSTID=nccl4j-host0 IFNAME=lo",
                 "[1] RANK=1 DEVICE=1 HOSTID=nccl4j-host1 IFNAME=lo", "[2] RANK=2 DEVICE=0 HOSTID=nccl4j-host2 IFNAME=lo",
@@ -251,7 +251,7 @@ class LauncherTest {
 
     @Test
     void shareGpuKeepsWhatTheUserSetAndWarnsAboutACommonHostId() throws Exception {
-        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0", "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "eth0"),
+        Outcome r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0", "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "eth0"),
                 shArgs(2, SHARE_LINE, "--share-gpu"));
         assertEquals(0, r.status(), r.err());
         assertEquals(Set.of("[0] RANK=0 DEVICE=0 HOSTID=mine IFNAME=eth0", "[1] RANK=1 DEVICE=0 HOSTID=mine IFNAME=eth0"),
@@ -266,7 +266,7 @@ class LauncherTest {
 
     @Test
     void withoutShareGpuEachRankNeedsAGpuOfItsOwn() throws Exception {
-        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0"), shArgs(2, SHARE_LINE));
+        Outcome r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0"), shArgs(2, SHARE_LINE));
         assertEquals(2, r.status());
         assertEquals("", r.out(), "no rank may start");
         assertEquals("nccl4j-run: -np 2 is more than the 1 GPU found (CUDA_VISIBLE_DEVICES=0): add --share-gpu to run"
@@ -286,7 +286,7 @@ class LauncherTest {
 
     @Test
     void shareGpuRefusesNoGpuAndMoreThan64RanksPerGpu() throws Exception {
-        Run r = launch(Map.of(), shArgs(2, SHARE_LINE, "--share-gpu"));
+        Outcome r = launch(Map.of(), shArgs(2, SHARE_LINE, "--share-gpu"));
         assertEquals(2, r.status());
         assertEquals("", r.out());
         assertEquals("nccl4j-run: --share-gpu needs at least one GPU, and none was found (CUDA_VISIBLE_DEVICES=): run"
@@ -304,14 +304,14 @@ class LauncherTest {
 
     @Test
     void portOptionSetsMasterPort() throws Exception {
-        Run r = sh(2, "echo $MASTER_PORT", "--port", "29517");
+        Outcome r = sh(2, "echo $MASTER_PORT", "--port", "29517");
         assertEquals(0, r.status(), r.err());
         assertEquals(Set.of("[0] 29517", "[1] 29517"), new HashSet<>(r.outLines()));
     }
 
     @Test
     void stdoutAndStderrLinesArePrefixedWithTheRank() throws Exception {
-        Run r = sh(2, "echo out $RANK; echo err $RANK >&2; printf 'two\\nlines\\n'; printf 'no newline'");
+        Outcome r = sh(2, "echo out $RANK; echo err $RANK >&2; printf 'two\\nlines\\n'; printf 'no newline'");
         assertEquals(0, r.status(), r.err());
         for (int k = 0; k < 2; k++) {
             String p = "[" + k + "] ";
@@ -326,7 +326,7 @@ class LauncherTest {
     @Test
     void javaRanksRunTheExampleClassWithJavaOptsAndWinOverAnotherLaunchersVariables() throws Exception {
         // nccl4j-run inside an srun step: the ranks must still see RANK/WORLD_SIZE, not SLURM_PROCID
-        Run r = launch(Map.of("JAVA_OPTS", "-Dprobe=yes -Xmx64m", "SLURM_PROCID", "5", "SLURM_NTASKS", "8"),
+        Outcome r = launch(Map.of("JAVA_OPTS", "-Dprobe=yes -Xmx64m", "SLURM_PROCID", "5", "SLURM_NTASKS", "8"),
                 "-np", "2", "org.nccl4j.tools.run.LaunchProbe", "a", "b");
         assertEquals(0, r.status(), r.out() + r.err());
         Set<String> got = new HashSet<>(r.outLines());
@@ -342,7 +342,7 @@ class LauncherTest {
     @Test
     void insideAKubeflowPodTheRanksWinOverThePodsVariables() throws Exception {
         // nccl4j-run in node 1's pod of a TrainJob: PET_* describe the pod, RANK/WORLD_SIZE the ranks it starts
-        Run r = launch(Map.of("PET_NODE_RANK", "1", "PET_NNODES", "2", "PET_NPROC_PER_NODE", "1",
+        Outcome r = launch(Map.of("PET_NODE_RANK", "1", "PET_NNODES", "2", "PET_NPROC_PER_NODE", "1",
                 "JOB_COMPLETION_INDEX", "1"), "-np", "2", "org.nccl4j.tools.run.LaunchProbe");
         assertEquals(0, r.status(), r.out() + r.err());
         Set<String> got = new HashSet<>(r.outLines());
@@ -361,7 +361,7 @@ class LauncherTest {
     void aFailingRankStopsTheOthersAndIsNamed() throws Exception {
         String script = "if [ $RANK = 1 ]; then " + awaitPids("0", "0c", "2", "2c") + "; echo giving up; exit 3; fi; "
                 + writePid("$RANK") + "; " + sleepInChild("${RANK}c");
-        Run r = sh(3, script);
+        Outcome r = sh(3, script);
         assertEquals(3, r.status(), r.err());
         assertTrue(r.err().contains("rank 1 failed: exit status 3"), r.err());
         assertTrue(r.err().contains("stopping ranks 0, 2"), r.err());
@@ -374,13 +374,13 @@ class LauncherTest {
     void withElasticAFailedRankIsReportedAndTheOthersGoOn() throws Exception {
         String script = "if [ $RANK = 1 ]; then " + awaitPids("0", "2") + "; kill -9 $$; fi; " + writePid("$RANK")
                 + "; sleep 1; echo finished";
-        Run r = sh(3, script, "--elastic");
+        Outcome r = sh(3, script, "--elastic");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.err().contains("rank 1 failed: killed by signal 9 (SIGKILL, exit status 137); --elastic: the "
                 + "other 2 ranks go on"), r.err());
         assertTrue(r.err().contains("--elastic: rank 1 failed; the others ran to the end"), r.err());
         assertTrue(r.out().contains("[0] finished") && r.out().contains("[2] finished"), r.out());
-        Run all = sh(2, "exit 4", "--elastic");
+        Outcome all = sh(2, "exit 4", "--elastic");
         assertEquals(4, all.status(), "no rank ran to the end: the first failure's status; " + all.err());
     }
 
@@ -388,7 +388,7 @@ class LauncherTest {
     void aRankKilledBySignalIsReportedWithTheSignal() throws Exception {
         String script = "if [ $RANK = 1 ]; then " + awaitPids("0") + "; kill -9 $$; fi; " + writePid("$RANK")
                 + "; exec sleep " + SLEEP;
-        Run r = sh(2, script);
+        Outcome r = sh(2, script);
         assertEquals(128 + 9, r.status(), r.err());
         assertTrue(r.err().contains("rank 1 failed: killed by signal 9 (SIGKILL"), r.err());
         assertGone("0");
@@ -398,7 +398,7 @@ class LauncherTest {
     void aRankIgnoringSigtermIsKilledAfterTheGracePeriod() throws Exception {
         String script = "if [ $RANK = 1 ]; then " + awaitPids("0") + "; exit 3; fi; trap '' TERM; " + writePid("0")
                 + "; exec sleep " + SLEEP;
-        Run r = sh(2, script, "--grace", "0.5");
+        Outcome r = sh(2, script, "--grace", "0.5");
         assertEquals(3, r.status(), r.err());
         assertTrue(r.err().contains("sending SIGKILL"), r.err());
         assertTrue(r.millis() < 15_000, r.millis() + " ms");
@@ -411,7 +411,7 @@ class LauncherTest {
         String script = "if [ $RANK = 0 ]; then sleep " + SLEEP + " >/dev/null 2>&1 & echo $! > " + dir
                 + "/bg.tmp && mv " + dir + "/bg.tmp " + dir + "/bg.pid; exit 0; fi; " + awaitPids("bg")
                 + "; sleep 0.5";
-        Run r = sh(2, script);
+        Outcome r = sh(2, script);
         assertEquals(0, r.status(), r.err());
         assertGone("bg");
     }
@@ -440,7 +440,7 @@ class LauncherTest {
         awaitFiles("0", "1", "0c", "1c");
         Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).inheritIO().start();
         assertEquals(0, kill.waitFor());
-        Run r = finish(p, t0);
+        Outcome r = finish(p, t0);
         assertEquals(expectedStatus, r.status(), r.err());
         assertTrue(r.err().contains("interrupted; stopping 2 ranks"), r.err());
         assertGone("0", "1", "0c", "1c");
@@ -480,7 +480,7 @@ class LauncherTest {
         Process p = pb.start();
         awaitFiles("0", "1");
         p.destroy(); // SIGTERM to the script's pid, which exec'd the launcher's JVM
-        Run r = finish(p, t0);
+        Outcome r = finish(p, t0);
         assertEquals(128 + 15, r.status(), r.err());
         assertEquals(Set.of("[0] 0 of 2", "[1] 1 of 2"), new HashSet<>(r.outLines()));
         assertGone("0", "1");
@@ -488,17 +488,17 @@ class LauncherTest {
 
     // ---------------------------------------------------------------- command line, in process
 
-    private static Run inProcess(String... args) {
+    private static Outcome inProcess(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int status = Launcher.run(args, new HashMap<>(), new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), 0);
+        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), 0);
     }
 
     @Test
     void badCommandLinesExitWithStatus2AndSayWhy() {
-        Run r = inProcess("AllReduce");
+        Outcome r = inProcess("AllReduce");
         assertEquals(2, r.status());
         assertEquals("nccl4j-run: -np N is required: how many ranks to start (or -np auto: one per visible GPU)\n"
                 + "Try 'nccl4j-run --help' for the options.\n", r.err());
@@ -624,7 +624,7 @@ class LauncherTest {
 
     @Test
     void npAutoRunsOneRankPerVisibleGpuAndSaysSo() throws Exception {
-        Run r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), "-np", "auto", "--cmd", "sh", "-c",
+        Outcome r = launch(Map.of("CUDA_VISIBLE_DEVICES", "0,1"), "-np", "auto", "--cmd", "sh", "-c",
                 "echo rank $RANK of $WORLD_SIZE");
         assertEquals(0, r.status(), r.out() + r.err());
         assertEquals(Set.of("[0] rank 0 of 2", "[1] rank 1 of 2"), new HashSet<>(r.outLines()));

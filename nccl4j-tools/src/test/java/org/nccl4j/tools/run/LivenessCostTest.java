@@ -35,8 +35,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nccl4j.tools.run.ScriptSandbox.Result;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptSandbox.SandboxOutcome;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 
 /**
  * scripts/bench/liveness-cost.sh and its helper scripts/bench/liveness_cost.py on the CPU. The report from hand-made
@@ -64,7 +64,7 @@ class LivenessCostTest {
         assumeOnPath("python3");
     }
 
-    private Run helper(Map<String, String> env, String... args) throws Exception {
+    private Outcome helper(Map<String, String> env, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of("python3", HELPER.toString()));
         cmd.addAll(List.of(args));
         Map<String, String> e = new LinkedHashMap<>(PYTHON_ENV);
@@ -169,7 +169,7 @@ class LivenessCostTest {
         departures(out.resolve("r1-after/departures"), t("0.45", "0.55", "0.65"), t("4.25", "4.35", "4.45"));
         departures(out.resolve("r2-before/departures"), t("0.30", "0.40", "0.50"), t("4.10", "4.20", "4.30"));
         departures(out.resolve("r2-after/departures"), t("0.35", "0.45", "0.55"), t("4.15", "4.25", "4.35"));
-        Run r = helper(Map.of(), "report", out.toString());
+        Outcome r = helper(Map.of(), "report", out.toString());
         assertEquals(0, r.status(), r.out());
         String md = Files.readString(out.resolve("liveness-cost.md"));
         assertEquals(md, r.out(), "it prints the report it writes");
@@ -241,7 +241,7 @@ class LivenessCostTest {
         departures(out.resolve("r1-before/departures"), t("0.40", "0.50", "0.60"),
                 t("still waiting at 30 s", "still waiting at 30 s", "still waiting at 30 s"));
         departures(out.resolve("r1-after/departures"), t("0.45", "0.55", "0.65"), t("4.25", "4.35", "4.45"));
-        Run r = helper(Map.of(), "report", out.toString());
+        Outcome r = helper(Map.of(), "report", out.toString());
         assertEquals(1, r.status(), r.out());
         String md = Files.readString(out.resolve("liveness-cost.md"));
         assertLines(md, "## Problems", "",
@@ -271,7 +271,7 @@ class LivenessCostTest {
                 + "}}";
         Files.writeString(hb.resolve("sample1.json"), a);
         Files.writeString(hb.resolve("sample2.json"), b);
-        Run r = helper(Map.of(), "report", out.toString());
+        Outcome r = helper(Map.of(), "report", out.toString());
         assertEquals(1, r.status(), r.out());
         String md = Files.readString(out.resolve("liveness-cost.md"));
         assertLines(md, "| heartbeat CPU, rank 0 (liveness threads, us/s) | before | 1000.0 | 1000.0 |");
@@ -288,7 +288,7 @@ class LivenessCostTest {
 
     @Test
     void theReportNeedsItsRuns() throws Exception {
-        Run r = helper(Map.of(), "report", tmp.resolve("none").toString());
+        Outcome r = helper(Map.of(), "report", tmp.resolve("none").toString());
         assertEquals(2, r.status(), r.out());
         assertTrue(r.out().startsWith("liveness_cost.py report: cannot read " + tmp.resolve("none")
                 + "/runs.tsv: No such file or directory"), r.out());
@@ -313,7 +313,7 @@ class LivenessCostTest {
         Files.writeString(zombie.resolve("stat"), "4300 (java) Z 1 4300 4300 0 -1 0 0 0 0 0 9 9 0 0 20 0 1 0 0 0 0\n");
         Files.createDirectories(zombie.resolve("task"));
         Path file = tmp.resolve("s.json");
-        Run r = helper(Map.of("LIVENESS_COST_PROC", proc.toString()), "sample", file.toString(), "0:4242", "1:4300",
+        Outcome r = helper(Map.of("LIVENESS_COST_PROC", proc.toString()), "sample", file.toString(), "0:4242", "1:4300",
                 "2:99999");
         assertEquals(0, r.status(), r.out());
         String json = Files.readString(file).replaceAll("\\s+", " ");
@@ -370,7 +370,7 @@ class LivenessCostTest {
         try {
             assertTrue(spun.await(30, java.util.concurrent.TimeUnit.SECONDS), "the thread spun");
             Path file = tmp.resolve("self.json");
-            Run r = helper(Map.of(), "sample", file.toString(), "0:" + pid);
+            Outcome r = helper(Map.of(), "sample", file.toString(), "0:" + pid);
             assertEquals(0, r.status(), r.out());
             String json = Files.readString(file).replaceAll("\\s+", " ");
             Matcher m = Pattern.compile("\"comm\": \"nccl4j-liveness\", \"cpu_ns\": (\\d+)").matcher(json);
@@ -441,7 +441,7 @@ class LivenessCostTest {
         String line = sideJars(lib, "after", true);
         jar(lib.resolve("nccl4j-core-" + VERSION + "-tests.jar"), "t");   // not the side's: left out
         jar(lib.resolve("nccl4j-native-" + VERSION + "-linux-x86_64.jar"), "so");
-        Run r = helper(Map.of(), "side", lib.toString());
+        Outcome r = helper(Map.of(), "side", lib.toString());
         assertEquals(0, r.status(), r.out());
         assertEquals(line + "\n", r.out());
         Files.move(lib, Files.createDirectories(tmp.resolve("bundle")).resolve("lib"));
@@ -459,7 +459,7 @@ class LivenessCostTest {
 
     /** The python3 that runs the tests (the sandbox's python3 is a fake): its executable. */
     private static String realPython() throws Exception {
-        Run r = exec(null, Map.of(), 30, List.of("python3", "-c", "import sys; print(sys.executable)"));
+        Outcome r = exec(null, Map.of(), 30, List.of("python3", "-c", "import sys; print(sys.executable)"));
         assertEquals(0, r.status(), r.out());
         return r.out().strip();
     }
@@ -492,7 +492,7 @@ class LivenessCostTest {
         executable(to);
     }
 
-    private Result script(int gpus, String... kvAndArgs) throws Exception {
+    private SandboxOutcome script(int gpus, String... kvAndArgs) throws Exception {
         int split = List.of(kvAndArgs).indexOf("--");
         Map<String, String> e = new LinkedHashMap<>(env("FAKE_GPUS", Integer.toString(gpus), "PYTHON", realPython(),
                 "FAKE_DEPARTURES_JAVA", box.base.resolve("dfake/java").toString(), "PYTHONIOENCODING", "utf-8"));
@@ -505,7 +505,7 @@ class LivenessCostTest {
     void itRefusesFewerGpusThanRanksAndSidesThatAreNotWhatTheyShouldBe() throws Exception {
         sandbox("a", "after", true);
         String bundle = box.bundle.toString();
-        Result r = script(2, "--", bundle, beforeLib.toString());
+        SandboxOutcome r = script(2, "--", bundle, beforeLib.toString());
         assertEquals(2, r.status(), r.toString());
         assertEquals("liveness-cost.sh: SIZE=4 needs 4 GPUs (one rank per GPU), and this machine has 2 (nvidia-smi "
                 + "-L): run with SIZE=2 or on a machine with 4 GPUs\n", r.err());
@@ -558,7 +558,7 @@ class LivenessCostTest {
 
     /** The processes that carry a heartbeat job's marker (none may outlive the script); only those of this test's directory. */
     private List<String> marked() throws Exception {
-        Run r = exec(null, Map.of(), 30, List.of("sh", "-c", "pgrep -af 'nccl4j\\.row=lc' || true"));
+        Outcome r = exec(null, Map.of(), 30, List.of("sh", "-c", "pgrep -af 'nccl4j\\.row=lc' || true"));
         // this test's own: another build running tests on the machine has processes with the same markers
         String own = tmp.toString();
         String ownReal = tmp.toRealPath().toString();
@@ -572,7 +572,7 @@ class LivenessCostTest {
         Path out = box.base.resolve("out");
         Path afterLib = box.base.resolve("after-lib");
         String afterInfo = sideJars(afterLib, "new", true);
-        Result r = script(4, "OUT_DIR", out.toString(), "HB_SETTLE", "1", "HB_WINDOW", "1", "HB_STEPS", "60", "--",
+        SandboxOutcome r = script(4, "OUT_DIR", out.toString(), "HB_SETTLE", "1", "HB_WINDOW", "1", "HB_STEPS", "60", "--",
                 box.bundle.toString(), beforeLib.toString(), afterLib.toString());
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
@@ -647,7 +647,7 @@ class LivenessCostTest {
     void twoRanksOneRoundNoSecretAndTheBundleAsTheAfterSide() throws Exception {
         sandbox("a", "stale", false);
         Path out = box.base.resolve("out");
-        Result r = script(2, "OUT_DIR", out.toString(), "ROUNDS", "1", "SIZE", "2", "SECRET", "0", "CHECK_SIDES", "0",
+        SandboxOutcome r = script(2, "OUT_DIR", out.toString(), "ROUNDS", "1", "SIZE", "2", "SECRET", "0", "CHECK_SIDES", "0",
                 "NCCL4J_JOB_SECRET", "a-secret-of-the-caller", "HB_SETTLE", "1", "HB_WINDOW", "1", "HB_STEPS", "50",
                 "--", box.bundle.toString(), beforeLib.toString());
         assertEquals(0, r.status(), r.toString());

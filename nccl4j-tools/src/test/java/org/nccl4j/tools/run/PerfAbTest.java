@@ -23,8 +23,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.tools.run.ScriptSandbox.Call;
-import org.nccl4j.tools.run.ScriptSandbox.Result;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptSandbox.SandboxOutcome;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 
 /**
  * {@code scripts/bench/perf-ab.sh}, the C baseline against nccl4j-perf in alternating rounds under environment variants,
@@ -68,7 +68,7 @@ class PerfAbTest {
     @Test
     void helpPrintsTheHeaderComment() throws Exception {
         ScriptSandbox b = box();
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), "--help");
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("# A/B rounds on a GPU machine: the C baseline and nccl4j-perf one after the other, round after round, "
@@ -93,7 +93,7 @@ class PerfAbTest {
         Path perf = b.root.resolve("scripts/nccl4j-perf");
         Map<String, String> env = job("CUDA_DEVICE_MAX_CONNECTIONS", "8", "NCCL_COMM_ID", "10.0.0.1:1", "FAKE_PYTHON_OUT",
                 "the report");
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), env, argv("--bundle", b.bundle, "--baseline", baseline,
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), env, argv("--bundle", b.bundle, "--baseline", baseline,
                 "--out", out, "--rounds", "2", "--java-args", "--jit_quiet_ms 0  --op_times 0", "--variant", "default",
                 "--variant", "q:JAVA_OPTS=-XX:+UseSerialGC -Dk=v,CUDA_DEVICE_MAX_CONNECTIONS=1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
@@ -169,7 +169,7 @@ class PerfAbTest {
     @Test
     void defaultsAreFourRoundsOfOneVariantTwoRanksAndTheCheckoutsBundleBaselineAndOut() throws Exception {
         ScriptSandbox b = box();
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_GPUS", "8", "FAKE_UID", "1000", "RUN_TIMEOUT", "7",
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_GPUS", "8", "FAKE_UID", "1000", "RUN_TIMEOUT", "7",
                 "BIND", "numa"), argv("--", "all_reduce_perf"));
         assertEquals(0, r.status(), r.toString());
         Path out = b.root.resolve("perf-results/ab");
@@ -196,7 +196,7 @@ class PerfAbTest {
     void aVariantValueMayHoldAnEscapedComma() throws Exception {
         ScriptSandbox b = box();
         Path out = b.base.resolve("ab");
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "1", "--variant",
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "1", "--variant",
                 "dbg:NCCL_DEBUG=INFO,NCCL_DEBUG_SUBSYS=INIT\\,TUNING\\,ENV,X=a b", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         List<Call> mpiruns = r.of("mpirun");
@@ -224,7 +224,7 @@ class PerfAbTest {
         ScriptSandbox b = box();
         Path out = b.base.resolve("ab");
         Path baseline = b.root.resolve("scripts/bench/native/build/nccl_perf_baseline");
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "3", "--order",
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--out", out, "--rounds", "3", "--order",
                 "alternate", "--variant", "a", "--variant", "b:X=1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("c-a-1", "java-a-1", "c-b-1", "java-b-1", "java-a-2", "c-a-2", "java-b-2", "c-b-2", "c-a-3",
@@ -251,7 +251,7 @@ class PerfAbTest {
         Files.delete(baseline);
         Path build = b.root.resolve("scripts/bench/native/build.sh");
         executable(build, "#!/usr/bin/env bash\necho building\ncp " + b.bin.resolve("java") + " " + baseline + "\n");
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), argv("--rounds", "1", "--", PROG));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("== building the C baseline (scripts/bench/native/build.sh)", "building"), r.outLines().subList(0, 2));
         assertEquals(2, r.of("nccl_perf_baseline").size(), r.toString());
@@ -273,7 +273,7 @@ class PerfAbTest {
         Files.writeString(stale, "{}");
         Path other = out.resolve("json/c-other-9.json");   // not a file of this run: left alone
         Files.writeString(other, "{}");
-        Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_JAVA_STATUS", "3", "FAKE_PYTHON_OUT", "the report"),
+        SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job("FAKE_JAVA_STATUS", "3", "FAKE_PYTHON_OUT", "the report"),
                 argv("--out", out, "--rounds", "2", "--", PROG));
         assertEquals(1, r.status(), r.toString());
         assertFalse(Files.exists(stale));
@@ -345,7 +345,7 @@ class PerfAbTest {
                 List.of("perf-ab: no bundle at " + b.base.resolve("nothing") + " (scripts/gpu-bundle.sh)", "--bundle",
                         b.base.resolve("nothing").toString(), "--", "all_reduce_perf"));
         for (List<String> c : cases) {
-            Result r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), c.subList(1, c.size()).toArray(new String[0]));
+            SandboxOutcome r = b.run(b.root.resolve("scripts/bench/perf-ab.sh"), job(), c.subList(1, c.size()).toArray(new String[0]));
             String what = c.subList(1, c.size()) + "\n" + r;
             assertEquals(2, r.status(), what);
             assertEquals(c.get(0), r.err().strip(), what);
@@ -356,14 +356,14 @@ class PerfAbTest {
 
     // ================================================================ scripts/bench/ab_report.py
 
-    private Run report(Path json, String variants, int rounds) throws Exception {
+    private Outcome report(Path json, String variants, int rounds) throws Exception {
         assumeOnPath("python3");
         return exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--variants",
                 variants, "--rounds", Integer.toString(rounds)));
     }
 
     private String markdown(Path json, String variants, int rounds) throws Exception {
-        Run r = report(json, variants, rounds);
+        Outcome r = report(json, variants, rounds);
         assertEquals(0, r.status(), r.out());
         return r.out();
     }
@@ -505,7 +505,7 @@ class PerfAbTest {
         assertTrue(md.endsWith("No results.\n"), md);   // no comparison table: no case to compare
         assertFalse(md.contains("NCCL "), md);   // no document to take the version from
 
-        Run r = report(d, "a,a", 1);
+        Outcome r = report(d, "a,a", 1);
         assertEquals(2, r.status(), r.out());
         assertTrue(r.out().contains("--variants: a name is given twice: a,a"), r.out());
         r = report(d, "a", 0);
@@ -532,7 +532,7 @@ class PerfAbTest {
                 + tail);
         for (String[] o : new String[][] {{"cj", "Each round ran C, then Java"}, {"jc", "Each round ran Java, then C"},
                 {"alternate", "Odd rounds ran C, then Java, and even rounds Java, then C"}}) {
-            Run r = exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", d.toString(), "--variants",
+            Outcome r = exec(tmp, PYTHON_ENV, List.of("python3", REPORT.toString(), "--json-dir", d.toString(), "--variants",
                     "default", "--rounds", "1", "--order", o[0]));
             assertEquals(0, r.status(), r.out());
             assertLines(r.out(), "Times in us (time_us, the time column: per operation). " + o[1] + tail);

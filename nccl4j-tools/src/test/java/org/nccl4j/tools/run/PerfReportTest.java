@@ -19,7 +19,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 
 /**
  * {@code scripts/bench/perf_report.py}, the report of {@code scripts/bench/perf-compare.sh}, on synthetic JSON in nccl4j-perf's -J
@@ -47,7 +47,7 @@ class PerfReportTest {
         List<String> cmd = new ArrayList<>(List.of("python3", REPORT.toString(), "--json-dir", json.toString(), "--docs",
                 docs.toString(), "--date", "2026-01-02", "--machine", "2 x Test GPU"));
         cmd.addAll(List.of(extra));
-        Run r = exec(tmp, PYTHON_ENV, cmd);
+        Outcome r = exec(tmp, PYTHON_ENV, cmd);
         assertEquals(0, r.status(), String.join(" ", cmd) + " failed:\n" + r.out());
         // it prints latest.json as it writes it
         assertEquals(Files.readString(docs.resolve("benchmark-latest.json")), r.out());

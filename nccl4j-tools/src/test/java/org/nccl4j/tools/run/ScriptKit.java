@@ -46,7 +46,7 @@ final class ScriptKit {
     }
 
     /** A finished command: its exit status and its output, stdout and stderr together. */
-    record Run(int status, String out) {
+    record Outcome(int status, String out) {
     }
 
     static boolean onPath(String tool) {
@@ -64,19 +64,19 @@ final class ScriptKit {
     }
 
     /** command run in dir with env added to this process's environment, stdin /dev/null, given 90 s. */
-    static Run exec(Path dir, Map<String, String> env, List<String> command) throws Exception {
+    static Outcome exec(Path dir, Map<String, String> env, List<String> command) throws Exception {
         return exec(dir, env, 90, command);
     }
 
     /** As {@link #exec(Path, Map, List)}, given timeoutSeconds; dir null: this process's working directory. */
-    static Run exec(Path dir, Map<String, String> env, long timeoutSeconds, List<String> command) throws Exception {
+    static Outcome exec(Path dir, Map<String, String> env, long timeoutSeconds, List<String> command) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(command).directory(dir == null ? null : dir.toFile()).redirectErrorStream(true);
         pb.environment().putAll(env);
         pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
         Process p = pb.start();
         String out = new String(p.getInputStream().readAllBytes(), UTF_8);
         assertTrue(p.waitFor(timeoutSeconds, TimeUnit.SECONDS), String.join(" ", command) + " timed out");
-        return new Run(p.exitValue(), out);
+        return new Outcome(p.exitValue(), out);
     }
 
     /** p made rwxr-xr-x. */

@@ -77,7 +77,7 @@ final class ScriptSandbox {
     }
 
     /** A finished script: its exit status, output and the calls of the fakes, in order. */
-    record Result(int status, String out, String err, List<Call> calls) {
+    record SandboxOutcome(int status, String out, String err, List<Call> calls) {
         List<String> tools() {
             return calls.stream().map(Call::tool).collect(Collectors.toList());
         }
@@ -229,11 +229,11 @@ final class ScriptSandbox {
         return e;
     }
 
-    Result run(Path script, Map<String, String> extra, String... args) throws Exception {
+    SandboxOutcome run(Path script, Map<String, String> extra, String... args) throws Exception {
         return runIn(baseEnv(), script, extra, args);
     }
 
-    Result runIn(Map<String, String> start, Path script, Map<String, String> extra, String... args)
+    SandboxOutcome runIn(Map<String, String> start, Path script, Map<String, String> extra, String... args)
             throws Exception {
         try (Stream<Path> s = Files.list(rec)) {
             for (Path p : s.collect(Collectors.toList())) {
@@ -263,7 +263,7 @@ final class ScriptSandbox {
                 calls.add(readCall(f));
             }
         }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err), calls);
+        return new SandboxOutcome(p.exitValue(), Files.readString(out), Files.readString(err), calls);
     }
 
     private static Call readCall(Path f) {

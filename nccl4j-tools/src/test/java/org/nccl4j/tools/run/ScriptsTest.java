@@ -43,8 +43,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nccl4j.tools.run.ScriptSandbox.Call;
-import org.nccl4j.tools.run.ScriptSandbox.Result;
-import org.nccl4j.tools.run.ScriptKit.Run;
+import org.nccl4j.tools.run.ScriptSandbox.SandboxOutcome;
+import org.nccl4j.tools.run.ScriptKit.Outcome;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
 import org.nccl4j.trace.TraceOperation;
@@ -107,7 +107,7 @@ class ScriptsTest {
         }
         assertTrue(scripts.size() >= 10, scripts.toString());
         for (Path p : scripts) {
-            Run r = exec(null, Map.of(), 30, List.of("bash", "-n", p.toString()));
+            Outcome r = exec(null, Map.of(), 30, List.of("bash", "-n", p.toString()));
             assertEquals(0, r.status(), p + ": " + r.out());
         }
     }
@@ -133,7 +133,7 @@ class ScriptsTest {
             }
         }
         assertTrue(command.size() >= 4 + 15, command.toString());
-        Run r = exec(null, Map.of(), 120, command);
+        Outcome r = exec(null, Map.of(), 120, command);
         assertEquals(0, r.status(), r.out());
     }
 
@@ -155,7 +155,7 @@ class ScriptsTest {
     // ---------------------------------------------------------------- env.sh, the shared setup
 
     /** Runs {@code code} in bash under {@code set -euo pipefail} after sourcing the checkout's scripts/env.sh. */
-    private Result envSh(String code, String... kv) throws Exception {
+    private SandboxOutcome envSh(String code, String... kv) throws Exception {
         Path snippet = base.resolve("snippet.sh");
         executable(snippet, "#!/usr/bin/env bash\nset -euo pipefail\n. " + root.resolve("scripts/env.sh") + "\n" + code + "\n");
         return box.run(snippet, env(kv));
@@ -185,12 +185,12 @@ class ScriptsTest {
         // --print leaves LD_LIBRARY_PATH as it is
         cases.put("nccl4j_cuda_libs --reverse --print", l + ":" + t + ":/opt/ld|/opt/ld declare -x");
         for (Map.Entry<String, String> c : cases.entrySet()) {
-            Result r = envSh(c.getKey() + show, "NCCL4J_CUDA_LIB_DIRS", dirs, "LD_LIBRARY_PATH", "/opt/ld");
+            SandboxOutcome r = envSh(c.getKey() + show, "NCCL4J_CUDA_LIB_DIRS", dirs, "LD_LIBRARY_PATH", "/opt/ld");
             assertEquals(0, r.status(), c.getKey() + "\n" + r);
             assertEquals(c.getValue(), r.outLines().stream().map(String::strip).collect(Collectors.joining("|")), c.getKey());
         }
         // directories that do not exist are left out, and then LD_LIBRARY_PATH is not set at all; --always takes them
-        Result r = envSh("nccl4j_cuda_libs" + show + "; nccl4j_cuda_libs --reverse --first" + show
+        SandboxOutcome r = envSh("nccl4j_cuda_libs" + show + "; nccl4j_cuda_libs --reverse --first" + show
                 + "; nccl4j_cuda_libs --always" + show, "NCCL4J_CUDA_LIB_DIRS", missing + ":" + base.resolve("cuda/missing2"));
         assertEquals(List.of("unset", "unset", missing + ":" + base.resolve("cuda/missing2") + " declare -x"), r.outLines()
                 .stream().map(String::strip).collect(Collectors.toList()), r.toString());
@@ -216,7 +216,7 @@ class ScriptsTest {
     @Test
     void envShForwardsExportedVariablesByPrefixOrByName() throws Exception {
         String show = "; printf '%s ' \"${nccl4j_mpi_fwd[@]}\"; echo";
-        Result r = envSh("NCCL_NOT_EXPORTED=1; nccl4j_mpi_forward_args NCCL_ CUDA_ LD_LIBRARY_PATH JAVA_OPTS" + show,
+        SandboxOutcome r = envSh("NCCL_NOT_EXPORTED=1; nccl4j_mpi_forward_args NCCL_ CUDA_ LD_LIBRARY_PATH JAVA_OPTS" + show,
                 "NCCL_DEBUG", "INFO", "NCCLX", "no", "CUDA_HOME", "/c", "LD_LIBRARY_PATH", "/l", "LD_LIBRARY_PATH_2", "no",
                 "JAVA_OPTS", "-Dx", "JAVA_OPTS_MORE", "no", "XNCCL_A", "no", "TORCH_X", "no");
         assertEquals(0, r.status(), r.toString());
@@ -243,7 +243,7 @@ class ScriptsTest {
         String show = "; echo \"status $? baseline=$baseline\"";
         Path given = executable(base.resolve("given-baseline"), "#!/bin/sh\n");
 
-        Result res = envSh("baseline=" + given + "; nccl4j_baseline perf-ab " + r + show);
+        SandboxOutcome res = envSh("baseline=" + given + "; nccl4j_baseline perf-ab " + r + show);
         assertEquals(List.of("status 0 baseline=" + given), res.outLines(), res.toString());
         assertFalse(Files.exists(built));
 
@@ -270,7 +270,7 @@ class ScriptsTest {
     void envShResolvesABundleOrSaysWhatIsWrong() throws Exception {
         Path plain = Files.createDirectories(base.resolve("plain"));
         String show = " || echo \"status $?\"";   // the snippet runs under set -e
-        Result r = envSh("cd " + base + " && d=$(nccl4j_bundle_dir perf-ab " + base.relativize(bundle) + "); echo \"$d\"");
+        SandboxOutcome r = envSh("cd " + base + " && d=$(nccl4j_bundle_dir perf-ab " + base.relativize(bundle) + "); echo \"$d\"");
         assertEquals(List.of(bundle.toString()), r.outLines(), r.toString());
         r = envSh("nccl4j_bundle_dir perf-ab " + base.resolve("nothing") + show);
         assertEquals(List.of("status 2"), r.outLines(), r.toString());
@@ -285,7 +285,7 @@ class ScriptsTest {
     void envShCountsAFailedRun() throws Exception {
         Path logs = Files.createDirectories(base.resolve("logs"));
         Files.writeString(logs.resolve("bad.log"), "1\n2\n3\n4\n5\n6\n7\n");
-        Result r = envSh("failures=0; failed=(); nccl4j_counted " + logs + " good 0; nccl4j_counted " + logs + " bad 3; "
+        SandboxOutcome r = envSh("failures=0; failed=(); nccl4j_counted " + logs + " good 0; nccl4j_counted " + logs + " bad 3; "
                 + "echo \"$failures ${failed[*]}\"");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("   failed with status 3 (see " + logs.resolve("bad.log") + ")", "3", "4", "5", "6", "7", "1 bad"),
@@ -296,7 +296,7 @@ class ScriptsTest {
     @Test
     void envShCountsTheGpus() throws Exception {
         String show = "nccl4j_gpu_count gpu-x || echo \"status $?\"";
-        Result r = envSh(show);   // FAKE_GPUS=2
+        SandboxOutcome r = envSh(show);   // FAKE_GPUS=2
         assertEquals(List.of("2"), r.outLines(), r.toString());
         assertEquals(List.of("-L"), r.first("nvidia-smi").args());
         assertEquals(List.of("7"), envSh(show, "FAKE_GPUS", "7").outLines());
@@ -338,7 +338,7 @@ class ScriptsTest {
         ok.put("128 2", "128");
         for (Map.Entry<String, String> c : ok.entrySet()) {
             String[] k = c.getKey().split(" ");
-            Result r = k[0].equals("-") ? envSh("nccl4j_ranks t " + k[1]) : envSh("nccl4j_ranks t " + k[1], "NP", k[0]);
+            SandboxOutcome r = k[0].equals("-") ? envSh("nccl4j_ranks t " + k[1]) : envSh("nccl4j_ranks t " + k[1], "NP", k[0]);
             assertEquals(0, r.status(), c.getKey() + "\n" + r);
             assertEquals(List.of(c.getValue()), r.outLines(), c.getKey());
         }
@@ -356,7 +356,7 @@ class ScriptsTest {
                 + "or fewer");
         for (Map.Entry<String, String> c : bad.entrySet()) {
             String[] k = c.getKey().split("\\|");
-            Result r = envSh("nccl4j_ranks t " + k[1] + " || echo \"status $?\"", "NP", k[0]);
+            SandboxOutcome r = envSh("nccl4j_ranks t " + k[1] + " || echo \"status $?\"", "NP", k[0]);
             assertEquals(List.of("status 2"), r.outLines(), c.getKey() + "\n" + r);
             assertEquals(c.getValue(), r.err().strip(), c.getKey());
         }
@@ -374,11 +374,11 @@ class ScriptsTest {
         cases.put("2 5 0", List.of("== 5 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
         cases.put("2 2 1", List.of("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", "yes"));
         for (Map.Entry<String, List<String>> c : cases.entrySet()) {
-            Result r = envSh("nccl4j_share_gpus tool " + c.getKey() + show);
+            SandboxOutcome r = envSh("nccl4j_share_gpus tool " + c.getKey() + show);
             assertEquals(c.getValue(), r.outLines(), c.getKey());
             assertEquals("", r.err(), c.getKey());
         }
-        Result r = envSh("nccl4j_share_gpus tool 1 2 0" + show, "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "ib0");
+        SandboxOutcome r = envSh("nccl4j_share_gpus tool 1 2 0" + show, "NCCL_HOSTID", "mine", "NCCL_SOCKET_IFNAME", "ib0");
         assertEquals(List.of("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID=mine kept, NCCL_SOCKET_IFNAME=ib0)", "yes"),
                 r.outLines());
         assertEquals("tool: warning: NCCL_HOSTID=mine is set by you and kept: ranks sharing a GPU may collide (NCCL: "
@@ -412,7 +412,7 @@ class ScriptsTest {
         cases.put("--share-gpu /x/b", List.of("1 [/x/b]"));
         cases.put("-- -odd-dir", List.of("0 [-odd-dir]"));
         for (Map.Entry<String, List<String>> c : cases.entrySet()) {
-            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            SandboxOutcome r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
             assertEquals(c.getValue(), r.outLines(), c.getKey());
             assertEquals("", r.err());
         }
@@ -423,11 +423,11 @@ class ScriptsTest {
         bad.put("-h", "t: unknown option -h (usage: t [--share-gpu] [bundle-dir])");
         bad.put("a b", "t: one bundle directory at most, not 2 (a b) (usage: t [--share-gpu] [bundle-dir])");
         for (Map.Entry<String, String> c : bad.entrySet()) {
-            Result r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
+            SandboxOutcome r = envSh("nccl4j_gpu_args t " + c.getKey() + show);
             assertEquals(List.of("status 2"), r.outLines(), c.getKey());
             assertEquals(c.getValue(), r.err().strip());
         }
-        Result r = envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "true");
+        SandboxOutcome r = envSh("nccl4j_gpu_args t" + show, "SHARE_GPU", "true");
         assertEquals(List.of("status 2"), r.outLines());
         assertEquals("t: SHARE_GPU=true: 1 makes the ranks share the GPUs, 0 or unset leaves it to NP > GPU count",
                 r.err().strip());
@@ -436,7 +436,7 @@ class ScriptsTest {
     @Test
     void envShFindsJavaAndTheClassPaths() throws Exception {
         Path jar = box.makeBuild();
-        Result r = envSh("nccl4j_classpath " + bundle + "; nccl4j_classpath --wildcard " + bundle + "; nccl4j_examples_jar "
+        SandboxOutcome r = envSh("nccl4j_classpath " + bundle + "; nccl4j_classpath --wildcard " + bundle + "; nccl4j_examples_jar "
                 + root + "; nccl4j_tools_jar " + root + "; nccl4j_build_classpath " + root + "; nccl4j_find_java x;"
                 + " nccl4j_java_home", "JAVA_HOME", jdk.toString());
         assertEquals(0, r.status(), r.toString());
@@ -460,7 +460,7 @@ class ScriptsTest {
         Path lone = Files.createDirectories(base.resolve("lone"));
         for (String s : List.of("nccl4j-run", "gpu-test.sh")) {
             Files.copy(SCRIPTS.resolve(s), lone.resolve(s), StandardCopyOption.COPY_ATTRIBUTES);
-            Result r = box.run(lone.resolve(s), job());
+            SandboxOutcome r = box.run(lone.resolve(s), job());
             assertEquals(2, r.status(), r.toString());
             assertEquals(s + ": " + lone + "/env.sh is missing", r.err().strip());
             assertEquals(List.of(), r.tools());
@@ -476,7 +476,7 @@ class ScriptsTest {
         Map<String, String> cuda = job("NCCL4J_CUDA_LIB_DIRS", t + ":" + l, "LOG_DIR", logs.toString(), "NP", "2",
                 "FAKE_JAVA_OUT", SUMMARY);
 
-        Result r = box.run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), cuda);   // the targets directory only
         assertEquals(0, r.status(), r.toString());
         for (Call c : r.of("java")) {
             assertEquals(t + ":/opt/ld", c.env("LD_LIBRARY_PATH"));
@@ -530,7 +530,7 @@ class ScriptsTest {
 
     @Test
     void nccl4jAsRootOverridesTheUidForMpirun() throws Exception {
-        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+        SandboxOutcome r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "NCCL4J_AS_ROOT", "1"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("--allow-run-as-root", "--bind-to"), r.first("mpirun").args().subList(0, 2));
@@ -602,13 +602,13 @@ class ScriptsTest {
     }
 
     /** The "-np N" of mpirun's arguments, or -1 when there is no mpirun call. */
-    private static int np(Result r) {
+    private static int np(SandboxOutcome r) {
         List<Call> m = r.of("mpirun");
         return m.isEmpty() ? -1 : Integer.parseInt(m.get(0).args().get(m.get(0).args().indexOf("-np") + 1));
     }
 
     /** The lines of r's output from the summary line on. */
-    private static List<String> fromSummary(Result r) {
+    private static List<String> fromSummary(SandboxOutcome r) {
         List<String> lines = r.outLines();
         for (int i = 0; i < lines.size(); i++) {
             if (lines.get(i).matches("\\d+ passed, \\d+ failed, \\d+ skipped")) {
@@ -620,7 +620,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
-        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
         assertEquals(0, r.status(), r.toString());
         // CUDA_VISIBLE_DEVICES (0,1) gives the GPU count: no nvidia-smi
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
@@ -670,7 +670,7 @@ class ScriptsTest {
     @Test
     void gpuTestKeepsEachRanksLogAndTagsTheCombinedOne() throws Exception {
         Files.createDirectories(logs.resolve("ranks/1/rank.7"));   // an earlier run's: removed
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "FAKE_JAVA_OUT_RANK", RANK));
         assertEquals(0, r.status(), r.toString());
         List<String> m = r.first("mpirun").args();
@@ -692,7 +692,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestLeavesOutAllowRunAsRootForOtherUsersAndKeepsAGivenCommId() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "FAKE_UID", "1000", "NCCL_COMM_ID", "10.0.0.1:1234", "NP", "2"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
@@ -710,7 +710,7 @@ class ScriptsTest {
      */
     @Test
     void gpuTestOnOneGpuSharesItBetweenTwoRanksAndTestsNarrowsTheClasses() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
                 SUMMARY, "TESTS", ".*StreamTest"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
@@ -743,7 +743,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestWithNp1RunsNoMpirun() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
                 SUMMARY, "NP", "1", "SHARE_GPU", "1"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("nvidia-smi", "timeout", "java"), r.tools(), r.toString());
@@ -758,7 +758,7 @@ class ScriptsTest {
     void gpuTestRanksDefaultToTwoOrTheGpuCount() throws Exception {
         int[][] cases = {{1, 2}, {2, 2}, {4, 4}};
         for (int[] k : cases) {
-            Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(k[0], "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
+            SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(k[0], "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
             assertEquals(0, r.status(), r.toString());
             assertEquals(k[1], np(r), r.toString());
             assertEquals(k[1], r.of("java").size() - 1, r.toString());
@@ -768,7 +768,7 @@ class ScriptsTest {
                     r.toString());
         }
         // NP above the GPU count: shared
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(2, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "NP", "5"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(5, np(r));
@@ -791,13 +791,13 @@ class ScriptsTest {
         cases.put("3,1,2", 3);
         cases.put("GPU-a,GPU-b,,GPU-c,", 3);
         for (Map.Entry<String, Integer> k : cases.entrySet()) {
-            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+            SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                     "CUDA_VISIBLE_DEVICES", k.getKey(), "FAKE_GPUS", "8"));
             assertEquals(0, r.status(), r.toString());
             assertFalse(r.tools().contains("nvidia-smi"), r.toString());
             assertEquals((int) k.getValue(), np(r), k.getKey());
         }
-        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", "0"));
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", "0"));
         assertEquals("== 2 ranks on 1 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
         r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "CUDA_VISIBLE_DEVICES", ""));
         assertEquals(2, r.status(), r.toString());
@@ -811,7 +811,7 @@ class ScriptsTest {
         for (Map<String, String> how : List.of(env(), env("SHARE_GPU", "1"))) {
             Map<String, String> e = job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY);
             e.putAll(how);
-            Result r = how.isEmpty() ? box.run(bundle.resolve("gpu-test.sh"), e, "--share-gpu", bundle.toString())
+            SandboxOutcome r = how.isEmpty() ? box.run(bundle.resolve("gpu-test.sh"), e, "--share-gpu", bundle.toString())
                     : box.run(bundle.resolve("gpu-test.sh"), e);
             assertEquals(0, r.status(), r.toString());
             assertEquals("== 2 ranks on 2 GPU(s): sharing (NCCL_HOSTID per rank, NCCL_SOCKET_IFNAME=lo)", r.outLines().get(0));
@@ -819,7 +819,7 @@ class ScriptsTest {
             assertEquals(List.of("nccl4j-host0", "nccl4j-host1"), r.of("java").subList(1, 3).stream()
                     .map(c -> c.env("NCCL_HOSTID")).collect(Collectors.toList()));
         }
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "NCCL_HOSTID", "myhost", "NCCL_SOCKET_IFNAME", "eth9"));
         assertEquals(0, r.status(), r.toString());
         assertEquals("gpu-test.sh: warning: NCCL_HOSTID=myhost is set by you and kept: ranks sharing a GPU may collide "
@@ -854,13 +854,13 @@ class ScriptsTest {
                 + "max(2, GPU count) = 2");
         np.put("129", "gpu-test.sh: NP=129 is more than 64 ranks per GPU on 2 GPU(s): set NP to 128 or fewer");
         for (Map.Entry<String, String> k : np.entrySet()) {
-            Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", k.getKey()));
+            SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", k.getKey()));
             assertEquals(2, r.status(), r.toString());
             assertEquals(k.getValue(), r.err().strip(), k.getKey());
             assertEquals(List.of(), r.tools(), k.getKey());
             assertEquals("", r.out());
         }
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "NP", "65"));
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "NP", "65"));
         assertEquals(2, r.status(), r.toString());
         assertEquals("gpu-test.sh: NP=65 is more than 64 ranks per GPU on 1 GPU(s): set NP to 64 or fewer", r.err().strip());
         assertEquals(List.of("nvidia-smi"), r.tools());
@@ -889,7 +889,7 @@ class ScriptsTest {
      */
     @Test
     void gpuTestSumsTheRunsAndListsTheCausesOfTheSkips() throws Exception {
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
                 SINGLE_ON_ONE_GPU, "FAKE_JAVA_OUT_RANK", RANK));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("5 passed, 0 failed, 11 skipped",
@@ -906,7 +906,7 @@ class ScriptsTest {
     void gpuTestFailsWhenNoTestRan() throws Exception {
         String skipping = SINGLE_ON_ONE_GPU.replace("| | +-- allReduceOnOneGpu() [OK]\\n", "")
                 .replace(summary(1, 0, 1, 2, 4, 0), summary(0, 0, 1, 2, 4, 0));
-        Result r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", skipping,
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", skipping,
                 "NP", "1"));
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("0 passed, 0 failed, 7 skipped",
@@ -930,7 +930,7 @@ class ScriptsTest {
 
     @Test
     void gpuTestFailsWhenATestFailsOrThereIsNoBundle() throws Exception {
-        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "NP", "1",
                 "FAKE_JAVA_OUT", "[         2 tests successful      ]\\n[         1 tests failed          ]"));
         assertEquals(1, r.status(), r.toString());
         assertEquals("2 passed, 1 failed, 0 skipped", r.outLines().get(r.outLines().size() - 1));
@@ -949,7 +949,7 @@ class ScriptsTest {
      */
     @Test
     void gpuTestCountsARunThatFailsWithoutSayingSoAndAClassThatFails() throws Exception {
-        Result r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "FAKE_JAVA_STATUS", "134"));
         assertEquals(1, r.status(), r.toString());
         assertTrue(r.outLines().contains("gpu-test.sh: the single-process run exited with status 134"), r.out());
@@ -978,7 +978,7 @@ class ScriptsTest {
 
     @Test
     void examplesGpuRunsEachExampleUnderNccl4jRunThenUnderMpirun() throws Exception {
-        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(),
                 "EXAMPLES", "AllReduce;DdpSimple --average avg"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java",
@@ -1022,7 +1022,7 @@ class ScriptsTest {
     @Test
     void examplesGpuReportsFailuresAndLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
         // NP=3 on 2 GPUs (CUDA_VISIBLE_DEVICES=0,1): the ranks share them
-        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
+        SandboxOutcome r = box.run(root.resolve("scripts/examples-gpu.sh"), job("LOG_DIR", logs.toString(), "EXAMPLES", "AllReduce",
                 "FAKE_UID", "1000", "FAKE_JAVA_STATUS", "3", "NP", "3", "RUN_TIMEOUT", "7"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "java", "timeout", "mpirun", "java", "java", "java"), r.tools(), r.toString());
@@ -1041,7 +1041,7 @@ class ScriptsTest {
     /** One GPU: 2 ranks on it, as gpu-test.sh runs them: nccl4j-run --share-gpu, and a wrapper under mpirun. */
     @Test
     void examplesGpuOnOneGpuSharesItUnderBothLaunchers() throws Exception {
-        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(1, "LOG_DIR", logs.toString(), "EXAMPLES",
+        SandboxOutcome r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(1, "LOG_DIR", logs.toString(), "EXAMPLES",
                 "AllReduce"));
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("nvidia-smi", "timeout", "java", "timeout", "mpirun", "java", "java"), r.tools(), r.toString());
@@ -1088,7 +1088,7 @@ class ScriptsTest {
 
     @Test
     void examplesGpuRefusesNoGpuBadNpAndNoBundle() throws Exception {
-        Result r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(0, "LOG_DIR", logs.toString()));
+        SandboxOutcome r = box.run(root.resolve("scripts/examples-gpu.sh"), onGpus(0, "LOG_DIR", logs.toString()));
         assertEquals(2, r.status(), r.toString());
         assertEquals("examples-gpu.sh: no GPU found (nvidia-smi -L lists none)", r.err().strip());
         assertEquals(List.of("nvidia-smi"), r.tools());
@@ -1117,7 +1117,7 @@ class ScriptsTest {
     void hangScenariosPrintsAFailedCasesErrorsAndLastLines() throws Exception {
         String out = "starting\\n12:00:01.000 WARN  Liveness - slow\\n12:00:02.000 ERROR Watchdog - allReduce #1 did not"
                 + " complete\\n\\tat org.nccl4j.Watchdog.poll(Watchdog.java:1)\\nlast words";
-        Result r = box.run(root.resolve("scripts/hang-scenarios.sh"), onGpus(1, "LOG_DIR", logs.toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/hang-scenarios.sh"), onGpus(1, "LOG_DIR", logs.toString(),
                 "SCENARIOS", "skip-no-launcher", "FAKE_JAVA_STATUS", "3", "FAKE_JAVA_OUT", out), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         List<String> lines = r.outLines();
@@ -1154,7 +1154,7 @@ class ScriptsTest {
             "libjninvrtc.so", "libjninvml.so");
 
     /** gpu-bundle.sh's calls and files for the bundle directory out, with fake mvn, unzip, zip and jlink. */
-    private void assertBundleIn(Path out, Result r) throws IOException {
+    private void assertBundleIn(Path out, SandboxOutcome r) throws IOException {
         assertEquals(0, r.status(), r.toString());
         assertEquals(args("mvn", "mvn", JNI_LIBS.stream().map(l -> "unzip").collect(Collectors.toList()), "zip", "jlink"),
                 r.tools(), r.toString());
@@ -1200,7 +1200,7 @@ class ScriptsTest {
     void gpuBundleWritesEverythingToAnAbsoluteDirectory() throws Exception {
         Path out = base.resolve("elsewhere/my bundle");
         Files.createDirectories(out.resolve("stale"));
-        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), out.toString());
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), out.toString());
         assertBundleIn(out, r);
         assertFalse(Files.exists(out.resolve("stale")), "the directory is made anew");
     }
@@ -1209,7 +1209,7 @@ class ScriptsTest {
     @Test
     void gpuBundleWithoutTheTestsForBenchmarkCalls() throws Exception {
         Path out = base.resolve("lean");
-        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "BUNDLE_TESTS", "0"),
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "BUNDLE_TESTS", "0"),
                 out.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(1, r.of("mvn").size(), "no dependency:copy of the console launcher: " + r.of("mvn"));
@@ -1222,7 +1222,7 @@ class ScriptsTest {
                 "nccl4j-tools-" + VERSION + ".jar", "slf4j-api-2.0.17.jar"), files);
         assertTrue(r.out().strip().endsWith(", without the tests (BUNDLE_TESTS=0)"), r.out());
         ScriptSandbox.fake(out.resolve("jre/bin/java"));   // fake jlink's java is an empty file
-        Result t = box.run(out.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), out.toString());
+        SandboxOutcome t = box.run(out.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString()), out.toString());
         assertEquals(2, t.status(), t.toString());
         assertEquals("gpu-test.sh: " + out + "/lib has no junit-platform-console-standalone-*.jar (run "
                 + "scripts/gpu-bundle.sh, without BUNDLE_TESTS=0)", t.err().strip());
@@ -1238,7 +1238,7 @@ class ScriptsTest {
     /** A relative bundle directory is relative to the repository root, not to the working directory. */
     @Test
     void gpuBundleTakesARelativeDirectoryFromTheRepositoryRoot() throws Exception {
-        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "out/../rel/b");
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "out/../rel/b");
         assertBundleIn(root.resolve("rel/b"), r);
         assertFalse(Files.exists(box.work.resolve("rel")), "not under the working directory");
         r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"));
@@ -1259,7 +1259,7 @@ class ScriptsTest {
         cases.put("..", base);
         cases.put(base.toString(), base);
         for (Map.Entry<String, Path> c : cases.entrySet()) {
-            Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), c.getKey());
+            SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), c.getKey());
             assertEquals(2, r.status(), c.getKey() + "\n" + r);
             assertEquals("gpu-bundle.sh: will not use " + c.getValue() + because, r.err().strip(), c.getKey());
             assertEquals(List.of(), r.tools(), c.getKey());
@@ -1269,7 +1269,7 @@ class ScriptsTest {
         assertEquals(0, exec(root, Map.of(), List.of("git", "init", "-q")).status());
         Files.writeString(root.resolve(".gitignore"), "__pycache__/\n");   // as the project's: a local run's bytecode
         assertEquals(0, exec(root, Map.of(), List.of("git", "add", "scripts")).status());
-        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "scripts");
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1"), "scripts");
         assertEquals(2, r.status(), r.toString());
         assertEquals("gpu-bundle.sh: will not use " + root.resolve("scripts") + " as the bundle directory: it holds files "
                 + "git tracks (scripts/bench/ab_report.py, ...), and gpu-bundle.sh deletes it first (rm -rf)",
@@ -1288,7 +1288,7 @@ class ScriptsTest {
         Files.createDirectories(cudart.getParent());
         Files.writeString(cudart, "the CUDA 12 runtime");
         Path out = base.resolve("bundle12");
-        Result r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "12", "CUDART12",
+        SandboxOutcome r = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "12", "CUDART12",
                 cudart.toString()), out.toString());
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("-q", "-B", "-Pcuda12", "-DskipTests", "package", "dependency:copy-dependencies",
@@ -1298,7 +1298,7 @@ class ScriptsTest {
         assertTrue(r.out().strip().endsWith(", for the CUDA 12 runtime (cuda12/)"), r.out());
 
         ScriptSandbox.fake(out.resolve("jre/bin/java"));   // fake jlink's java is an empty file
-        Result t = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+        SandboxOutcome t = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
                 "NP", "1"), out.toString());
         assertEquals(0, t.status(), t.toString());
         Call java = t.first("java");
@@ -1306,13 +1306,13 @@ class ScriptsTest {
         assertTrue(java.env("LD_LIBRARY_PATH").startsWith(out + "/cuda12:"), java.env("LD_LIBRARY_PATH"));
         assertTrue(t.out().contains("== CUDA 12 bundle: NCCL4J_CUDART=" + out + "/cuda12/libcudart.so.12 NCCL4J_CUDA="),
                 t.out());
-        Result chosen = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
+        SandboxOutcome chosen = box.run(out.resolve("gpu-test.sh"), onGpus(1, "LOG_DIR", logs.toString(), "FAKE_JAVA_OUT",
                 SUMMARY, "NP", "1", "NCCL4J_CUDA", "12"), out.toString());
         assertEquals(0, chosen.status(), chosen.toString());
         assertEquals(null, chosen.first("java").env("NCCL4J_CUDART"), "the user's NCCL4J_CUDA=12 is their choice");
         assertEquals("12", chosen.first("java").env("NCCL4J_CUDA"));
 
-        Result refused = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "11"),
+        SandboxOutcome refused = box.run(root.resolve("scripts/gpu-bundle.sh"), env("FAKE_MVN_BUILD", "1", "CUDA", "11"),
                 out.toString());
         assertEquals(2, refused.status(), refused.toString());
         assertEquals("gpu-bundle.sh: CUDA=11: use 13 (the default) or 12", refused.err().strip());
@@ -1366,7 +1366,7 @@ class ScriptsTest {
     @Test
     void nccl4jRunInItsBundleRunsTheLauncherOnTheBundlesJavaAndJars() throws Exception {
         box.makeBuild();
-        Result r = box.run(bundle.resolve("nccl4j-run"), job("CLASSPATH", "/my/classes"), "-np", "2", "DdpSimple", "--x", "a b");
+        SandboxOutcome r = box.run(bundle.resolve("nccl4j-run"), job("CLASSPATH", "/my/classes"), "-np", "2", "DdpSimple", "--x", "a b");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         Call c = r.first("java");
@@ -1383,7 +1383,7 @@ class ScriptsTest {
     void nccl4jRunTakesNccl4jBundleFirstAndRefusesOneWithoutJava() throws Exception {
         box.makeBuild();
         Path other = box.makeBundle(base.resolve("other-bundle"));
-        Result r = box.run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", other.toString()), "-np", "1", "X");
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-run"), job("NCCL4J_BUNDLE", other.toString()), "-np", "1", "X");
         assertEquals(0, r.status(), r.toString());
         assertEquals(other.resolve("jre/bin/java").toString(), r.first("java").exe());
         assertEquals(launcher(classpath(other), "-np", "1", "X"), r.first("java").args());
@@ -1397,7 +1397,7 @@ class ScriptsTest {
 
     @Test
     void nccl4jRunWithNccl4jClasspathUsesJavaHomeElseThePathsJava() throws Exception {
-        Result r = box.run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar:/b/*", "JAVA_HOME", jdk.toString()),
+        SandboxOutcome r = box.run(bundle.resolve("nccl4j-run"), job("NCCL4J_CLASSPATH", "/a.jar:/b/*", "JAVA_HOME", jdk.toString()),
                 "-np", "2", "Y");
         assertEquals(0, r.status(), r.toString());
         assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
@@ -1420,7 +1420,7 @@ class ScriptsTest {
         }
         Map<String, String> start = box.baseEnv();
         start.put("PATH", minbin.toString());
-        Result r = box.runIn(start, bundle.resolve("nccl4j-run"), env("NCCL4J_CLASSPATH", "/a.jar"), "-np", "2", "Y");
+        SandboxOutcome r = box.runIn(start, bundle.resolve("nccl4j-run"), env("NCCL4J_CLASSPATH", "/a.jar"), "-np", "2", "Y");
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("nccl4j-run: no java found: set JAVA_HOME or put java on PATH (JDK or JRE 17+)"), r.err());
     }
@@ -1429,7 +1429,7 @@ class ScriptsTest {
     void nccl4jRunInACheckoutUsesTheBuildThenTheBundleThenBuilds() throws Exception {
         Path jar = box.makeBuild();
         String buildCp = buildClasspath(root);
-        Result r = box.run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-run"), job("JAVA_HOME", jdk.toString()), "-np", "2", "Z");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         assertEquals(jdk.resolve("bin/java").toString(), r.first("java").exe());
@@ -1463,7 +1463,7 @@ class ScriptsTest {
     void nccl4jPerfTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
         Path jar = box.makeBuild();
         Path other = box.makeBundle(base.resolve("other-bundle"));
-        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "all_reduce_perf",
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-perf"), job("NCCL4J_BUNDLE", other.toString()), "all_reduce_perf",
                 "-b", "8");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
@@ -1498,7 +1498,7 @@ class ScriptsTest {
     @Test
     void nccl4jPerfWithoutBundleOrBuildSaysSo() throws Exception {
         delete(bundle);
-        Result r = box.run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-perf"), job(), "-g", "2");
         assertEquals(2, r.status(), r.toString());
         assertEquals(List.of(), r.tools());
         assertTrue(r.err().contains("nccl4j-perf: no bundle and no build found: run 'mvn -DskipTests package' in " + root
@@ -1515,7 +1515,7 @@ class ScriptsTest {
     void nccl4jTraceTakesNccl4jBundleThenABundleBesideItThenTheBuild() throws Exception {
         Path jar = box.makeBuild();
         Path other = box.makeBundle(base.resolve("other-bundle"));
-        Result r = box.run(root.resolve("scripts/nccl4j-trace"), job("NCCL4J_BUNDLE", other.toString()), "--json",
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-trace"), job("NCCL4J_BUNDLE", other.toString()), "--json",
                 "/tmp/nccl4j-trace");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
@@ -1552,7 +1552,7 @@ class ScriptsTest {
     @Test
     void nccl4jTraceWithoutBundleOrBuildSaysSo() throws Exception {
         delete(bundle);
-        Result r = box.run(root.resolve("scripts/nccl4j-trace"), job(), "d");
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-trace"), job(), "d");
         assertEquals(2, r.status(), r.toString());
         assertEquals(List.of(), r.tools());
         assertTrue(r.err().contains("nccl4j-trace: no bundle and no build found: run 'mvn -DskipTests package' in " + root
@@ -1603,7 +1603,7 @@ class ScriptsTest {
             TraceDump.capture(rec, rank, 2, "dp", "2.28.3", TraceDump.REASON_TIMEOUT, null, Map.of()).write(dumps);
         }
         Map<String, String> e = env("NCCL4J_BUNDLE", real.toString());
-        Result r = box.run(root.resolve("scripts/nccl4j-trace"), e, dumps.toString());
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-trace"), e, dumps.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals("nccl4j-trace: rank 1 issued 2 collectives, rank 0 issued 3: rank 1 skipped rank 0's allReduce #2"
                 + " (count 3000 float32 sum), between its allReduce #1 and broadcast #2; rank 0 waits in allReduce #2;"
@@ -1635,7 +1635,7 @@ class ScriptsTest {
     void nccl4jAllreduceRunsTheAllReduceExampleOnThePathsJava() throws Exception {
         Path jar = box.makeBuild();
         String buildCp = buildClasspath(root);
-        Result r = box.run(root.resolve("scripts/nccl4j-allreduce"), job("JAVA_HOME", jdk.toString()), "--bytes", "1M");
+        SandboxOutcome r = box.run(root.resolve("scripts/nccl4j-allreduce"), job("JAVA_HOME", jdk.toString()), "--bytes", "1M");
         assertEquals(0, r.status(), r.toString());
         assertEquals(List.of("java"), r.tools());
         Call c = r.first("java");
@@ -1663,7 +1663,7 @@ class ScriptsTest {
     @Test
     void scaleRunQuickRunsCAndJavaUnderMpirunTheAlgorithmsTheTwoHostSimulationAndTheExamples() throws Exception {
         Path out = base.resolve("scale");
-        Result r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "QUICK", "1", "FAKE_UID",
                 "1000"));
         assertEquals(0, r.status(), r.toString());
         List<String> mpiRun = List.of("timeout", "mpirun");
@@ -1736,7 +1736,7 @@ class ScriptsTest {
     @Test
     void scaleRunSmallSizesAndAFailure() throws Exception {
         Path out = base.resolve("scale");
-        Result r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/scale-run.sh"), job("OUT_DIR", out.toString(), "PHASES", "2", "REPEATS", "1",
                 "NP", "3", "FAKE_JAVA_STATUS", "4", "RUN_TIMEOUT", "9"), bundle.toString());
         assertEquals(1, r.status(), r.toString());
         assertEquals(List.of("timeout", "mpirun", "nccl_perf_baseline", "nccl_perf_baseline", "nccl_perf_baseline",
@@ -1754,7 +1754,7 @@ class ScriptsTest {
     @Test
     void ddpCompareRunsNccl4jUnderMpirunAndAloneThenPyTorchAndPrintsTheTable() throws Exception {
         Path results = base.resolve("ddp");
-        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
                 "MASTER_PORT", "29555", "FAKE_JAVA_OUT",
                 "RESULT impl=nccl4j mode=ddp median_ms=6.4 hidden_fraction=0.8 loss_first=1.5 loss_last=0.9",
                 "FAKE_PYTHON_OUT", "RESULT impl=torch mode=ddp median_ms=6.7 hidden_fraction=na loss_first=1.5 loss_last=0.9"
@@ -1808,7 +1808,7 @@ class ScriptsTest {
     @Test
     void ddpCompareGivesDdpArgsToTheNccl4jDdpRunOnlyAndAFailedRunIsNullInTheJson() throws Exception {
         Path results = base.resolve("ddp-args");
-        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", results.toString(), "STEPS", "5",
                 "MASTER_PORT", "29556", "NP", "2", "DDP_ARGS", "--symmetric  --overlap-optimizer", "FAKE_JAVA_OUT",
                 "RESULT impl=nccl4j mode=ddp median_ms=5.97 hidden_fraction=0.7 loss_first=1.5 loss_last=0.9"));
         assertEquals(1, r.status(), "PyTorch printed no RESULT line: a failed run\n" + r);
@@ -1825,7 +1825,7 @@ class ScriptsTest {
 
     @Test
     void ddpCompareNeedsTheBundleAndEnoughGpus() throws Exception {
-        Result r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/ddp-compare.sh"), job("RESULTS_DIR", base.resolve("ddp").toString(),
                 "FAKE_GPUS", "1", "PYTHON", bin.resolve("python3").toString()));
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("ddp-compare: 2 GPUs needed, nvidia-smi lists 1"), r.err());
@@ -1842,7 +1842,7 @@ class ScriptsTest {
     @Test
     void perfTimelineWithoutNsysFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
-        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString()),
                 bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -1867,7 +1867,7 @@ class ScriptsTest {
     }
 
     /** perf-timeline.sh's mpirun runs: 4, alternating C and Java, per-operation events (the fallback of the fallback). */
-    private void assertOpTimes(Result r, Path out) {
+    private void assertOpTimes(SandboxOutcome r, Path out) {
         List<Call> mpiruns = r.of("mpirun");
         assertEquals(4, mpiruns.size(), r.toString());
         for (int i = 0; i < 4; i++) {
@@ -1886,7 +1886,7 @@ class ScriptsTest {
         Path tracer = Files.createFile(Files.createDirectories(base.resolve("cupti")).resolve("libkernel_trace.so"));
         // a trace of an earlier run, which must not reach the report
         Path stale = Files.createFile(Files.createDirectories(out.resolve("c-trace")).resolve("trace-1.csv"));
-        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", tracer.toString(), "FAKE_PYTHON_OUT", "the report"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -1929,7 +1929,7 @@ class ScriptsTest {
     void perfTimelineFindsTheTracerThatBuildShBuiltAndNsysComesFirst() throws Exception {
         Path out = base.resolve("timeline");
         Path built = Files.createFile(root.resolve("scripts/bench/native/build/libkernel_trace.so"));
-        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "NSYS", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: NSYS=none: the CUPTI kernel tracer " + built + " instead"), r.out());
@@ -1954,7 +1954,7 @@ class ScriptsTest {
     void perfTimelineWithTracerNoneFallsBackToPerOperationEvents() throws Exception {
         Path out = base.resolve("timeline");
         Files.createFile(root.resolve("scripts/bench/native/build/libkernel_trace.so"));
-        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT", out.toString(),
                 "TRACER", "none"), bundle.toString());
         assertEquals(0, r.status(), r.toString());
         assertTrue(r.out().contains("perf-timeline: no nsys found (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-systems-*, "
@@ -1971,7 +1971,7 @@ class ScriptsTest {
     @Test
     void perfTimelineRefusesNsysOrTracerPathsThatAreNotThere() throws Exception {
         Path notExecutable = Files.createFile(base.resolve("nsys"));
-        Result r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-timeline.sh"), job("PATH", bin + ":/usr/bin:/bin", "OUT",
                 base.resolve("timeline").toString(), "NSYS", notExecutable.toString()), bundle.toString());
         assertEquals(2, r.status(), r.toString());
         assertTrue(r.err().contains("perf-timeline: NSYS=" + notExecutable + " is not an executable (a path to nsys, or none)"),
@@ -1989,7 +1989,7 @@ class ScriptsTest {
 
     @Test
     void perfCompareHelpPrintsTheHeader() throws Exception {
-        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), "--help");
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job(), "--help");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
         assertEquals("# One command on a GPU machine: nccl4j against C, side by side, and a report.", lines.get(0));
@@ -2022,7 +2022,7 @@ class ScriptsTest {
         Path out = base.resolve("perf-out");
         Path docs = base.resolve("docs");
         Path baseline = root.resolve("scripts/bench/native/build/nccl_perf_baseline");
-        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("NCCL_COMM_ID", "10.0.0.1:1"), "--bundle", bundle.toString(), "--baseline", baseline.toString(), "--np", "2",
                 "--out", out.toString(), "--repeats", "1", "--docs", docs.toString());
         assertEquals(0, r.status(), r.toString());
         List<Call> mpiruns = r.of("mpirun");
@@ -2114,7 +2114,7 @@ class ScriptsTest {
     @Test
     void perfCompareLeavesOutAllowRunAsRootForOtherUsers() throws Exception {
         Path out = base.resolve("perf-out");
-        Result r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
+        SandboxOutcome r = box.run(root.resolve("scripts/bench/perf-compare.sh"), job("FAKE_UID", "1000", "BIND", "numa"), "--bundle", bundle.toString(), "--baseline",
                 root.resolve("scripts/bench/native/build/nccl_perf_baseline").toString(), "--out", out.toString(), "--repeats", "1",
                 "--docs", base.resolve("docs").toString());
         assertEquals(0, r.status(), r.toString());

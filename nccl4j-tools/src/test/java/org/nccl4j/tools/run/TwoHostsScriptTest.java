@@ -25,20 +25,20 @@ class TwoHostsScriptTest {
         box = new ScriptSandbox(tmp);
     }
 
-    private ScriptSandbox.Result run(String... more) throws Exception {
+    private ScriptSandbox.SandboxOutcome run(String... more) throws Exception {
         Map<String, String> e = env("FAKE_GPUS", "4", "LOG_DIR", tmp.resolve("logs").toString());
         e.putAll(env(more));
         return box.run(box.root.resolve("scripts/two-hosts.sh"), e, box.bundle.toString());
     }
 
     /** The launcher's arguments of each run (what nccl4j-run passed on to its java). */
-    private static List<List<String>> launches(ScriptSandbox.Result r) {
+    private static List<List<String>> launches(ScriptSandbox.SandboxOutcome r) {
         return r.of("timeout").stream().map(c -> c.args().subList(3, c.args().size())).collect(Collectors.toList());
     }
 
     @Test
     void losesEachHostInTurnAndPassesWhenBothSurvivorsAgree() throws Exception {
-        ScriptSandbox.Result r = run("PARTS", "elastic", "FAKE_JAVA_OUT", SURVIVORS);
+        ScriptSandbox.SandboxOutcome r = run("PARTS", "elastic", "FAKE_JAVA_OUT", SURVIVORS);
         assertEquals(0, r.status(), r.toString());
         String runner = box.bundle.resolve("nccl4j-run").toString();
         assertEquals(List.of(
@@ -55,7 +55,7 @@ class TwoHostsScriptTest {
 
     @Test
     void survivorsThatDisagreeOrALauncherThatFailsIsAFailure() throws Exception {
-        ScriptSandbox.Result r = run("PARTS", "elastic", "FAKE_JAVA_OUT", SURVIVORS.replace("dd4193cc; loss 113",
+        ScriptSandbox.SandboxOutcome r = run("PARTS", "elastic", "FAKE_JAVA_OUT", SURVIVORS.replace("dd4193cc; loss 113",
                 "0000beef; loss 113"));
         assertEquals(1, r.status(), r.toString());
         assertTrue(r.outLines().get(0).matches("FAILED  two hosts: ElasticDdp losing host1 \\(ranks 2,3\\) at once "
@@ -68,7 +68,7 @@ class TwoHostsScriptTest {
 
     @Test
     void everyOperationRunsAcrossAndInsideAndItsBandwidthIsTabled() throws Exception {
-        ScriptSandbox.Result r = run("PARTS", "ops", "FAKE_JAVA_OUT",
+        ScriptSandbox.SandboxOutcome r = run("PARTS", "ops", "FAKE_JAVA_OUT",
                 "[0]      1048576        262144     float     sum      -1   657.94    1.59    2.39       0   672.32"
                         + "    1.56    2.34       0");
         assertEquals(0, r.status(), r.toString());
@@ -84,7 +84,7 @@ class TwoHostsScriptTest {
 
     @Test
     void fewerThanFourGpusIsRefused() throws Exception {
-        ScriptSandbox.Result r = run("FAKE_GPUS", "2");
+        ScriptSandbox.SandboxOutcome r = run("FAKE_GPUS", "2");
         assertEquals(2, r.status(), r.toString());
         assertEquals("two-hosts.sh: two hosts of 2 GPUs need 4 GPUs; this machine has 2", r.err().strip());
         assertTrue(r.of("timeout").isEmpty());

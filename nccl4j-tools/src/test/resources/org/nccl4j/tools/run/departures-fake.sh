@@ -54,7 +54,7 @@ wait_or_react() {
       case "${other_phase:-launched}" in
         nccl-init)
           sleep "$(ms FAKE_DETECT_MS 300)"
-          echo "00:00:00.000 ERROR LeftBehind - nccl4j: rank $me of 2: rank $other (fake, pid 1) was lost during NCCL" \
+          echo "00:00:00.000 ERROR LeftBehindExit - nccl4j: rank $me of 2: rank $other (fake, pid 1) was lost during NCCL" \
             "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
             "Restart the job (or let its launcher restart it), after fixing what ended rank $other; its thread" \
             "\"main\" is at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with" \
@@ -187,7 +187,7 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   case "$tool:$scenario" in
     python3:*) ;;   # torch's ranks: ncclRemoteError, below
     java:startup-init-*)
-      echo "12:00:00.000 ERROR LeftBehind - nccl4j: rank $me of $np: rank $who (fake, pid 1) was lost during NCCL" \
+      echo "12:00:00.000 ERROR LeftBehindExit - nccl4j: rank $me of $np: rank $who (fake, pid 1) was lost during NCCL" \
         "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
         "Restart the job (or let its launcher restart it), after fixing what ended rank $who; its thread \"main\" is" \
         "at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with status 70" \

@@ -8,12 +8,12 @@ import org.nccl4j.jni.NcclNative;
  * and {@code ncclScatter}: each composed from {@code ncclSend}/{@code ncclRecv} inside one group. Called from
  * Communicator's one path in place of the NCCL call; allocates nothing.
  */
-final class Composed {
-    private Composed() {
+final class ComposedCollectives {
+    private ComposedCollectives() {
     }
 
     /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
-    static int alltoAll(Watched c, long send, long recv, long count, DataType type, long stream) {
+    static int alltoAll(CommHealth c, long send, long recv, long count, DataType type, long stream) {
         long block = count * type.size();
         Nccl.groupStart();
         int rc = 0;
@@ -31,7 +31,7 @@ final class Composed {
     }
 
     /** ncclGather before NCCL 2.28: every rank sends to the root, which receives a block from each, in one group. */
-    static int gather(Watched c, long send, long recv, long count, DataType type, int root, long stream) {
+    static int gather(CommHealth c, long send, long recv, long count, DataType type, int root, long stream) {
         long block = count * type.size();
         Nccl.groupStart();
         NcclFunction last = NcclFunction.ncclSend;
@@ -47,7 +47,7 @@ final class Composed {
     }
 
     /** ncclScatter before NCCL 2.28: the root sends a block to every rank, each receives its own, in one group. */
-    static int scatter(Watched c, long send, long recv, long count, DataType type, int root, long stream) {
+    static int scatter(CommHealth c, long send, long recv, long count, DataType type, int root, long stream) {
         long block = count * type.size();
         Nccl.groupStart();
         int rc = 0;
@@ -70,7 +70,7 @@ final class Composed {
      * {@code last}; a failure of that call is reported as {@code last}'s, with NCCL's last-error text taken
      * before ncclGroupEnd can replace it, and the group is ended all the same.
      */
-    private static void groupEnd(Watched c, int rc, NcclFunction last) {
+    private static void groupEnd(CommHealth c, int rc, NcclFunction last) {
         RuntimeException failure = null;
         if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !c.blocking)) {
             failure = Errors.failure(rc, last, c);

@@ -15,14 +15,14 @@ import org.slf4j.LoggerFactory;
  * (every live rank does, from the channel's thread, so that a rank stuck in its own code is recorded too), and writes
  * it when it leaves itself while its peers go on, so that {@code scripts/nccl4j-trace} has every rank's.
  */
-final class Departing {
-    private static final Logger LOG = LoggerFactory.getLogger(Departing.class);
+final class DepartureReports {
+    private static final Logger LOG = LoggerFactory.getLogger(DepartureReports.class);
 
-    private Departing() {
+    private DepartureReports() {
     }
 
     /** The watchdog failed {@code c}: its peers are told, except under RECOVER (the rank stays, to recover). */
-    static void announceFailure(Watched c, CommunicatorFailedException f) {
+    static void announceFailure(CommHealth c, CommunicatorFailedException f) {
         Liveness l = c.liveness;
         if (l != null && !c.keptForRecovery()) {
             Ledger ledger = c.ledger;
@@ -33,7 +33,7 @@ final class Departing {
     }
 
     /** News from the channel that a peer failed, left uncleanly or diverged: {@code c}'s flight record, once. */
-    static void peerNews(Watched c, String news) {
+    static void peerNews(CommHealth c, String news) {
         if (c.recorder == null || c.traceDumped() || c.failure != null) {
             return;
         }
@@ -51,7 +51,7 @@ final class Departing {
      * {@code c}'s rank leaves while its peers may go on (an abort, an exit with the communicator open, a close after
      * other collectives than theirs): its flight record is written too, unless one was (a failure's).
      */
-    static void recordDeparture(Watched c, String what) {
+    static void recordDeparture(CommHealth c, String what) {
         if (c.recorder == null || c.traceDumped()) {
             return;
         }

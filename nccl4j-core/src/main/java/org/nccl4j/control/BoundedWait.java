@@ -5,8 +5,8 @@ package org.nccl4j.control;
  * (a teardown that may wait for a peer, the flight records of a stuck watchdog, the aborts at exit). The caller
  * decides what a thread still alive afterwards means; being a daemon, it never keeps the JVM from ending.
  */
-public final class Bounded {
-    private Bounded() {
+public final class BoundedWait {
+    private BoundedWait() {
     }
 
     /**

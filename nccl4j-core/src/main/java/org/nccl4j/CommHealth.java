@@ -23,15 +23,15 @@ import org.nccl4j.trace.TraceOperation;
  * published, the streams it used, its ledger and channel, and the hooks through which they act on it (a failure
  * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit). {@link Communicator} holds
  * one in a final field and is the only class that makes one; {@link Watchdog}, {@link WatchdogMonitor},
- * {@link Departing}, {@link Teardown} and {@link LeftBehind} talk to it, never to the Communicator; streams, events and
- * graphs know it only as a {@link Stream.User}, the control plane ({@link Liveness}, {@link Farewell}) as an
- * {@link Attached}.
+ * {@link DepartureReports}, {@link Teardown} and {@link LeftBehindExit} talk to it, never to the Communicator;
+ * streams, events and graphs know it only as a {@link Stream.User}, the control plane ({@link Liveness},
+ * {@link Farewell}) as an {@link Attached}.
  *
  * <p>It sits below the watchdog ({@code LayersTest}): it names neither Watchdog nor Communicator. What must reach
  * the program's own objects (the {@link OperationObserver} and the {@link FailureListener}, which are given the
  * Communicator) goes through {@link Hooks}, which the Communicator supplies.
  */
-final class Watched implements Stream.User, Errors.Source, Attached {
+final class CommHealth implements Stream.User, Errors.Source, Attached {
     /** What only the Communicator can do: call the program's observer and listener with itself. */
     interface Hooks {
         /** Whether an observer is set. */
@@ -54,9 +54,9 @@ final class Watched implements Stream.User, Errors.Source, Attached {
 
     static {
         try {
-            PUBLISHED = MethodHandles.lookup().findVarHandle(Watched.class, "published", long.class);
-            NOTIFIED = MethodHandles.lookup().findVarHandle(Watched.class, "notifiedThrough", long.class);
-            IN_CALL = MethodHandles.lookup().findVarHandle(Watched.class, "inCall", int.class);
+            PUBLISHED = MethodHandles.lookup().findVarHandle(CommHealth.class, "published", long.class);
+            NOTIFIED = MethodHandles.lookup().findVarHandle(CommHealth.class, "notifiedThrough", long.class);
+            IN_CALL = MethodHandles.lookup().findVarHandle(CommHealth.class, "inCall", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -133,11 +133,11 @@ final class Watched implements Stream.User, Errors.Source, Attached {
     /** Which ranks are gone ({@link Liveness}); null when not made by fromEnvironment with MASTER_ADDR/MASTER_PORT. */
     volatile Liveness liveness;
     /** How many recoveries led to this communicator: 0 for one made directly; each recovery adds one. */
-    int generation;
+    final int generation;
     /** The collective check (NCCL4J_CHECK_COLLECTIVES), or null when it is off. */
     final CollectiveCheck check;
 
-    Watched(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
+    CommHealth(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings, int generation,
             String ncclVersion, Leaks.Token leak, Hooks hooks) {
         this.handle = handle;
         this.rank = rank;
@@ -145,6 +145,7 @@ final class Watched implements Stream.User, Errors.Source, Attached {
         this.device = device;
         this.blocking = blocking;
         this.settings = settings;
+        this.generation = generation;
         this.ncclVersion = ncclVersion;
         this.leak = leak;
         this.hooks = hooks;
@@ -445,10 +446,10 @@ final class Watched implements Stream.User, Errors.Source, Attached {
 
     // ------------------------------------------------------------------ the flight record
 
-    /** Its flight record as this rank leaves while its peers may go on ({@link Departing#recordDeparture}). */
+    /** Its flight record as this rank leaves while its peers may go on ({@link DepartureReports#recordDeparture}). */
     @Override
     public void recordDeparture(String what) {
-        Departing.recordDeparture(this, what);
+        DepartureReports.recordDeparture(this, what);
     }
 
     /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
@@ -467,9 +468,9 @@ final class Watched implements Stream.User, Errors.Source, Attached {
                 int from = 0;
                 for (int i = 0; i < frames.size(); i++) {
                     String f = frames.get(i);
-                    if (f.contains("org.nccl4j.Watched.writeTrace(")
-                            || f.contains("org.nccl4j.Departing.recordDeparture(")
-                            || f.contains("org.nccl4j.Watched.recordDeparture(")) {
+                    if (f.contains("org.nccl4j.CommHealth.writeTrace(")
+                            || f.contains("org.nccl4j.DepartureReports.recordDeparture(")
+                            || f.contains("org.nccl4j.CommHealth.recordDeparture(")) {
                         from = i + 1;
                     }
                 }
@@ -485,12 +486,15 @@ final class Watched implements Stream.User, Errors.Source, Attached {
 
     // ------------------------------------------------------------------ the liveness channel
 
-    /** The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. */
+    /**
+     * The channel now serves this communicator: reports, comparisons, departures, and a dump on a peer's failure. The
+     * Communicator's constructor calls it, last, when its parts name a channel.
+     */
     void attachChannel(Liveness l) {
         liveness = l;
         l.attach(this, news -> {
             Survivors.heard(l);   // rank 0 gone: this rank answers the roll call of those that remain
-            Departing.peerNews(this, news);
+            DepartureReports.peerNews(this, news);
         });
     }
 

@@ -29,8 +29,8 @@ import org.slf4j.LoggerFactory;
  * <p>A rank merely slower than its peers is not stuck (it issued within the timeout), nor one whose peers close or
  * abort after the same last operation (the close deadline of a rank writing a checkpoint, say): it is not behind.
  */
-final class LeftBehind {
-    private static final Logger LOG = LoggerFactory.getLogger(LeftBehind.class);
+final class LeftBehindExit {
+    private static final Logger LOG = LoggerFactory.getLogger(LeftBehindExit.class);
     /** The variable of the grace; {@code off} turns the exit off. */
     static final String VARIABLE = "NCCL4J_LEFT_BEHIND_EXIT";
     /** The system property of the grace (wins over the variable). */
@@ -62,21 +62,7 @@ final class LeftBehind {
         Runtime.getRuntime().halt(status);
     };
 
-    private static volatile boolean told;
-    private static volatile long toldNanos;
-
-    private LeftBehind() {
-    }
-
-    /** A failure reached the program (thrown to a thread, returned by a query, or its communicator closed). */
-    static void programTold() {
-        toldNanos = System.nanoTime();
-        told = true;
-    }
-
-    /** @return whether the program has been told of a failure at or after {@code nanos} ({@link System#nanoTime}) */
-    static boolean toldSince(long nanos) {
-        return told && toldNanos - nanos >= 0;
+    private LeftBehindExit() {
     }
 
     /**
@@ -116,7 +102,7 @@ final class LeftBehind {
      * @param grace the grace ({@link #grace()}); null: off
      * @return the thread that waits, or null when the exit is off
      */
-    static Thread watch(Watched comm, CommunicatorFailedException failure, long lastIssuedNanos,
+    static Thread watch(CommHealth comm, CommunicatorFailedException failure, long lastIssuedNanos,
             Duration timeout, Duration grace) {
         if (grace == null) {
             return null;
@@ -127,7 +113,7 @@ final class LeftBehind {
             for (long left = due - System.nanoTime(); left > 0; left = due - System.nanoTime()) {
                 LockSupport.parkNanos(left);
             }
-            if (toldSince(lastIssuedNanos) || Farewell.exiting()) {
+            if (CommunicatorFailedException.toldSince(lastIssuedNanos) || Farewell.exiting()) {
                 return;   // the program knows (it called, queried, closed), or the process is ending anyway
             }
             end(comm, failure, System.nanoTime() - lastIssuedNanos, grace);
@@ -137,7 +123,7 @@ final class LeftBehind {
         return t;
     }
 
-    private static void end(Watched comm, CommunicatorFailedException failure, long silentNanos,
+    private static void end(CommHealth comm, CommunicatorFailedException failure, long silentNanos,
             Duration grace) {
         StringBuilder sb = new StringBuilder("nccl4j: rank ").append(failure.rank()).append(" of ")
                 .append(failure.size()).append(" was left behind and is stuck in its own code: ")

@@ -17,11 +17,11 @@ import org.nccl4j.control.Liveness;
 import org.nccl4j.trace.TraceDump;
 
 /**
- * A rank that its peers left behind while it was stuck in its own code is ended ({@link LeftBehind}), against the stub
- * NCCL, FakeCuda and a liveness channel on loopback; a rank that calls in time, one that is only slower than its
- * peers and one whose peers leave after the same collective are not. The end is recorded ({@link #ENDINGS}), not done.
+ * A rank that its peers left behind while it was stuck in its own code is ended ({@link LeftBehindExit}), against the
+ * stub NCCL, FakeCuda and a liveness channel on loopback; a rank that calls in time, one that is only slower than
+ * its peers and one whose peers leave after the same collective are not. The end is recorded ({@link #ENDINGS}), not done.
  */
-class LeftBehindTest extends StubFixture {
+class LeftBehindExitTest extends StubFixture {
     private static final String HOST = TraceDump.localHost();
     private static final long PID = ProcessHandle.current().pid();
 
@@ -34,7 +34,7 @@ class LeftBehindTest extends StubFixture {
     @AfterEach
     void defaults() {
         System.clearProperty(Teardown.TIMEOUT_PROPERTY);
-        System.clearProperty(LeftBehind.PROPERTY);
+        System.clearProperty(LeftBehindExit.PROPERTY);
     }
 
     private Communicator rank(int r, Liveness l, Duration timeout) {
@@ -137,25 +137,25 @@ class LeftBehindTest extends StubFixture {
 
     @Test
     void offKeepsTheRankRunning() throws Exception {
-        // the watchdog reads the grace once per process: the decision is LeftBehind.watch's, given null
-        assertNull(LeftBehind.watch(null, null, System.nanoTime(), Duration.ofSeconds(1), null));
-        System.setProperty(LeftBehind.PROPERTY, "off");
-        assertNull(LeftBehind.grace());
-        System.setProperty(LeftBehind.PROPERTY, "false");
-        assertNull(LeftBehind.grace());
+        // the watchdog reads the grace once per process: the decision is LeftBehindExit.watch's, given null
+        assertNull(LeftBehindExit.watch(null, null, System.nanoTime(), Duration.ofSeconds(1), null));
+        System.setProperty(LeftBehindExit.PROPERTY, "off");
+        assertNull(LeftBehindExit.grace());
+        System.setProperty(LeftBehindExit.PROPERTY, "false");
+        assertNull(LeftBehindExit.grace());
     }
 
     @Test
     void theGraceIsHalfASecondUnlessSetAndABadValueIsRefusedNamingItAndTheForms() {
-        assertEquals(Duration.ofMillis(500), LeftBehind.grace());
-        System.setProperty(LeftBehind.PROPERTY, "250ms");
-        assertEquals(Duration.ofMillis(250), LeftBehind.grace());
-        System.setProperty(LeftBehind.PROPERTY, "soon");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, LeftBehind::grace);
+        assertEquals(Duration.ofMillis(500), LeftBehindExit.grace());
+        System.setProperty(LeftBehindExit.PROPERTY, "250ms");
+        assertEquals(Duration.ofMillis(250), LeftBehindExit.grace());
+        System.setProperty(LeftBehindExit.PROPERTY, "soon");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, LeftBehindExit::grace);
         assertEquals("nccl4j.leftBehindExit=soon is not a duration: use " + Durations.FORMS + "; or off to let a rank "
                 + "that its peers left behind run on until its next nccl4j call (default: 500ms)", e.getMessage());
-        System.setProperty(LeftBehind.PROPERTY, "-1s");
-        e = assertThrows(IllegalArgumentException.class, LeftBehind::grace);
+        System.setProperty(LeftBehindExit.PROPERTY, "-1s");
+        e = assertThrows(IllegalArgumentException.class, LeftBehindExit::grace);
         assertTrue(e.getMessage().startsWith("nccl4j.leftBehindExit=-1s is not a duration"), e.getMessage());
     }
 
@@ -174,8 +174,8 @@ class LeftBehindTest extends StubFixture {
         t.setDaemon(true);
         t.start();
         within(3000, () -> t.getState() == Thread.State.WAITING ? true : null, "the thread waits");
-        String w = LeftBehind.where(t);
+        String w = LeftBehindExit.where(t);
         t.interrupt();
-        assertTrue(w.startsWith("org.nccl4j.LeftBehindTest.lambda$"), w);
+        assertTrue(w.startsWith("org.nccl4j.LeftBehindExitTest.lambda$"), w);
     }
 }
