@@ -142,7 +142,7 @@ for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
   [ -n "$newest" ] || { echo "gpu-bundle.sh: the build made no $m jar" >&2; exit 2; }
   version=${newest#"$m/target/$m"-}
   version=${version%.jar}
-  for j in "$m/target/$m-$version".jar "$m/target/$m-$version"-*.jar; do
+  for j in "$m/target/$m-$version".jar "$m/target/$m-$version"-tests.jar; do
     [ -f "$j" ] || continue
     case "$j" in
       *-tests.jar) if [ "$tests" = 1 ]; then cp "$j" "$out/lib/"; fi ;;

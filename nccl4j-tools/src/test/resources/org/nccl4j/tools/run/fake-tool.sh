@@ -16,7 +16,8 @@
 #               expects: dependency:copy-dependencies puts FAKE_MVN_DEPS (jar names, default a CUDA presets JNI jar,
 #               a JUnit jar and slf4j-api) in nccl4j-core/target/dependency/ and the module jars in
 #               nccl4j-{native,core,examples,tools}/target/ (each jar and -tests jar; native and core, as the real
-#               build, also -sources and -javadoc jars, and native its linux-x86_64 jar); dependency:copy
+#               build, also -sources and -javadoc jars, and native its linux-x86_64 jar; and an older build's
+#               <version>-SNAPSHOT jars, an hour old); dependency:copy
 #               -Dartifact=G:A:V -DoutputDirectory=DIR creates DIR/A-V.jar
 #   jlink       --output DIR: creates DIR/bin/java
 #   unzip       -q -j JAR ENTRY -d DIR: creates DIR/<ENTRY's file name>
@@ -117,6 +118,10 @@ case "$tool" in
           done
           for m in nccl4j-native nccl4j-core nccl4j-examples nccl4j-tools; do
             mkdir -p "$m/target"
+            # an earlier build's jars, of another version, left in target/ (mvn package does not clean): older
+            : > "$m/target/$m-$v-SNAPSHOT.jar"
+            : > "$m/target/$m-$v-SNAPSHOT-tests.jar"
+            touch -d '1 hour ago' "$m/target/$m-$v-SNAPSHOT.jar" "$m/target/$m-$v-SNAPSHOT-tests.jar"
             : > "$m/target/$m-$v.jar"
             : > "$m/target/$m-$v-tests.jar"
           done
