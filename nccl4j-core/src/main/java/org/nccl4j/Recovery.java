@@ -48,7 +48,8 @@ final class Recovery {
     /**
      * The communicator that split, shrink or grow made from {@code c}: waits while a nonblocking one is in progress;
      * on failure aborts what NCCL half made and throws; its parts, with {@code config}'s watchdog settings, or
-     * {@code c}'s. Null when NCCL made none ({@link Communicator#NO_COLOR}).
+     * {@code c}'s, remembering {@code config} or else {@code c}'s. Null when NCCL made none
+     * ({@link Communicator#NO_COLOR}).
      */
     private static Communicator.Parts child(Communicator c, int status, long[] out, CommConfig config,
             NcclFunction fn) {
@@ -63,7 +64,10 @@ final class Recovery {
         }
         WatchSettings childSettings = config == null ? health.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
-        return Communicator.Parts.of(made, c.device(), childBlocking, childSettings);
+        // NCCL gives a child made without a config its parent's: so does nccl4j (the settings a later reform or
+        // recovery of the child remembers, and whether its collectives are fingerprinted)
+        return Communicator.Parts.of(made, c.device(), childBlocking, childSettings)
+                .withConfig(config != null ? config : c.config());
     }
 
     /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */

@@ -1,6 +1,7 @@
 package org.nccl4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -138,6 +139,27 @@ class CommConfigTest extends StubFixture {
         assertEquals(7, NcclNative.CFG_CTA_POLICY);
         assertEquals(15, NcclNative.CFG_GRAPH_STREAM_ORDERING);
         assertEquals(16, NcclNative.CFG_INTS);
+    }
+
+    /**
+     * A child made without a config has its parent's, as NCCL gives it: a later reform remembers the parent's
+     * settings, and a parent whose collectives are not fingerprinted has a child whose are not either; a child made
+     * with a config of its own follows that one.
+     */
+    @Test
+    void aChildMadeWithoutAConfigRemembersItsParentsAndItsFingerprintSetting() throws Exception {
+        CommConfig quiet = CommConfig.builder().fingerprint(false).initTimeout(java.time.Duration.ofSeconds(7)).build();
+        Communicator parent = later(Communicator.create(0, 1, testId(), 0, quiet));
+        Communicator child = later(parent.split(0, 0));
+        assertSame(parent.config(), child.config(), "the parent's config, as NCCL's split without one");
+        Stream s = later(Stream.create(0));
+        DeviceBuffer b = later(DeviceBuffer.allocate(0, 8, DataType.FLOAT32));
+        child.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        assertEquals(0, child.health().ledger.last(), "no fingerprint kept, as the parent's config says");
+        Communicator own = later(parent.split(0, 0, CommConfig.builder().commName("own").build()));
+        own.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        assertEquals(1, own.health().ledger.last(), "its own config: fingerprinted (the default)");
+        assertEquals("own", own.config().commName());
     }
 
     @Test
