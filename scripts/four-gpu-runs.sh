@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The runs of the 4-GPU issue in one command, for the times a machine of 4 GPUs is at hand: each part is one of the
+# project's scripts with the issue's settings, its output in a directory of its own, and a line per part at the end.
+#
+#   NCCL_TESTS_SRC=DIR scripts/four-gpu-runs.sh [BUNDLE]   (BUNDLE: made by scripts/gpu-bundle.sh; default bundle/)
+#
+#   PARTS    which parts, in this order (default: all): ops small sharded phases hosts
+#   OUT_DIR  where every part writes (default: four-gpu-runs/<UTC date and time>)
+#   PART_TIMEOUT  seconds a part may take (default 540: one part fits a call of 10 minutes; give the parts to calls one
+#            or two at a time); the phase matrix gets it less 30 s as its BUDGET (rows that could end past it are
+#            listed, not started)
+#   DRY_RUN=1     print each part's command with its settings, run nothing (no GPU needed)
+#   NCCL_TESTS_SRC / NCCL_TESTS_BIN  NVIDIA's nccl-tests for ops and small (see bench/frontier.sh); those two parts
+#            are skipped, saying so, without either
+#
+# ops      every operation, 64 MiB-256 MiB, out of place and in place, at -R 0, 1 and 2, nccl4j-perf and nccl-tests
+#          alternating, 3 rounds (bench/frontier.sh; its frontier.json has min_busbw_ratio_64MiB_up_4gpu)
+# small    the small all-reduces, 8 B-64 KiB, at -R 0 and 2, 3 rounds, ranks given 4 cores each (MAP_BY=slot:PE=4
+#          BIND=core) and then 1 core each (bench/frontier.sh)
+# sharded  the 80-layer model against FSDP2 on 4 ranks, 2 rounds (bench/sharded-compare.sh)
+# phases   the phase matrix with 4 ranks, one GPU each, every scenario and launcher (departures.sh CONFIGS=4gpu);
+#          departures.sh's SIGTERM fuzz has 2 ranks only, so the 4-rank fuzz is not part of it
+# hosts    two rehearsed hosts of 2 GPUs, every part (two-hosts.sh: launchers, ops, ddp, elastic)
+#
+# Exit status 0 when every part that ran passed, 1 when one failed, 2 on a usage error or with fewer than 4 GPUs.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tool=four-gpu-runs
+root=$(cd "$here/.." && pwd)
+bundle=${1:-$root/bundle}
+parts=${PARTS:-ops small sharded phases hosts}
+dry=${DRY_RUN:-0}
+limit=${PART_TIMEOUT:-540}
+for p in $parts; do
+  case "$p" in ops|small|sharded|phases|hosts) ;; *) echo "$tool: PARTS: ops small sharded phases hosts (got '$p')" >&2
+    exit 2 ;; esac
+done
+[[ "$limit" =~ ^[0-9]+$ ]] || { echo "$tool: PART_TIMEOUT takes whole seconds (got '$limit')" >&2; exit 2; }
+if [ "$dry" != 1 ]; then
+  [ -x "$bundle/jre/bin/java" ] || { echo "$tool: no $bundle/jre/bin/java (run scripts/gpu-bundle.sh)" >&2; exit 2; }
+  gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+  [ "${gpus:-0}" -ge 4 ] || { echo "$tool: 4 GPUs needed, nvidia-smi lists ${gpus:-0}" >&2; exit 2; }
+fi
+out=${OUT_DIR:-four-gpu-runs/$(date -u +%Y-%m-%d-%H%M)}
+ops="all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv"
+every=""
+for op in $ops; do every+="${every:+;}${op}_perf -b 64M -e 256M -f 4 -n 20 -w 5 -c 0"; done
+small="all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0"
+summary=()
+bad=0
+
+# part NAME DIR VAR=VALUE... -- COMMAND...: runs COMMAND with the variables, bounded, its output in DIR/run.log
+part() {
+  local name=$1 dir="$out/$2" vars=()
+  shift 2
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  if [ "$dry" = 1 ]; then
+    echo "$name: ${vars[*]} $*"
+    return
+  fi
+  mkdir -p "$dir"
+  echo "== $name ($dir)"
+  env "${vars[@]}" OUT_DIR="$dir" LOG_DIR="$dir" RESULTS_DIR="$dir" timeout -s KILL "$limit" "$@" > "$dir/run.log" 2>&1
+  local status=$?
+  tail -3 "$dir/run.log"
+  if [ "$status" = 0 ]; then summary+=("PASSED  $name"); else summary+=("FAILED  $name (exit $status)"); bad=1; fi
+}
+
+tests_given=0
+if [ -n "${NCCL_TESTS_SRC:-}" ] || [ -n "${NCCL_TESTS_BIN:-}" ]; then tests_given=1; fi
+for p in $parts; do
+  case "$p" in
+    ops|small)
+      if [ "$tests_given" = 0 ] && [ "$dry" != 1 ]; then
+        summary+=("SKIPPED $p (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)")
+        continue
+      fi
+      if [ "$p" = ops ]; then
+        part "every operation, 64-256 MiB, -R 0 1 2" ops NPS=4 "REGS=0 1 2" ROUNDS=3 "CASES=$every" -- \
+          bash "$here/bench/frontier.sh" "$bundle"
+      else
+        part "small all-reduces, 4 cores a rank" small-4cores NPS=4 "REGS=0 2" ROUNDS=3 MAP_BY=slot:PE=4 BIND=core \
+          "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
+        part "small all-reduces, 1 core a rank" small-1core NPS=4 "REGS=0 2" ROUNDS=3 MAP_BY=slot:PE=1 BIND=core \
+          "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
+      fi ;;
+    sharded)
+      part "sharded training against FSDP2, 80 layers" sharded NP=4 LAYERS=80 ROUNDS=2 -- \
+        bash "$here/bench/sharded-compare.sh" "$bundle" ;;
+    phases)
+      part "the phase matrix, 4 ranks on 4 GPUs" phases CONFIGS=4gpu BUDGET=$((limit > 60 ? limit - 30 : limit)) -- \
+        bash "$here/departures.sh" "$bundle" ;;
+    hosts)
+      part "two rehearsed hosts, every part" hosts "PARTS=launchers ops ddp elastic" -- \
+        bash "$here/two-hosts.sh" "$bundle" ;;
+  esac
+done
+[ "$dry" = 1 ] && exit 0
+echo "== $tool: $out"
+printf '%s\n' "${summary[@]}"
+exit "$bad"
