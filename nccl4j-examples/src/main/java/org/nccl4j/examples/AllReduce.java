@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
 import java.nio.ByteBuffer;
@@ -53,7 +54,7 @@ public final class AllReduce {
             System.exit(Args.USAGE);
         }
         long count = bytes / 4;
-        System.exit(Examples.exitStatus("AllReduce", () -> run(count, o.iters, o.warmup)));
+        System.exit(ExitStatus.of("AllReduce", () -> run(count, o.iters, o.warmup)));
     }
 
     static float value(int rank, long i) {

@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
 import java.util.ArrayList;
@@ -55,7 +56,7 @@ public final class DdpSimple {
      */
     public static void main(String[] args) {
         Options o = Args.parseOrExit(new Options(), args);
-        System.exit(Examples.exitStatus("DdpSimple", () -> run(o.average == Average.avg, o.lr)));
+        System.exit(ExitStatus.of("DdpSimple", () -> run(o.average == Average.avg, o.lr)));
     }
 
     // ---- the model and its expected values (pure; tested on the CPU in DdpSimpleTest)

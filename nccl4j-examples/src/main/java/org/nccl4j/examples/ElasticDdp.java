@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
 import java.io.IOException;
@@ -58,7 +59,7 @@ public final class ElasticDdp {
             System.err.println("ElasticDdp: " + bad);
             System.exit(Args.USAGE);
         }
-        System.exit(Examples.exitStatus("ElasticDdp", () -> run(o.steps, o.killRanks, o.killStep, o.lr)));
+        System.exit(ExitStatus.of("ElasticDdp", () -> run(o.steps, o.killRanks, o.killStep, o.lr)));
     }
 
     /** The weights every rank tries to learn. */

@@ -1,28 +1,20 @@
 package org.nccl4j.examples;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.IntConsumer;
-import java.util.function.IntSupplier;
 import java.util.stream.IntStream;
 import org.nccl4j.Communicator;
 import org.nccl4j.Cuda;
-import org.nccl4j.CudaException;
 import org.nccl4j.Group;
 import org.nccl4j.Nccl;
-import org.nccl4j.NcclException;
-import org.nccl4j.jni.NcclUnavailableException;
 import org.nccl4j.launch.LaunchInfo;
 
 /** Small helpers shared by the examples. */
 public final class Examples {
-    /** {@code cudaErrorStubLibrary}, {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}. */
-    private static final int[] NO_GPU_CODES = {34, 35, 100};
-
     private Examples() {
     }
 
@@ -78,56 +70,6 @@ public final class Examples {
     /** How an example's lines start: {@code rank r: }. */
     static String who(Communicator comm) {
         return "rank " + comm.rank() + ": ";
-    }
-
-    /**
-     * Runs an example's body and returns its exit status, or 2 with a message on stderr when the machine has
-     * no NCCL, no CUDA runtime or no GPU, or 1 with NCCL's failure in one line (a {@link NcclException}: a lost
-     * peer, a timeout, NCCL refusing a call). Other failures propagate.
-     *
-     * @param name the example's name, for the message
-     * @param body returns 0 when the example's check passed, 1 when it failed
-     * @return the body's status, or 2
-     */
-    public static int exitStatus(String name, IntSupplier body) {
-        return exitStatus(name, body, System.err);
-    }
-
-    /**
-     * {@link #exitStatus(String, IntSupplier)} with the message written to {@code err}.
-     *
-     * @param name the program's name, which starts the message
-     * @param body returns the program's status
-     * @param err where the message goes
-     * @return the body's status, or 2 when it threw {@link NcclUnavailableException}, the CUDA runtime's
-     *         failure to load, or a {@link CudaException} meaning no usable GPU ({@code cudaErrorStubLibrary},
-     *         {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}); 1 when it threw a
-     *         {@link NcclException}, written as {@code name: message} on one line
-     */
-    public static int exitStatus(String name, IntSupplier body, PrintStream err) {
-        try {
-            return body.getAsInt();
-        } catch (NcclUnavailableException e) {
-            err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
-            return 2;
-        } catch (NcclException e) {
-            err.println(name + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
-            return 1;
-        } catch (IllegalStateException e) {
-            if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
-                err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
-                return 2;
-            }
-            throw e;
-        } catch (CudaException e) {
-            for (int code : NO_GPU_CODES) {
-                if (e.code() == code) {
-                    err.println(name + ": no usable GPU on this machine.\n" + e.getMessage());
-                    return 2;
-                }
-            }
-            throw e;
-        }
     }
 
     /**

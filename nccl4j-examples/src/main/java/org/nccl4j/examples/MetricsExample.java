@@ -9,6 +9,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.NcclMetrics;
 import picocli.CommandLine.Command;
 
@@ -30,7 +31,7 @@ public final class MetricsExample {
      */
     public static void main(String[] args) {
         Args.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Examples.exitStatus("MetricsExample", MetricsExample::run));
+        System.exit(ExitStatus.of("MetricsExample", MetricsExample::run));
     }
 
     static int run() {

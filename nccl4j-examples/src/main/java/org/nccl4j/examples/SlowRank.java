@@ -8,6 +8,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.SlowRankMonitor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -41,7 +42,7 @@ public final class SlowRank {
                     + ", every " + o.every + ", sleep-ms " + o.sleepMs);
             System.exit(Args.USAGE);
         }
-        System.exit(Examples.exitStatus("SlowRank", () -> {
+        System.exit(ExitStatus.of("SlowRank", () -> {
             try {
                 return run(o.sleepRank, o.sleepMs, o.steps, o.every);
             } catch (InterruptedException e) {

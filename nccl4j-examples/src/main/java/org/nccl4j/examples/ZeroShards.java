@@ -1,5 +1,6 @@
 package org.nccl4j.examples;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Command;
 import java.nio.ByteBuffer;
@@ -71,7 +72,7 @@ public final class ZeroShards {
             System.exit(Args.USAGE);
             return;
         }
-        System.exit(Examples.exitStatus("ZeroShards", () -> run(c, o.average)));
+        System.exit(ExitStatus.of("ZeroShards", () -> run(c, o.average)));
     }
 
     // ---- expected values (pure; tested on the CPU in ZeroShardsTest)

@@ -1,79 +1,22 @@
 package org.nccl4j.tools.cli;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.IntConsumer;
-import java.util.function.IntSupplier;
 import org.nccl4j.Communicator;
-import org.nccl4j.CudaException;
 import org.nccl4j.Group;
 import org.nccl4j.Nccl;
-import org.nccl4j.NcclException;
-import org.nccl4j.jni.NcclUnavailableException;
 
 /**
  * What the tools' programs that run as ranks (nccl4j-perf and the GPU-run harnesses of
- * {@code org.nccl4j.tools.harness}) share: the exit status on a machine without NCCL or a GPU, grouping, counts, and a
- * rank's abrupt end (killed, or stopped as a frozen process). The examples keep their own copy of the first four in
- * their {@code Examples}, as leaves a user copies; the median of step times is core's
- * {@link org.nccl4j.diagnostics.StepStats}.
+ * {@code org.nccl4j.tools.harness}) share: grouping, counts, and a rank's abrupt end (killed, or stopped as a frozen
+ * process). The examples keep their own copy of the first three in their {@code Examples}, as leaves a user copies;
+ * the exit status on a machine without NCCL or a GPU is core's {@link org.nccl4j.diagnostics.ExitStatus}, the median
+ * of step times core's {@link org.nccl4j.diagnostics.StepStats}.
  */
 public final class Programs {
-    /** {@code cudaErrorStubLibrary}, {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}. */
-    private static final int[] NO_GPU_CODES = {34, 35, 100};
-
     private Programs() {
-    }
-
-    /**
-     * Runs a program's body and returns its exit status, or 2 with a message on stderr when the machine has no NCCL,
-     * no CUDA runtime or no GPU, or 1 with NCCL's failure in one line. Other failures propagate.
-     *
-     * @param name the program's name, for the message
-     * @param body returns the program's status
-     * @return the body's status, 1 or 2
-     */
-    public static int exitStatus(String name, IntSupplier body) {
-        return exitStatus(name, body, System.err);
-    }
-
-    /**
-     * {@link #exitStatus(String, IntSupplier)} with the message written to {@code err}.
-     *
-     * @param name the program's name, which starts the message
-     * @param body returns the program's status
-     * @param err where the message goes
-     * @return the body's status, or 2 when it threw {@link NcclUnavailableException}, the CUDA runtime's failure to
-     *         load, or a {@link CudaException} meaning no usable GPU ({@code cudaErrorStubLibrary},
-     *         {@code cudaErrorInsufficientDriver}, {@code cudaErrorNoDevice}); 1 when it threw a {@link NcclException},
-     *         written as {@code name: message} on one line
-     */
-    public static int exitStatus(String name, IntSupplier body, PrintStream err) {
-        try {
-            return body.getAsInt();
-        } catch (NcclUnavailableException e) {
-            err.println(name + ": NCCL is not available on this machine.\n" + e.getMessage());
-            return 2;
-        } catch (NcclException e) {
-            err.println(name + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
-            return 1;
-        } catch (IllegalStateException e) {
-            if (e.getMessage() != null && e.getMessage().contains("CUDA runtime could not be loaded")) {
-                err.println(name + ": no usable CUDA runtime or GPU on this machine.\n" + e.getMessage());
-                return 2;
-            }
-            throw e;
-        } catch (CudaException e) {
-            for (int code : NO_GPU_CODES) {
-                if (e.code() == code) {
-                    err.println(name + ": no usable GPU on this machine.\n" + e.getMessage());
-                    return 2;
-                }
-            }
-            throw e;
-        }
     }
 
     /**

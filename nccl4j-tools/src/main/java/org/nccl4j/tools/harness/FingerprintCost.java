@@ -7,6 +7,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.Programs;
 import org.nccl4j.tools.cli.Tools;
@@ -34,7 +35,7 @@ public final class FingerprintCost {
      */
     public static void main(String[] args) {
         Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Programs.exitStatus("FingerprintCost", FingerprintCost::run));
+        System.exit(ExitStatus.of("FingerprintCost", FingerprintCost::run));
     }
 
     static int run() {

@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.Programs;
 import java.io.IOException;
@@ -79,7 +80,7 @@ public final class HangScenarios {
      */
     public static void main(String[] args) {
         Options o = Tools.parseOrExit(new Options(), args);
-        System.exit(Programs.exitStatus("HangScenarios", () -> {
+        System.exit(ExitStatus.of("HangScenarios", () -> {
             try {
                 switch (o.scenario.name()) {
                     case "skip":

@@ -9,6 +9,7 @@ import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
 import org.nccl4j.Stream;
 import org.nccl4j.UniqueId;
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.NcclMetrics;
 import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.Programs;
@@ -36,7 +37,7 @@ public final class MetricsCost {
      */
     public static void main(String[] args) {
         Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Programs.exitStatus("MetricsCost", MetricsCost::run));
+        System.exit(ExitStatus.of("MetricsCost", MetricsCost::run));
     }
 
     static int run() {

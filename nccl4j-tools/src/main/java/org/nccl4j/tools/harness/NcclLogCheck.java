@@ -1,5 +1,6 @@
 package org.nccl4j.tools.harness;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.tools.cli.Programs;
 import picocli.CommandLine.Command;
 import org.nccl4j.tools.cli.Tools;
@@ -33,7 +34,7 @@ public final class NcclLogCheck {
      */
     public static void main(String[] args) {
         Tools.parseOrExit(new Options(), args);   // --help, --version; no other option
-        System.exit(Programs.exitStatus("NcclLogCheck", NcclLogCheck::run));
+        System.exit(ExitStatus.of("NcclLogCheck", NcclLogCheck::run));
     }
 
     static int run() {

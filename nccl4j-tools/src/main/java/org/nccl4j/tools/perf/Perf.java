@@ -1,5 +1,6 @@
 package org.nccl4j.tools.perf;
 
+import org.nccl4j.diagnostics.ExitStatus;
 import org.nccl4j.diagnostics.StepStats;
 import org.nccl4j.tools.cli.JsonDocs;
 import java.io.IOException;
@@ -63,8 +64,8 @@ public final class Perf {
      * @param out where the usage and rank 0's report go
      * @param err where refusals and the no-GPU/CUDA/NCCL message go
      * @return the exit status: 0; 1 when an element was wrong; 2 on a usage error, or when there is no NCCL, no
-     *         CUDA runtime or no usable GPU ({@link Programs#exitStatus(String, java.util.function.IntSupplier,
-     *         PrintStream)})
+     *         CUDA runtime or no usable GPU
+     *         ({@link org.nccl4j.diagnostics.ExitStatus#of(String, java.util.function.IntSupplier, PrintStream)})
      */
     static int status(String[] argv, PrintStream out, PrintStream err) {
         try {
@@ -77,7 +78,7 @@ public final class Perf {
                 out.println(PerfArgs.versionText());
                 return 0;
             }
-            return Programs.exitStatus(TOOL, () -> run(args, out), err);
+            return ExitStatus.of(TOOL, () -> run(args, out), err);
         } catch (IllegalArgumentException e) {
             err.println(TOOL + ": " + e.getMessage());
             return 2;

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 /**
  * nccl4j-perf's exit status before any GPU work ({@link Perf#status}): the usage for {@code -h} with status 0, and a
  * refused flag with status 2 and one line on stderr that names the program and the flag. The no-GPU, no-CUDA and
- * no-NCCL statuses come from {@code Programs.exitStatus} (ProgramsTest).
+ * no-NCCL statuses come from {@code ExitStatus.of} (core's ExitStatusTest).
  */
 class PerfStatusTest {
     private static final String NL = System.lineSeparator();

@@ -1,4 +1,4 @@
-package org.nccl4j.examples;
+package org.nccl4j.diagnostics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -14,9 +14,9 @@ import org.nccl4j.NcclException;
 import org.nccl4j.jni.NcclUnavailableException;
 
 /**
- * {@link Examples#exitStatus}: the examples' exit status (nccl4j-tools' Programs has its own), 2 with one
- * message for a machine with no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and
- * every other failure passed on unchanged.
+ * {@link ExitStatus}: the exit status of the examples and the tools' programs, 2 with one message for a machine with
+ * no NCCL, no CUDA runtime or no usable GPU, 1 with one line for NCCL's failures, and every other failure passed on
+ * unchanged.
  */
 class ExitStatusTest {
     private static final String NL = System.lineSeparator();
@@ -28,7 +28,7 @@ class ExitStatusTest {
     private static Outcome run(IntSupplier body) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (PrintStream err = new PrintStream(bytes, true, StandardCharsets.UTF_8)) {
-            int status = Examples.exitStatus("Prog", body, err);
+            int status = ExitStatus.of("Prog", body, err);
             return new Outcome(status, bytes.toString(StandardCharsets.UTF_8));
         }
     }
@@ -47,6 +47,7 @@ class ExitStatusTest {
     void theBodysStatusPassesThroughSilently() {
         assertEquals(new Outcome(0, ""), run(() -> 0));
         assertEquals(new Outcome(1, ""), run(() -> 1));
+        assertEquals(new Outcome(3, ""), run(() -> 3));
         assertEquals(new Outcome(7, ""), run(() -> 7));
     }
 
@@ -96,15 +97,5 @@ class ExitStatusTest {
     void otherExceptionsArePassedOn() {
         IllegalArgumentException bad = new IllegalArgumentException("--size must be positive");
         assertSame(bad, assertThrows(IllegalArgumentException.class, () -> run(throwing(bad))));
-    }
-
-    @Test
-    void countsTakePowerOfTwoSuffixesAndAtLeastOne() {
-        assertEquals(1000, Examples.parseCount("1000"));
-        assertEquals(64 << 10, Examples.parseCount("64k"));
-        assertEquals(1 << 20, Examples.parseCount(" 1M "));
-        assertEquals(2L << 30, Examples.parseCount("2G"));
-        assertThrows(IllegalArgumentException.class, () -> Examples.parseCount("0"));
-        assertThrows(NumberFormatException.class, () -> Examples.parseCount("many"));
     }
 }
