@@ -3,10 +3,8 @@ package org.nccl4j.examples;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
 import org.bytedeco.cuda.global.cublas;
@@ -91,7 +89,7 @@ public final class DdpTraining {
     private static final int ALIGN_FLOATS = 64; // 256 bytes between parameters in the flat weight buffer
 
     private final DdpOptions o;
-    private final Deque<AutoCloseable> resources = new ArrayDeque<>();
+    private final Examples.Closer resources = new Examples.Closer();
 
     private DdpTraining(DdpOptions o) {
         this.o = o;
@@ -158,8 +156,7 @@ public final class DdpTraining {
     }
 
     private <T extends AutoCloseable> T track(T resource) {
-        resources.push(resource);
-        return resource;
+        return resources.add(resource);
     }
 
     /** A pointer at an address (device or host), owning nothing. */
@@ -225,15 +222,13 @@ public final class DdpTraining {
         } catch (RuntimeException e) {
             first = e;
         }
-        while (!resources.isEmpty()) {
-            try {
-                resources.pop().close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                } else {
-                    first.addSuppressed(e);
-                }
+        try {
+            resources.close();   // in reverse order, the first failure thrown with the others suppressed
+        } catch (RuntimeException e) {
+            if (first == null) {
+                first = e;
+            } else {
+                first.addSuppressed(e);
             }
         }
         if (first != null) {
@@ -503,7 +498,7 @@ public final class DdpTraining {
         org.bytedeco.cuda.cudart.CUstream_st s = new org.bytedeco.cuda.cudart.CUstream_st();
         check(cudart.cudaStreamCreateWithPriority(s, cudart.cudaStreamNonBlocking, greatest[0]),
                 "cudaStreamCreateWithPriority");
-        resources.push(() -> check(cudart.cudaStreamDestroy(s), "cudaStreamDestroy"));   // after its users
+        resources.add(() -> check(cudart.cudaStreamDestroy(s), "cudaStreamDestroy"));   // after its users
         return Stream.wrap(s.address(), device);
     }
 

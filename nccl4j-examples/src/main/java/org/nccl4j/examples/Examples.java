@@ -96,6 +96,11 @@ public final class Examples {
             return resource;
         }
 
+        /** Lets go of {@code resource} without closing it (its owner closed it early). */
+        void forget(AutoCloseable resource) {
+            resources.remove(resource);
+        }
+
         /** Adds every element of {@code all} and returns the list. */
         <T extends AutoCloseable> List<T> addAll(List<T> all) {
             all.forEach(resources::push);

@@ -4,9 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.Deque;
 import java.util.Locale;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.FloatPointer;
@@ -78,7 +76,7 @@ public final class ShardedTraining {
     static final float EPS = 1e-8f;
 
     private final Options o;
-    private final Deque<AutoCloseable> resources = new ArrayDeque<>();
+    private final Examples.Closer resources = new Examples.Closer();
     private long allocated;
     private long peakAllocated;
     private String tag = "";
@@ -180,8 +178,7 @@ public final class ShardedTraining {
     // ---------------------------------------------------------------- the run
 
     private <T extends AutoCloseable> T track(T resource) {
-        resources.push(resource);
-        return resource;
+        return resources.add(resource);
     }
 
     private DeviceBuffer allocate(int device, long floats) {
@@ -192,7 +189,7 @@ public final class ShardedTraining {
     }
 
     private void free(DeviceBuffer b) {
-        resources.remove(b);
+        resources.forget(b);
         allocated -= b.bytes();
         b.close();
     }
@@ -232,15 +229,13 @@ public final class ShardedTraining {
         } catch (RuntimeException e) {
             first = e;
         }
-        while (!resources.isEmpty()) {
-            try {
-                resources.pop().close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                } else {
-                    first.addSuppressed(e);
-                }
+        try {
+            resources.close();   // in reverse order, the first failure thrown with the others suppressed
+        } catch (RuntimeException e) {
+            if (first == null) {
+                first = e;
+            } else {
+                first.addSuppressed(e);
             }
         }
         if (first != null) {
