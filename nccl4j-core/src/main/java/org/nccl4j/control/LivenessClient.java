@@ -73,29 +73,49 @@ final class LivenessClient {
      */
     void joinLater(String host, int port, long deadlineNanos) {
         Liveness.daemon(() -> {
-            long backoff = 20;
-            IOException last = null;
-            while (!l.closing && System.nanoTime() < deadlineNanos) {
-                try {
-                    int left = (int) Math.max(1, Math.min(5_000, (deadlineNanos - System.nanoTime()) / 1_000_000));
-                    connect(host, port, left);
-                    return;
-                } catch (Refused e) {
-                    refusal = e.getMessage();
-                    failedToConnect = e.getMessage();
-                    Liveness.LOG.error("nccl4j liveness: {}", e.getMessage());
-                    return;
-                } catch (IOException e) {
-                    last = e;
-                    Liveness.sleep(backoff);
-                    backoff = Math.min(500, backoff * 2);
-                }
+            Tries tries;
+            try {
+                tries = connectUntil(host, port, deadlineNanos);
+            } catch (Refused e) {
+                refusal = e.getMessage();
+                failedToConnect = e.getMessage();
+                Liveness.LOG.error("nccl4j liveness: {}", e.getMessage());
+                return;
             }
-            if (!l.closing) {
+            if (!tries.connected() && !l.closing) {
                 failedToConnect = "rank 0's liveness channel at " + host + ":" + port + " did not answer"
-                        + (last == null ? "" : " (" + last + ")");
+                        + (tries.last() == null ? "" : " (" + tries.last() + ")");
             }
         }, "nccl4j-liveness-connect-" + l.rank);
+    }
+
+    /** How the tries to connect ended: connected, or not, with the last failure (null when none was made). */
+    private record Tries(boolean connected, IOException last) {
+    }
+
+    /**
+     * {@link #connect} until it succeeds or {@code deadlineNanos} passes, trying again after each failure with a
+     * backoff of 20 ms doubling to 500 ms; a refusal ends the tries.
+     *
+     * @throws Refused when rank 0 refused this rank, or this rank rank 0 (the secret): trying again cannot help
+     */
+    private Tries connectUntil(String host, int port, long deadlineNanos) throws Refused {
+        long backoff = 20;
+        IOException last = null;
+        while (!l.closing && System.nanoTime() < deadlineNanos) {
+            try {
+                int left = (int) Math.max(1, Math.min(5_000, (deadlineNanos - System.nanoTime()) / 1_000_000));
+                connect(host, port, left);
+                return new Tries(true, null);
+            } catch (Refused e) {
+                throw e;
+            } catch (IOException e) {
+                last = e;
+                Liveness.sleep(backoff);
+                backoff = Math.min(500, backoff * 2);
+            }
+        }
+        return new Tries(false, last);
     }
 
     /**
@@ -259,21 +279,14 @@ final class LivenessClient {
      */
     private boolean connectAgain(String why) {
         long start = System.nanoTime();
-        long deadline = start + LivenessHub.REJOIN_MILLIS * 1_000_000L;
-        long backoff = 20;
-        while (!l.closing && System.nanoTime() < deadline) {
-            try {
-                int left = (int) Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-                connect(serverHost, serverPort, left);
+        try {
+            if (connectUntil(serverHost, serverPort, start + LivenessHub.REJOIN_MILLIS * 1_000_000L).connected()) {
                 Liveness.LOG.info("nccl4j liveness: rank {} connected to rank 0 again after {} ms ({})", l.rank,
                         (System.nanoTime() - start) / 1_000_000, why);
                 return true;
-            } catch (Refused e) {
-                return false;
-            } catch (IOException e) {
-                Liveness.sleep(backoff);
-                backoff = Math.min(500, backoff * 2);
             }
+        } catch (Refused e) {
+            // rank 0 refused it: taken for lost, as when it does not answer
         }
         return false;
     }
