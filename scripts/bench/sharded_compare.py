@@ -251,28 +251,24 @@ def report(argv):
             "ddp_step_ms_rounds": t["step_ms_rounds"],
             "config": a.config,
         }
-        with open(a.json, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        return 0 if s["rounds"] > 0 and t["rounds"] > 0 else 1
-    data = {
-        "ranks": n,
-        f"sharded_step_ms_{n}gpu": s["step_ms"],
-        f"fsdp2_step_ms_{n}gpu": t["step_ms"],
-        f"sharded_peak_gib_{n}gpu": s["peak_gib"],
-        f"fsdp2_peak_gib_{n}gpu": t["peak_gib"],
-        f"sharded_device_used_gib_{n}gpu": s["device_used_gib"],
-        f"fsdp2_device_used_gib_{n}gpu": t["device_used_gib"],
-        f"sharded_hidden_fraction_{n}gpu": s["hidden_fraction"],
-        "sharded_step_ms_rounds": s["step_ms_rounds"],
-        "fsdp2_step_ms_rounds": t["step_ms_rounds"],
-        "config": a.config,
-    }
+    else:
+        data = {
+            "ranks": n,
+            f"sharded_step_ms_{n}gpu": s["step_ms"],
+            f"fsdp2_step_ms_{n}gpu": t["step_ms"],
+            f"sharded_peak_gib_{n}gpu": s["peak_gib"],
+            f"fsdp2_peak_gib_{n}gpu": t["peak_gib"],
+            f"sharded_device_used_gib_{n}gpu": s["device_used_gib"],
+            f"fsdp2_device_used_gib_{n}gpu": t["device_used_gib"],
+            f"sharded_hidden_fraction_{n}gpu": s["hidden_fraction"],
+            "sharded_step_ms_rounds": s["step_ms_rounds"],
+            "fsdp2_step_ms_rounds": t["step_ms_rounds"],
+            "config": a.config,
+        }
     with open(a.json, "w") as f:
         json.dump(data, f, indent=2)
         f.write("\n")
     return 0 if s["rounds"] > 0 and t["rounds"] > 0 else 1
-
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "report":
