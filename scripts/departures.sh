@@ -69,7 +69,8 @@
 # processes left, when the SIGTERMs landed (steps, close, after the end) and the longest time from SIGTERM to the
 # survivor's exit, which must be at most 5 s.
 #
-# STARTUP_FUZZ=N: N runs of a 2-rank job of plain java processes (DepartureScenarios startup-fuzz: fromEnvironment,
+# STARTUP_FUZZ=N: N runs of a FUZZ_RANKS-rank job (default 2) of plain java processes (DepartureScenarios
+# startup-fuzz: fromEnvironment,
 # then FUZZ_STEPS, default 160, all-reduces of 64K floats FUZZ_SLEEP_MS, default 50, ms apart: about 8 s, then the
 # close), JOBS at a time on ports of their own, FUZZ_CONFIG as for FUZZ. SIGTERM to a random rank at a time drawn
 # uniformly from 0..FUZZ_WINDOW_MS (default 8000) ms after that rank's process started (not after READY): start-up
@@ -79,8 +80,9 @@
 # launched (it never reached nccl4j) or had not joined the channel yet (rank 0 the victim: the survivor had not), as
 # nothing can tell such a survivor (nccl4j's RankPhase): those runs are counted apart, "waited for a rank that never
 # started" and "before the liveness link was up", and still timed (they wait for the init timeout, which the script
-# leaves at its default: each such run lasts FUZZ_LIMIT). FUZZ_LIMIT (default 20) seconds per run, BUDGET and
-# FUZZ_SEED as for FUZZ. Prints, at the end:
+# leaves at its default: each such run lasts FUZZ_LIMIT). With more than 2 ranks every other rank is a survivor and
+# the run is timed by the last of them to end (FUZZ_CONFIG=gpus: rank r on GPU r, FUZZ_RANKS GPUs needed). FUZZ_LIMIT
+# (default 20) seconds per run, BUDGET and FUZZ_SEED as for FUZZ. Prints, at the end:
 #   JVM crashes: C of N                        hs_err files, or exit status 134 or 139
 #   survivors ended within 2 s: W of N         (the runs apart below cannot count here)
 #   slowest survivor: S s (run K, signal at T ms, phase P)    of the runs whose ranks had joined
@@ -737,14 +739,14 @@ run_row() {
 }
 
 # run_draws N JOBS WINDOW RUN DIR: N runs of RUN (RUN K VICTIM DELAY_MS DIR/K), JOBS at a time, each with a victim
-# (rank 0 or 1) and a delay of 0..WINDOW ms drawn from RANDOM (seeded by the caller) before any run starts; no run is
+# (a rank below fuzz_ranks) and a delay of 0..WINDOW ms drawn from RANDOM (seeded by the caller) before any run starts; no run is
 # started that could end past BUDGET (fuzz_limit seconds a run). Sets started_runs (the caller's local) to the runs
 # started, and victims and delays (the caller's locals too) to the draws; returns once every one has ended.
 run_draws() {
   local n=$1 jobs=$2 window=$3 run=$4 dir=$5 k p
   local running=()
   for ((k = 1; k <= n; k++)); do
-    victims[k]=$((RANDOM % 2))
+    victims[k]=$((RANDOM % fuzz_ranks))
     delays[k]=$(( (RANDOM * 32768 + RANDOM) % (window + 1) ))
   done
   for ((k = 1; k <= n; k++)); do
@@ -766,8 +768,8 @@ run_draws() {
 
 # ---------------------------------------------------------------- FUZZ
 
-# fuzz_start DIR K ID MODE: a fuzz run's two plain ranks (DepartureScenarios MODE: fuzz or startup-fuzz) on port
-# port_of K, GPU K mod G or their own GPUs (FUZZ_CONFIG); fuzz_born[r] is the time each rank's process was started
+# fuzz_start DIR K ID MODE: a fuzz run's fuzz_ranks plain ranks (DepartureScenarios MODE: fuzz or startup-fuzz) on
+# port port_of K, GPU K mod G or their own GPUs (FUZZ_CONFIG); fuzz_born[r] is the time each rank's process started
 fuzz_start() {
   local dir=$1 k=$2 id=$3 mode=$4 r port gpu=$(($2 % gpus))
   port=$(port_of "$k")
@@ -779,9 +781,9 @@ fuzz_start() {
   local jvm=(-XX:ErrorFile="$dir/hs_err_%p.log" -Dnccl4j.row="$id")
   # shellcheck disable=SC2206  # JAVA_OPTS holds several options
   jvm+=(${JAVA_OPTS:-})
-  for r in 0 1; do
-    local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE=2 LOCAL_RANK="$r"
-      LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
+  for ((r = 0; r < fuzz_ranks; r++)); do
+    local renv=(NCCL4J_TRACE_DIR="$dir/traces" NCCL_NVLS_ENABLE=0 RANK="$r" WORLD_SIZE="$fuzz_ranks" LOCAL_RANK="$r"
+      LOCAL_WORLD_SIZE="$fuzz_ranks" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port")
     [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
     fuzz_born[r]=$(now_ms)
     start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" "$mode" --steps "$fuzz_steps" \
@@ -852,17 +854,19 @@ fuzz_run() {
 }
 
 # fuzz_jobs_and_config JOBS: checks JOBS (1 or more) and sets fuzz_config from FUZZ_CONFIG (share, the default, or
-# gpus, which needs 2 GPUs), for FUZZ and STARTUP_FUZZ alike
+# gpus, which needs a GPU a rank: fuzz_ranks), for FUZZ and STARTUP_FUZZ alike
 fuzz_jobs_and_config() {
   whole JOBS "$1"
   [ "$1" -ge 1 ] || die "JOBS=$1: 1 or more"
   fuzz_config=${FUZZ_CONFIG:-share}
-  case "$fuzz_config" in share) ;; gpus) [ "$gpus" -ge 2 ] || die "FUZZ_CONFIG=gpus needs 2 GPUs, found $gpus" ;;
+  case "$fuzz_config" in share) ;;
+    gpus) [ "$gpus" -ge "$fuzz_ranks" ] || die "FUZZ_CONFIG=gpus needs $fuzz_ranks GPUs, found $gpus" ;;
     *) die "FUZZ_CONFIG=$fuzz_config: share or gpus" ;; esac
 }
 
 fuzz_main() {
   local n=$fuzz jobs=${JOBS:-4} k
+  fuzz_ranks=2
   fuzz_jobs_and_config "$jobs"
   fuzz_steps=${FUZZ_STEPS:-100}
   whole FUZZ_STEPS "$fuzz_steps"
@@ -937,10 +941,12 @@ sfuzz_run() {
   fuzz_start "$dir" "$k" "$(printf '%ss%03d' "$run_id" "$k")" startup-fuzz
   local born=("${fuzz_born[@]}")
   # the SIGTERM, DELAY_MS after the victim's process started; then the end of both ranks, or the limit
-  local t0=${born[0]} target=$((born[victim] + delay)) now sig_ms="" at_limit=0 t_kill=""
+  local t0=${born[0]} target=$((born[victim] + delay)) now sig_ms="" at_limit=0 t_kill="" r all
   while :; do
     now=$(now_ms)
-    [ -e "$dir/exit0" ] && [ -e "$dir/exit1" ] && break
+    all=1
+    for ((r = 0; r < fuzz_ranks; r++)); do [ -e "$dir/exit$r" ] || { all=0; break; }; done
+    [ "$all" = 1 ] && break
     if [ -z "$sig_ms" ] && [ "$now" -ge "$target" ] && [ -s "$dir/pid$victim" ] && [ ! -e "$dir/exit$victim" ]; then
       sig_ms=$(now_ms)
       kill -TERM "$(cat "$dir/pid$victim")" 2> /dev/null
@@ -960,9 +966,15 @@ sfuzz_run() {
     fi
   done
   fuzz_reap
-  local left=$fuzz_left survivor=$((1 - victim)) vst vms sst sms
+  # the survivor that timed the run: the last rank other than the victim to end
+  local left=$fuzz_left survivor="" vst vms sst sms st ms sts=""
   read -r vst vms < "$dir/exit$victim"
-  read -r sst sms < "$dir/exit$survivor"
+  for ((r = 0; r < fuzz_ranks; r++)); do
+    [ "$r" = "$victim" ] && continue
+    read -r st ms < "$dir/exit$r"
+    sts+=" $st"
+    if [ -z "$survivor" ] || [ "$ms" -gt "$sms" ]; then survivor=$r; sst=$st; sms=$ms; fi
+  done
   # where the SIGTERM found the victim: its last PHASE line before it (none: the JVM was still starting)
   local phase at=""
   if [ -z "$sig_ms" ]; then
@@ -976,13 +988,16 @@ sfuzz_run() {
   fi
   local never=0
   [ "$phase" = launched ] && never=1
-  # whether the two ranks' liveness link was up when the SIGTERM came: the victim had joined rank 0's channel (rank
-  # 0 the victim: the survivor had joined it); before that, nothing can tell the survivor (nccl4j's RankPhase)
-  local joined="-" jr=$victim jt
-  [ "$victim" = 0 ] && jr=$survivor
+  # whether the liveness link was up when the SIGTERM came: the victim had joined rank 0's channel (rank 0 the
+  # victim: every survivor had joined it); before that, nothing can tell a survivor (nccl4j's RankPhase)
+  local joined="-" jr jrs=$victim jt
+  [ "$victim" = 0 ] && jrs=$(seq 1 $((fuzz_ranks - 1)))
   if [ -n "$sig_ms" ] && [ "$phase" != "after the end" ]; then
-    jt=$(grep -aom1 "^JOINED rank=$jr t=[0-9]*" "$dir/rank$jr.log" 2> /dev/null | sed 's/.*t=//')
-    if [ -n "$jt" ] && [ "$jt" -le "$sig_ms" ]; then joined=yes; else joined=no; fi
+    joined=yes
+    for jr in $jrs; do
+      jt=$(grep -aom1 "^JOINED rank=$jr t=[0-9]*" "$dir/rank$jr.log" 2> /dev/null | sed 's/.*t=//')
+      if [ -z "$jt" ] || [ "$jt" -gt "$sig_ms" ]; then joined=no; fi
+    done
   fi
   # the survivor: its end after the SIGTERM; a run whose job had ended first has nothing to time
   local surv_ms="" waiting=0 within=yes
@@ -999,7 +1014,7 @@ sfuzz_run() {
   local hs; hs=$(find "$dir" -maxdepth 1 -name 'hs_err_*.log' | wc -l)
   local crash=0
   [ "$hs" -gt 0 ] && crash=1
-  case " $vst $sst " in *" 134 "*|*" 139 "*) crash=1 ;; esac
+  case " $vst$sts " in *" 134 "*|*" 139 "*) crash=1 ;; esac
   local sres
   sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
     | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
@@ -1013,6 +1028,9 @@ sfuzz_run() {
 
 sfuzz_main() {
   local n=$sfuzz jobs=${JOBS:-4} k
+  fuzz_ranks=${FUZZ_RANKS:-2}
+  whole FUZZ_RANKS "$fuzz_ranks"
+  [ "$fuzz_ranks" -ge 2 ] || die "FUZZ_RANKS=$fuzz_ranks: 2 or more"
   fuzz_jobs_and_config "$jobs"
   fuzz_steps=${FUZZ_STEPS:-160}
   whole FUZZ_STEPS "$fuzz_steps"
@@ -1030,7 +1048,8 @@ sfuzz_main() {
   whole FUZZ_SEED "$seed"
   RANDOM=$seed
   local fdir=$out_dir/startup-fuzz
-  echo "== STARTUP_FUZZ: $n runs, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM to a random rank 0..$window ms" \
+  echo "== STARTUP_FUZZ: $n runs of $fuzz_ranks ranks, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM to a" \
+    "random rank 0..$window ms" \
     "after its process started (FUZZ_SEED=$seed), FUZZ_LIMIT=$fuzz_limit s, logs in $fdir"
   local started_runs=0 victims=() delays=()
   run_draws "$n" "$jobs" "$window" sfuzz_run "$fdir"
@@ -1075,7 +1094,8 @@ sfuzz_main() {
     echo
     echo "${summary//$'\n'/$'  \n'}  "   # markdown: each line its own
     echo
-    echo "$started_runs runs of $n, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps," \
+    echo "$started_runs runs of $n, $fuzz_ranks ranks, $jobs at a time, FUZZ_CONFIG=$fuzz_config," \
+      "FUZZ_STEPS=$fuzz_steps," \
       "FUZZ_SLEEP_MS=$fuzz_sleep, FUZZ_WINDOW_MS=$window, FUZZ_LIMIT=$fuzz_limit, FUZZ_SEED=$seed. Signal: ms after" \
       "the victim's process started; phase: its last PHASE line before the SIGTERM (launched: none, or before" \
       "fromEnvironment); joined: the victim had joined rank 0's liveness channel (rank 0 the victim: the survivor" \

@@ -4,7 +4,7 @@
 #
 #   NCCL_TESTS_SRC=DIR scripts/four-gpu-runs.sh [BUNDLE]   (BUNDLE: made by scripts/gpu-bundle.sh; default bundle/)
 #
-#   PARTS    which parts, in this order (default: all): ops small sharded phases hosts
+#   PARTS    which parts, in this order (default: all): ops small sharded phases fuzz hosts
 #   OUT_DIR  where every part writes (default: four-gpu-runs/<UTC date and time>)
 #   PART_TIMEOUT  seconds a part may take (default 540: one part fits a call of 10 minutes; give the parts to calls one
 #            or two at a time); the phase matrix gets it less 30 s as its BUDGET (rows that could end past it are
@@ -12,6 +12,10 @@
 #   DRY_RUN=1     print each part's command with its settings, run nothing (no GPU needed)
 #   NCCL_TESTS_SRC / NCCL_TESTS_BIN  NVIDIA's nccl-tests for ops and small (see bench/frontier.sh); those two parts
 #            are skipped, saying so, without either
+#   LIBS     the NCCL library of ops and small, NAME=PATH (default: the system's, system=/usr/lib/x86_64-linux-gnu/
+#            libnccl.so.2; frontier.sh's own default adds PyTorch's, which doubles the part's time)
+#   OPS_REGS the -R values of ops (default "0 1 2"; a call of 10 minutes holds about two of them with 3 rounds)
+#   FUZZ_RUNS runs of the fuzz part (default 200; BUDGET, the part's time less 30 s, leaves out what would not fit)
 #
 # ops      every operation, 64 MiB-256 MiB, out of place and in place, at -R 0, 1 and 2, nccl4j-perf and nccl-tests
 #          alternating, 3 rounds (bench/frontier.sh; its frontier.json has min_busbw_ratio_64MiB_up_4gpu)
@@ -19,7 +23,8 @@
 #          BIND=core) and then 1 core each (bench/frontier.sh)
 # sharded  the 80-layer model against FSDP2 on 4 ranks, 2 rounds (bench/sharded-compare.sh)
 # phases   the phase matrix with 4 ranks, one GPU each, every scenario and launcher (departures.sh CONFIGS=4gpu);
-#          departures.sh's SIGTERM fuzz has 2 ranks only, so the 4-rank fuzz is not part of it
+# fuzz     the start-up SIGTERM fuzz with 4 ranks, one GPU each (departures.sh STARTUP_FUZZ, FUZZ_RANKS=4,
+#          FUZZ_CONFIG=gpus, 4 runs at a time)
 # hosts    two rehearsed hosts of 2 GPUs, every part (two-hosts.sh: launchers, ops, ddp, elastic)
 #
 # Exit status 0 when every part that ran passed, 1 when one failed, 2 on a usage error or with fewer than 4 GPUs.
@@ -28,14 +33,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 tool=four-gpu-runs
 root=$(cd "$here/.." && pwd)
 bundle=${1:-$root/bundle}
-parts=${PARTS:-ops small sharded phases hosts}
+parts=${PARTS:-ops small sharded phases fuzz hosts}
+libs=${LIBS:-system=/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+ops_regs=${OPS_REGS:-0 1 2}
+fuzz_runs=${FUZZ_RUNS:-200}
 dry=${DRY_RUN:-0}
 limit=${PART_TIMEOUT:-540}
 for p in $parts; do
-  case "$p" in ops|small|sharded|phases|hosts) ;; *) echo "$tool: PARTS: ops small sharded phases hosts (got '$p')" >&2
+  case "$p" in ops|small|sharded|phases|fuzz|hosts) ;;
+    *) echo "$tool: PARTS: ops small sharded phases fuzz hosts (got '$p')" >&2
     exit 2 ;; esac
 done
 [[ "$limit" =~ ^[0-9]+$ ]] || { echo "$tool: PART_TIMEOUT takes whole seconds (got '$limit')" >&2; exit 2; }
+[[ "$fuzz_runs" =~ ^[1-9][0-9]*$ ]] || { echo "$tool: FUZZ_RUNS takes a whole number above 0 (got '$fuzz_runs')" >&2
+  exit 2; }
+for g in $ops_regs; do
+  case "$g" in 0|1|2) ;; *) echo "$tool: OPS_REGS: -R values 0, 1 and 2 (got '$g')" >&2; exit 2 ;; esac
+done
 if [ "$dry" != 1 ]; then
   [ -x "$bundle/jre/bin/java" ] || { echo "$tool: no $bundle/jre/bin/java (run scripts/gpu-bundle.sh)" >&2; exit 2; }
   gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
@@ -77,13 +91,14 @@ for p in $parts; do
         continue
       fi
       if [ "$p" = ops ]; then
-        part "every operation, 64-256 MiB, -R 0 1 2" ops NPS=4 "REGS=0 1 2" ROUNDS=3 "CASES=$every" -- \
+        part "every operation, 64-256 MiB, -R $ops_regs" ops NPS=4 "REGS=$ops_regs" ROUNDS=3 "LIBS=$libs" \
+          "CASES=$every" -- \
           bash "$here/bench/frontier.sh" "$bundle"
       else
         part "small all-reduces, 4 cores a rank" small-4cores NPS=4 "REGS=0 2" ROUNDS=3 MAP_BY=slot:PE=4 BIND=core \
-          "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
+          "LIBS=$libs" "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
         part "small all-reduces, 1 core a rank" small-1core NPS=4 "REGS=0 2" ROUNDS=3 MAP_BY=slot:PE=1 BIND=core \
-          "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
+          "LIBS=$libs" "CASES=$small" -- bash "$here/bench/frontier.sh" "$bundle"
       fi ;;
     sharded)
       part "sharded training against FSDP2, 80 layers" sharded NP=4 LAYERS=80 ROUNDS=2 -- \
@@ -91,6 +106,9 @@ for p in $parts; do
     phases)
       part "the phase matrix, 4 ranks on 4 GPUs" phases CONFIGS=4gpu BUDGET=$((limit > 60 ? limit - 30 : limit)) -- \
         bash "$here/departures.sh" "$bundle" ;;
+    fuzz)
+      part "the start-up SIGTERM fuzz, 4 ranks on 4 GPUs" fuzz STARTUP_FUZZ="$fuzz_runs" FUZZ_RANKS=4 FUZZ_CONFIG=gpus \
+        JOBS=4 BUDGET=$((limit > 60 ? limit - 30 : limit)) -- bash "$here/departures.sh" "$bundle" ;;
     hosts)
       part "two rehearsed hosts, every part" hosts "PARTS=launchers ops ddp elastic" -- \
         bash "$here/two-hosts.sh" "$bundle" ;;

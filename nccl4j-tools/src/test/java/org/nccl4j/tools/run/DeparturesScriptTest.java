@@ -370,6 +370,8 @@ class DeparturesScriptTest {
         cases.put("STARTUP_FUZZ=2 FUZZ_WINDOW_MS=30000", "departures.sh: FUZZ_WINDOW_MS=30000 and FUZZ_LIMIT=20: a run "
                 + "must last 2 s past the latest SIGTERM: raise FUZZ_LIMIT to 32 or more");
         cases.put("STARTUP_FUZZ=2 FUZZ_LIMIT=0", "departures.sh: FUZZ_LIMIT=0: give a run 1 s or more");
+        cases.put("STARTUP_FUZZ=2 FUZZ_RANKS=1", "departures.sh: FUZZ_RANKS=1: 2 or more");
+        cases.put("STARTUP_FUZZ=2 FUZZ_RANKS=four", "departures.sh: FUZZ_RANKS=four is not a whole number");
         cases.put("CONFIGS=8gpu", "departures.sh: CONFIGS: unknown config 8gpu (2gpu, 4gpu, 4share, 2share)");
         cases.put("TORCH=yes", "departures.sh: TORCH=yes: 1 runs the torch rows, 0 or unset the nccl4j ones");
         cases.put("ROW_LIMIT=1m", "departures.sh: ROW_LIMIT=1m is not a whole number");
@@ -584,7 +586,7 @@ class DeparturesScriptTest {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "6", "JOBS", "3", "FUZZ_WINDOW_MS", "1000", "FUZZ_LIMIT", "4", "FUZZ_SEED",
                 "29", "FAKE_FUZZ_MS", "600");
         List<String> lines = r.outLines();
-        assertEquals("== STARTUP_FUZZ: 6 runs, 3 at a time, FUZZ_CONFIG=share, SIGTERM to a random rank 0..1000 ms after "
+        assertEquals("== STARTUP_FUZZ: 6 runs of 2 ranks, 3 at a time, FUZZ_CONFIG=share, SIGTERM to a random rank 0..1000 ms after "
                 + "its process started (FUZZ_SEED=29), FUZZ_LIMIT=4 s, logs in " + out + "/startup-fuzz", lines.get(0));
         List<Map<String, String>> rows = sfuzzRows();
         assertEquals(6, rows.size());
@@ -672,6 +674,41 @@ class DeparturesScriptTest {
                 + "survivor |"), md);
         assertTrue(md.contains("(still waiting, killed) (never started) | no | 0 | 0 | 0 | no line (still waiting at 4 s, "
                 + "killed) |"), md);
+        assertEquals(List.of(), marked());
+    }
+
+    @Test
+    void startupFuzzWithFourRanksSignalsAnyOfThemAndTimesTheRunByTheLastSurvivor() throws Exception {
+        SandboxOutcome r = run(1, "STARTUP_FUZZ", "4", "FUZZ_RANKS", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "1000",
+                "FUZZ_LIMIT", "4", "FUZZ_SEED", "29", "FAKE_FUZZ_MS", "600");
+        assertTrue(r.outLines().get(0).startsWith("== STARTUP_FUZZ: 4 runs of 4 ranks, 2 at a time, FUZZ_CONFIG=share,"),
+                r.toString());
+        List<Map<String, String>> rows = sfuzzRows();
+        assertEquals(4, rows.size());
+        // FUZZ_SEED=29's draws: the same delays as with 2 ranks, the victims now of 4
+        assertEquals(List.of("0:73", "1:657", "0:299", "0:885"), rows.stream().map(m -> m.get("victim") + ":"
+                + m.get("delay_ms")).collect(Collectors.toList()));
+        for (Map<String, String> m : rows) {
+            Path dir = out.resolve("startup-fuzz").resolve(String.format("%03d", Integer.parseInt(m.get("run"))));
+            for (int k = 0; k < 4; k++) {   // the victim's log is empty when the signal came before its first line
+                String log = Files.readString(dir.resolve("rank" + k + ".log"));
+                assertTrue(log.contains("PHASE rank=" + k + " ") || m.get("victim").equals(Integer.toString(k)),
+                        "every rank of 4 started: " + log);
+            }
+            if (!m.get("joined").equals("yes")) {
+                continue;
+            }
+            assertEquals("yes", m.get("within"), m.toString());
+            String res = m.get("survivor_result");
+            assertTrue(res.contains(" of 4: rank " + m.get("victim") + " (fake") || res.startsWith("PeerDeparted"), res);
+            long ms = Long.parseLong(m.get("survivor_ms"));
+            // the last of the 3 survivors: each ends FAKE_DETECT_MS after it noticed
+            assertTrue(ms >= 250 && ms < 1500, m.toString());
+        }
+        assertEquals(0, r.status(), r.toString());
+        r = run(1, "STARTUP_FUZZ", "2", "FUZZ_RANKS", "4", "FUZZ_CONFIG", "gpus", "FAKE_GPUS", "2");
+        assertEquals(2, r.status());
+        assertEquals("departures.sh: FUZZ_CONFIG=gpus needs 4 GPUs, found 2", r.err().strip());
         assertEquals(List.of(), marked());
     }
 

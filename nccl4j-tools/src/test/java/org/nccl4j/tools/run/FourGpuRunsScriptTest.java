@@ -40,21 +40,32 @@ class FourGpuRunsScriptTest {
             every.append(every.length() == 0 ? "" : ";").append(op).append("_perf -b 64M -e 256M -f 4 -n 20 -w 5 -c 0");
         }
         String small = "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0";
+        String libs = "LIBS=system=/usr/lib/x86_64-linux-gnu/libnccl.so.2";
         assertEquals(List.of(
-                "every operation, 64-256 MiB, -R 0 1 2: NPS=4 REGS=0 1 2 ROUNDS=3 CASES=" + every + " bash " + s
+                "every operation, 64-256 MiB, -R 0 1 2: NPS=4 REGS=0 1 2 ROUNDS=3 " + libs + " CASES=" + every + " bash " + s
                         + "/bench/frontier.sh " + b,
-                "small all-reduces, 4 cores a rank: NPS=4 REGS=0 2 ROUNDS=3 MAP_BY=slot:PE=4 BIND=core CASES=" + small
+                "small all-reduces, 4 cores a rank: NPS=4 REGS=0 2 ROUNDS=3 MAP_BY=slot:PE=4 BIND=core " + libs
+                        + " CASES=" + small
                         + " bash " + s + "/bench/frontier.sh " + b,
-                "small all-reduces, 1 core a rank: NPS=4 REGS=0 2 ROUNDS=3 MAP_BY=slot:PE=1 BIND=core CASES=" + small
+                "small all-reduces, 1 core a rank: NPS=4 REGS=0 2 ROUNDS=3 MAP_BY=slot:PE=1 BIND=core " + libs
+                        + " CASES=" + small
                         + " bash " + s + "/bench/frontier.sh " + b,
                 "sharded training against FSDP2, 80 layers: NP=4 LAYERS=80 ROUNDS=2 bash " + s
                         + "/bench/sharded-compare.sh " + b,
                 "the phase matrix, 4 ranks on 4 GPUs: CONFIGS=4gpu BUDGET=510 bash " + s + "/departures.sh " + b,
+                "the start-up SIGTERM fuzz, 4 ranks on 4 GPUs: STARTUP_FUZZ=200 FUZZ_RANKS=4 FUZZ_CONFIG=gpus JOBS=4"
+                        + " BUDGET=510 bash " + s + "/departures.sh " + b,
                 "two rehearsed hosts, every part: PARTS=launchers ops ddp elastic bash " + s + "/two-hosts.sh " + b),
                 r.outLines(), r.toString());
         r = run("DRY_RUN", "1", "PARTS", "phases", "PART_TIMEOUT", "300");
         assertEquals(List.of("the phase matrix, 4 ranks on 4 GPUs: CONFIGS=4gpu BUDGET=270 bash " + s + "/departures.sh "
                 + b), r.outLines(), "the matrix's budget follows the part's time");
+        r = run("DRY_RUN", "1", "PARTS", "ops fuzz", "OPS_REGS", "2", "LIBS", "torch=/t/libnccl.so.2", "FUZZ_RUNS", "50");
+        assertEquals(List.of("every operation, 64-256 MiB, -R 2: NPS=4 REGS=2 ROUNDS=3 LIBS=torch=/t/libnccl.so.2 CASES="
+                + every + " bash " + s + "/bench/frontier.sh " + b,
+                "the start-up SIGTERM fuzz, 4 ranks on 4 GPUs: STARTUP_FUZZ=50 FUZZ_RANKS=4 FUZZ_CONFIG=gpus JOBS=4"
+                        + " BUDGET=510 bash " + s + "/departures.sh " + b), r.outLines(),
+                "OPS_REGS, LIBS and FUZZ_RUNS reach their parts");
     }
 
     @Test
@@ -71,12 +82,18 @@ class FourGpuRunsScriptTest {
     void aBadPartFewerThanFourGpusOrABadTimeoutAreRefused() throws Exception {
         ScriptSandbox.SandboxOutcome r = run("PARTS", "sharded bogus");
         assertEquals(2, r.status());
-        assertEquals("four-gpu-runs: PARTS: ops small sharded phases hosts (got 'bogus')", r.err().strip());
+        assertEquals("four-gpu-runs: PARTS: ops small sharded phases fuzz hosts (got 'bogus')", r.err().strip());
         r = run("FAKE_GPUS", "2", "PARTS", "sharded");
         assertEquals(2, r.status());
         assertEquals("four-gpu-runs: 4 GPUs needed, nvidia-smi lists 2", r.err().strip());
         r = run("PART_TIMEOUT", "10m");
         assertEquals(2, r.status());
         assertEquals("four-gpu-runs: PART_TIMEOUT takes whole seconds (got '10m')", r.err().strip());
+        r = run("OPS_REGS", "0 3");
+        assertEquals(2, r.status());
+        assertEquals("four-gpu-runs: OPS_REGS: -R values 0, 1 and 2 (got '3')", r.err().strip());
+        r = run("FUZZ_RUNS", "0");
+        assertEquals(2, r.status());
+        assertEquals("four-gpu-runs: FUZZ_RUNS takes a whole number above 0 (got '0')", r.err().strip());
     }
 }

@@ -39,38 +39,40 @@ say() { printf '%s\n' "$*"; }
 # ms VARIABLE DEFAULT: the variable's milliseconds as seconds for sleep
 ms() { awk -v m="${!1:-$2}" 'BEGIN { print m / 1000 }'; }
 
-# wait_or_react MS: MS milliseconds in steps of 20, unless the other rank (of two) ended with a nonzero status
-# first: then this rank ends as nccl4j would, by the other's last PHASE line (see FAKE_PHASE_MS)
+# wait_or_react MS: MS milliseconds in steps of 20, unless another rank (of np) ended with a nonzero status
+# first: then this rank ends as nccl4j would, by that rank's last PHASE line (see FAKE_PHASE_MS)
 wait_or_react() {
-  local end=$(( $(now) + $1 )) st other_phase
+  local end=$(( $(now) + $1 )) st other_phase other
   while [ "$(now)" -lt "$end" ]; do
-    if [ -f "$d/exit$other" ] && read -r st _ < "$d/exit$other" && [ "$st" != 0 ]; then
-      other_phase=$(grep -ao "^PHASE rank=$other t=[0-9]* [a-z-]*" "$d/rank$other.log" | tail -1 | sed 's/.* //')
-      local linked=$other   # the peer's join of rank 0's channel tells; rank 0's own loss: this rank's join
-      [ "$other" = 0 ] && linked=$me
-      if ! grep -aq "^JOINED rank=$linked " "$d/rank$linked.log"; then
-        while :; do sleep 0.1; done   # nothing tells this rank: nccl4j waits for its init timeout
+    for other in $others; do
+      if [ -f "$d/exit$other" ] && read -r st _ < "$d/exit$other" && [ "$st" != 0 ]; then
+        other_phase=$(grep -ao "^PHASE rank=$other t=[0-9]* [a-z-]*" "$d/rank$other.log" | tail -1 | sed 's/.* //')
+        local linked=$other   # the peer's join of rank 0's channel tells; rank 0's own loss: this rank's join
+        [ "$other" = 0 ] && linked=$me
+        if ! grep -aq "^JOINED rank=$linked " "$d/rank$linked.log"; then
+          while :; do sleep 0.1; done   # nothing tells this rank: nccl4j waits for its init timeout
+        fi
+        case "${other_phase:-launched}" in
+          nccl-init)
+            sleep "$(ms FAKE_DETECT_MS 300)"
+            echo "00:00:00.000 ERROR LeftBehindExit - nccl4j: rank $me of $np: rank $other (fake, pid 1) was lost during NCCL" \
+              "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
+              "Restart the job (or let its launcher restart it), after fixing what ended rank $other; its thread" \
+              "\"main\" is at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with" \
+              "status 70 (NCCL4J_LEFT_BEHIND_EXIT=off leaves it waiting for the init timeout)" >&2
+            exit 70 ;;
+          joining|rendezvous|id-taken|set-device)
+            sleep "$(ms FAKE_DETECT_MS 300)"
+            say "RESULT rank=$me t=$(now) PeerLostDuringStartupException: rank $me of $np: rank $other (fake, pid 1) was" \
+              "lost during the rendezvous (SIGTERM); the communicator was not made (the rendezvous ended)"
+            exit 1 ;;
+          *)
+            sleep "$(ms FAKE_DETECT_MS 300)"
+            say "RESULT rank=$me t=$(now) PeerDepartedException: rank $other (fake, pid 1) is exiting (SIGTERM)"
+            exit 1 ;;
+        esac
       fi
-      case "${other_phase:-launched}" in
-        nccl-init)
-          sleep "$(ms FAKE_DETECT_MS 300)"
-          echo "00:00:00.000 ERROR LeftBehindExit - nccl4j: rank $me of 2: rank $other (fake, pid 1) was lost during NCCL" \
-            "initialization (SIGTERM); the communicator was not made (NCCL initialization could not be abandoned)." \
-            "Restart the job (or let its launcher restart it), after fixing what ended rank $other; its thread" \
-            "\"main\" is at org.nccl4j.jni.NcclNative.ncclCommInitRank(Native Method). Halting the process with" \
-            "status 70 (NCCL4J_LEFT_BEHIND_EXIT=off leaves it waiting for the init timeout)" >&2
-          exit 70 ;;
-        joining|rendezvous|id-taken|set-device)
-          sleep "$(ms FAKE_DETECT_MS 300)"
-          say "RESULT rank=$me t=$(now) PeerLostDuringStartupException: rank $me of 2: rank $other (fake, pid 1) was" \
-            "lost during the rendezvous (SIGTERM); the communicator was not made (the rendezvous ended)"
-          exit 1 ;;
-        *)
-          sleep "$(ms FAKE_DETECT_MS 300)"
-          say "RESULT rank=$me t=$(now) PeerDepartedException: rank $other (fake, pid 1) is exiting (SIGTERM)"
-          exit 1 ;;
-      esac
-    fi
+    done
     sleep 0.02
   done
 }
@@ -79,7 +81,7 @@ wait_or_react() {
 startup_fuzz_rank() {
   local p
   d=$(dirname "$NCCL4J_TRACE_DIR")
-  other=$((1 - me))
+  others=$(seq 0 $((np - 1)) | grep -vx "$me" | tr '\n' ' ')
   if [ "${FAKE_FUZZ_CRASH:-0}" = 1 ]; then trap 'hs_err force' TERM; fi
   sleep 0.1   # the JVM's start: no line yet
   for p in launched joining rendezvous id-taken set-device nccl-init ready; do
@@ -87,7 +89,7 @@ startup_fuzz_rank() {
     say "PHASE rank=$me t=$(now) $p"
     wait_or_react "${FAKE_PHASE_MS:-100}"
   done
-  say "START rank=$me t=$(now) pid=$$ size=2 device=${NCCL4J_DEVICE:-$me} startup-fuzz"
+  say "START rank=$me t=$(now) pid=$$ size=$np device=${NCCL4J_DEVICE:-$me} startup-fuzz"
   say "PHASE rank=$me t=$(now) in-loop"
   say "READY rank=$me t=$(now)"
   wait_or_react "${FAKE_FUZZ_MS:-800}"
