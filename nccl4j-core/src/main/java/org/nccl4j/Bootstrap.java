@@ -162,6 +162,7 @@ final class Bootstrap {
                 if (!(e instanceof PeerLostDuringStartupException)) {
                     live.departDuringStartUp(Departures.Kind.FAILURE, Farewell.describe(e));
                 }
+                live.stayForLateRanks(Liveness.LEAVING_WAIT_MILLIS);   // rank 0: the ranks still to come hear why
                 live.close();
             }
             throw e;
@@ -200,6 +201,11 @@ final class Bootstrap {
             java.time.Duration timeout, long deadline) {
         int rank = launch.rank();
         int size = launch.worldSize();
+        // joined, and told of a rank that left before (a newcomer hears it with the roster): no NCCL to wait for
+        Liveness.Loss gone = live == null ? null : live.startupLoss(size);
+        if (gone != null) {
+            throw StartupGuard.lost(gone, rank, size, "joining", "NCCL was not called", null);
+        }
         Nccl.library();
         UniqueId id;
         if (size == 1) {

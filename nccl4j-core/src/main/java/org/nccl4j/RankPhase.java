@@ -10,8 +10,11 @@ package org.nccl4j;
  * liveness channel first ({@link #JOINED}), so that from then on its death is known to every rank; then it takes
  * the unique id ({@link #RENDEZVOUS}, {@link #ID_TAKEN}), waits for every rank to have arrived, and calls NCCL
  * ({@link #NCCL_INIT}). A rank lost in any of these phases ends the start-up of every other rank within 2 s with
- * {@link PeerLostDuringStartupException}. Before {@link #JOINED} a rank is not known to the others: one that dies
- * there never started, as far as they can tell, and the init timeout ({@code NCCL4J_INIT_TIMEOUT}) bounds their wait.
+ * {@link PeerLostDuringStartupException}. Before {@link #JOINED} a rank is not known to the others: one that leaves
+ * there in a way Java sees (a signal, an exception, {@code System.exit}) once {@code fromEnvironment} has begun still
+ * joins to say so, at exit, and is named as lost {@link #LAUNCHED} ("before it joined the job"); one that dies before
+ * that, or by SIGKILL, never started as far as they can tell, and the init timeout ({@code NCCL4J_INIT_TIMEOUT})
+ * bounds their wait.
  */
 public enum RankPhase {
     /** The process runs, and has not reached rank 0's liveness channel yet. */

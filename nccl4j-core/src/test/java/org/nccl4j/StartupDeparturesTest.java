@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -36,11 +37,20 @@ class StartupDeparturesTest {
 
     /** Rank {@code rank} of a job whose output files end in {@code run} (several jobs in one test). */
     private Process rank(int rank, String mode, Map<String, String> env, String run) throws IOException {
+        return rank(rank, mode, env, run, null);
+    }
+
+    /** As {@link #rank(int, String, Map, String)}; with {@code go}, the rank starts once that file exists. */
+    private Process rank(int rank, String mode, Map<String, String> env, String run, Path go) throws IOException {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        ProcessBuilder pb = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
-                "-Dnccl4j.library=" + StubNccl.full(), "-Dnccl4j.test.stubDir=" + StubNccl.dir(),
-                "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"),
-                StartupDeparturesTest.class.getName(), mode)
+        List<String> command = new java.util.ArrayList<>(List.of(java.toString(), "-cp",
+                System.getProperty("java.class.path"), "-Dnccl4j.library=" + StubNccl.full(),
+                "-Dnccl4j.test.stubDir=" + StubNccl.dir(), "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log"),
+                StartupDeparturesTest.class.getName(), mode));
+        if (go != null) {
+            command.add(go.toString());
+        }
+        ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectErrorStream(true).redirectOutput(dir.resolve("out" + rank + run + ".txt").toFile());
         Map<String, String> e = pb.environment();
         e.put("MASTER_ADDR", "127.0.0.1");
@@ -219,6 +229,52 @@ class StartupDeparturesTest {
     }
 
     @Test
+    void aRankTerminatedWhileJoiningJoinsToSaySoWhenRankZerosChannelComesUp() throws Exception {
+        port = StubFixture.freePort();
+        Path go = dir.resolve("go0");
+        Process r0 = rank(0, "blocking", Map.of(), "", go);   // its JVM up, its start-up not begun
+        Process r1 = rank(1, "blocking", Map.of());
+        awaitMarker(0, "WAITING");
+        awaitMarker(1, "AT Liveness.awaitJoined");   // rank 0's channel is not there: rank 1 keeps trying
+        long t0 = System.nanoTime();
+        signal("TERM", r1);
+        Thread.sleep(200);
+        Files.writeString(go, "");   // rank 0 starts: its channel comes up while rank 1 is exiting
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        r1.waitFor(30, TimeUnit.SECONDS);
+        assertEquals(143, r1.exitValue(), out(1));
+        assertEquals(1, r0.exitValue(), out(0));
+        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(0));
+        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost before it joined the job "
+                + "(SIGTERM)"), out(0));
+    }
+
+    @Test
+    void rankZeroTerminatedBeforeRankOneArrivedIsToldToItOnArrival() throws Exception {
+        port = StubFixture.freePort();
+        Path go = dir.resolve("go1");
+        Process r0 = rank(0, "blocking", Map.of());
+        Process r1 = rank(1, "blocking", Map.of(), "", go);
+        awaitMarker(1, "WAITING");
+        awaitMarker(0, "AT Rendezvous.serve");   // serving the id, rank 1 not arrived
+        long t0 = System.nanoTime();
+        signal("TERM", r0);
+        Thread.sleep(300);
+        Files.writeString(go, "");   // rank 1 comes after rank 0 began to exit
+        assertTrue(r1.waitFor(30, TimeUnit.SECONDS), "rank 1 did not end: " + out(1));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        r0.waitFor(30, TimeUnit.SECONDS);
+        assertEquals(143, r0.exitValue(), out(0));
+        assertEquals(1, r1.exitValue(), out(1));
+        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(1));
+        assertTrue(out(1).contains("PeerLostDuringStartupException: rank 1 of 2: rank 0 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r0.pid() + ") was lost during the rendezvous "
+                + "(SIGTERM)"), out(1));
+    }
+
+    @Test
     void sigintAndSystemExitFromAnotherThreadDuringNcclInitAreNamed() throws Exception {
         Process[] r = bothInInit(HELD_IN_INIT);
         Process r0 = r[0];
@@ -279,6 +335,8 @@ class StartupDeparturesTest {
         {"org.nccl4j.InitDeadline", "waitWhileInProgress", "AT InitDeadline.waitWhileInProgress"},
         {"org.nccl4j.jni.NcclNative", "ncclGetUniqueId", "AT ncclGetUniqueId"},
         {"org.nccl4j.launch.Rendezvous", "fetch", "AT Rendezvous.fetch"},
+        {"org.nccl4j.control.Liveness", "awaitJoined", "AT Liveness.awaitJoined"},
+        {"org.nccl4j.launch.Rendezvous", "serve", "AT Rendezvous.serve"},
     };
 
     /**
@@ -286,7 +344,8 @@ class StartupDeparturesTest {
      * a thread prints {@code AT <step>} when the main thread reaches one of {@link #MARKERS}.
      *
      * @param args {@code blocking}, {@code nonblocking}, or {@code exit-in-init} (blocking; {@code System.exit(3)} from
-     *        the watcher thread once main is inside NCCL's initialization)
+     *        the watcher thread once main is inside NCCL's initialization); then, optionally, a file whose existence
+     *        the rank waits for (printing {@code WAITING}) before it starts (its JVM is up: no start-up in the bound)
      * @throws Exception the start-up's failure leaves main, as in a program
      */
     public static void main(String[] args) throws Exception {
@@ -315,6 +374,13 @@ class StartupDeparturesTest {
         }, "marker");
         watcher.setDaemon(true);
         watcher.start();
+        if (args.length > 1) {
+            System.out.println("WAITING");
+            System.out.flush();
+            while (!java.nio.file.Files.exists(java.nio.file.Path.of(args[1]))) {
+                Thread.sleep(5);
+            }
+        }
         CommConfig config = args[0].equals("nonblocking") ? CommConfig.builder().blocking(false).build() : null;
         Communicator c = Communicator.fromEnvironment(config);
         System.out.println("READY rank " + c.rank());

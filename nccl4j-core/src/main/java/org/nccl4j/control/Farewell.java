@@ -23,6 +23,9 @@ import org.slf4j.LoggerFactory;
  *   <li>handlers of SIGTERM, SIGINT and SIGHUP (through {@code sun.misc.Signal}, when present) that record the
  *       signal's name and hand it on to the handler that was there (the JVM's, which starts the shutdown).</li>
  * </ul>
+ * During start-up a rank whose join of rank 0's channel is still under way waits for it (at most
+ * {@link Liveness#LEAVING_WAIT_MILLIS} ms) to say how it leaves, and rank 0 keeps its channel open as long for the
+ * ranks that have not arrived yet, which then hear why it went instead of waiting for the init timeout.
  * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, with no departure.
  */
 public final class Farewell {
@@ -207,6 +210,7 @@ public final class Farewell {
         for (Liveness l : OPEN) {
             Attached c = l.owner();
             if (c == null && !l.departed()) {   // during start-up: no communicator yet; its phase says where
+                l.awaitJoinedToLeave(Liveness.LEAVING_WAIT_MILLIS);   // still joining: joins to say so
                 l.departDuringStartUp(Departures.Kind.EXIT, cause);
             } else if (c != null && !l.departed()) {
                 // no operation is taken from now on, whatever the program's threads do while the hooks run: the
@@ -222,6 +226,9 @@ public final class Farewell {
                     l.cause(cause);   // a departure announced by close(): how the process then ended
                 }
             }
+        }
+        for (Liveness l : OPEN) {   // rank 0 during start-up: the ranks still to come hear why it went
+            l.stayForLateRanks(Liveness.LEAVING_WAIT_MILLIS);
         }
         awaitInits(cause);
         awaitOwnOperations();

@@ -314,6 +314,58 @@ public final class Liveness implements AutoCloseable {
         }
     }
 
+    /**
+     * At exit during start-up: a rank whose join of rank 0's channel is still under way waits for it, at most
+     * {@code millis}, so that its departure ({@link #departDuringStartUp}) reaches every rank; a rank that left
+     * before joining would otherwise be, to the others, one that never started, waited for until the init timeout.
+     * Its departure then names the phase as {@link RankPhase#LAUNCHED} ("before it joined the job").
+     *
+     * @param millis the longest wait
+     * @return whether this rank is connected (rank 0: always)
+     */
+    public boolean awaitJoinedToLeave(long millis) {
+        if (hub != null || connected()) {
+            return true;
+        }
+        if (phase == RankPhase.JOINED) {   // never moved on: it leaves before joining
+            phase = RankPhase.LAUNCHED;
+        }
+        long end = System.nanoTime() + millis * 1_000_000L;
+        while (!connected() && client.refusal() == null && client.failedToConnect() == null && !closing
+                && System.nanoTime() - end < 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+        }
+        return connected();
+    }
+
+    /**
+     * Rank 0 at the end of its start-up (its process exits, or its start-up failed): keeps the channel open until every
+     * rank of the job has arrived, at most {@code millis}, so that a rank that comes after rank 0 left hears why
+     * (a newcomer gets the start-up's departures and losses with the roster) instead of waiting for the init timeout.
+     * Nothing on other ranks, once a communicator is made, or when every rank has arrived.
+     *
+     * @param millis the longest wait
+     * @return whether it waited for any rank
+     */
+    public boolean stayForLateRanks(long millis) {
+        LivenessHub h = hub;
+        if (h == null || owner != null || h.worldSize() == Integer.MAX_VALUE || arrivals() >= h.worldSize()) {
+            return false;   // not rank 0, start-up is over, the job's size is not known, or every rank is here
+        }
+        long end = System.nanoTime() + millis * 1_000_000L;
+        while (arrivals() < h.worldSize() && !closing && System.nanoTime() - end < 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
+        }
+        return true;
+    }
+
+    /**
+     * How long a rank that leaves during start-up waits to join, or rank 0 for the ranks not yet arrived
+     * ({@link #awaitJoinedToLeave}, {@link #stayForLateRanks}): the ranks of a job start within about a second of
+     * each other, and the news must reach them within the 2 s every departure is told in.
+     */
+    public static final long LEAVING_WAIT_MILLIS = 2000;
+
     /** How long a rank tries to reach rank 0's channel when the rendezvous has shown that rank 0 is alive. */
     private static final long REACH_NANOS = 10_000_000_000L;
 

@@ -75,7 +75,7 @@ final class LivenessClient {
         Liveness.daemon(() -> {
             Tries tries;
             try {
-                tries = connectUntil(host, port, deadlineNanos);
+                tries = connectUntil(host, port, deadlineNanos, JOIN_BACKOFF_MILLIS);
             } catch (Refused e) {
                 refusal = e.getMessage();
                 failedToConnect = e.getMessage();
@@ -94,12 +94,22 @@ final class LivenessClient {
     }
 
     /**
+     * The longest pause between two tries of the first join: rank 0's channel usually comes up while the other ranks
+     * try (their JVMs start together), and each pause is time a rank's loss could not be told; a refused connection
+     * costs little, even from thousands of ranks.
+     */
+    static final long JOIN_BACKOFF_MILLIS = 100;
+
+    /** The longest pause between two tries of a reconnection: rank 0 is busy, or starting again. */
+    static final long REJOIN_BACKOFF_MILLIS = 500;
+
+    /**
      * {@link #connect} until it succeeds or {@code deadlineNanos} passes, trying again after each failure with a
-     * backoff of 20 ms doubling to 500 ms; a refusal ends the tries.
+     * backoff of 20 ms doubling to {@code maxBackoffMillis}; a refusal ends the tries.
      *
      * @throws Refused when rank 0 refused this rank, or this rank rank 0 (the secret): trying again cannot help
      */
-    private Tries connectUntil(String host, int port, long deadlineNanos) throws Refused {
+    private Tries connectUntil(String host, int port, long deadlineNanos, long maxBackoffMillis) throws Refused {
         long backoff = 20;
         IOException last = null;
         while (!l.closing && System.nanoTime() < deadlineNanos) {
@@ -112,7 +122,7 @@ final class LivenessClient {
             } catch (IOException e) {
                 last = e;
                 Liveness.sleep(backoff);
-                backoff = Math.min(500, backoff * 2);
+                backoff = Math.min(maxBackoffMillis, backoff * 2);
             }
         }
         return new Tries(false, last);
@@ -280,7 +290,8 @@ final class LivenessClient {
     private boolean connectAgain(String why) {
         long start = System.nanoTime();
         try {
-            if (connectUntil(serverHost, serverPort, start + LivenessHub.REJOIN_MILLIS * 1_000_000L).connected()) {
+            if (connectUntil(serverHost, serverPort, start + LivenessHub.REJOIN_MILLIS * 1_000_000L,
+                    REJOIN_BACKOFF_MILLIS).connected()) {
                 Liveness.LOG.info("nccl4j liveness: rank {} connected to rank 0 again after {} ms ({})", l.rank,
                         (System.nanoTime() - start) / 1_000_000, why);
                 return true;

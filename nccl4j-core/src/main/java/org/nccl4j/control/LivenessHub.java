@@ -135,6 +135,13 @@ final class LivenessHub {
     private final Liveness l;
     /** The world size; a hello claiming a rank outside [0, size) is refused. */
     private final int size;
+    /**
+     * Under the roster's lock, by launch rank, until a communicator is made: the start-up's news (each DEPARTED line of
+     * a rank that left during start-up, rank 0's own included, and each LOST line) that a rank arriving later gets
+     * with the roster, so that it ends its start-up at once instead of waiting for a rank that is gone. A rank's
+     * hello clears its own (a false loss, or the rank back).
+     */
+    private final Map<Integer, byte[]> startupNews = new java.util.LinkedHashMap<>();
     /** The selector thread only: the connections that have not said hello yet. */
     private final java.util.Set<Peer> early = new java.util.LinkedHashSet<>();
     /**
@@ -735,7 +742,22 @@ final class LivenessHub {
         String message = "LOST " + hello[1] + " " + hello[2] + " " + hello[3] + " " + LivenessWire.wire(was) + " "
                 + how + "\n";
         l.lost(message.trim().split(" ", 6));
+        startupNews(who, message);
         broadcast(message);
+    }
+
+    /** Rank 0: keeps {@code line} (rank {@code who}'s departure or loss) for the ranks arriving later in start-up. */
+    private void startupNews(int who, String line) {
+        if (l.owner() == null) {
+            synchronized (l.roster) {
+                startupNews.put(who, line.getBytes(StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    /** @return the world size: ranks [0, size) may join */
+    int worldSize() {
+        return size;
     }
 
     /**
@@ -850,7 +872,11 @@ final class LivenessHub {
                 sendToRank(who, "AHEAD " + g[0] + " " + highest + "\n");
             }
         }
-        broadcast("DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n");
+        String line = "DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n";
+        if (Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION) {
+            startupNews(who, line);
+        }
+        broadcast(line);
         if (Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION && who != l.rank) {
             // rank 0's own start-up waits read it here: its connection to itself may not be up yet to hear it
             l.departures.heard(new Departures.Departure(who, host, Long.parseLong(pid),
@@ -962,6 +988,7 @@ final class LivenessHub {
                     .getBytes(StandardCharsets.UTF_8);
             if (!again) {
                 l.joined(hello);
+                startupNews.remove(who);
             }
             synchronized (joinLock) {
                 if (joinedLength + line.length > joinedLog.length) {
@@ -978,6 +1005,11 @@ final class LivenessHub {
             RankPhase mine = l.phase;
             if (mine != RankPhase.JOINED) {   // rank 0's own phase, which it told the earlier ranks
                 send(p, "PHASE " + LivenessWire.wire(mine) + "\n");
+            }
+            if (!startupNews.isEmpty() && l.owner() == null) {   // who left before this rank came
+                for (byte[] news : startupNews.values()) {
+                    send(p, ByteBuffer.wrap(news));
+                }
             }
         }
         fanOutJoins(false);

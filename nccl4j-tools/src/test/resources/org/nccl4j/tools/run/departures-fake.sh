@@ -24,8 +24,8 @@
 #                    rank write an hs_err file and exit 134
 #   FAKE_PHASE_MS    startup-fuzz: how long each start-up phase lasts (default 100), after 100 ms of "JVM start"
 #                    without a line; JOINED when joining ends. A rank whose peer ended with a nonzero status ends as
-#                    nccl4j would: never (it waits until killed) when the peer had not joined (the peer rank 0: when
-#                    this rank had not), else by the peer's last PHASE line: nccl-init: nccl4j's ERROR line and the
+#                    nccl4j would: never (it waits until killed) when the peer was still in phase launched (before
+#                    nccl4j), else by the peer's last PHASE line: nccl-init: nccl4j's ERROR line and the
 #                    halt with status 70, other start-up phases: PeerLostDuringStartupException, later:
 #                    PeerDepartedException (each FAKE_DETECT_MS after it noticed)
 #   FAKE_NOT_PLACED  1: the rank of a start-up scenario says it was not placed and every rank runs without departure
@@ -47,10 +47,8 @@ wait_or_react() {
     for other in $others; do
       if [ -f "$d/exit$other" ] && read -r st _ < "$d/exit$other" && [ "$st" != 0 ]; then
         other_phase=$(grep -ao "^PHASE rank=$other t=[0-9]* [a-z-]*" "$d/rank$other.log" | tail -1 | sed 's/.* //')
-        local linked=$other   # the peer's join of rank 0's channel tells; rank 0's own loss: this rank's join
-        [ "$other" = 0 ] && linked=$me
-        if ! grep -aq "^JOINED rank=$linked " "$d/rank$linked.log"; then
-          while :; do sleep 0.1; done   # nothing tells this rank: nccl4j waits for its init timeout
+        if [ "${other_phase:-launched}" = launched ]; then
+          while :; do sleep 0.1; done   # it never reached nccl4j: nothing tells this rank (the init timeout)
         fi
         case "${other_phase:-launched}" in
           nccl-init)
