@@ -2,8 +2,8 @@
 # frontier.sh: nccl4j-perf against NVIDIA's nccl-tests, alternating in one run, at each buffer registration (-R 0:
 # none, 1: ncclCommRegister, 2: symmetric windows), for each NCCL library and rank count given. Both programs take the
 # same command line; each pair of runs is one round, C first in odd rounds and Java first in even ones. The report
-# (scripts/bench/frontier_report.py) gives per case and size the medians over the rounds of the out-of-place time and
-# bus bandwidth, Java - C and Java / C.
+# (scripts/bench/frontier_report.py) gives per case and size the medians over the rounds of the time and bus
+# bandwidth, out of place and in place, Java - C and Java / C.
 #
 #   NCCL_TESTS_SRC=DIR scripts/bench/frontier.sh [BUNDLE]
 #
@@ -16,9 +16,10 @@
 #   REGS            -R values (default "0 1 2")
 #   CASES           ';'-separated argument lists, each after the program name (default: the small all-reduces,
 #                   "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0")
-#   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv,
-#                   frontier.png (time against size when no size is above 1 MiB, else bus bandwidth; a line per
-#                   program and -R), frontier.md and frontier.json (the summary fields: symmetric_small_us,
+#   ROUNDS          rounds (default 2); OUT_DIR (default: a new temporary directory): raw logs, frontier.tsv (a
+#                   row per run and size: time and bus bandwidth out of place, then in place), frontier.png (out of
+#                   place: time against size when no size is above 1 MiB, else bus bandwidth; a line per program
+#                   and -R), frontier.md and frontier.json (the summary fields: symmetric_small_us,
 #                   nccl_tests_symmetric_small_us, min_busbw_ratio_64MiB_up_4gpu; see frontier_report.py)
 #   BIND            Open MPI's binding of the ranks (default none; core or numa pin each rank, which small messages
 #                   need: with none, whole runs of either program settled near 8 or near 12 us on 4 x H100)
@@ -71,12 +72,15 @@ failures=0
 failed=()
 port=29400
 tsv=$out/frontier.tsv
-printf 'lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\n' > "$tsv"
-# parse FILE LIB NP REG CASE ROUND SIDE: the out-of-place time and bus bandwidth of each size line into the TSV
+printf 'lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\tin_place_time_us\tin_place_busbw\n' > "$tsv"
+# parse FILE LIB NP REG CASE ROUND SIDE: the time and bus bandwidth of each size line into the TSV, out of place
+# (fields 6 and 8 of the line: size, count, type, redop, root, time, algbw, busbw, #wrong) and in place (10 and 12)
 parse() {
   awk -v lib="$2" -v np="$3" -v reg="$4" -v c="$5" -v r="$6" -v side="$7" '
     { sub(/^\[[0-9,]+\]<stdout>:/, "") }
-    $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lib, np, reg, c, r, side, $1, $6, $8 }
+    $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 {
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", lib, np, reg, c, r, side, $1, $6, $8, $10, $12
+    }
   ' "$1" >> "$tsv"
 }
 start=$(date +%s)

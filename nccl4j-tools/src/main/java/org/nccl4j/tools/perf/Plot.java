@@ -186,9 +186,10 @@ public final class Plot {
 
     /**
      * The lines of a frontier run ({@code scripts/bench/frontier.sh}'s frontier.tsv: lib, np, reg, case, round, side,
-     * size, time_us, busbw, tab-separated, a header first): one per library, rank count, -R, case and side, named
-     * "nccl-tests" or "nccl4j" and "-R n", with the library, the ranks and the case's operation added where the file
-     * has more than one of them; the value at each size is the median over the rounds.
+     * size, time_us, busbw, in_place_time_us, in_place_busbw, tab-separated, a header first; a file from before the
+     * two in-place columns has the first nine): one per library, rank count, -R, case and side, named "nccl-tests" or
+     * "nccl4j" and "-R n", with the library, the ranks and the case's operation added where the file has more than
+     * one of them; the value at each size is the median over the rounds of the out-of-place figure.
      *
      * @param tsv the file's lines
      * @param times true for the times (us), false for the bus bandwidths (GB/s)
@@ -196,11 +197,13 @@ public final class Plot {
      * @throws IllegalArgumentException when the header is not frontier.tsv's or a row is malformed (its line named)
      */
     public static List<Series> frontierSeries(List<String> tsv, boolean times) {
-        String header = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw";
-        if (tsv.isEmpty() || !tsv.get(0).equals(header)) {
+        String header = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\tin_place_time_us\tin_place_busbw";
+        String before = header.substring(0, header.indexOf("\tin_place"));
+        if (tsv.isEmpty() || !tsv.get(0).equals(header) && !tsv.get(0).equals(before)) {
             throw new IllegalArgumentException("not a frontier.tsv (scripts/bench/frontier.sh): the first line must be "
-                    + "the header " + header.replace("\t", " "));
+                    + "the header " + header.replace("\t", " ") + " (or its first 9 names)");
         }
+        int fields = tsv.get(0).split("\t").length;
         Map<List<String>, Map<Long, List<Double>>> by = new LinkedHashMap<>();
         java.util.Set<String> libs = new java.util.TreeSet<>();
         java.util.Set<String> nps = new java.util.TreeSet<>();
@@ -214,8 +217,8 @@ public final class Plot {
             long size;
             double value;
             try {
-                if (f.length != 9) {
-                    throw new NumberFormatException(f.length + " fields, not 9");
+                if (f.length != fields) {
+                    throw new NumberFormatException(f.length + " fields, not " + fields);
                 }
                 size = Long.parseLong(f[6]);
                 value = Double.parseDouble(times ? f[7] : f[8]);

@@ -135,14 +135,16 @@ class JsonAndPlotTest {
 
     @Test
     void frontierTsvGivesALinePerSideAndRegistrationWithTheMedianOfTheRounds(@TempDir Path dir) throws Exception {
-        List<String> tsv = List.of("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t6.0\t0.00",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t8\t6.5\t0.00",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t8\t6.1\t0.00",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t3\tjava\t8\t9.0\t0.00",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t16\t7.0\t0.01",
-                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t16\t8.0\t0.02",
-                "system\t2\t2\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t5.3\t0.00");
+        // the in-place columns (1 us, 9 GB/s) are not drawn: the chart is out of place
+        List<String> tsv = List.of("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\tin_place_time_us\t"
+                + "in_place_busbw",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t6.0\t0.00\t1\t9",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t8\t6.5\t0.00\t1\t9",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t8\t6.1\t0.00\t1\t9",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t3\tjava\t8\t9.0\t0.00\t1\t9",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tjava\t16\t7.0\t0.01\t1\t9",
+                "system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t2\tjava\t16\t8.0\t0.02\t1\t9",
+                "system\t2\t2\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t5.3\t0.00\t1\t9");
         List<Plot.Series> times = Plot.frontierSeries(tsv, true);
         assertEquals(List.of("nccl-tests -R 0", "nccl4j -R 0", "nccl-tests -R 2"),
                 times.stream().map(Plot.Series::name).toList());
@@ -151,19 +153,24 @@ class JsonAndPlotTest {
         assertArrayEquals(new double[] {0.00, 0.015}, Plot.frontierSeries(tsv, false).get(1).y(), 1e-12);
         // another library and operation in the file: named in each line
         List<String> more = new java.util.ArrayList<>(tsv);
-        more.add("torch\t2\t0\tbroadcast_perf -b 8 -e 8\t1\tjava\t8\t7.0\t0.00");
+        more.add("torch\t2\t0\tbroadcast_perf -b 8 -e 8\t1\tjava\t8\t7.0\t0.00\t1\t9");
         assertEquals("nccl4j -R 0 broadcast torch", Plot.frontierSeries(more, true).get(3).name());
         Path f = dir.resolve("frontier.tsv");
         Files.write(f, tsv);
         Path png = dir.resolve("frontier.png");
         Plot.main(new String[] {png.toString(), "--frontier", "--y", "time", "--title", "small", f.toString()});
         assertEquals((byte) 0x89, Files.readAllBytes(png)[0]);
+        // a file from before the in-place columns: the same lines
+        List<String> old = tsv.stream().map(l -> l.replaceAll("\t[^\t]+\t[^\t]+$", "")).toList();
+        assertEquals("system\t2\t0\tall_reduce_perf -b 8 -e 16 -c 0\t1\tc\t8\t6.0\t0.00", old.get(1));
+        assertArrayEquals(new double[] {6.5, 7.5}, Plot.frontierSeries(old, true).get(1).y());
     }
 
     @Test
     void aFileThatIsNotAFrontierTsvIsRefusedWithTheLineNamed() {
         assertEquals("not a frontier.tsv (scripts/bench/frontier.sh): the first line must be the header lib np reg "
-                + "case round side size time_us busbw", assertThrows(IllegalArgumentException.class,
+                + "case round side size time_us busbw in_place_time_us in_place_busbw (or its first 9 names)",
+                assertThrows(IllegalArgumentException.class,
                 () -> Plot.frontierSeries(List.of("size\ttime"), true)).getMessage());
         String header = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw";
         assertEquals("frontier.tsv line 2 is not a row of frontier.sh (For input string: \"8x\"): "
@@ -173,6 +180,10 @@ class JsonAndPlotTest {
         assertEquals("frontier.tsv line 3 is not a row of frontier.sh (2 fields, not 9): a\tb",
                 assertThrows(IllegalArgumentException.class, () -> Plot.frontierSeries(List.of(header, "",
                 "a\tb"), true)).getMessage());
+        assertEquals("frontier.tsv line 2 is not a row of frontier.sh (9 fields, not 11): "
+                + "system\t2\t0\tc\t1\tc\t8\t6.0\t0.00", assertThrows(IllegalArgumentException.class,
+                () -> Plot.frontierSeries(List.of(header + "\tin_place_time_us\tin_place_busbw",
+                "system\t2\t0\tc\t1\tc\t8\t6.0\t0.00"), true)).getMessage());
     }
 
     @Test

@@ -17,8 +17,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * scripts/bench/frontier.sh on the CPU, in the script sandbox: a stand-in for nccl-tests' all_reduce_perf that prints
- * nccl-tests' lines (its time depends on -R), the fake mpirun and java; the runs' order, the library each side gets,
- * the report's medians and differences, and the usage errors.
+ * nccl-tests' lines (its times depend on -R), the fake mpirun and java; the runs' order, the library each side gets,
+ * the TSV's out-of-place and in-place columns, the report's medians and differences in both placements, the summary's
+ * least ratio over both placements, and the usage errors.
  */
 class FrontierScriptTest {
     @TempDir
@@ -30,14 +31,15 @@ class FrontierScriptTest {
     void sandbox() throws Exception {
         box = new ScriptSandbox(tmp);
         tests = Files.createDirectories(tmp.resolve("nccl-tests"));
-        // rank 0 prints a size line: out-of-place 6.5 us (-R 0) or 5.5 us (-R 2), bus bandwidth 1.25
+        // rank 0 prints a size line: out of place 6.5 us (-R 0) or 5.5 us (-R 2), bus bandwidth 1.25; in place 6.0 us
+        // (-R 0) or 5.0 us (-R 2), bus bandwidth 1.00
         executable(tests.resolve("all_reduce_perf"), String.join("\n", "#!/usr/bin/env bash",
                 "[ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] || exit 0",
                 "reg=0; while [ $# -gt 0 ]; do [ \"$1\" = -R ] && reg=$2; shift; done",
-                "t=6.50; [ \"$reg\" = 2 ] && t=5.50",
+                "t=6.50 i=6.00; [ \"$reg\" = 2 ] && t=5.50 i=5.00",
                 "echo '#       size         count      type   redop    root     time   algbw   busbw  #wrong'",
                 "printf '%12d  %12d  %8s  %6s  %6d  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\\n' 8 2 float sum -1 "
-                        + "\"$t\" 0.00 1.25 0 6.00 0.00 0.00 0",
+                        + "\"$t\" 0.00 1.25 0 \"$i\" 0.00 1.00 0",
                 ""));
     }
 
@@ -45,7 +47,7 @@ class FrontierScriptTest {
         Map<String, String> e = env("NCCL_TESTS_BIN", tests.toString(), "LIBS", "sys=/opt/nccl/libnccl.so.2",
                 "NPS", "2", "REGS", "0 2", "ROUNDS", "2", "OUT_DIR", tmp.resolve("out").toString(),
                 "FAKE_JAVA_OUT_RANK", "           8             2     float     sum      -1     6.40    0.00    1.50"
-                        + "    N/A     6.10    0.00    0.00    N/A\\n");
+                        + "    N/A     6.10    0.00    1.10    N/A\\n");
         e.putAll(extra);
         return box.run(box.root.resolve("scripts/bench/frontier.sh"), e, box.bundle.toString());
     }
@@ -70,10 +72,11 @@ class FrontierScriptTest {
         }
         Path tsv = tmp.resolve("out/frontier.tsv");
         List<String> rows = Files.readAllLines(tsv);
-        assertEquals("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw", rows.get(0));
+        assertEquals("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\tin_place_time_us\tin_place_busbw",
+                rows.get(0));
         String c = "all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0";
-        assertTrue(rows.contains("sys\t2\t2\t" + c + "\t2\tc\t8\t5.50\t1.25"), rows.toString());
-        assertTrue(rows.contains("sys\t2\t0\t" + c + "\t1\tjava\t8\t6.40\t1.50"), rows.toString());
+        assertTrue(rows.contains("sys\t2\t2\t" + c + "\t2\tc\t8\t5.50\t1.25\t5.00\t1.00"), rows.toString());
+        assertTrue(rows.contains("sys\t2\t0\t" + c + "\t1\tjava\t8\t6.40\t1.50\t6.10\t1.10"), rows.toString());
         // the sandbox's python3 is a fake: the report, from the real one
         ScriptKit.assumeOnPath("python3");
         ScriptKit.Outcome rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
@@ -84,6 +87,12 @@ class FrontierScriptTest {
                 + "| rounds J - C |", "|---|---|---|---|---|---|---|---|---|",
                 "| 8 | 6.50 | 6.40 | -0.10 | 0.985 | 1.25 | 1.50 | 1.2000 | -0.10 -0.10 |");
         assertLines(md, "| 8 | 5.50 | 6.40 | +0.90 | 1.164 | 1.25 | 1.50 | 1.2000 | +0.90 +0.90 |");
+        // in place, in a table of its own after each out-of-place one: -R 0, then -R 2
+        assertLines(md, "| 8 | 6.50 | 6.40 | -0.10 | 0.985 | 1.25 | 1.50 | 1.2000 | -0.10 -0.10 |", "", "In place:", "",
+                "| size | C us | Java us | Java - C us | Java / C | C busbw | Java busbw | busbw J / C "
+                        + "| rounds J - C |", "|---|---|---|---|---|---|---|---|---|",
+                "| 8 | 6.00 | 6.10 | +0.10 | 1.017 | 1.00 | 1.10 | 1.1000 | +0.10 +0.10 |");
+        assertLines(md, "| 8 | 5.00 | 6.10 | +1.10 | 1.220 | 1.00 | 1.10 | 1.1000 | +1.10 +1.10 |");
         assertTrue(md.contains("## sys, 2 GPUs, -R 0: `all_reduce_perf -b 8 -e 64K -f 2 -n 2000 -w 500 -c 0`"), md);
         assertTrue(md.contains("## sys, 2 GPUs, -R 2: "), md);
         assertTrue(r.out().contains("== runs took "), r.out());
@@ -96,46 +105,82 @@ class FrontierScriptTest {
         ScriptKit.assumeOnPath("python3");
         String small = "all_reduce_perf -b 8 -e 64K -f 2";
         String large = "all_gather_perf -b 64M -e 128M -f 2";
-        StringBuilder t = new StringBuilder("lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw\n");
-        // -R 2, 2 ranks, library a: sizes 8 and 16 B (and 1 MiB, above the small range), two rounds each side
+        StringBuilder t = new StringBuilder(HEADER + "\tin_place_time_us\tin_place_busbw\n");
+        // -R 2, 2 ranks, library a: sizes 8 and 16 B (and 1 MiB, above the small range), two rounds each side; in
+        // place 1 us on every row, which the small figures (out of place) must not take
         for (String[] v : new String[][] {{"8", "5.0", "6.0", "5.2", "6.2"}, {"16", "5.4", "6.4", "5.6", "6.6"},
             {"1048576", "50", "60", "50", "60"}}) {
-            t.append(row("a", 2, 2, small, 1, "java", v[0], v[1], "1")).append(row("a", 2, 2, small, 1, "c", v[0], v[2], "1"))
-                    .append(row("a", 2, 2, small, 2, "java", v[0], v[3], "1"))
-                    .append(row("a", 2, 2, small, 2, "c", v[0], v[4], "1"));
+            t.append(row("a", 2, 2, small, 1, "java", v[0], v[1], "1", "1", "1"))
+                    .append(row("a", 2, 2, small, 1, "c", v[0], v[2], "1", "1", "1"))
+                    .append(row("a", 2, 2, small, 2, "java", v[0], v[3], "1", "1", "1"))
+                    .append(row("a", 2, 2, small, 2, "c", v[0], v[4], "1", "1", "1"));
         }
-        // 4 ranks at 64 and 128 MiB: library a 0.99 and 0.98 of C, library b 0.97 at -R 1
-        t.append(row("a", 4, 0, large, 1, "c", "67108864", "100", "300")).append(row("a", 4, 0, large, 1, "java",
-                "67108864", "101", "297"));
-        t.append(row("a", 4, 0, large, 1, "c", "134217728", "200", "300")).append(row("a", 4, 0, large, 1, "java",
-                "134217728", "204", "294"));
-        t.append(row("b", 4, 1, large, 1, "c", "67108864", "100", "300")).append(row("b", 4, 1, large, 1, "java",
-                "67108864", "103", "291"));
-        t.append(row("b", 4, 1, large, 1, "c", "33554432", "50", "300")).append(row("b", 4, 1, large, 1, "java",
-                "33554432", "60", "150"));   // below 64 MiB: not counted
+        // 4 ranks at 64 and 128 MiB: library a out of place 0.99 and 0.98 of C, in place 0.96 and 1.00 (its least, in
+        // place); library b out of place 0.97 at -R 1 (its least), in place 0.99
+        t.append(row("a", 4, 0, large, 1, "c", "67108864", "100", "300", "100", "300"))
+                .append(row("a", 4, 0, large, 1, "java", "67108864", "101", "297", "104", "288"));
+        t.append(row("a", 4, 0, large, 1, "c", "134217728", "200", "300", "200", "300"))
+                .append(row("a", 4, 0, large, 1, "java", "134217728", "204", "294", "200", "300"));
+        t.append(row("b", 4, 1, large, 1, "c", "67108864", "100", "300", "100", "300"))
+                .append(row("b", 4, 1, large, 1, "java", "67108864", "103", "291", "101", "297"));
+        t.append(row("b", 4, 1, large, 1, "c", "33554432", "50", "300", "50", "300"))
+                .append(row("b", 4, 1, large, 1, "java", "33554432", "60", "150", "150", "100"));   // below 64 MiB
         Path tsv = tmp.resolve("summary.tsv");
         Files.writeString(tsv, t.toString());
-        Path json = tmp.resolve("summary.json");
+        String j = summaryOf(tsv);
+        // the medians over the rounds: 8 B java 5.1, c 6.1; 16 B java 5.5, c 6.5: over the sizes java 5.3, c 6.3
+        assertTrue(j.endsWith("\"library\": \"a\", \"min_busbw_ratio_64MiB_up_4gpu\": 0.96, "
+                + "\"min_busbw_ratio_64MiB_up_4gpu_at\": \"a -R 0 all_gather 67108864 in place\", "
+                + "\"nccl_tests_symmetric_small_us\": 6.3, \"symmetric_small_us\": 5.3 } "), j);
+        assertTrue(j.contains("\"a\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.96, \"min_busbw_ratio_64MiB_up_4gpu_at\": "
+                + "\"a -R 0 all_gather 67108864 in place\", \"nccl_tests_symmetric_small_us\": 6.3, "
+                + "\"symmetric_small_us\": 5.3 }"), j);
+        assertTrue(j.contains("\"b\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.97, \"min_busbw_ratio_64MiB_up_4gpu_at\": "
+                + "\"b -R 1 all_gather 67108864 out of place\", \"nccl_tests_symmetric_small_us\": null, "
+                + "\"symmetric_small_us\": null }"), j);
+        String md = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString())).out();
+        assertLines(md, "| 67108864 | 100.00 | 104.00 | +4.00 | 1.040 | 300.00 | 288.00 | 0.9600 | +4.00 |",
+                "| 134217728 | 200.00 | 200.00 | +0.00 | 1.000 | 300.00 | 300.00 | 1.0000 | +0.00 |");
+        assertEquals(2, ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--jsn", "x"))
+                .status());
+    }
+
+    @Test
+    void aTsvFromBeforeTheInPlaceColumnsGivesTheOutOfPlaceFiguresAlone() throws Exception {
+        ScriptKit.assumeOnPath("python3");
+        String large = "all_gather_perf -b 64M -e 128M -f 2";
+        Path tsv = tmp.resolve("old.tsv");
+        Files.writeString(tsv, HEADER + "\n"
+                + String.join("\t", "b", "4", "1", large, "1", "c", "67108864", "100", "300") + "\n"
+                + String.join("\t", "b", "4", "1", large, "1", "java", "67108864", "103", "291") + "\n");
+        String j = summaryOf(tsv);
+        assertTrue(j.contains("\"min_busbw_ratio_64MiB_up_4gpu\": 0.97, \"min_busbw_ratio_64MiB_up_4gpu_at\": "
+                + "\"b -R 1 all_gather 67108864 out of place\""), j);
+        ScriptKit.Outcome rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString()));
+        assertEquals(0, rep.status(), rep.out());
+        assertLines(rep.out(), "| 67108864 | 100.00 | 103.00 | +3.00 | 1.030 | 300.00 | 291.00 | 0.9700 | +3.00 |");
+        assertTrue(!rep.out().contains("In place"), rep.out());
+    }
+
+    private static final String HEADER = "lib\tnp\treg\tcase\tround\tside\tsize\ttime_us\tbusbw";
+
+    /** frontier_report.py's --json of the TSV, its white space made single spaces. */
+    private String summaryOf(Path tsv) throws Exception {
+        Path json = tmp.resolve(tsv.getFileName() + ".json");
         ScriptKit.Outcome rep = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
                 box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--json",
                 json.toString()));
         assertEquals(0, rep.status(), rep.out());
-        String j = Files.readString(json).replaceAll("\\s+", " ");
-        // the medians over the rounds: 8 B java 5.1, c 6.1; 16 B java 5.5, c 6.5: over the sizes java 5.3, c 6.3
-        assertTrue(j.endsWith("\"library\": \"a\", \"min_busbw_ratio_64MiB_up_4gpu\": 0.97, "
-                + "\"nccl_tests_symmetric_small_us\": 6.3, \"symmetric_small_us\": 5.3 } "), j);
-        assertTrue(j.contains("\"a\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.98, \"nccl_tests_symmetric_small_us\": 6.3, "
-                + "\"symmetric_small_us\": 5.3 }"), j);
-        assertTrue(j.contains("\"b\": { \"min_busbw_ratio_64MiB_up_4gpu\": 0.97, \"nccl_tests_symmetric_small_us\": null, "
-                + "\"symmetric_small_us\": null }"), j);
-        assertEquals(2, ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
-                box.root.resolve("scripts/bench/frontier_report.py").toString(), tsv.toString(), "--jsn", "x")).status());
+        return Files.readString(json).replaceAll("\\s+", " ");
     }
 
     private static String row(String lib, int np, int reg, String c, int round, String side, String size, String us,
-            String busbw) {
-        return String.join("\t", lib, Integer.toString(np), Integer.toString(reg), c, Integer.toString(round), side, size,
-                us, busbw) + "\n";
+            String busbw, String inPlaceUs, String inPlaceBusbw) {
+        return String.join("\t", lib, Integer.toString(np), Integer.toString(reg), c, Integer.toString(round), side,
+                size, us, busbw, inPlaceUs, inPlaceBusbw) + "\n";
     }
 
     @Test
