@@ -130,29 +130,21 @@ final class Bootstrap {
      * each wait with {@link PeerLostDuringStartupException} ({@link StartupGuard}).
      */
     static Communicator fromEnvironment(CommConfig config) {
-        LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
-        java.time.Duration timeout = CommConfig.initTimeout(config);
-        long deadline = System.nanoTime() + timeout.toNanos();
-        int rank = launch.rank();
-        int size = launch.worldSize();
-        String[] where = size == 1 ? null : livenessAddress();
-        Liveness served = null;
-        if (where != null && rank == 0) {
-            try {
-                // before anything else: up for every rank; on MASTER_ADDR's address, ranks in [0, worldSize)
-                served = Liveness.serve(Integer.parseInt(where[1]), where[0], size);
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
-                        + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
-                where = null;
-            }
+        // from here on an exit waits (briefly) for this rank's channel, so that even a SIGTERM now is told
+        Farewell.startupBegins(StartupGuard.AT_EXIT);
+        LaunchInfo launch;
+        java.time.Duration timeout;
+        long deadline;
+        Liveness live;
+        try {
+            launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
+            timeout = CommConfig.initTimeout(config);
+            deadline = System.nanoTime() + timeout.toNanos();
+            live = channel(launch, deadline);
+        } finally {
+            Farewell.startupEnds();
         }
-        // joined in the background while the id is exchanged: its roster names who never arrived
-        Liveness live = where == null ? null
-                : Liveness.joinLater(served, rank, where[0], Integer.parseInt(where[1]), deadline);
         if (live != null) {
-            Farewell.install(StartupGuard.AT_EXIT);
-            Farewell.register(live);   // a rank that ends during start-up says how, and in which phase
             live.awaitJoined(deadline);   // joined before the rendezvous: its loss there is known to all
         }
         try {
@@ -167,6 +159,34 @@ final class Bootstrap {
             }
             throw e;
         }
+    }
+
+    /**
+     * The liveness channel of a start-up: rank 0 serves it (before anything else: up for every rank; on MASTER_ADDR's
+     * address, ranks in [0, worldSize)), every rank joins it in the background while the id is exchanged (its roster
+     * names who never arrived), registered with {@link Farewell} so that a rank that ends during start-up says how,
+     * and in which phase. Null for a world of one, without MASTER_ADDR, or when rank 0 cannot serve it.
+     */
+    private static Liveness channel(LaunchInfo launch, long deadline) {
+        int rank = launch.rank();
+        int size = launch.worldSize();
+        String[] where = size == 1 ? null : livenessAddress();
+        Liveness served = null;
+        if (where != null && rank == 0) {
+            try {
+                served = Liveness.serve(Integer.parseInt(where[1]), where[0], size);
+            } catch (IOException e) {
+                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
+                        + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
+                where = null;
+            }
+        }
+        if (where == null) {
+            return null;
+        }
+        Liveness live = Liveness.joinLater(served, rank, where[0], Integer.parseInt(where[1]), deadline);
+        Farewell.register(live);
+        return live;
     }
 
     /**

@@ -549,14 +549,42 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         }
     }
 
-    /** Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}). */
+    /**
+     * Runs an NCCL teardown call, counted, so that the process's exit can wait for it ({@link Farewell}); once the
+     * exit has waited for those under way ({@link #endCalls}), a new one is skipped (0 returned): the C runtime's exit
+     * handlers would run libnccl's destructors under it (seen on 2 x H200 with NCCL 2.28.3: a {@code close()} on the
+     * main thread after the exit's hook crashed in {@code ncclCommAbort}), and the process's end frees what it holds.
+     */
     static int tearDown(java.util.function.IntSupplier call) {
         TEARDOWNS.incrementAndGet();
+        if (callsEnded) {   // after the count: the exit either sees this call and waits, or this call sees the end
+            TEARDOWNS.decrementAndGet();
+            org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).debug("nccl4j: an NCCL teardown was skipped: the "
+                    + "process is exiting");
+            return 0;
+        }
         try {
             return call.getAsInt();
         } finally {
             TEARDOWNS.decrementAndGet();
         }
+    }
+
+    /** The process's exit has waited for the NCCL calls under way: none starts from now on ({@link #tearDown}). */
+    static void endCalls() {
+        callsEnded = true;
+    }
+
+    /** @return whether the process's exit has ended NCCL's calls ({@link #endCalls}) */
+    static boolean callsEnded() {
+        return callsEnded;
+    }
+
+    private static volatile boolean callsEnded;
+
+    /** For tests: NCCL's calls start again, as before {@link #endCalls}. */
+    static void callsAgainForTests() {
+        callsEnded = false;
     }
 
     /** @return how many NCCL teardown calls are under way in this process */

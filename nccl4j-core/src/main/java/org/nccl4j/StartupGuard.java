@@ -64,6 +64,11 @@ final class StartupGuard implements AutoCloseable {
         public void exitNow(int status) {
             StartupGuard.exitNow(status);
         }
+
+        @Override
+        public void endCalls() {
+            CommHealth.endCalls();
+        }
     };
 
     private final Thread thread;

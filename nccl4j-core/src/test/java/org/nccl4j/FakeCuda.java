@@ -245,6 +245,14 @@ public final class FakeCuda implements CudaBackend {
 
     @Override
     public synchronized int getDeviceCount(int[] count) {
+        String delay = System.getenv("FAKE_CUDA_COUNT_DELAY_MS");   // a child JVM held here (StartupDeparturesTest)
+        if (delay != null) {
+            try {
+                Thread.sleep(Long.parseLong(delay));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         int rc = record("getDeviceCount");
         if (rc == 0) {
             count[0] = deviceCount;

@@ -252,6 +252,28 @@ class StartupDeparturesTest {
     }
 
     @Test
+    void aRankTerminatedInsideFromEnvironmentBeforeItHasAChannelIsStillNamed() throws Exception {
+        port = StubFixture.freePort();
+        Process r0 = rank(0, "blocking", Map.of());
+        // rank 1 is held 800 ms in the device count, inside fromEnvironment, before its channel exists
+        Process r1 = rank(1, "blocking", Map.of("NCCL4J_DEVICE", "", "FAKE_CUDA_COUNT_DELAY_MS", "800"));
+        awaitMarker(0, "AT Rendezvous.serve");
+        awaitMarker(1, "AT Cuda.deviceCount");
+        long t0 = System.nanoTime();
+        signal("TERM", r1);
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        r1.waitFor(30, TimeUnit.SECONDS);
+        assertEquals(143, r1.exitValue(), out(1));
+        assertEquals(1, r0.exitValue(), out(0));
+        // the exit waits for the channel the main thread goes on to make: the rest of the 800 ms, then the join
+        assertTrue(ms < BOUND_MILLIS + 1000, "ended after " + ms + " ms: " + out(0));
+        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost before it joined the job "
+                + "(SIGTERM)"), out(0));
+    }
+
+    @Test
     void rankZeroTerminatedBeforeRankOneArrivedIsToldToItOnArrival() throws Exception {
         port = StubFixture.freePort();
         Path go = dir.resolve("go1");
@@ -337,6 +359,7 @@ class StartupDeparturesTest {
         {"org.nccl4j.launch.Rendezvous", "fetch", "AT Rendezvous.fetch"},
         {"org.nccl4j.control.Liveness", "awaitJoined", "AT Liveness.awaitJoined"},
         {"org.nccl4j.launch.Rendezvous", "serve", "AT Rendezvous.serve"},
+        {"org.nccl4j.FakeCuda", "getDeviceCount", "AT Cuda.deviceCount"},
     };
 
     /**

@@ -68,6 +68,13 @@ public final class Farewell {
          * @param status the exit status
          */
         void exitNow(int status);
+
+        /**
+         * The exit has waited for what was under way: no NCCL teardown or initialization starts from now on (one that
+         * a thread begins, e.g. a {@code close()} on the main thread, is skipped), since the C runtime's exit handlers
+         * are about to run and libnccl would crash under a thread inside it.
+         */
+        void endCalls();
     }
 
     /** Before the core supplies its own: nothing of NCCL under way, and a halt. */
@@ -86,8 +93,15 @@ public final class Farewell {
         public void exitNow(int status) {
             Runtime.getRuntime().halt(status);
         }
+
+        @Override
+        public void endCalls() {
+        }
     };
     private static volatile NcclUnderWay nccl = NONE;
+    /** Start-ups under way whose channel is not registered yet ({@link #startupBegins}): the exit waits for them. */
+    private static final java.util.concurrent.atomic.AtomicInteger STARTING =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     private Farewell() {
     }
@@ -115,6 +129,23 @@ public final class Farewell {
     public static void install(NcclUnderWay calls) {
         nccl = calls;
         install();
+    }
+
+    /**
+     * A start-up begins ({@code fromEnvironment}): installs the hook and handlers now, so that a signal or an exit from
+     * here on is told, and has the exit wait (at most {@link Liveness#LEAVING_WAIT_MILLIS} ms) for this start-up's
+     * channel to be registered, or for {@link #startupEnds}, before it says how the process ended.
+     *
+     * @param calls what of NCCL is under way
+     */
+    public static void startupBegins(NcclUnderWay calls) {
+        install(calls);   // first: when the process is already exiting, it throws, and nothing is counted
+        STARTING.incrementAndGet();
+    }
+
+    /** The start-up begun by {@link #startupBegins} has registered its channel, or will have none. */
+    public static void startupEnds() {
+        STARTING.decrementAndGet();
     }
 
     /** Installs the hook and handlers, once (with the first channel). */
@@ -202,8 +233,12 @@ public final class Farewell {
     /** The shutdown hook: the departures first (news travels while the rest is done), then the aborts. */
     private static void atExit() {
         exiting = true;
+        long startups = System.nanoTime() + Liveness.LEAVING_WAIT_MILLIS * 1_000_000L;
+        while (STARTING.get() > 0 && System.nanoTime() - startups < 0) {   // a channel on its way: wait for it
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+        }
         if (OPEN.isEmpty()) {
-            awaitTeardowns();
+            endCalls();
             return;
         }
         String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
@@ -244,10 +279,16 @@ public final class Farewell {
             LOG.warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
         }
-        awaitTeardowns();
+        endCalls();
         for (Liveness l : OPEN) {
             l.close();
         }
+    }
+
+    /** No NCCL call starts from now on ({@link NcclUnderWay#endCalls}); then waits for those under way. */
+    private static void endCalls() {
+        nccl.endCalls();
+        awaitTeardowns();
     }
 
     /** How long the exit waits for the collectives its communicators have in flight before it aborts them. */
