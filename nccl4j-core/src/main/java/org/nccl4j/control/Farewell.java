@@ -29,7 +29,13 @@ import org.slf4j.LoggerFactory;
  * A SIGKILL gives no chance: rank 0 sees the connection end and names the rank lost, with no departure.
  */
 public final class Farewell {
-    private static final Logger LOG = LoggerFactory.getLogger(Farewell.class);
+    /**
+     * The logger, got when first needed: loading it first initializes the logging backend, which in a cold JVM takes
+     * a few hundred milliseconds that the hook must not wait for ({@link #startupBegins} installs it first of all).
+     */
+    private static Logger log() {
+        return LoggerFactory.getLogger(Farewell.class);
+    }
     /**
      * How long the hook waits for a communicator's lifecycle (a close or the watchdog's abort under way), for the
      * aborts, and then for every NCCL teardown under way in the process: the C runtime's exit handlers must not run
@@ -219,7 +225,7 @@ public final class Farewell {
                 handle.invoke(null, sig, previous[0]);   // ignored or left to the OS (e.g. nohup): leave it so
             }
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-            LOG.debug("nccl4j: SIG{} is not watched ({})", name, e.toString());
+            log().debug("nccl4j: SIG{} is not watched ({})", name, e.toString());
         }
     }
 
@@ -276,7 +282,7 @@ public final class Farewell {
             }
         });
         if (aborts.isAlive()) {
-            LOG.warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
+            log().warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
         }
         endCalls();
@@ -325,7 +331,7 @@ public final class Farewell {
         while (nccl.initsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
                 int status = signalStatus();
-                LOG.warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending "
+                log().warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending "
                         + "the process with status {} without the C runtime's exit handlers, which libnccl would "
                         + "crash in", INIT_WAIT_MILLIS, cause, status);
                 nccl.exitNow(status);
@@ -350,7 +356,7 @@ public final class Farewell {
         long end = System.nanoTime() + ABORT_WAIT_MILLIS * 1_000_000L;
         while (nccl.teardownsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
-                LOG.warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
+                log().warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
                 return;
             }
             java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
