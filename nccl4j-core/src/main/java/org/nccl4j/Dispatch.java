@@ -168,10 +168,26 @@ final class Dispatch {
     private long enqueued(int status, NcclFunction fn, TraceOperation operation, long count, DataType type,
             int reduceOp, int peer, long bytes, Stream stream) {
         if (status != 0) {
+            explained(status, fn);
             Errors.checkEnqueued(status, fn, health);
         }
         ++health.sequence;
         return health.record(operation, count, type, reduceOp, peer, bytes, stream);
+    }
+
+    /**
+     * NCCL's failure of a call on a communicator the watchdog has found broken (a peer departed or lost: NCCL's own
+     * error, e.g. {@code ncclInternalError} from a connection to the dead peer, comes later and says less) is thrown
+     * as that failure, NCCL's exception suppressed in it; nothing when the status is success or "enqueued", or no
+     * failure is known.
+     */
+    private void explained(int status, NcclFunction fn) {
+        CommunicatorFailedException known = health.failure;
+        if (known != null && status != Errors.SUCCESS && !(status == Errors.IN_PROGRESS && !health.isBlocking())) {
+            CommunicatorFailedException thrown = known.toProgram();
+            thrown.addSuppressed(Errors.failure(status, fn, health));
+            throw thrown;
+        }
     }
 
     private void checkOp(ReduceOp op, DataType type) {

@@ -1,6 +1,7 @@
 package org.nccl4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -23,6 +24,31 @@ import org.nccl4j.jni.NcclFunction;
 class ErrorMappingTest extends StubFixture {
     static final String[] NAMES = {"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
         "ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress", "ncclTimeout"};
+
+    @org.junit.jupiter.api.Test
+    void ncclsFailureOfACallOnACommunicatorFoundBrokenIsThrownAsThatFailureWithNcclsSuppressed() {
+        Communicator c = comm(0, 2);
+        Stream s = stream(0);
+        DeviceBuffer b = buffer(0, 4, DataType.FLOAT32);
+        // what the watchdog set while this thread was inside the enqueue: a peer's departure
+        CommunicatorFailedException.Details d = new CommunicatorFailedException.Details(0, 2, "comm", "ncclAllReduce", 2,
+                4, "ncclFloat32", "ncclSum", -1, 16, 0, java.time.Duration.ofMillis(13), java.time.Duration.ofMinutes(10),
+                6, null, null, "rank 1 (gpu7, pid 934) is exiting after allReduce #1, its last (SIGTERM)", false,
+                new int[] {1});
+        PeerDepartedException known = new PeerDepartedException(d);
+        c.health().failure = known;
+        stub.result(NcclFunction.ncclAllReduce, 3);   // NCCL's own error, later: ncclInternalError
+        PeerDepartedException e = assertThrows(PeerDepartedException.class,
+                () -> c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s));
+        assertSame(known, e.getCause(), "the watchdog's failure, as later calls throw it");
+        assertEquals(1, e.getSuppressed().length);
+        NcclException nccl = (NcclException) e.getSuppressed()[0];
+        assertEquals(3, nccl.code());
+        assertEquals("ncclAllReduce", nccl.operation());
+        c.health().failure = null;   // NCCL's status alone, with no failure known: NcclException as before
+        assertEquals(3, assertThrows(NcclException.class, () -> c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s))
+                .code());
+    }
 
     @ParameterizedTest
     @ValueSource(ints = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1234})
