@@ -140,7 +140,8 @@ final class Bootstrap {
             launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
             timeout = CommConfig.initTimeout(config);
             deadline = System.nanoTime() + timeout.toNanos();
-            live = channel(launch, deadline);
+            Liveness joined = takeEarly(launch);   // the channel JobLiveness.join() opened, if any
+            live = joined != null ? joined : channel(launch, deadline);
         } finally {
             Farewell.startupEnds();
         }
@@ -158,6 +159,66 @@ final class Bootstrap {
                 live.close();
             }
             throw e;
+        }
+    }
+
+    /** The channel {@link JobLiveness#join} opened before the program made its communicator, or null. */
+    private static Liveness early;
+    /** The launch the early channel was opened for. */
+    private static LaunchInfo earlyLaunch;
+
+    /**
+     * {@link JobLiveness#join}: opens the start-up's liveness channel now (rank 0 serves it, every rank joins it in
+     * the background), for the next {@link #fromEnvironment} to use; once, until that call takes it.
+     *
+     * @return whether this rank has a channel (false: a world of one, or no {@code MASTER_ADDR})
+     */
+    static synchronized boolean joinEarly() {
+        if (early != null) {
+            return true;
+        }
+        Farewell.startupBegins(StartupGuard.AT_EXIT);
+        try {
+            LaunchInfo launch = LaunchInfo.detect(System.getenv(), Cuda::deviceCount);
+            Liveness live = channel(launch, System.nanoTime() + CommConfig.initTimeout(null).toNanos());
+            if (live != null) {
+                early = live;
+                earlyLaunch = launch;
+            }
+            return live != null;
+        } finally {
+            Farewell.startupEnds();
+        }
+    }
+
+    /** The early channel, when it was opened for {@code launch}'s rank and size (else it is closed); then none. */
+    private static synchronized Liveness takeEarly(LaunchInfo launch) {
+        Liveness l = early;
+        LaunchInfo was = earlyLaunch;
+        early = null;
+        earlyLaunch = null;
+        if (l != null && (was.rank() != launch.rank() || was.worldSize() != launch.worldSize())) {
+            l.close();   // the environment changed between the two calls: a channel for another launch
+            return null;
+        }
+        return l;
+    }
+
+    /** {@link JobLiveness#check}: throws when a rank of the early channel's job is known lost or gone. */
+    static void checkEarly() {
+        Liveness l;
+        LaunchInfo launch;
+        synchronized (Bootstrap.class) {
+            l = early;
+            launch = earlyLaunch;
+        }
+        if (l == null) {
+            return;
+        }
+        Liveness.Loss loss = l.startupLoss(launch.worldSize());
+        if (loss != null) {
+            throw StartupGuard.lost(loss, launch.rank(), launch.worldSize(), "JobLiveness.check",
+                    "the job cannot start without it", null);
         }
     }
 

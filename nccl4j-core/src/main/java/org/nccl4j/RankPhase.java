@@ -20,7 +20,7 @@ public enum RankPhase {
     /** The process runs, and has not reached rank 0's liveness channel yet. */
     LAUNCHED("before it joined the job"),
     /** Said hello on rank 0's liveness channel: from now on its death is known to every rank. */
-    JOINED("right after joining the job"),
+    JOINED("after joining the job, before the rendezvous"),
     /** Exchanging NCCL's unique id with rank 0 ({@code NCCL4J} rendezvous, file or {@code NCCL_COMM_ID}). */
     RENDEZVOUS("during the rendezvous"),
     /** Holds the unique id; waits for every rank to arrive before NCCL is called. */

@@ -50,7 +50,7 @@ class LayersTest {
                     "StartupGuard"),
             List.of("Watchdog", "WatchdogMonitor", "Teardown"),
             List.of("Communicator", "Dispatch", "Arguments", "ComposedCollectives", "ProgramHooks"),
-            List.of("Bootstrap", "Recovery", "Window", "GradientBuckets", "ParameterShards"));
+            List.of("Bootstrap", "JobLiveness", "Recovery", "Window", "GradientBuckets", "ParameterShards"));
     /** The classes of {@code org.nccl4j} outside the layers: values, settings, exceptions, the public callbacks. */
     static final List<String> OUTSIDE = List.of("DataType", "ReduceOp", "UniqueId", "CommConfig", "CtaPolicy",
             "Collective", "Group", "Nccl", "NcclResult", "RankPhase", "Scalars", "WatchSettings", "WatchdogConfig",

@@ -273,6 +273,78 @@ class StartupDeparturesTest {
                 + "(SIGTERM)"), out(0));
     }
 
+    private static final Map<String, String> EARLY = Map.of("NCCL4J_TEST_EARLY", "1");
+
+    /** Waits until rank {@code rank} has called JobLiveness.join(), then long enough for its background join. */
+    private void joinedEarly(int rank) throws Exception {
+        awaitMarker(rank, "JOINED EARLY true");
+        Thread.sleep(1500);   // the background join: well within this on a loaded machine
+    }
+
+    @Test
+    void aRankKilledWhilePreparingAfterJobLivenessJoinEndsTheOthersStartUp() throws Exception {
+        port = StubFixture.freePort();
+        Path go = dir.resolve("go1");
+        Process r0 = rank(0, "blocking", Map.of());
+        Process r1 = rank(1, "blocking", EARLY, "", go);   // joined, then preparing until killed
+        awaitMarker(0, "AT Rendezvous.serve");
+        joinedEarly(1);
+        Outcome o = end(r1, true, r0, 0);
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost after joining the job, "
+                + "before the rendezvous (its connection ended without a goodbye)"), o.out());
+    }
+
+    @Test
+    void anOutOfMemoryErrorWhilePreparingIsNamedToTheOthers() throws Exception {
+        port = StubFixture.freePort();
+        Path go = dir.resolve("go1");
+        Map<String, String> env = new java.util.HashMap<>(EARLY);
+        env.put("NCCL4J_TEST_AFTER_WAIT", "oom");
+        Process r0 = rank(0, "blocking", Map.of());
+        Process r1 = rank(1, "blocking", env, "", go);
+        awaitMarker(0, "AT Rendezvous.serve");
+        joinedEarly(1);
+        long t0 = System.nanoTime();
+        Files.writeString(go, "");   // the model does not fit
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        r1.waitFor(30, TimeUnit.SECONDS);
+        assertEquals(1, r1.exitValue(), out(1));
+        assertTrue(out(1).contains("java.lang.OutOfMemoryError: Java heap space"), out(1));
+        assertEquals(1, r0.exitValue(), out(0));
+        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(0));
+        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost after joining the job, "
+                + "before the rendezvous (OutOfMemoryError: Java heap space)"), out(0));
+    }
+
+    @Test
+    void aRankStillPreparingLearnsOfRankZerosEndFromCheck() throws Exception {
+        port = StubFixture.freePort();
+        Path go0 = dir.resolve("go0");
+        Path go1 = dir.resolve("go1");
+        Map<String, String> env = new java.util.HashMap<>(EARLY);
+        env.put("NCCL4J_TEST_AFTER_WAIT", "check");
+        Process r0 = rank(0, "blocking", EARLY, "", go0);
+        Process r1 = rank(1, "blocking", env, "", go1);
+        joinedEarly(0);
+        joinedEarly(1);
+        signal("TERM", r0);
+        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), out(0));
+        assertEquals(143, r0.exitValue(), out(0));
+        Files.writeString(go1, "");   // rank 1's preparation ends: it checks before going on
+        assertTrue(r1.waitFor(30, TimeUnit.SECONDS), "rank 1 did not end: " + out(1));
+        assertEquals(1, r1.exitValue(), out(1));
+        assertTrue(!out(1).contains("CHECKED"), out(1));
+        assertTrue(out(1).contains("PeerLostDuringStartupException: rank 1 of 2: rank 0 ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r0.pid() + ") was lost after joining the job, "
+                + "before the rendezvous (SIGTERM); the communicator was not made (the job cannot start without it)"),
+                out(1));
+    }
+
     @Test
     void rankZeroTerminatedBeforeRankOneArrivedIsToldToItOnArrival() throws Exception {
         port = StubFixture.freePort();
@@ -397,12 +469,24 @@ class StartupDeparturesTest {
         }, "marker");
         watcher.setDaemon(true);
         watcher.start();
+        if (System.getenv("NCCL4J_TEST_EARLY") != null) {   // JobLiveness.join() first, then the preparation
+            System.out.println("JOINED EARLY " + JobLiveness.join());
+            System.out.flush();
+        }
         if (args.length > 1) {
             System.out.println("WAITING");
             System.out.flush();
             while (!java.nio.file.Files.exists(java.nio.file.Path.of(args[1]))) {
                 Thread.sleep(5);
             }
+        }
+        String after = System.getenv("NCCL4J_TEST_AFTER_WAIT");
+        if ("oom".equals(after)) {
+            throw new OutOfMemoryError("Java heap space");   // as a model too big to load
+        }
+        if ("check".equals(after)) {
+            JobLiveness.check();
+            System.out.println("CHECKED");
         }
         CommConfig config = args[0].equals("nonblocking") ? CommConfig.builder().blocking(false).build() : null;
         Communicator c = Communicator.fromEnvironment(config);

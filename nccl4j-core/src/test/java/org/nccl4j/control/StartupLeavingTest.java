@@ -111,7 +111,7 @@ class StartupLeavingTest {
         Liveness.Loss atZero = StubFixture.within(8000, () -> r0.startupLoss(3), "rank 1's loss at rank 0");
         Liveness r2 = joinLater(2);
         Liveness.Loss loss = StubFixture.within(2000, () -> r2.startupLoss(3), "rank 1's loss at rank 2");
-        assertTrue(loss.says().startsWith(named(1) + " was lost right after joining the job ("), loss.says());
+        assertTrue(loss.says().startsWith(named(1) + " was lost after joining the job, before the rendezvous ("), loss.says());
         assertEquals(atZero.how(), loss.how(), "the same news as rank 0's");
     }
 
