@@ -652,7 +652,7 @@ class DeparturesScriptTest {
         assertEquals(2, never, "15 and 73 ms: the JVM still starting, no PHASE line yet: " + rows);
         assertEquals("JVM crashes: 0 of 6", lines.get(1));
         assertEquals("survivors ended within 2 s: " + within + " of 6", lines.get(2));
-        assertEquals(String.format("slowest survivor: %.2f s (run %s, signal at %s ms, phase %s)", slowest / 1000.0,
+        assertEquals(String.format("slowest survivor: %s s (run %s, signal at %s ms, phase %s)", asAwkPrints(slowest),
                 slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(3));
         assertEquals("signal landed (the victim's phase): " + PHASES.stream().map(p -> p + " " + phases.getOrDefault(p, 0))
                 .collect(Collectors.joining(", ")), lines.get(4));
@@ -673,6 +673,11 @@ class DeparturesScriptTest {
         assertTrue(md.contains("(still waiting, killed) (never started) | no | 0 | 0 | 0 | no line (still waiting at 4 s, "
                 + "killed) |"), md);
         assertEquals(List.of(), marked());
+    }
+
+    /** Milliseconds as seconds the way awk's printf "%.2f" prints them: the double's exact value, ties to even. */
+    private static String asAwkPrints(long millis) {
+        return new java.math.BigDecimal(millis / 1000.0).setScale(2, java.math.RoundingMode.HALF_EVEN).toPlainString();
     }
 
     @Test
