@@ -98,6 +98,12 @@ class StartupDeparturesTest {
     private record Outcome(int status, long millis, String out) {
     }
 
+    /** What rank {@code survivor} of 2 says of rank {@code lost} (process {@code p}): lost {@code how}. */
+    private static String lostLine(int survivor, int lost, Process p, String how) {
+        return "PeerLostDuringStartupException: rank " + survivor + " of 2: rank " + lost + " ("
+                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + p.pid() + ") was lost " + how;
+    }
+
     /** Ends {@code victim} ({@code kill}: SIGKILL, else SIGTERM) and waits for {@code survivor}. */
     private Outcome end(Process victim, boolean kill, Process survivor, int survivorRank) throws Exception {
         long t0 = System.nanoTime();
@@ -106,6 +112,11 @@ class StartupDeparturesTest {
         } else {
             victim.destroy();
         }
+        return ended(t0, victim, survivor, survivorRank);
+    }
+
+    /** Waits for {@code survivor}, timed from {@code t0}, then for {@code victim}; no JVM may have crashed. */
+    private Outcome ended(long t0, Process victim, Process survivor, int survivorRank) throws Exception {
         boolean ended = survivor.waitFor(30, TimeUnit.SECONDS);
         long ms = (System.nanoTime() - t0) / 1_000_000;
         if (!ended) {
@@ -240,15 +251,11 @@ class StartupDeparturesTest {
         signal("TERM", r1);
         Thread.sleep(200);
         Files.writeString(go, "");   // rank 0 starts: its channel comes up while rank 1 is exiting
-        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
-        long ms = (System.nanoTime() - t0) / 1_000_000;
-        r1.waitFor(30, TimeUnit.SECONDS);
+        Outcome o = ended(t0, r1, r0, 0);
         assertEquals(143, r1.exitValue(), out(1));
-        assertEquals(1, r0.exitValue(), out(0));
-        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(0));
-        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost before it joined the job "
-                + "(SIGTERM)"), out(0));
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains(lostLine(0, 1, r1, "before it joined the job (SIGTERM)")), o.out());
     }
 
     @Test
@@ -261,16 +268,12 @@ class StartupDeparturesTest {
         awaitMarker(1, "AT Cuda.deviceCount");
         long t0 = System.nanoTime();
         signal("TERM", r1);
-        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
-        long ms = (System.nanoTime() - t0) / 1_000_000;
-        r1.waitFor(30, TimeUnit.SECONDS);
+        Outcome o = ended(t0, r1, r0, 0);
         assertEquals(143, r1.exitValue(), out(1));
-        assertEquals(1, r0.exitValue(), out(0));
+        assertEquals(1, o.status(), o.out());
         // the exit waits for the channel the main thread goes on to make: the rest of the 800 ms, then the join
-        assertTrue(ms < BOUND_MILLIS + 1000, "ended after " + ms + " ms: " + out(0));
-        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost before it joined the job "
-                + "(SIGTERM)"), out(0));
+        assertTrue(o.millis() < BOUND_MILLIS + 1000, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains(lostLine(0, 1, r1, "before it joined the job (SIGTERM)")), o.out());
     }
 
     private static final Map<String, String> EARLY = Map.of("NCCL4J_TEST_EARLY", "1");
@@ -292,9 +295,8 @@ class StartupDeparturesTest {
         Outcome o = end(r1, true, r0, 0);
         assertEquals(1, o.status(), o.out());
         assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
-        assertTrue(o.out().contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost after joining the job, "
-                + "before the rendezvous (its connection ended without a goodbye)"), o.out());
+        assertTrue(o.out().contains(lostLine(0, 1, r1, "after joining the job, before the rendezvous (its connection "
+                + "ended without a goodbye)")), o.out());
     }
 
     @Test
@@ -309,16 +311,13 @@ class StartupDeparturesTest {
         joinedEarly(1);
         long t0 = System.nanoTime();
         Files.writeString(go, "");   // the model does not fit
-        assertTrue(r0.waitFor(30, TimeUnit.SECONDS), "rank 0 did not end: " + out(0));
-        long ms = (System.nanoTime() - t0) / 1_000_000;
-        r1.waitFor(30, TimeUnit.SECONDS);
+        Outcome o = ended(t0, r1, r0, 0);
         assertEquals(1, r1.exitValue(), out(1));
         assertTrue(out(1).contains("java.lang.OutOfMemoryError: Java heap space"), out(1));
-        assertEquals(1, r0.exitValue(), out(0));
-        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(0));
-        assertTrue(out(0).contains("PeerLostDuringStartupException: rank 0 of 2: rank 1 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r1.pid() + ") was lost after joining the job, "
-                + "before the rendezvous (OutOfMemoryError: Java heap space)"), out(0));
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains(lostLine(0, 1, r1, "after joining the job, before the rendezvous "
+                + "(OutOfMemoryError: Java heap space)")), o.out());
     }
 
     @Test
@@ -339,10 +338,8 @@ class StartupDeparturesTest {
         assertTrue(r1.waitFor(30, TimeUnit.SECONDS), "rank 1 did not end: " + out(1));
         assertEquals(1, r1.exitValue(), out(1));
         assertTrue(!out(1).contains("CHECKED"), out(1));
-        assertTrue(out(1).contains("PeerLostDuringStartupException: rank 1 of 2: rank 0 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r0.pid() + ") was lost after joining the job, "
-                + "before the rendezvous (SIGTERM); the communicator was not made (the job cannot start without it)"),
-                out(1));
+        assertTrue(out(1).contains(lostLine(1, 0, r0, "after joining the job, before the rendezvous (SIGTERM); the "
+                + "communicator was not made (the job cannot start without it)")), out(1));
     }
 
     @Test
@@ -357,15 +354,11 @@ class StartupDeparturesTest {
         signal("TERM", r0);
         Thread.sleep(300);
         Files.writeString(go, "");   // rank 1 comes after rank 0 began to exit
-        assertTrue(r1.waitFor(30, TimeUnit.SECONDS), "rank 1 did not end: " + out(1));
-        long ms = (System.nanoTime() - t0) / 1_000_000;
-        r0.waitFor(30, TimeUnit.SECONDS);
+        Outcome o = ended(t0, r0, r1, 1);
         assertEquals(143, r0.exitValue(), out(0));
-        assertEquals(1, r1.exitValue(), out(1));
-        assertTrue(ms < BOUND_MILLIS, "ended after " + ms + " ms: " + out(1));
-        assertTrue(out(1).contains("PeerLostDuringStartupException: rank 1 of 2: rank 0 ("
-                + org.nccl4j.trace.TraceDump.localHost() + ", pid " + r0.pid() + ") was lost during the rendezvous "
-                + "(SIGTERM)"), out(1));
+        assertEquals(1, o.status(), o.out());
+        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        assertTrue(o.out().contains(lostLine(1, 0, r0, "during the rendezvous (SIGTERM)")), o.out());
     }
 
     @Test
