@@ -82,7 +82,9 @@
 # joining (in fromEnvironment) joins at exit to say so, and a rank 0 victim stays for the ranks still to come: those
 # runs are held to the bound, and also counted as "before the liveness link was up". With more than 2 ranks every
 # other rank is a survivor and the run is timed by the last of them to end (FUZZ_CONFIG=gpus: rank r on GPU r,
-# FUZZ_RANKS GPUs needed). FUZZ_LIMIT (default 20) seconds per run, BUDGET and FUZZ_SEED as for FUZZ. Prints:
+# FUZZ_RANKS GPUs needed). FUZZ_JOIN_FIRST=1: each rank calls JobLiveness.join() first in main (--join-first), and a
+# victim signalled after that call is held to the bound. FUZZ_LIMIT (default 20) seconds per run, BUDGET and
+# FUZZ_SEED as for FUZZ. Prints:
 #   JVM crashes: C of N                        hs_err files, or exit status 134 or 139
 #   survivors ended within 2 s: W of N         (the runs that never started cannot count here)
 #   slowest survivor: S s (run K, signal at T ms, phase P)    of the runs whose victim had started
@@ -787,7 +789,7 @@ fuzz_start() {
     [ "$fuzz_config" = share ] && renv+=(NCCL4J_DEVICE="$gpu" NCCL_HOSTID="nccl4j-host$r" NCCL_SOCKET_IFNAME=lo)
     fuzz_born[r]=$(now_ms)
     start_rank "$dir" "$r" env "${renv[@]}" "$java" "${jvm[@]}" -cp "$cp" "$main" "$mode" --steps "$fuzz_steps" \
-      --sleep-ms "$fuzz_sleep" --count 64K
+      --sleep-ms "$fuzz_sleep" --count 64K ${join_first:+--join-first}
   done
 }
 
@@ -986,8 +988,13 @@ sfuzz_run() {
     phase=$(awk -v s="$sig_ms" -v r="rank=$victim" '$1 == "PHASE" && $2 == r && substr($3, 3) + 0 <= s { p = $4 }
       END { print (p == "" ? "launched" : p) }' "$dir/rank$victim.log" 2> /dev/null)
   fi
-  local never=0
-  [ "$phase" = launched ] && never=1
+  # never started: before any nccl4j call (with FUZZ_JOIN_FIRST, before the JOINFIRST line: JobLiveness.join())
+  local never=0 jf
+  if [ "$phase" = launched ]; then
+    never=1
+    jf=$(grep -aom1 '^JOINFIRST t=[0-9]*' "$dir/rank$victim.log" 2> /dev/null | sed 's/.*t=//')
+    [ -n "$jf" ] && [ -n "$sig_ms" ] && [ "$jf" -le "$sig_ms" ] && never=0
+  fi
   # whether the liveness link was up when the SIGTERM came: the victim had joined rank 0's channel (rank 0 the
   # victim: every survivor had joined it); before that, nothing can tell a survivor (nccl4j's RankPhase)
   local joined="-" jr jrs=$victim jt
@@ -1030,6 +1037,8 @@ sfuzz_main() {
   local n=$sfuzz jobs=${JOBS:-4} k
   fuzz_ranks=${FUZZ_RANKS:-2}
   whole FUZZ_RANKS "$fuzz_ranks"
+  case "${FUZZ_JOIN_FIRST:-0}" in 0) join_first="" ;; 1) join_first=1 ;;
+    *) die "FUZZ_JOIN_FIRST=${FUZZ_JOIN_FIRST}: 1 (JobLiveness.join() first in main) or 0" ;; esac
   [ "$fuzz_ranks" -ge 2 ] || die "FUZZ_RANKS=$fuzz_ranks: 2 or more"
   fuzz_jobs_and_config "$jobs"
   fuzz_steps=${FUZZ_STEPS:-160}
@@ -1048,7 +1057,8 @@ sfuzz_main() {
   whole FUZZ_SEED "$seed"
   RANDOM=$seed
   local fdir=$out_dir/startup-fuzz
-  echo "== STARTUP_FUZZ: $n runs of $fuzz_ranks ranks, $jobs at a time, FUZZ_CONFIG=$fuzz_config, SIGTERM to a" \
+  echo "== STARTUP_FUZZ: $n runs of $fuzz_ranks ranks${join_first:+ (JobLiveness.join() first)}, $jobs at a time," \
+    "FUZZ_CONFIG=$fuzz_config, SIGTERM to a" \
     "random rank 0..$window ms" \
     "after its process started (FUZZ_SEED=$seed), FUZZ_LIMIT=$fuzz_limit s, logs in $fdir"
   local started_runs=0 victims=() delays=()

@@ -254,7 +254,8 @@ class StartupDeparturesTest {
         Outcome o = ended(t0, r1, r0, 0);
         assertEquals(143, r1.exitValue(), out(1));
         assertEquals(1, o.status(), o.out());
-        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        // rank 0's own start (its classes, the logging backend) is inside the time measured here: 1 s more
+        assertTrue(o.millis() < BOUND_MILLIS + 1000, "ended after " + o.millis() + " ms: " + o.out());
         assertTrue(o.out().contains(lostLine(0, 1, r1, "before it joined the job (SIGTERM)")), o.out());
     }
 
@@ -357,7 +358,8 @@ class StartupDeparturesTest {
         Outcome o = ended(t0, r0, r1, 1);
         assertEquals(143, r0.exitValue(), out(0));
         assertEquals(1, o.status(), o.out());
-        assertTrue(o.millis() < BOUND_MILLIS, "ended after " + o.millis() + " ms: " + o.out());
+        // rank 1's own start (its classes, the logging backend) is inside the time measured here: 1 s more
+        assertTrue(o.millis() < BOUND_MILLIS + 1000, "ended after " + o.millis() + " ms: " + o.out());
         assertTrue(o.out().contains(lostLine(1, 0, r0, "during the rendezvous (SIGTERM)")), o.out());
     }
 

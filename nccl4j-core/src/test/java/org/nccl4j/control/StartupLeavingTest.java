@@ -91,7 +91,7 @@ class StartupLeavingTest {
         port = StubFixture.freePort();
         Liveness r0 = serve(3);
         Liveness r1 = joinLater(1);
-        StubFixture.within(5000, () -> r0.arrivals() == 2 ? true : null, "rank 1's hello");
+        StubFixture.within(5000, () -> r0.arrivals() == 2 && r1.connected() ? true : null, "rank 1's hello, both ways");
         r1.phase(RankPhase.RENDEZVOUS);
         Thread.sleep(100);
         r1.departDuringStartUp(Departures.Kind.EXIT, "SIGTERM");
@@ -106,7 +106,7 @@ class StartupLeavingTest {
         port = StubFixture.freePort();
         Liveness r0 = serve(3);
         Liveness r1 = joinLater(1);
-        StubFixture.within(5000, () -> r0.arrivals() == 2 ? true : null, "rank 1's hello");
+        StubFixture.within(5000, () -> r0.arrivals() == 2 && r1.connected() ? true : null, "rank 1's hello, both ways");
         r1.dropWithoutGoodbye();   // its pings stop: lost by the heartbeat's silence
         Liveness.Loss atZero = StubFixture.within(8000, () -> r0.startupLoss(3), "rank 1's loss at rank 0");
         Liveness r2 = joinLater(2);
@@ -140,7 +140,7 @@ class StartupLeavingTest {
         port = StubFixture.freePort();
         Liveness r0 = serve(2);
         Liveness r1 = joinLater(1);
-        StubFixture.within(5000, () -> r0.arrivals() == 2 ? true : null, "rank 1's hello");
+        StubFixture.within(5000, () -> r0.arrivals() == 2 && r1.connected() ? true : null, "rank 1's hello, both ways");
         long t0 = System.nanoTime();
         assertFalse(r0.stayForLateRanks(Liveness.LEAVING_WAIT_MILLIS));
         assertFalse(r1.stayForLateRanks(Liveness.LEAVING_WAIT_MILLIS), "not rank 0");

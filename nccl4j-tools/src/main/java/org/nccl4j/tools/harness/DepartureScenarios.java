@@ -16,6 +16,7 @@ import java.util.stream.Collectors;
 import org.nccl4j.Communicator;
 import org.nccl4j.DataType;
 import org.nccl4j.DeviceBuffer;
+import org.nccl4j.JobLiveness;
 import org.nccl4j.ReduceOp;
 import org.nccl4j.Stream;
 import org.nccl4j.tools.cli.Programs;
@@ -70,7 +71,8 @@ import picocli.CommandLine.Parameters;
  * fuzz              no departure: prints READY after step 1 and CLOSING before the close, for departures.sh's FUZZ
  *                   mode, which sends SIGTERM to a random rank at a random moment
  * startup-fuzz      fuzz with the PHASE lines, for departures.sh's STARTUP_FUZZ mode, which sends SIGTERM to a random
- *                   rank at a random moment after its process started, start-up included
+ *                   rank at a random moment after its process started, start-up included; with --join-first the rank
+ *                   calls JobLiveness.join() before anything else (the JOINFIRST line)
  * none              no departure (a control run)
  * </pre>
  *
@@ -125,6 +127,10 @@ public final class DepartureScenarios {
      * @throws Exception what the scenario threw, after its RESULT line: it leaves main on purpose
      */
     public static void main(String[] args) throws Exception {
+        if (java.util.Arrays.asList(args).contains(JOIN_FIRST)) {   // JobLiveness's pattern: before anything else
+            boolean joined = JobLiveness.join();
+            line("JOINFIRST t=" + System.currentTimeMillis() + " " + joined);
+        }
         Options o = Tools.parseOrExit(new Options(), args);
         int me = launchRank();
         int eventRank;
@@ -998,6 +1004,9 @@ public final class DepartureScenarios {
         }
     }
 
+    /** The option that makes the rank join the job's liveness channel first ({@link JobLiveness#join()}). */
+    static final String JOIN_FIRST = "--join-first";
+
     /** The command line ({@code --help} lists it). */
     @Command(name = "DepartureScenarios", mixinStandardHelpOptions = true, versionProvider = Tools.Version.class,
             description = "Every way a rank leaves, one per run, for scripts/departures.sh (see the class"
@@ -1026,6 +1035,9 @@ public final class DepartureScenarios {
         @Option(names = "--live-seconds", paramLabel = "S", description = "abort-live's CPU work after the abort "
                 + "(default: ${DEFAULT-VALUE}).")
         int liveSeconds = 30;
+        @Option(names = JOIN_FIRST, description = "JobLiveness.join() first of all, before the command line is read "
+                + "(prints JOINFIRST t=<epoch ms> <joined>): a rank that dies from then on is told to every rank.")
+        boolean joinFirst;
 
         /**
          * The rank that does the scenario in a world of {@code worldSize}, after checking the options against it.

@@ -717,6 +717,34 @@ class DeparturesScriptTest {
     }
 
     @Test
+    void startupFuzzWithJoinFirstHoldsAVictimSignalledAfterJobLivenessJoinToTheBound() throws Exception {
+        SandboxOutcome r = run(1, "STARTUP_FUZZ", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "400", "FUZZ_LIMIT", "3",
+                "FUZZ_SEED", "11", "FUZZ_JOIN_FIRST", "1", "FAKE_FUZZ_MS", "600");
+        assertTrue(r.outLines().get(0).startsWith("== STARTUP_FUZZ: 4 runs of 2 ranks (JobLiveness.join() first), 2 at "
+                + "a time, FUZZ_CONFIG=share,"), r.toString());
+        List<Map<String, String>> rows = sfuzzRows();
+        assertEquals(List.of("1:11", "0:377", "1:135", "1:331"), rows.stream().map(m -> m.get("victim") + ":"
+                + m.get("delay_ms")).collect(Collectors.toList()));
+        Map<String, String> early = rows.get(0);
+        assertEquals("1", early.get("never_started"), "11 ms: before JobLiveness.join(): " + early);
+        assertEquals("no", early.get("within"));
+        Map<String, String> joinedFirst = rows.get(2);
+        assertEquals("launched", joinedFirst.get("phase"), joinedFirst.toString());
+        assertEquals("0", joinedFirst.get("never_started"), "135 ms: after JobLiveness.join(): " + joinedFirst);
+        assertEquals("yes", joinedFirst.get("within"), joinedFirst.toString());
+        assertTrue(joinedFirst.get("survivor_result").contains("was lost before it joined the job (SIGTERM)"),
+                joinedFirst.toString());
+        assertEquals(0, r.status(), "every victim that had joined first was told within 2 s: " + r);
+        for (int k = 0; k < 2; k++) {
+            assertTrue(Files.readString(out.resolve("startup-fuzz/003/rank" + k + ".log")).contains("JOINFIRST t="),
+                    "--join-first reached rank " + k);
+        }
+        r = run(1, "STARTUP_FUZZ", "2", "FUZZ_JOIN_FIRST", "yes");
+        assertEquals(2, r.status());
+        assertEquals("departures.sh: FUZZ_JOIN_FIRST=yes: 1 (JobLiveness.join() first in main) or 0", r.err().strip());
+    }
+
+    @Test
     void startupFuzzCountsASignalBeforeTheJvmSaidAnythingAsNeverStartedAndApartFromTheBound() throws Exception {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
         assertEquals(List.of("JVM crashes: 0 of 2", "survivors ended within 2 s: 0 of 2",

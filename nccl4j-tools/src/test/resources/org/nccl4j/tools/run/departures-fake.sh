@@ -47,10 +47,15 @@ wait_or_react() {
     for other in $others; do
       if [ -f "$d/exit$other" ] && read -r st _ < "$d/exit$other" && [ "$st" != 0 ]; then
         other_phase=$(grep -ao "^PHASE rank=$other t=[0-9]* [a-z-]*" "$d/rank$other.log" | tail -1 | sed 's/.* //')
-        if [ "${other_phase:-launched}" = launched ]; then
+        if [ "${other_phase:-launched}" = launched ] && ! grep -aq '^JOINFIRST ' "$d/rank$other.log"; then
           while :; do sleep 0.1; done   # it never reached nccl4j: nothing tells this rank (the init timeout)
         fi
         case "${other_phase:-launched}" in
+          launched)   # it had joined first (JobLiveness.join())
+            sleep "$(ms FAKE_DETECT_MS 300)"
+            say "RESULT rank=$me t=$(now) PeerLostDuringStartupException: rank $me of $np: rank $other (fake, pid 1) was" \
+              "lost before it joined the job (SIGTERM); the communicator was not made (the rendezvous ended)"
+            exit 1 ;;
           nccl-init)
             sleep "$(ms FAKE_DETECT_MS 300)"
             echo "00:00:00.000 ERROR LeftBehindExit - nccl4j: rank $me of $np: rank $other (fake, pid 1) was lost during NCCL" \
@@ -81,7 +86,8 @@ startup_fuzz_rank() {
   d=$(dirname "$NCCL4J_TRACE_DIR")
   others=$(seq 0 $((np - 1)) | grep -vx "$me" | tr '\n' ' ')
   if [ "${FAKE_FUZZ_CRASH:-0}" = 1 ]; then trap 'hs_err force' TERM; fi
-  sleep 0.1   # the JVM's start: no line yet
+  if [ -n "${join_first:-}" ]; then sleep 0.05; say "JOINFIRST t=$(now) true"; sleep 0.05
+  else sleep 0.1; fi   # the JVM's start: no line yet (JobLiveness.join() first, with --join-first)
   for p in launched joining rendezvous id-taken set-device nccl-init ready; do
     [ "$p" = rendezvous ] && say "JOINED rank=$me t=$(now)"
     say "PHASE rank=$me t=$(now) $p"
@@ -103,7 +109,7 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
   local scenario=$1 who="" a
   shift
   while [ $# -gt 0 ]; do
-    case "$1" in --rank) who=$2; shift ;; --log-dir) logdir=$2; shift ;; esac
+    case "$1" in --rank) who=$2; shift ;; --log-dir) logdir=$2; shift ;; --join-first) join_first=1 ;; esac
     shift
   done
   local me=${OMPI_COMM_WORLD_RANK:-${RANK:-0}} np=${OMPI_COMM_WORLD_SIZE:-${WORLD_SIZE:-1}}
