@@ -81,7 +81,7 @@ class PerfOnStubTest {
         Path json = dir.resolve("r.json");
         Path png = dir.resolve("r.png");
         String out = run(0, "--ops", "all", "-b", "8", "-e", "1K", "-f", "4", "-n", "10", "-w", "1", "-c", "0", "-g", "2",
-                "-J", json.toString(), "--plot", png.toString());
+                "-J", json.toString(), "--plot", png.toString(), "--timer", "events");
         assertTrue(out.contains("# Collective test starting: all_reduce"), out);
         assertTrue(out.contains("# Collective test concluded: scatter"), out);
         assertTrue(out.contains("#  Rank  1 Group  0"), out);
@@ -99,12 +99,92 @@ class PerfOnStubTest {
         assertEquals(100.0, (Double) r.get("time_us"), 1e-6);
         assertTrue(r.containsKey("alloc_bytes"), r.toString());
         assertTrue(Files.size(png) > 1000);
+        assertEquals("events", ((Map<String, Object>) doc.get("config")).get("timer"));
+    }
+
+    /**
+     * {@code argv} with the host clock replaced by one that advances 1 ms a reading and notes, at each reading, how
+     * many calls the fake CUDA runtime and the stub NCCL had recorded: what ran between the timer's readings.
+     */
+    private String runClocked(StubNccl stub, List<int[]> readings, String... argv) {
+        PerfArgs a = PerfArgs.parse(argv);
+        a.clock = () -> {
+            readings.add(new int[] {cuda.calls().size(), stub.calls().size()});
+            return readings.size() * 1_000_000L;
+        };
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        // the watchdog records markers and queries NCCL whenever it polls: off, so that every call logged is ours
+        String before = System.setProperty("nccl4j.watchdog", "off");
+        try {
+            assertEquals(0, Perf.run(a, new PrintStream(bytes, true, StandardCharsets.UTF_8)));
+        } finally {
+            if (before == null) {
+                System.clearProperty("nccl4j.watchdog");
+            } else {
+                System.setProperty("nccl4j.watchdog", before);
+            }
+        }
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void byDefaultTheHostClockRunsFromTheBarrierToTheStreamsCompletionAsInNcclTests() {
+        StubNccl stub = StubNccl.fresh();
+        List<int[]> at = new java.util.ArrayList<>();
+        String out = runClocked(stub, at, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "3", "-w", "0", "-c", "0",
+                "-g", "2", "--jit_quiet_ms", "0", "--jit_warmup", "0");
+        // per measurement three readings: the timer's start, the end of issuing (-C), the streams' completion
+        assertEquals(6, at.size(), "out of place, then in place");
+        // (reading 3 - reading 1) = 2 ms over 3 operations, out of place and in place alike
+        assertTrue(out.contains("        1024           256     float     sum      -1   666.67    0.00    0.00    N/A"
+                + "   666.67    0.00    0.00    N/A"), out);
+        for (int m = 0; m < 2; m++) {
+            int[] start = at.get(3 * m);
+            int[] issued = at.get(3 * m + 1);
+            int[] done = at.get(3 * m + 2);
+            List<String> cudaBefore = cuda.calls().subList(0, start[0]);
+            List<String> cudaTimed = cuda.calls().subList(start[0], done[0]);
+            List<String> ncclTimed = stub.calls().subList(start[1], done[1]);
+            // the barrier right before the start (one process: a wait for both streams), as MPI_Barrier in nccl-tests
+            assertTrue(cudaBefore.get(cudaBefore.size() - 1).startsWith("streamSynchronize "), cudaBefore.toString());
+            assertTrue(cudaBefore.get(cudaBefore.size() - 2).startsWith("streamSynchronize "), cudaBefore.toString());
+            // timed: the 3 iterations on 2 GPUs, each a group of two all-reduces, and no CUDA event
+            assertEquals(6, ncclTimed.stream().filter(l -> l.startsWith("ncclAllReduce ")).count(),
+                    ncclTimed.toString());
+            assertEquals(3, ncclTimed.stream().filter(l -> l.startsWith("ncclGroupEnd")).count(), ncclTimed.toString());
+            assertTrue(cudaTimed.stream().noneMatch(l -> l.startsWith("eventRecord")), cudaTimed.toString());
+            // issued, then both streams waited for before the last reading: the sync at the end is timed
+            List<String> end = cuda.calls().subList(issued[0], done[0]);
+            assertEquals(List.of("streamSynchronize", "streamSynchronize"),
+                    end.stream().map(l -> l.split(" ")[0]).toList(), end.toString());
+            assertEquals(0, done[1] - issued[1], "no NCCL call after the issuing: " + stub.calls().subList(issued[1],
+                    done[1]));
+        }
+    }
+
+    @Test
+    void withCudaGraphsTheHostClockTimesTheLaunchesAndTheWait() {
+        StubNccl stub = StubNccl.fresh();
+        List<int[]> at = new java.util.ArrayList<>();
+        String out = runClocked(stub, at, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "3", "-G", "2", "-c", "0",
+                "-g", "2", "--jit_quiet_ms", "0");
+        assertEquals(6, at.size());
+        // 2 ms over 3 iterations x 2 launches
+        assertTrue(out.contains("   333.33    0.00    0.00    N/A   333.33    0.00    0.00    N/A"), out);
+        for (int m = 0; m < 2; m++) {
+            List<String> timed = cuda.calls().subList(at.get(3 * m)[0], at.get(3 * m + 2)[0]).stream()
+                    .map(l -> l.split(" ")[0]).toList();
+            // the capture and instantiation came before the barrier; timed: 2 launches on 2 GPUs, then the waits
+            assertEquals(List.of("graphLaunch", "graphLaunch", "graphLaunch", "graphLaunch", "streamSynchronize",
+                    "streamSynchronize"), timed);
+        }
     }
 
     @Test
     void cudaGraphRunsCaptureAndReplay() {
         int before = cuda.calls().size();
-        String out = run(0, "--ops", "all_reduce,sendrecv", "-b", "1K", "-e", "1K", "-n", "5", "-G", "4", "-c", "0", "-g", "2");
+        String out = run(0, "--ops", "all_reduce,sendrecv", "-b", "1K", "-e", "1K", "-n", "5", "-G", "4", "-c", "0", "-g", "2",
+                "--timer", "events");
         List<String> all = cuda.calls();
         List<String> calls = all.subList(before, all.size());
         long launches = calls.stream().filter(c -> c.startsWith("graphLaunch ")).count();

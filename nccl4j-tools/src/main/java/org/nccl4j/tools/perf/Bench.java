@@ -30,15 +30,19 @@ import org.nccl4j.tools.cli.Programs;
  * and a group around each iteration's calls).
  *
  * <p>One measurement, as nccl-tests takes it (after {@code --jit_quiet_ms}'s wait, so that the GPUs do not idle
- * between the untimed operation and the timed ones): one operation and a wait; a barrier; then a CUDA event on
- * each stream, the {@code -n} iterations (or, with {@code -G}, the iterations captured once as a CUDA graph and the
- * graph launched {@code -G} times), a second event; the time is the
- * events' elapsed time over the number of operations, the largest of this process's GPUs, then combined across
- * processes as {@code -a} says. With {@code -m M} each iteration is M operations in one NCCL group, and the time is
- * over iterations x M. In eager runs the Java heap bytes this thread allocated while issuing the iterations are
- * counted too (HotSpot's per-thread counter) and reported per iteration. The events measure wall time on the GPU
- * from the first call to the last completion, so the host's cost of issuing each call is inside the measurement
- * whenever it is the bottleneck; {@code -C} reports the host's time to issue instead (this process's own).
+ * between the untimed operation and the timed ones): one operation and a wait; a barrier; then the host's clock
+ * is read, the {@code -n} iterations are issued (or, with {@code -G}, the iterations captured once as a CUDA graph
+ * and the graph launched {@code -G} times), every stream of the process is waited for and the clock read again;
+ * the time is the clock's difference over the number of operations, combined across processes as {@code -a} says.
+ * That is nccl-tests' measure (its timer starts after the barrier and is read after the stream synchronization),
+ * so it holds the first call's issue and the host seeing the last completion. {@code --timer events} measures as
+ * before instead: a CUDA event on each stream before and after the iterations, the largest of this process's GPUs
+ * (GPU wall time from the start event to the last completion; scripts/bench/native/nccl_perf_baseline.cu's
+ * measure). With {@code -m M} each iteration is M operations in one NCCL group, and the time is over iterations x
+ * M. In eager runs the Java heap bytes this thread allocated while issuing the iterations are counted too
+ * (HotSpot's per-thread counter) and reported per iteration. The host's cost of issuing each call is inside the
+ * measurement whenever it is the bottleneck; {@code -C} reports the host's time to issue instead (this process's
+ * own).
  *
  * <p>Buffers, as nccl-tests makes them: from {@code ncclMemAlloc} where NCCL has it (2.19+), else {@code cudaMalloc};
  * {@code -u} pads them and starts the operations that many elements in; {@code -R 1} registers the send and
@@ -436,13 +440,19 @@ final class Bench implements AutoCloseable {
         }
     }
 
-    /** Every rank reaches this point before any leaves it: an all-reduce of 8 bytes and a wait, across processes. */
+    /**
+     * Every rank reaches this point before any leaves it: across processes, an all-reduce (MAX, in place) of the
+     * 64-byte scratch buffers and a wait for the streams, nothing after it. Each process leaves as soon as it sees
+     * the all-reduce done, as nccl-tests' ranks leave MPI_Barrier: no copy of a value to or from the GPU, whose
+     * time would differ between processes and reach the timed loop's first operation, which waits for the last
+     * process to start it.
+     */
     void barrier() {
         if (processes() > 1) {
-            combine(0, ReduceOp.SUM);
-        } else {
-            syncAll();
+            Programs.grouped(comms, k -> comms.get(k).allReduce(scratch[k], DataType.FLOAT64, ReduceOp.MAX,
+                    streams[k]));
         }
+        syncAll();
     }
 
     /**
@@ -586,6 +596,7 @@ final class Bench implements AutoCloseable {
      */
     PerfRow measure(Operation o, DataType t, ReduceOp redop, int root, long size, boolean inPlace) {
         double allocated = Double.NaN;
+        boolean events = PerfArgs.TIMER_EVENTS.equals(args.timer);
         long hostNanos;
         long loopStart;
         Operation.Counts c = place(o, t, size, inPlace);
@@ -597,6 +608,7 @@ final class Bench implements AutoCloseable {
         syncAll();                           // as in nccl-tests
         barrier();
 
+        double ms;
         if (args.graphLaunches > 0) {
             int begun = 0;
             try {
@@ -615,37 +627,33 @@ final class Bench implements AutoCloseable {
                 graphs[k].instantiate(); // outside the timed launches (cudaGraphInstantiate takes ~100s of us)
             }
             barrier();
-            for (int k = 0; k < local; k++) {
-                start[k].record(streams[k]);
+            long t0 = events ? 0 : args.clock.getAsLong();   // --timer host: from the barrier's end, as nccl-tests
+            if (events) {
+                recordStart();
             }
-            loopStart = System.nanoTime();
+            loopStart = events ? args.clock.getAsLong() : t0;
             for (int l = 0; l < args.graphLaunches; l++) {
                 for (int k = 0; k < local; k++) {
                     graphs[k].launch(streams[k]);
                 }
             }
-            hostNanos = System.nanoTime() - loopStart;
+            hostNanos = args.clock.getAsLong() - loopStart;
+            ms = events ? stopEvents() : completedSince(t0);
         } else {
-            // read before the start event: the process's first reading took about 100 us on 2 x H100, which the
+            // read before the timer starts: the process's first reading took about 100 us on 2 x H100, which the
             // first measurement's first operation then waited for (2026-11-26, found with --op_times' first)
             long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
-            for (int k = 0; k < local; k++) {
-                start[k].record(streams[k]);
+            long t0 = events ? 0 : args.clock.getAsLong();   // --timer host: from the barrier's end, as nccl-tests
+            if (events || marks != null) {
+                recordStart();   // with --timer host for --op_times only, inside the timed time as nccl-tests' -I
             }
-            loopStart = System.nanoTime();
+            loopStart = events ? args.clock.getAsLong() : t0;
             eagerLoop(o, c, t, redop, root, args.iters, marks);
-            hostNanos = System.nanoTime() - loopStart;
+            hostNanos = args.clock.getAsLong() - loopStart;
             if (threads != null && args.blocking == 0) {
                 allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
             }
-        }
-        double ms = 0;
-        for (int k = 0; k < local; k++) {
-            stop[k].record(streams[k]);
-        }
-        for (int k = 0; k < local; k++) {
-            stop[k].synchronize();
-            ms = Math.max(ms, stop[k].elapsedSince(start[k]));
+            ms = events ? stopEvents() : completedSince(t0);
         }
         for (int k = 0; k < local; k++) {
             if (graphs[k] != null) {
@@ -672,6 +680,42 @@ final class Bench implements AutoCloseable {
         double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
         return new PerfRow(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
                 shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
+    }
+
+    /** A start event on each stream (--timer events, and --op_times' reference). */
+    private void recordStart() {
+        for (int k = 0; k < local; k++) {
+            start[k].record(streams[k]);
+        }
+    }
+
+    /**
+     * --timer events: a stop event on each stream, waited for.
+     *
+     * @return the largest start-to-stop time of this process's GPUs, in ms
+     */
+    private double stopEvents() {
+        double ms = 0;
+        for (int k = 0; k < local; k++) {
+            stop[k].record(streams[k]);
+        }
+        for (int k = 0; k < local; k++) {
+            stop[k].synchronize();
+            ms = Math.max(ms, stop[k].elapsedSince(start[k]));
+        }
+        return ms;
+    }
+
+    /**
+     * --timer host: waits for every stream of this process, then reads the clock, as nccl-tests reads its timer
+     * after its stream synchronization.
+     *
+     * @param t0 the clock's reading when the timed iterations began
+     * @return the time from {@code t0} to the streams' completion, in ms
+     */
+    private double completedSince(long t0) {
+        syncAll();
+        return (args.clock.getAsLong() - t0) / 1e6;
     }
 
     /**

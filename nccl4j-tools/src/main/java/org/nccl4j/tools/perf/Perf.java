@@ -358,6 +358,7 @@ public final class Perf {
         c.put("report_cputime", a.reportCputime);
         c.put("timeout", a.timeoutSeconds);
         c.put("jit_quiet_ms", a.jitQuietMs);
+        c.put("timer", a.timer);
         return c;
     }
 

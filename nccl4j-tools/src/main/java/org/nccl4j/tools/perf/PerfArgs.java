@@ -113,6 +113,23 @@ public final class PerfArgs {
      * size is timed; 0: none (default 10000).
      */
     public int jitWarmup = 10_000;
+    /** --timer: what a measurement's time is, {@link #TIMER_HOST} (the default) or {@link #TIMER_EVENTS}. */
+    public String timer = TIMER_HOST;
+    /**
+     * --timer host: the host's monotonic clock from the barrier's end to the streams' completion, as nccl-tests
+     * times (its BenchTime: a timer started after the barrier, read after the stream synchronization).
+     */
+    public static final String TIMER_HOST = "host";
+    /**
+     * --timer events: CUDA events recorded on each stream before and after the timed iterations, as nccl4j-perf
+     * timed before this option and as scripts/bench/native/nccl_perf_baseline.cu does.
+     */
+    public static final String TIMER_EVENTS = "events";
+    /**
+     * The host clock that --timer host reads, in nanoseconds: {@link System#nanoTime()}; tests set their own to
+     * see what falls between its readings. Not a flag.
+     */
+    public java.util.function.LongSupplier clock = System::nanoTime;
     /** The most calls --jit_warmup makes. */
     static final int MAX_JIT_WARMUP = 1_000_000;
     /** The longest one --jit_quiet_ms wait lasts. */
@@ -321,6 +338,10 @@ public final class PerfArgs {
         @Option(names = "--jit_warmup", paramLabel = "<calls>", description = "Before the first size, call the timed "
                 + "loop this many times at 16 B a rank, so the JIT compiles it first (default 10000; 0: none).")
         String jitWarmup;
+        @Option(names = "--timer", paramLabel = "<host|events>", description = "host: the host's clock from the "
+                + "barrier to the streams' completion, as nccl-tests; events: CUDA events around the iterations "
+                + "(default host).")
+        String timer;
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Print this help and exit.")
         boolean help;
         @Option(names = "--version", versionHelp = true, description = "Print the versions and exit.")
@@ -330,7 +351,7 @@ public final class PerfArgs {
         Map<String, String> given() {
             String[] values = {t, g, b, e, i, f, n, m, w, cycles, p, c, o, d, r, z, y, timeout, graph, cputime,
                 timestamps, json, avg, register, cta, device, deviceCtas, memory, u, perIter, perIterSkip, ops, plot,
-                initRepeats, opTimes, jitQuiet, jitWarmup};
+                initRepeats, opTimes, jitQuiet, jitWarmup, timer};
             Map<String, String> out = new LinkedHashMap<>();
             for (int k = 0; k < values.length; k++) {
                 if (values[k] != null) {
@@ -352,7 +373,7 @@ public final class PerfArgs {
         {"-V", "--device_cta_count"}, {"-M", "--memory"}, {"-u", "--unalign"}, {"-I", "--per_iter_timing"},
         {"-K", "--per_iter_skip"}, {"--ops", "--ops"}, {"--plot", "--plot"}, {"--init_repeats", "--init_repeats"},
         {"--op_times", "--op_times"}, {"--jit_quiet_ms", "--jit_quiet_ms"}, {"--jit_warmup", "--jit_warmup"},
-        {"-h", "--help"}};
+        {"--timer", "--timer"}, {"-h", "--help"}};
 
     /**
      * The flags of nccl-tests' {@code src/common.cu} (short and long names), every one of which nccl4j-perf takes:
@@ -452,6 +473,12 @@ public final class PerfArgs {
             case "--op_times": opTimes = (int) parseInt(flag, v, 0, 1); break;
             case "--jit_quiet_ms": jitQuietMs = (int) parseInt(flag, v, 0, MAX_JIT_WAIT_MS); break;
             case "--jit_warmup": jitWarmup = (int) parseInt(flag, v, 0, MAX_JIT_WARMUP); break;
+            case "--timer":
+                if (!v.equals(TIMER_HOST) && !v.equals(TIMER_EVENTS)) {
+                    throw invalid(flag, v, "must be host (the host's clock, as nccl-tests) or events (CUDA events)");
+                }
+                timer = v;
+                break;
             default: throw new IllegalStateException(flag);
         }
     }
@@ -724,9 +751,9 @@ public final class PerfArgs {
     @Override
     public String toString() {
         return String.format(Locale.ROOT, "PerfArgs[ops=%s b=%d e=%d f=%d i=%d n=%d m=%d w=%d N=%d c=%d o=%s d=%s r=%d"
-                + " g=%d G=%d z=%d y=%d a=%d R=%d x=%d u=%d C=%d S=%d T=%d I=%d K=%d]",
+                + " g=%d G=%d z=%d y=%d a=%d R=%d x=%d u=%d C=%d S=%d T=%d I=%d K=%d timer=%s]",
                 operations, minBytes, maxBytes, stepFactor, stepBytes, iters, aggIters, warmup, runCycles, check, ops,
                 types, root, gpus, graphLaunches, blocking, streamNull, average, localRegister, ctaPolicy, unalign,
-                reportCputime, reportTimestamps, timeoutSeconds, opTimes, perIterSkip);
+                reportCputime, reportTimestamps, timeoutSeconds, opTimes, perIterSkip, timer);
     }
 }

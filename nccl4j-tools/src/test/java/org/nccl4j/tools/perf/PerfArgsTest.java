@@ -125,6 +125,10 @@ class PerfArgsTest {
         assertEquals(10_000, PerfArgs.parse().jitWarmup);
         assertEquals(0, PerfArgs.parse("--jit_warmup", "0").jitWarmup);
         assertEquals(250, PerfArgs.parse("--jit_warmup=250").jitWarmup);
+        assertEquals("host", PerfArgs.parse().timer, "nccl-tests' clock unless asked");
+        assertEquals("events", PerfArgs.parse("--timer", "events").timer);
+        assertEquals("host", PerfArgs.parse("--timer=host").timer);
+        assertTrue(PerfArgs.USAGE.contains("--timer=<host|events>"), PerfArgs.USAGE);
         assertEquals(1, PerfArgs.parse("--blocking=1").blocking);
     }
 
@@ -234,6 +238,8 @@ class PerfArgsTest {
         assertTrue(m.contains("--jit_quiet_ms: '-1' must be in 0..1000"), m);
         m = refused("--jit_warmup", "1000001");
         assertTrue(m.contains("--jit_warmup: '1000001' must be in 0..1000000"), m);
+        m = refused("--timer", "cuda");
+        assertEquals("--timer: 'cuda' must be host (the host's clock, as nccl-tests) or events (CUDA events)", m);
         m = refused("--ops", "allgather_v");
         assertTrue(m.contains("--ops: 'allgather_v' is not an operation") && m.contains("all_reduce"), m);
         m = refused("-t", "4");
