@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # frontier.sh: nccl4j-perf against NVIDIA's nccl-tests, alternating in one run, at each buffer registration (-R 0:
 # none, 1: ncclCommRegister, 2: symmetric windows), for each NCCL library and rank count given. Both programs take the
-# same command line; each pair of runs is one round, C first in odd rounds and Java first in even ones. The report
+# same command line (nccl4j-perf with --timer host: nccl-tests' clock, from the barrier to the streams' completion,
+# where its default is CUDA events as the project's C baseline); each pair of runs is one round, C first in odd rounds and Java first in even ones. The report
 # (scripts/bench/frontier_report.py) gives per case and size the medians over the rounds of the time and bus
 # bandwidth, out of place and in place, Java - C and Java / C.
 #
@@ -102,7 +103,7 @@ for lib in $libs; do
             else
               nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE -x NCCL4J_BUNDLE -x "NCCL4J_LIBRARY=$path")
               [ -n "${JAVA_OPTS:-}" ] && nccl4j_mpi_opts+=(-x JAVA_OPTS)
-              nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$root/scripts/nccl4j-perf" "${args[@]}" -R "$reg"
+              nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$root/scripts/nccl4j-perf" "${args[@]}" -R "$reg" --timer host
             fi
             nccl4j_counted "$out/raw" "$run" $?
             parse "$out/raw/$run.log" "$name" "$np" "$reg" "${cases[ci]}" "$r" "$side"

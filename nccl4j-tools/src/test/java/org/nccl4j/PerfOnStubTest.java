@@ -132,7 +132,7 @@ class PerfOnStubTest {
         StubNccl stub = StubNccl.fresh();
         List<int[]> at = new java.util.ArrayList<>();
         String out = runClocked(stub, at, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "3", "-w", "0", "-c", "0",
-                "-g", "2", "--jit_quiet_ms", "0", "--jit_warmup", "0");
+                "-g", "2", "--jit_quiet_ms", "0", "--jit_warmup", "0", "--timer", "host");
         // per measurement three readings: the timer's start, the end of issuing (-C), the streams' completion
         assertEquals(6, at.size(), "out of place, then in place");
         // (reading 3 - reading 1) = 2 ms over 3 operations, out of place and in place alike
@@ -167,7 +167,7 @@ class PerfOnStubTest {
         StubNccl stub = StubNccl.fresh();
         List<int[]> at = new java.util.ArrayList<>();
         String out = runClocked(stub, at, "all_reduce_perf", "-b", "1K", "-e", "1K", "-n", "3", "-G", "2", "-c", "0",
-                "-g", "2", "--jit_quiet_ms", "0");
+                "-g", "2", "--jit_quiet_ms", "0", "--timer", "host");
         assertEquals(6, at.size());
         // 2 ms over 3 iterations x 2 launches
         assertTrue(out.contains("   333.33    0.00    0.00    N/A   333.33    0.00    0.00    N/A"), out);

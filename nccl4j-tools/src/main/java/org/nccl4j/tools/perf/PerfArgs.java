@@ -113,8 +113,12 @@ public final class PerfArgs {
      * size is timed; 0: none (default 10000).
      */
     public int jitWarmup = 10_000;
-    /** --timer: what a measurement's time is, {@link #TIMER_HOST} (the default) or {@link #TIMER_EVENTS}. */
-    public String timer = TIMER_HOST;
+    /**
+     * --timer: what a measurement's time is, {@link #TIMER_EVENTS} (the default: the measure of the project's C
+     * baseline and of every figure so far) or {@link #TIMER_HOST} (nccl-tests' measure: scripts/bench/frontier.sh,
+     * which runs the two side by side, asks for it).
+     */
+    public String timer = TIMER_EVENTS;
     /**
      * --timer host: the host's monotonic clock from the barrier's end to the streams' completion, as nccl-tests
      * times (its BenchTime: a timer started after the barrier, read after the stream synchronization).
@@ -340,7 +344,7 @@ public final class PerfArgs {
         String jitWarmup;
         @Option(names = "--timer", paramLabel = "<host|events>", description = "host: the host's clock from the "
                 + "barrier to the streams' completion, as nccl-tests; events: CUDA events around the iterations "
-                + "(default host).")
+                + "(default events; frontier.sh, against nccl-tests, uses host).")
         String timer;
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Print this help and exit.")
         boolean help;

@@ -125,7 +125,7 @@ class PerfArgsTest {
         assertEquals(10_000, PerfArgs.parse().jitWarmup);
         assertEquals(0, PerfArgs.parse("--jit_warmup", "0").jitWarmup);
         assertEquals(250, PerfArgs.parse("--jit_warmup=250").jitWarmup);
-        assertEquals("host", PerfArgs.parse().timer, "nccl-tests' clock unless asked");
+        assertEquals("events", PerfArgs.parse().timer, "the C baseline's measure unless asked");
         assertEquals("events", PerfArgs.parse("--timer", "events").timer);
         assertEquals("host", PerfArgs.parse("--timer=host").timer);
         assertTrue(PerfArgs.USAGE.contains("--timer=<host|events>"), PerfArgs.USAGE);

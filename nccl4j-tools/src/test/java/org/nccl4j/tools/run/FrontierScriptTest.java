@@ -69,6 +69,10 @@ class FrontierScriptTest {
                 assertTrue(c.args().stream().anyMatch(a -> a.startsWith("LD_LIBRARY_PATH=/opt/nccl:")),
                         c.args().toString());
             }
+            // each rank's command is in the script mpirun runs: nccl4j-perf reads the clock as nccl-tests does
+            String rank = Files.readString(Path.of(c.args().get(c.args().size() - 1)));
+            assertEquals(c.args().contains("NCCL4J_LIBRARY=/opt/nccl/libnccl.so.2"), rank.contains(" --timer host"),
+                    rank);
         }
         Path tsv = tmp.resolve("out/frontier.tsv");
         List<String> rows = Files.readAllLines(tsv);
