@@ -330,6 +330,11 @@ final class Bootstrap {
         StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(), initCall) : null;
         StartupGuard.initBegins();
         try {
+            // after the count: the exit either sees this call and waits for it, or this call sees the exit's end
+            if (CommHealth.callsEnded()) {
+                throw new IllegalStateException("rank " + rank + " of " + size + ": the process is exiting; NCCL's "
+                        + "initialization was not started");
+            }
             made = create(rank, size, id, launch.device(), config, until);
             if (Farewell.exiting()) {   // the process began to exit while NCCL made it: its exit waits for this
                 Communicator.adopt(made).abort();

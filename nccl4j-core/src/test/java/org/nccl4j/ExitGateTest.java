@@ -2,6 +2,7 @@ package org.nccl4j;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.atomic.AtomicInteger;
@@ -10,9 +11,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Once the process's exit has waited for the NCCL teardowns under way, a teardown that a thread begins afterwards (a
- * {@code close()} on the main thread while the C runtime's exit handlers are about to run) is skipped, not run.
+ * {@code close()} on the main thread while the C runtime's exit handlers are about to run) is skipped, not run, and
+ * an initialization is not started.
  */
-class ExitGateTest {
+class ExitGateTest extends StubFixture {
     @AfterEach
     void callsAgain() {
         CommHealth.callsAgainForTests();
@@ -40,5 +42,15 @@ class ExitGateTest {
         }), "skipped: ncclSuccess, nothing called");
         assertEquals(1, calls.get());
         assertEquals(0, CommHealth.teardownsUnderWay(), "not left counted: the exit does not wait for it");
+    }
+
+    @Test
+    void anInitializationBegunAfterTheExitEndedNcclsCallsIsNotStarted() {
+        StartupGuard.AT_EXIT.endCalls();
+        mark();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> Communicator.fromEnvironment());
+        assertEquals("rank 0 of 1: the process is exiting; NCCL's initialization was not started", e.getMessage());
+        assertEquals(0, StartupGuard.initsUnderWay(), "not left counted: the exit does not wait for it");
+        assertFalse(newCallNames().contains("ncclCommInitRank"), newCallNames().toString());
     }
 }

@@ -243,11 +243,11 @@ public final class Farewell {
         while (STARTING.get() > 0 && System.nanoTime() - startups < 0) {   // a channel on its way: wait for it
             java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
         }
+        String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
         if (OPEN.isEmpty()) {
-            endCalls();
+            endCalls(cause);
             return;
         }
-        String cause = uncaught != null ? uncaught : signal != null ? signal : exitCaller();
         for (Liveness l : OPEN) {
             Attached c = l.owner();
             if (c == null && !l.departed()) {   // during start-up: no communicator yet; its phase says where
@@ -285,15 +285,19 @@ public final class Farewell {
             log().warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
         }
-        endCalls();
+        endCalls(cause);
         for (Liveness l : OPEN) {
             l.close();
         }
     }
 
-    /** No NCCL call starts from now on ({@link NcclUnderWay#endCalls}); then waits for those under way. */
-    private static void endCalls() {
+    /**
+     * No NCCL initialization or teardown starts from now on ({@link NcclUnderWay#endCalls}); then waits for those
+     * under way, one that began just before included (each counts itself before it looks at the end).
+     */
+    private static void endCalls(String cause) {
         nccl.endCalls();
+        awaitInits(cause);
         awaitTeardowns();
     }
 
