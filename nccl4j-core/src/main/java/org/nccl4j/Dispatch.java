@@ -183,7 +183,7 @@ final class Dispatch {
      */
     private void explained(int status, NcclFunction fn) {
         CommunicatorFailedException known = health.failure;
-        if (known != null && status != Errors.SUCCESS && !(status == Errors.IN_PROGRESS && !health.isBlocking())) {
+        if (known != null && Errors.enqueueFailed(status, health)) {
             CommunicatorFailedException thrown = known.toProgram();
             thrown.addSuppressed(Errors.failure(status, fn, health));
             throw thrown;

@@ -45,9 +45,14 @@ final class Errors {
      * means "enqueued, completing in the background").
      */
     static void checkEnqueued(int status, NcclFunction function, Source comm) {
-        if (status != SUCCESS && !(status == IN_PROGRESS && !comm.isBlocking())) {
+        if (enqueueFailed(status, comm)) {
             throw failure(status, function, comm);
         }
+    }
+
+    /** Whether an enqueueing call's {@code status} is a failure: neither success nor, when nonblocking, in progress. */
+    static boolean enqueueFailed(int status, Source comm) {
+        return status != SUCCESS && !(status == IN_PROGRESS && !comm.isBlocking());
     }
 
     /** The exception for a failed call: link errors for shim statuses, NcclException for NCCL's. */

@@ -304,14 +304,22 @@ public final class Liveness implements AutoCloseable {
      * @param deadlineNanos the start-up's deadline ({@link System#nanoTime()})
      */
     public void awaitJoined(long deadlineNanos) {
-        long start = System.nanoTime();
-        while (!connected() && client.refusal() == null && client.failedToConnect() == null && !closing) {
-            long now = System.nanoTime();
-            if (now - start > REACH_NANOS || now - deadlineNanos >= 0) {
-                return;
-            }
+        long reach = System.nanoTime() + REACH_NANOS;
+        awaitConnected(reach - deadlineNanos < 0 ? reach : deadlineNanos);
+    }
+
+    /**
+     * Waits until this rank's connection to rank 0 is up, joining was refused or given up, the channel closes, or
+     * {@code endNanos} ({@link System#nanoTime()}).
+     *
+     * @return whether it is up
+     */
+    private boolean awaitConnected(long endNanos) {
+        while (!connected() && client.refusal() == null && client.failedToConnect() == null && !closing
+                && System.nanoTime() - endNanos < 0) {
             java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
         }
+        return connected();
     }
 
     /**
@@ -330,12 +338,7 @@ public final class Liveness implements AutoCloseable {
         if (phase == RankPhase.JOINED) {   // never moved on: it leaves before joining
             phase = RankPhase.LAUNCHED;
         }
-        long end = System.nanoTime() + millis * 1_000_000L;
-        while (!connected() && client.refusal() == null && client.failedToConnect() == null && !closing
-                && System.nanoTime() - end < 0) {
-            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
-        }
-        return connected();
+        return awaitConnected(System.nanoTime() + millis * 1_000_000L);
     }
 
     /**
