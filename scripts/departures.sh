@@ -87,6 +87,8 @@
 # FUZZ_SEED as for FUZZ. Prints:
 #   JVM crashes: C of N                        hs_err files, or exit status 134 or 139
 #   survivors ended within 2 s: W of N         (the runs that never started cannot count here)
+#   survivors told within 2 s: T of N          (their program had the exception: its THROWN line, else RESULT; the
+#                                              end may then wait for NCCL's abort, which close() and the exit await)
 #   slowest survivor: S s (run K, signal at T ms, phase P)    of the runs whose victim had started
 #   signal landed (the victim's phase): launched a, joining b, rendezvous c, ...
 #   waited for a rank that never started: k (still waiting at FUZZ_LIMIT=20 s: j)
@@ -1029,8 +1031,16 @@ sfuzz_run() {
   if [ -z "$sres" ]; then
     if [ "$waiting" = 1 ]; then sres="no line (still waiting at $fuzz_limit s, killed)"; else sres="no line"; fi
   fi
+  # told: when the survivor's program had the exception (THROWN, else RESULT; a halt: its end), before any close
+  local told_ms="" tt
+  if [ -n "$surv_ms" ]; then
+    told_ms=$surv_ms
+    tt=$(grep -aoE "^(THROWN|RESULT) rank=$survivor t=[0-9]+" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
+      | sed 's/.*t=//')
+    if [ "$waiting" = 0 ] && [ -n "$tt" ] && [ "$tt" -le "$sms" ]; then told_ms=$((tt > sig_ms ? tt - sig_ms : 0)); fi
+  fi
   tsv_line "$k" "$victim" "$delay" "$at" "$phase" "$never" "$joined" "$vst" "$sst" "$surv_ms" "$waiting" "$within" \
-    "$crash" "$hs" "$left" "$(clean "$sres")" > "$dir/result"
+    "$crash" "$hs" "$left" "$(clean "$sres")" "$told_ms" > "$dir/result"
 }
 
 sfuzz_main() {
@@ -1065,17 +1075,18 @@ sfuzz_main() {
   run_draws "$n" "$jobs" "$window" sfuzz_run "$fdir"
   local ftsv=$out_dir/startup-fuzz.tsv res
   tsv_line run victim delay_ms signal_ms phase never_started joined victim_status survivor_status survivor_ms \
-    at_limit within crash hs_err left survivor_result > "$ftsv"
+    at_limit within crash hs_err left survivor_result told_ms > "$ftsv"
   for ((k = 1; k <= started_runs; k++)); do
     res=$fdir/$(printf '%03d' "$k")/result
     if [ -f "$res" ]; then cat "$res" >> "$ftsv"
-    else tsv_line "$k" "${victims[k]}" "${delays[k]}" "" "no result" 0 - "" "" "" 0 no 0 0 0 "" >> "$ftsv"; fi
+    else tsv_line "$k" "${victims[k]}" "${delays[k]}" "" "no result" 0 - "" "" "" 0 no 0 0 0 "" "" >> "$ftsv"; fi
   done
   local summary
   summary=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" \
       -v order="$sfuzz_phases" 'NR > 1 {
       crash += $13; left += $15; ph[$5]++
       if ($12 == "yes") within++
+      if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) told++
       if ($6 == 1) { never++; if ($11 == 1) neverstill++; next }
       if ($7 == "no") { unjoined++; if ($11 == 1) unjoinedstill++ }
       if ($10 != "" && (worst == "" || $10 + 0 > worst + 0)) {
@@ -1085,6 +1096,7 @@ sfuzz_main() {
     END {
       printf "JVM crashes: %d of %d\n", crash, n
       printf "survivors ended within 2 s: %d of %d\n", within, n
+      printf "survivors told within 2 s: %d of %d\n", told, n
       if (worst == "") print "slowest survivor: none (no run whose victim had started was timed)"
       else printf "slowest survivor: %.2f s (run %d, signal at %s ms, phase %s%s)\n", worst / 1000, wrun, wat, wph, \
         wstill ? "; still waiting at the limit, FUZZ_LIMIT=" limit " s" : ""
@@ -1109,17 +1121,19 @@ sfuzz_main() {
       "FUZZ_SLEEP_MS=$fuzz_sleep, FUZZ_WINDOW_MS=$window, FUZZ_LIMIT=$fuzz_limit, FUZZ_SEED=$seed. Signal: ms after" \
       "the victim's process started; phase: its last PHASE line before the SIGTERM (launched: none, or before" \
       "fromEnvironment); joined: the victim had joined rank 0's liveness channel (rank 0 the victim: the survivor" \
-      "had) before the SIGTERM; survivor: from the SIGTERM to its exit."
+      "had) before the SIGTERM; survivor: from the SIGTERM to its exit; told: to the exception in its program" \
+      "(THROWN, else RESULT), before the close."
     echo
-    echo "| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | survivor |" \
+    echo "| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | survivor | told |" \
       "within 2 s | crash | hs_err | left | survivor's RESULT |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 { s = $10; if (s != "") s = sprintf("%.2f s", s / 1000)
       if ($11 == 1) s = s " (still waiting, killed)"
       if ($6 == 1) s = s " (never started)"
+      t = $17; if (t != "") t = sprintf("%.2f s", t / 1000)
       gsub(/\|/, "\\|", $16)
-      printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $7, \
-        $8, $9, s, $12, $13, $14, $15, $16 }' "$ftsv"
+      printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, \
+        $7, $8, $9, s, t, $12, $13, $14, $15, $16 }' "$ftsv"
   } > "$out_dir/startup-fuzz.md"
   echo "$summary"
   echo "report: $out_dir/startup-fuzz.md"

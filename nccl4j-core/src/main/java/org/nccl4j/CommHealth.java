@@ -72,6 +72,13 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             new java.util.concurrent.atomic.AtomicInteger();
     /** How long a teardown waits for a thread inside an enqueueing NCCL call to leave it. */
     private static final long CALL_LEAVE_NANOS = 2_000_000_000L;
+    /**
+     * The same wait before the watchdog's abort of a communicator it found broken: 250 ms. A call that can still leave
+     * does so within microseconds; one that has not is waiting for what the failure says will never come (the first
+     * collective making its connections to a peer that is gone: seen on 2 x H200 with NCCL 2.28.3, where the 2 s wait
+     * was most of a survivor's end), and only the abort ends it.
+     */
+    static final long WATCHDOG_CALL_LEAVE_NANOS = 250_000_000L;
 
     final long handle;
     final int rank;
@@ -369,14 +376,25 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         }
         releaseWaiters(f);
         if (markClosed()) {
-            awaitCallsLeft("the watchdog's ncclCommAbort");   // a thread inside an enqueue leaves it first
+            // a thread inside an enqueue leaves it first, unless it waits for what the failure says is gone
+            long waited = awaitCallsLeft("the watchdog's ncclCommAbort", WATCHDOG_CALL_LEAVE_NANOS);
+            long begin = System.nanoTime();
             int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
+            long took = System.nanoTime() - begin;
+            org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG);
             if (rc != 0) {
-                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn(
-                        "nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
+                log.warn("nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
+            }
+            if (waited + took >= SLOW_ABORT_NANOS) {
+                // the process's end and a close() of this communicator wait for it: say where the time went
+                log.info("nccl4j watchdog: ncclCommAbort of {} took {} ms (after {} ms for a thread inside an NCCL "
+                        + "call to leave it)", this, took / 1_000_000, waited / 1_000_000);
             }
         }
     }
+
+    /** An abort of the watchdog's that takes this long is logged with its time. */
+    private static final long SLOW_ABORT_NANOS = 200_000_000L;
 
     /**
      * The watchdog's monitor found the watchdog's thread stuck ({@link WatchdogMonitor}): the failure becomes this
@@ -537,16 +555,23 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
      * end it: then {@code what} goes ahead, with a warning.
      */
     void awaitCallsLeft(String what) {
-        long end = System.nanoTime() + CALL_LEAVE_NANOS;
+        awaitCallsLeft(what, CALL_LEAVE_NANOS);
+    }
+
+    /** {@link #awaitCallsLeft(String)} for at most {@code boundNanos}; returns how long it waited, in nanoseconds. */
+    long awaitCallsLeft(String what, long boundNanos) {
+        long start = System.nanoTime();
+        long end = start + boundNanos;
         while ((int) IN_CALL.getVolatile(this) != 0) {
             if (System.nanoTime() - end >= 0) {
                 org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: a thread has been inside an NCCL "
-                        + "call on {} for 2 s: {} goes ahead (only it can end a call that waits for a peer)", this,
-                        what);
-                return;
+                        + "call on {} for {}: {} goes ahead (only it can end a call that waits for a peer)", this,
+                        org.nccl4j.control.Durations.format(java.time.Duration.ofNanos(boundNanos)), what);
+                return System.nanoTime() - start;
             }
             java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
         }
+        return System.nanoTime() - start;
     }
 
     /**

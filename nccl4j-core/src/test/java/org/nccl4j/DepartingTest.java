@@ -243,6 +243,33 @@ class DepartingTest extends StubFixture {
     }
 
     @Test
+    void aThreadHeldInsideAnEnqueueDelaysTheWatchdogsAbortAQuarterOfASecondNotTwo() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        cuda.stall(s0.handle());
+        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        // as rank 0's first collective making its connections to a peer that is gone: inside NCCL, never leaving
+        c0.health().enterCall();
+        int aborts = stub.calls("ncclCommAbort").size();
+        long t0 = System.nanoTime();
+        try {
+            c1.abort();
+            int mine = aborts + 1;   // rank 1's own
+            within(5000, () -> stub.calls("ncclCommAbort").size() > mine ? true : null, "rank 0's abort");
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(ms >= CommHealth.WATCHDOG_CALL_LEAVE_NANOS / 1_000_000, "aborted after " + ms
+                    + " ms: the thread inside was given its time to leave first");
+            assertTrue(ms < 1500, "aborted after " + ms + " ms: a call that waits for a gone peer never leaves");
+            assertTrue(c0.failure() instanceof PeerDepartedException, String.valueOf(c0.failure()));
+        } finally {
+            c0.health().leaveCall();
+            cuda.release(s0.handle());
+        }
+    }
+
+    @Test
     void aFailureAnywhereMakesEveryLiveRankWriteItsFlightRecord() throws Exception {
         Liveness[] ch = channel(3);
         Communicator c0 = rank(0, 3, ch[0]);

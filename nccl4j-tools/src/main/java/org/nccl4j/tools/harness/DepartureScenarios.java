@@ -88,7 +88,9 @@ import picocli.CommandLine.Parameters;
  * <p>Every line the script reads is written to stdout in one write (mpirun --tag-output splits a line written in
  * pieces): {@code START rank=R t=<epoch ms> pid=P size=N device=D <scenario>} once the communicator is made,
  * {@code EVENT rank=R t=<epoch ms> <scenario>[ (details)]} at the moment of the event (for a signal, just before it
- * is sent), {@code READY}/{@code CLOSING} (fuzz, startup-fuzz), {@code PHASE rank=R t=<epoch ms> <phase>} (the start-up
+ * is sent), {@code READY}/{@code CLOSING} (fuzz, startup-fuzz), {@code THROWN rank=R t=<epoch ms> <exception>} (an
+ * exception left the loop of steps: when the program got it, before the close), {@code PHASE rank=R t=<epoch ms>
+ * <phase>} (the start-up
  * scenarios and startup-fuzz, on every rank, each time the main thread moves on: launched, joining, rendezvous,
  * id-taken, set-device, nccl-init, ready, in-loop, closing, closed; see {@link Phase}), {@code JOINED rank=R
  * t=<epoch ms>} (the same ranks, once this rank has joined rank 0's liveness channel: see {@link Watcher#watchJoin}),
@@ -247,8 +249,10 @@ public final class DepartureScenarios {
         Closer started = null;
         try {
             started = loop(o, eventRank, comm, stream, buf, host, back, sum(n), fuzz);
-        } catch (IllegalStateException e) {
-            if (closer != null && closer.comm == comm) {
+        } catch (RuntimeException e) {
+            // when the program got it: its RESULT line follows the try-with-resources' close, which may wait longer
+            line("THROWN rank=" + me + " t=" + System.currentTimeMillis() + " " + e.getClass().getSimpleName());
+            if (e instanceof IllegalStateException && closer != null && closer.comm == comm) {
                 expected = e;   // the closing thread's call reached the main thread: the end the scenario expects
             }
             throw e;

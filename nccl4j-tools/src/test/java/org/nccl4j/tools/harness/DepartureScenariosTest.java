@@ -200,7 +200,8 @@ class DepartureScenariosTest extends StubFixture {
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> loop("throw-inside", "--count", "16", "--sleep-ms", "0"));
         assertEquals("data loader failed on rank 0", e.getMessage());
-        assertEquals("START EVENT", kinds(lines));
+        assertEquals("START EVENT THROWN", kinds(lines));
+        assertTrue(lines.get(2).matches("THROWN rank=0 t=\\d{13} IllegalStateException"), lines.get(2));
         assertEquals(2, allReduces().size(), "steps 1 and 2 ran");
     }
 
@@ -276,7 +277,7 @@ class DepartureScenariosTest extends StubFixture {
                 () -> loop("close-thread", "--count", "16", "--sleep-ms", "50", "--steps", "40", "--step", "2"));
         assertTrue(e.getMessage().matches(BEING_CLOSED), e.getMessage());
         assertTrue(e == DepartureScenarios.expected, "the main thread's end is the one close-thread expects");
-        assertEquals("START EVENT", kinds(lines));
+        assertEquals("START EVENT THROWN", kinds(lines));
         assertTrue(lines.get(1).matches("EVENT rank=0 t=\\d{13} close-thread \\(close" + ON_THREAD), lines.get(1));
         assertTrue(lines.get(1).contains("while thread \"" + Thread.currentThread().getName() + "\""), lines.get(1));
         int issued = allReduces().size();

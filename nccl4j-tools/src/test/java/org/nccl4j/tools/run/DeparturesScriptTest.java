@@ -559,7 +559,7 @@ class DeparturesScriptTest {
     /** The columns of startup-fuzz.tsv. */
     static final List<String> SFUZZ_COLUMNS = List.of("run", "victim", "delay_ms", "signal_ms", "phase", "never_started",
             "joined", "victim_status", "survivor_status", "survivor_ms", "at_limit", "within", "crash", "hs_err", "left",
-            "survivor_result");
+            "survivor_result", "told_ms");
 
     private List<Map<String, String>> sfuzzRows() throws IOException {
         List<String> lines = Files.readAllLines(out.resolve("startup-fuzz.tsv"));
@@ -615,6 +615,7 @@ class DeparturesScriptTest {
                 assertEquals("no line (still waiting at 4 s, killed)", res);
                 assertEquals("137", m.get("survivor_status"));
                 assertEquals("no", m.get("within"));
+                assertEquals(m.get("survivor_ms"), m.get("told_ms"), "never told: " + m);
                 continue;
             }
             assertEquals("0", m.get("never_started"), m.toString());
@@ -628,6 +629,12 @@ class DeparturesScriptTest {
             within++;
             long ms = Long.parseLong(m.get("survivor_ms"));
             assertTrue(ms >= 250 && ms < 1500, m.toString());   // FAKE_DETECT_MS 300 after it noticed
+            long told = Long.parseLong(m.get("told_ms"));
+            if (PHASES.indexOf(phase) >= PHASES.indexOf("ready")) {   // THROWN, then the close's FAKE_CLOSE_MS 200
+                assertTrue(told >= 100 && ms - told >= 150, "told at the exception, ended after the close: " + m);
+            } else {   // thrown from fromEnvironment: its RESULT, then the end
+                assertTrue(told >= 100 && told <= ms && ms - told < 150, "told at its RESULT: " + m);
+            }
             if (ms > slowest) {
                 slowest = ms;
                 slow = m;
@@ -652,26 +659,28 @@ class DeparturesScriptTest {
         assertEquals(2, never, "15 and 73 ms: the JVM still starting, no PHASE line yet: " + rows);
         assertEquals("JVM crashes: 0 of 6", lines.get(1));
         assertEquals("survivors ended within 2 s: " + within + " of 6", lines.get(2));
+        assertEquals("survivors told within 2 s: " + within + " of 6", lines.get(3));
         assertEquals(String.format("slowest survivor: %s s (run %s, signal at %s ms, phase %s)", asAwkPrints(slowest),
-                slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(3));
+                slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(4));
         assertEquals("signal landed (the victim's phase): " + PHASES.stream().map(p -> p + " " + phases.getOrDefault(p, 0))
-                .collect(Collectors.joining(", ")), lines.get(4));
+                .collect(Collectors.joining(", ")), lines.get(5));
         assertEquals("waited for a rank that never started: " + never + " (still waiting at FUZZ_LIMIT=4 s: " + never + ")",
-                lines.get(5));
+                lines.get(6));
         long stillUnjoined = rows.stream().filter(m -> m.get("never_started").equals("0") && m.get("joined").equals("no")
                 && m.get("at_limit").equals("1")).count();
         assertEquals(0, stillUnjoined, "a victim still joining is told: " + rows);
         assertEquals("signal after launched, before the liveness link was up: " + unjoined + " (still waiting at "
-                + "FUZZ_LIMIT=4 s: 0)", lines.get(6));
-        assertEquals("processes left: 0", lines.get(7));
-        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(8));
-        assertEquals(9, lines.size(), r.toString());
+                + "FUZZ_LIMIT=4 s: 0)", lines.get(7));
+        assertEquals("processes left: 0", lines.get(8));
+        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(9));
+        assertEquals(10, lines.size(), r.toString());
         assertEquals(0, r.status(), "every survivor of a rank that had started ended within 2 s: " + r);
         String md = Files.readString(out.resolve("startup-fuzz.md"));
         assertTrue(md.contains("\n| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | "
                 + "survivor |"), md);
-        assertTrue(md.contains("(still waiting, killed) (never started) | no | 0 | 0 | 0 | no line (still waiting at 4 s, "
-                + "killed) |"), md);
+        // told: as the end, at the limit
+        assertTrue(java.util.regex.Pattern.compile("\\(still waiting, killed\\) \\(never started\\) \\| \\d\\.\\d\\d s "
+                + "\\| no \\| 0 \\| 0 \\| 0 \\| no line \\(still waiting at 4 s, killed\\) \\|").matcher(md).find(), md);
         assertEquals(List.of(), marked());
     }
 
@@ -748,6 +757,7 @@ class DeparturesScriptTest {
     void startupFuzzCountsASignalBeforeTheJvmSaidAnythingAsNeverStartedAndApartFromTheBound() throws Exception {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
         assertEquals(List.of("JVM crashes: 0 of 2", "survivors ended within 2 s: 0 of 2",
+                "survivors told within 2 s: 0 of 2",
                 "slowest survivor: none (no run whose victim had started was timed)",
                 "signal landed (the victim's phase): launched 2, joining 0, rendezvous 0, id-taken 0, set-device 0, "
                         + "nccl-init 0, ready 0, in-loop 0, closing 0, closed 0",

@@ -71,6 +71,8 @@ wait_or_react() {
             exit 1 ;;
           *)
             sleep "$(ms FAKE_DETECT_MS 300)"
+            say "THROWN rank=$me t=$(now) PeerDepartedException"
+            sleep "$(ms FAKE_CLOSE_MS 200)"   # the close in try-with-resources, which waits for NCCL's abort
             say "RESULT rank=$me t=$(now) PeerDepartedException: rank $other (fake, pid 1) is exiting (SIGTERM)"
             exit 1 ;;
         esac
