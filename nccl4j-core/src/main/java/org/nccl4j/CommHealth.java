@@ -278,12 +278,45 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     public void completedBySynchronize(Stream stream, long published) {
         Stream[] s = streams;
         if (s.length == 1 && s[0] == stream && published > syncedThrough) {
+            Liveness l = liveness;
+            if (l != null && l.departures().any()) {
+                refuseEndedWithoutAPeer(l, published);
+            }
             syncedThrough = published;
             if (hooks.observed()) {
                 notifyCompleted(published, System.nanoTime());
             }   // bound metrics: the latency runs to this wait's return
         }
     }
+
+    /**
+     * A wait over collectives up to {@code published} returned normally, and a departure has been heard: when a
+     * collective it covered was never issued by a departed member, its result is not every rank's reduction (an abort
+     * elsewhere in the middle of it let it end), and the wait throws instead of returning. The watchdog finds the same
+     * at its next look; its failure is awaited (at most {@link #ENDED_WITHOUT_WAIT_NANOS}) and thrown, so that the
+     * program sees one failure, the communicator aborted.
+     */
+    private void refuseEndedWithoutAPeer(Liveness l, long published) {
+        String without = l.departures().endedWithout(l.launchRankOfSelf(), ledger, published, generation,
+                l::currentRank);
+        if (without == null) {
+            return;
+        }
+        long end = System.nanoTime() + ENDED_WITHOUT_WAIT_NANOS;
+        while (failure == null && System.nanoTime() - end < 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+        }
+        CommunicatorFailedException f = failure;
+        if (f != null) {
+            throw f.toProgram();
+        }
+        throw new IllegalStateException("rank " + rank + " of " + size + ": " + without + "; its result is not the "
+                + "reduction of every rank's data. The communicator cannot go on: close it, and restart the job (or "
+                + "recover the survivors)");
+    }
+
+    /** How long a wait that ended without a departed peer's part waits for the watchdog's failure. */
+    private static final long ENDED_WITHOUT_WAIT_NANOS = 1_000_000_000L;
 
     /** The observer is set: what came before it is not its business. */
     void observing() {

@@ -243,6 +243,35 @@ class DepartingTest extends StubFixture {
     }
 
     @Test
+    void aWaitOverACollectiveTheClosedRankNeverIssuedThrowsThoughTheStreamFinished() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
+        DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+        for (int i = 0; i < 2; i++) {
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+            c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        }
+        s0.synchronize();
+        s1.synchronize();
+        Thread closer = new Thread(c1::close, "closer");   // waits for rank 0's close, then gives up: it went on
+        closer.start();
+        within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
+        // #3, which rank 1 never issues, ends on the stub at once: as a collective an abort elsewhere let end, with
+        // rank 0's data only. Its wait must not return as if every rank's data had been reduced.
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+        PeerDepartedException e = assertThrows(PeerDepartedException.class, s0::synchronize);
+        assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 "), e.getMessage());
+        assertTrue(e.getMessage().contains("rank 1 (" + HOST + ", pid " + PID + ") closed its communicator after "
+                + "allReduce #2, its last"), e.getMessage());
+        assertEquals(3, e.sequence());
+        closer.join(10_000);
+    }
+
+    @Test
     void aThreadHeldInsideAnEnqueueDelaysTheWatchdogsAbortAQuarterOfASecondNotTwo() throws Exception {
         Liveness[] ch = channel(2);
         Communicator c0 = rank(0, 2, ch[0]);
@@ -281,6 +310,9 @@ class DepartingTest extends StubFixture {
         Stream s1 = stream(0);
         c1.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s1);   // from this thread
         s1.synchronize();
+        Stream s0 = stream(0);
+        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);   // every rank issued #1
+        s0.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
         DepartureReports.announceFailure(c2.health(), new CommunicatorFailedException(
                 new CommunicatorFailedException.Details(2, 3, null, "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),

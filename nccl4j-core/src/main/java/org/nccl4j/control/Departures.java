@@ -11,9 +11,10 @@ import org.nccl4j.trace.FlightRecorder;
  * What a rank has heard of its peers' departures over the liveness channel, and what that means for its own pending
  * operations. Every rank that leaves says how ({@link Kind}: a clean close, an abort, a failure, the end of its
  * process) and where it stood (the number of its last collective, see {@link Ledger}), with its cause when it has one;
- * rank 0 relays it to every rank. A rank waiting in a collective that the departed rank never issued fails at once,
- * naming both; one whose pending collectives the departed rank did issue is left alone after a clean close (the
- * departed rank's finalize completes them) and failed after a short grace otherwise (an abort cancels them).
+ * rank 0 relays it to every rank. A rank that issued a collective the departed rank never issued fails at once,
+ * naming both, whether the collective is still waiting or has ended (without the departed rank's part: see
+ * {@link #endedWithout}); one whose pending collectives the departed rank did issue is left alone after a clean close
+ * (the departed rank's finalize completes them) and failed after a short grace otherwise (an abort cancels them).
  *
  * <p>Also kept here: the verdict of a mismatch that rank 0 found by comparing fingerprints ({@link Agreement}), and
  * the highest collective number any rank has reported, which tells a closing rank that a peer went on without it.
@@ -219,6 +220,36 @@ public final class Departures {
         highestReported = 0;
     }
 
+    /** @return whether any departure has been heard (of any communicator's generation): one read, no allocation */
+    public boolean any() {
+        return !byLaunchRank.isEmpty();
+    }
+
+    /**
+     * A wait of this rank's returned normally over collectives up to the flight recorder's {@code coveredTrace}: the
+     * departure of another member that never issued one of them, described as a failure names it, or null. Such a
+     * collective did not reduce every rank's data, although it ended: seen on 4 x H200 with NCCL 2.28.3, where a
+     * survivor aborting in the middle of a collective let a third rank's all-reduce end with two ranks' sum.
+     *
+     * @param self this rank's launch rank
+     * @param ledger this rank's collectives on the communicator
+     * @param coveredTrace the flight recorder's number of the last operation the wait covered
+     * @param generation the communicator's generation
+     * @param rankOf maps a launch rank to the communicator's rank (-1: not in it)
+     * @return {@code allReduce #3 ended without rank 1's part: rank 1 (host, pid 42) closed ...}, or null
+     */
+    public String endedWithout(int self, Ledger ledger, long coveredTrace, int generation,
+            java.util.function.IntUnaryOperator rankOf) {
+        for (Departure d : others(self, generation, rankOf)) {
+            long t = ledger.traceSeq(d.last() + 1);
+            if (t != 0 && t <= coveredTrace) {
+                int r = rankOf.applyAsInt(d.rank());
+                return ledger.describe(d.last() + 1) + " ended without rank " + r + "'s part: " + d.describe(r);
+            }
+        }
+        return null;
+    }
+
     /**
      * Whether this rank's pending operations can no longer complete because of a departure or a mismatch, and
      * why. Called by the watchdog each poll; allocates only when it finds something.
@@ -241,13 +272,13 @@ public final class Departures {
             return null;
         }
         long mine = ledger.last();
-        long completed = recorder.lastCompleted();
         boolean anyPending = recorder.oldestPending() != 0;
         List<Departure> blocking = new ArrayList<>();
         long first = 0;
         boolean behind = false;
         for (Departure d : others(self, generation, rankOf)) {
-            boolean beyond = mine > d.last() && !completedThrough(ledger, d.last() + 1, completed);
+            // a collective it never issued: one that ended did so without its part (see endedWithout)
+            boolean beyond = mine > d.last();
             if (beyond && d.kind() == Kind.CLOSE && d.cause() == null && now - d.heardNanos() < CAUSE_WAIT_NANOS) {
                 return null;   // its exception may follow in a moment: look again next poll
             }
@@ -274,8 +305,11 @@ public final class Departures {
         if (!primary.isEmpty()) {
             blocking = primary;
         }
+        // a first collective that ended already ended without the departed rank's part: it says so
+        boolean ended = first != 0 && completedThrough(ledger, first, recorder.lastCompleted());
         StringBuilder sb = new StringBuilder(first == 0 ? "no collective can complete any more"
-                : ledger.describe(first) + " cannot complete").append(": ");
+                : ledger.describe(first) + (ended ? " ended without the part of a rank that left" : " cannot complete"))
+                .append(": ");
         int[] ranks = new int[blocking.size()];
         for (int i = 0; i < blocking.size(); i++) {
             Departure d = blocking.get(i);
@@ -285,14 +319,14 @@ public final class Departures {
         return new Verdict(sb.toString(), false, ranks, behind);
     }
 
-    /** A failure caused by another rank's departure (its peer's news relayed again). */
-    private static boolean echo(Departure d) {
-        return d.kind() == Kind.FAILURE && d.cause() != null && d.cause().startsWith("PeerDepartedException: ");
-    }
-
     /** Whether collective #n has completed on this rank (unknown, e.g. out of the ring: taken as not). */
     private static boolean completedThrough(Ledger ledger, long n, long completedTrace) {
         long t = ledger.traceSeq(n);
         return t != 0 && t <= completedTrace;
+    }
+
+    /** A failure caused by another rank's departure (its peer's news relayed again). */
+    private static boolean echo(Departure d) {
+        return d.kind() == Kind.FAILURE && d.cause() != null && d.cause().startsWith("PeerDepartedException: ");
     }
 }

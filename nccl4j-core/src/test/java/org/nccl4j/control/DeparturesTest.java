@@ -60,6 +60,24 @@ class DeparturesTest {
     }
 
     @Test
+    void aCollectiveTheDepartedRankNeverIssuedThatEndedAnywayFailsAndAWaitOverItIsRefused() {
+        Departures d = new Departures();
+        assertFalse(d.any());
+        d.heard(departure(1, Departures.Kind.CLOSE, 3, "IllegalStateException: data loader failed on rank 1", 0));
+        assertTrue(d.any());
+        Object[] s = issued(4, 4);   // #4 ended: an abort elsewhere in the middle of it let it end
+        String says = "rank 1 (h1, pid 7) closed its communicator after allReduce #3, its last (IllegalStateException: "
+                + "data loader failed on rank 1)";
+        assertEquals("allReduce #4 ended without the part of a rank that left: " + says, verdict(d, s).text());
+        Ledger ledger = (Ledger) s[0];
+        assertEquals("allReduce #4 ended without rank 1's part: " + says, d.endedWithout(0, ledger, 4, 0, r -> r));
+        assertNull(d.endedWithout(0, ledger, 3, 0, r -> r), "a wait over #1..#3: rank 1 issued each of them");
+        assertNull(d.endedWithout(0, ledger, 4, 1, r -> r), "news of generation 0 says nothing of generation 1");
+        assertNull(d.endedWithout(0, ledger, 4, 0, r -> r == 1 ? -1 : r), "rank 1 is not in this communicator");
+        assertNull(d.endedWithout(1, ledger, 4, 0, r -> r), "its own departure");
+    }
+
+    @Test
     void aCloseWithoutItsCauseWaitsAMomentForItThenFailsWithout() {
         Departures d = new Departures();
         d.heard(departure(1, Departures.Kind.CLOSE, 3, null, 0));
