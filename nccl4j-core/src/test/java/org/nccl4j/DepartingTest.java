@@ -111,10 +111,11 @@ class DepartingTest extends StubFixture {
         assertFalse(hook.isAlive());
     }
 
-    // ------------------------------------------------------------------ end to end over loopback
+    /** Two ranks on one channel, each with its stream and buffer, after two all-reduces that both issued. */
+    private record TwoRanks(Liveness[] ch, Communicator c0, Communicator c1, Stream s0, DeviceBuffer b0) {
+    }
 
-    @Test
-    void aRankThatClosesAfterFewerCollectivesFailsItsPeerAtOnceAndAbortsItself() throws Exception {
+    private TwoRanks twoRanksAfterTwoAllReduces() throws Exception {
         Liveness[] ch = channel(2);
         Communicator c0 = rank(0, 2, ch[0]);
         Communicator c1 = rank(1, 2, ch[1]);
@@ -128,6 +129,31 @@ class DepartingTest extends StubFixture {
         }
         s0.synchronize();
         s1.synchronize();
+        return new TwoRanks(ch, c0, c1, s0, b0);
+    }
+
+    /** Two ranks on one channel; rank 0 has issued all-reduce #1 on a stalled stream of its own, rank 1 nothing. */
+    private TwoRanks rankZeroWaitingInItsFirstAllReduce() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Stream s0 = stream(0);
+        cuda.stall(s0.handle());
+        DeviceBuffer b0 = buffer(0, 8, DataType.FLOAT32);
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
+        return new TwoRanks(ch, c0, c1, s0, b0);
+    }
+
+    // ------------------------------------------------------------------ end to end over loopback
+
+    @Test
+    void aRankThatClosesAfterFewerCollectivesFailsItsPeerAtOnceAndAbortsItself() throws Exception {
+        TwoRanks two = twoRanksAfterTwoAllReduces();
+        Liveness[] ch = two.ch();
+        Communicator c0 = two.c0();
+        Communicator c1 = two.c1();
+        Stream s0 = two.s0();
+        DeviceBuffer b0 = two.b0();
         cuda.stall(s0.handle());
         c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);   // #3: rank 1 never issues it
         within(3000, () -> c0.health().ledger.last() == 3 ? true : null, "rank 0's #3");
@@ -225,12 +251,10 @@ class DepartingTest extends StubFixture {
 
     @Test
     void anAbortThatLivesOnFailsAPeerWaitingInACollectiveItNeverIssued() throws Exception {
-        Liveness[] ch = channel(2);
-        Communicator c0 = rank(0, 2, ch[0]);
-        Communicator c1 = rank(1, 2, ch[1]);
-        Stream s0 = stream(0);
-        cuda.stall(s0.handle());
-        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        TwoRanks r = rankZeroWaitingInItsFirstAllReduce();
+        Communicator c0 = r.c0();
+        Communicator c1 = r.c1();
+        Stream s0 = r.s0();
         long t0 = System.nanoTime();
         c1.abort();
         long[] ms = new long[1];
@@ -244,26 +268,14 @@ class DepartingTest extends StubFixture {
 
     @Test
     void aWaitOverACollectiveTheClosedRankNeverIssuedThrowsThoughTheStreamFinished() throws Exception {
-        Liveness[] ch = channel(2);
-        Communicator c0 = rank(0, 2, ch[0]);
-        Communicator c1 = rank(1, 2, ch[1]);
-        Stream s0 = stream(0);
-        Stream s1 = stream(0);
-        DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
-        DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
-        for (int i = 0; i < 2; i++) {
-            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
-            c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
-        }
-        s0.synchronize();
-        s1.synchronize();
-        Thread closer = new Thread(c1::close, "closer");   // waits for rank 0's close, then gives up: it went on
+        TwoRanks r = twoRanksAfterTwoAllReduces();
+        Thread closer = new Thread(r.c1()::close, "closer");   // waits for rank 0's close, then gives up: it went on
         closer.start();
-        within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
+        within(3000, () -> r.ch()[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
         // #3, which rank 1 never issues, ends on the stub at once: as a collective an abort elsewhere let end, with
         // rank 0's data only. Its wait must not return as if every rank's data had been reduced.
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, s0);
-        PeerDepartedException e = assertThrows(PeerDepartedException.class, s0::synchronize);
+        r.c0().allReduce(r.b0(), DataType.FLOAT32, ReduceOp.SUM, r.s0());
+        PeerDepartedException e = assertThrows(PeerDepartedException.class, r.s0()::synchronize);
         assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 "), e.getMessage());
         assertTrue(e.getMessage().contains("rank 1 (" + HOST + ", pid " + PID + ") closed its communicator after "
                 + "allReduce #2, its last"), e.getMessage());
@@ -273,12 +285,10 @@ class DepartingTest extends StubFixture {
 
     @Test
     void aThreadHeldInsideAnEnqueueDelaysTheWatchdogsAbortAQuarterOfASecondNotTwo() throws Exception {
-        Liveness[] ch = channel(2);
-        Communicator c0 = rank(0, 2, ch[0]);
-        Communicator c1 = rank(1, 2, ch[1]);
-        Stream s0 = stream(0);
-        cuda.stall(s0.handle());
-        c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);
+        TwoRanks r = rankZeroWaitingInItsFirstAllReduce();
+        Communicator c0 = r.c0();
+        Communicator c1 = r.c1();
+        Stream s0 = r.s0();
         // as rank 0's first collective making its connections to a peer that is gone: inside NCCL, never leaving
         c0.health().enterCall();
         int aborts = stub.calls("ncclCommAbort").size();
