@@ -94,9 +94,11 @@
 #   waited for a rank that never started: k (still waiting at FUZZ_LIMIT=20 s: j)
 #   signal after launched, before the liveness link was up: m (still waiting at FUZZ_LIMIT=20 s: i)
 #   processes left: L
+#   a step's result not the sum on a survivor: W of N runs (R ranks)   (its all-reduce returned, its data wrong)
 # and OUT_DIR/startup-fuzz.md and .tsv (one row a run: the victim, the draw, the phase, whether it had joined, both
 # exits, the survivor's time and what it got: its RESULT line, or nccl4j's halt). Exits 0 when no JVM crashed,
-# nothing was left and every survivor of a victim that had started ended within 2 s.
+# nothing was left, no survivor's step ended with a wrong result, and every survivor of a victim that had started
+# ended within 2 s.
 #
 # Prints a line per row (or run) and a summary line; exits 0 when every row ended within its bound with no hs_err file
 # and no process left (FUZZ: no crash, nothing left, every survivor out within 5 s; STARTUP_FUZZ: above), 1
@@ -1039,8 +1041,15 @@ sfuzz_run() {
       | sed 's/.*t=//')
     if [ "$waiting" = 0 ] && [ -n "$tt" ] && [ "$tt" -le "$sms" ]; then told_ms=$((tt > sig_ms ? tt - sig_ms : 0)); fi
   fi
+  # wrong: the survivors whose step ended with a result that is not the sum (DepartureScenarios' own check)
+  local wrong=0
+  for ((r = 0; r < fuzz_ranks; r++)); do
+    [ "$r" = "$victim" ] && continue
+    grep -aqE "^RESULT rank=$r t=[0-9]+ IllegalStateException: step [0-9]+: element [0-9]+ is " "$dir/rank$r.log" \
+      2> /dev/null && wrong=$((wrong + 1))
+  done
   tsv_line "$k" "$victim" "$delay" "$at" "$phase" "$never" "$joined" "$vst" "$sst" "$surv_ms" "$waiting" "$within" \
-    "$crash" "$hs" "$left" "$(clean "$sres")" "$told_ms" > "$dir/result"
+    "$crash" "$hs" "$left" "$(clean "$sres")" "$told_ms" "$wrong" > "$dir/result"
 }
 
 sfuzz_main() {
@@ -1075,16 +1084,17 @@ sfuzz_main() {
   run_draws "$n" "$jobs" "$window" sfuzz_run "$fdir"
   local ftsv=$out_dir/startup-fuzz.tsv res
   tsv_line run victim delay_ms signal_ms phase never_started joined victim_status survivor_status survivor_ms \
-    at_limit within crash hs_err left survivor_result told_ms > "$ftsv"
+    at_limit within crash hs_err left survivor_result told_ms wrong_data > "$ftsv"
   for ((k = 1; k <= started_runs; k++)); do
     res=$fdir/$(printf '%03d' "$k")/result
     if [ -f "$res" ]; then cat "$res" >> "$ftsv"
-    else tsv_line "$k" "${victims[k]}" "${delays[k]}" "" "no result" 0 - "" "" "" 0 no 0 0 0 "" "" >> "$ftsv"; fi
+    else tsv_line "$k" "${victims[k]}" "${delays[k]}" "" "no result" 0 - "" "" "" 0 no 0 0 0 "" "" 0 >> "$ftsv"; fi
   done
   local summary
   summary=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" \
       -v order="$sfuzz_phases" 'NR > 1 {
       crash += $13; left += $15; ph[$5]++
+      if ($18 > 0) { wrongruns++; wrongranks += $18 }
       if ($12 == "yes") within++
       if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) told++
       if ($6 == 1) { never++; if ($11 == 1) neverstill++; next }
@@ -1110,6 +1120,7 @@ sfuzz_main() {
       printf "signal after launched, before the liveness link was up: %d (still waiting at FUZZ_LIMIT=%d s: %d)\n", \
         unjoined, limit, unjoinedstill
       printf "processes left: %d\n", left
+      printf "a step'"'"'s result not the sum on a survivor: %d of %d runs (%d ranks)\n", wrongruns, n, wrongranks
       if (notrun) printf "runs not started (BUDGET): %d\n", notrun
     }' "$ftsv")
   { echo "# Departures: SIGTERM fuzz from the process's start"
@@ -1137,7 +1148,7 @@ sfuzz_main() {
   } > "$out_dir/startup-fuzz.md"
   echo "$summary"
   echo "report: $out_dir/startup-fuzz.md"
-  awk -F'\t' 'NR > 1 { runs++; if ($13 > 0 || $15 > 0 || ($6 != 1 && $12 != "yes")) bad++ }
+  awk -F'\t' 'NR > 1 { runs++; if ($13 > 0 || $15 > 0 || $18 > 0 || ($6 != 1 && $12 != "yes")) bad++ }
     END { exit (bad || !runs) ? 1 : 0 }' "$ftsv"
 }
 

@@ -559,7 +559,7 @@ class DeparturesScriptTest {
     /** The columns of startup-fuzz.tsv. */
     static final List<String> SFUZZ_COLUMNS = List.of("run", "victim", "delay_ms", "signal_ms", "phase", "never_started",
             "joined", "victim_status", "survivor_status", "survivor_ms", "at_limit", "within", "crash", "hs_err", "left",
-            "survivor_result", "told_ms");
+            "survivor_result", "told_ms", "wrong_data");
 
     private List<Map<String, String>> sfuzzRows() throws IOException {
         List<String> lines = Files.readAllLines(out.resolve("startup-fuzz.tsv"));
@@ -672,8 +672,10 @@ class DeparturesScriptTest {
         assertEquals("signal after launched, before the liveness link was up: " + unjoined + " (still waiting at "
                 + "FUZZ_LIMIT=4 s: 0)", lines.get(7));
         assertEquals("processes left: 0", lines.get(8));
-        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(9));
-        assertEquals(10, lines.size(), r.toString());
+        assertEquals("a step's result not the sum on a survivor: 0 of 6 runs (0 ranks)", lines.get(9));
+        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(10));
+        assertEquals(11, lines.size(), r.toString());
+        assertTrue(rows.stream().allMatch(m -> m.get("wrong_data").equals("0")), rows.toString());
         assertEquals(0, r.status(), "every survivor of a rank that had started ended within 2 s: " + r);
         String md = Files.readString(out.resolve("startup-fuzz.md"));
         assertTrue(md.contains("\n| run | victim | drawn ms | signal ms | phase | joined | victim exit | survivor exit | "
@@ -726,6 +728,22 @@ class DeparturesScriptTest {
     }
 
     @Test
+    void startupFuzzCountsEverySurvivorWhoseStepEndedWithAResultThatIsNotTheSum() throws Exception {
+        SandboxOutcome r = run(1, "STARTUP_FUZZ", "4", "FUZZ_RANKS", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "1000",
+                "FUZZ_LIMIT", "4", "FUZZ_SEED", "29", "FAKE_FUZZ_MS", "600", "FAKE_WRONG_DATA", "1");
+        int runs = 0;
+        for (Map<String, String> m : sfuzzRows()) {
+            boolean inTheLoop = PHASES.indexOf(m.get("phase")) >= PHASES.indexOf("ready");
+            assertEquals(inTheLoop ? "3" : "0", m.get("wrong_data"), "every survivor of 3 in the loop: " + m);
+            runs += inTheLoop ? 1 : 0;
+        }
+        assertTrue(runs > 0, "a victim in the loop among the draws: " + r);
+        assertTrue(r.outLines().contains("a step's result not the sum on a survivor: " + runs + " of 4 runs ("
+                + 3 * runs + " ranks)"), r.toString());
+        assertEquals(1, r.status(), "a wrong result fails the fuzz: " + r);
+    }
+
+    @Test
     void startupFuzzWithJoinFirstHoldsAVictimSignalledAfterJobLivenessJoinToTheBound() throws Exception {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "400", "FUZZ_LIMIT", "3",
                 "FUZZ_SEED", "11", "FUZZ_JOIN_FIRST", "1", "FAKE_FUZZ_MS", "600");
@@ -764,6 +782,7 @@ class DeparturesScriptTest {
                 "waited for a rank that never started: 2 (still waiting at FUZZ_LIMIT=3 s: 2)",
                 "signal after launched, before the liveness link was up: 0 (still waiting at FUZZ_LIMIT=3 s: 0)",
                 "processes left: 0",
+                "a step's result not the sum on a survivor: 0 of 2 runs (0 ranks)",
                 "report: " + out + "/startup-fuzz.md"), r.outLines().subList(1, r.outLines().size()));
         assertEquals(0, r.status(), "a rank that never started cannot be told: not a failure of the bound");
         for (Map<String, String> m : sfuzzRows()) {

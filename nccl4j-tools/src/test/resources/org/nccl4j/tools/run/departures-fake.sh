@@ -27,7 +27,9 @@
 #                    nccl4j would: never (it waits until killed) when the peer was still in phase launched (before
 #                    nccl4j), else by the peer's last PHASE line: nccl-init: nccl4j's ERROR line and the
 #                    halt with status 70, other start-up phases: PeerLostDuringStartupException, later:
-#                    PeerDepartedException (each FAKE_DETECT_MS after it noticed)
+#                    PeerDepartedException (each FAKE_DETECT_MS after it noticed; its THROWN line, then its
+#                    RESULT FAKE_CLOSE_MS later, default 200; FAKE_WRONG_DATA=1: instead of that exception, the
+#                    step's check of a result that is not the sum, as DepartureScenarios says it)
 #   FAKE_NOT_PLACED  1: the rank of a start-up scenario says it was not placed and every rank runs without departure
 #   FAKE_ARGS_DIR    the launchers (nccl4j-run's, mpirun, torchrun) write their arguments there, one a line, in
 #                    launcher.args, mpirun.args, torchrun.args
@@ -71,6 +73,13 @@ wait_or_react() {
             exit 1 ;;
           *)
             sleep "$(ms FAKE_DETECT_MS 300)"
+            if [ -n "${FAKE_WRONG_DATA:-}" ]; then   # its step ended with another rank's abort: a partial sum
+              say "THROWN rank=$me t=$(now) IllegalStateException"
+              sleep "$(ms FAKE_CLOSE_MS 200)"
+              say "RESULT rank=$me t=$(now) IllegalStateException: step 3: element 0 is 1.0, expected 3.0 (the sum" \
+                "of 1..2)"
+              exit 1
+            fi
             say "THROWN rank=$me t=$(now) PeerDepartedException"
             sleep "$(ms FAKE_CLOSE_MS 200)"   # the close in try-with-resources, which waits for NCCL's abort
             say "RESULT rank=$me t=$(now) PeerDepartedException: rank $other (fake, pid 1) is exiting (SIGTERM)"
