@@ -728,6 +728,21 @@ class DeparturesScriptTest {
     }
 
     @Test
+    void aMatrixRowWhereARankReadAResultThatIsNotTheSumFailsAndTheSummarySaysSoButNotForCountAndType()
+            throws Exception {
+        SandboxOutcome r = run(2, "SCENARIOS", "kill count", "LAUNCHERS", "java", "CONFIGS", "2gpu",
+                "FAKE_WRONG_DATA", "1");
+        List<Map<String, String>> rows = rows();
+        assertTrue(rows.get(0).get("r0").startsWith("IllegalStateException: step 3: element 0 is 2.0, expected 3.0"),
+                rows.get(0).toString());
+        assertTrue(r.out().contains("departures: 2 rows, 2 with every rank ended within its bound, hs_err files 0, "
+                + "processes left 0, a step's result not the sum on 1 ranks in 1 rows\n"), r.out());
+        assertTrue(Files.readString(out.resolve("departures.md")).contains(", a step's result not the sum on 1 ranks in "
+                + "1 rows."), "the report's first line too");
+        assertEquals(1, r.status(), "within the bound, and yet a rank used a wrong result: " + r);
+    }
+
+    @Test
     void startupFuzzCountsEverySurvivorWhoseStepEndedWithAResultThatIsNotTheSum() throws Exception {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "4", "FUZZ_RANKS", "4", "JOBS", "2", "FUZZ_WINDOW_MS", "1000",
                 "FUZZ_LIMIT", "4", "FUZZ_SEED", "29", "FAKE_FUZZ_MS", "600", "FAKE_WRONG_DATA", "1");

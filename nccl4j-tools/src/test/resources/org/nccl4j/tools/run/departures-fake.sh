@@ -29,7 +29,8 @@
 #                    halt with status 70, other start-up phases: PeerLostDuringStartupException, later:
 #                    PeerDepartedException (each FAKE_DETECT_MS after it noticed; its THROWN line, then its
 #                    RESULT FAKE_CLOSE_MS later, default 200; FAKE_WRONG_DATA=1: instead of that exception, the
-#                    step's check of a result that is not the sum, as DepartureScenarios says it)
+#                    step's check of a result that is not the sum, as DepartureScenarios says it; in a matrix row
+#                    the ranks other than the leaver say the same instead of RemoteErrorException)
 #   FAKE_NOT_PLACED  1: the rank of a start-up scenario says it was not placed and every rank runs without departure
 #   FAKE_ARGS_DIR    the launchers (nccl4j-run's, mpirun, torchrun) write their arguments there, one a line, in
 #                    launcher.args, mpirun.args, torchrun.args
@@ -221,6 +222,10 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
         "\"departures-closer\", while thread \"main\" issued the collectives)"
       exit 1 ;;
   esac
+  if [ -n "${FAKE_WRONG_DATA:-}" ]; then   # its step ended, with a partial sum, before the news
+    say "RESULT rank=$me t=$(now) IllegalStateException: step 3: element 0 is 2.0, expected 3.0 (the sum of 1..2)"
+    exit 1
+  fi
   echo "[rank $me] ncclRemoteError: remote process exited" >&2
   say "RESULT rank=$me t=$(now) RemoteErrorException: rank $who (fake, pid 1) is gone"
   exit 1
