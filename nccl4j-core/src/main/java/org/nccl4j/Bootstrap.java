@@ -356,12 +356,8 @@ final class Bootstrap {
         }
         Liveness.Loss late = live == null ? null : live.startupLoss(size);
         if (late != null) {   // lost while NCCL made the communicator: it cannot serve a collective with that rank
-            try {
-                Communicator.adopt(made).abort();
-            } catch (RuntimeException e) {
-                // the loss is what the program needs to hear
-            }
-            throw StartupGuard.lost(late, rank, size, initCall, "the communicator NCCL made was aborted", null);
+            abortInTheBackground(made.handle());
+            throw StartupGuard.lost(late, rank, size, initCall, "the communicator NCCL made is aborted", null);
         }
         if (live == null) {
             return Communicator.adopt(made);
@@ -399,5 +395,26 @@ final class Bootstrap {
         }
         int p = b + Liveness.PORT_OFFSET;
         return p <= 65535 ? new String[] {host.trim(), Integer.toString(p)} : null;
+    }
+
+    /**
+     * Aborts the communicator NCCL made for a start-up that a rank's loss has ended, on a thread of its own, so that
+     * the loss reaches the program now rather than after NCCL's abort (0.2-2 s with NCCL 2.28.3 on H200). The
+     * process's exit waits for it (counted before the thread starts); when the exit has already ended NCCL's calls,
+     * the process's end frees it instead.
+     */
+    private static void abortInTheBackground(long handle) {
+        if (!CommHealth.teardownAhead()) {
+            return;
+        }
+        Thread t = new Thread(() -> {
+            try {
+                NcclNative.ncclCommAbort(handle);
+            } finally {
+                CommHealth.teardownDone();
+            }
+        }, "nccl4j-abort-made");
+        t.setDaemon(true);
+        t.start();
     }
 }

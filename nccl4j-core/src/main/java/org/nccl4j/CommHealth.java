@@ -628,6 +628,26 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         }
     }
 
+    /**
+     * Counts an NCCL teardown that a thread of nccl4j's is about to run, before that thread starts, so that the
+     * process's exit waits for it from now on; {@link #teardownDone} when it has returned.
+     *
+     * @return false when the process's exit has already ended NCCL's calls: the teardown is not to run
+     */
+    static boolean teardownAhead() {
+        TEARDOWNS.incrementAndGet();
+        if (callsEnded) {   // after the count, as in tearDown
+            TEARDOWNS.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    /** A teardown counted by {@link #teardownAhead} has returned. */
+    static void teardownDone() {
+        TEARDOWNS.decrementAndGet();
+    }
+
     /** The process's exit has waited for the NCCL calls under way: none starts from now on ({@link #tearDown}). */
     static void endCalls() {
         callsEnded = true;

@@ -159,6 +159,28 @@ class StartupDeparturesTest {
     }
 
     @Test
+    void aRankLostWhileNcclMadeThePeersCommunicatorIsThrownBeforeThatCommunicatorsAbortEnds() throws Exception {
+        port = StubFixture.freePort();
+        // rank 0's NCCL makes its communicator in 1 s, and aborting it takes 3 s; the guard's halt is put off
+        Process r0 = rank(0, "blocking", Map.of("NCCL_STUB_SLEEP_MS_ncclCommInitRank", "1000",
+                "NCCL_STUB_SLEEP_MS_ncclCommAbort", "3000", "NCCL4J_LEFT_BEHIND_EXIT", "10s"));
+        Process r1 = rank(1, "blocking", HELD_IN_INIT);
+        awaitMarker(0, "AT ncclCommInitRank");
+        awaitMarker(1, "AT ncclCommInitRank");
+        long t0 = System.nanoTime();
+        r1.destroyForcibly();
+        awaitMarker(0, lostLine(0, 1, r1, "during NCCL initialization (its connection ended without a goodbye); the "
+                + "communicator was not made (the communicator NCCL made is aborted)"));
+        long toldMs = (System.nanoTime() - t0) / 1_000_000;
+        Outcome o = ended(t0, r1, r0, 0);
+        assertEquals(1, o.status(), o.out());   // the exception left main
+        assertTrue(toldMs < BOUND_MILLIS, "told after " + toldMs + " ms, not after the abort's 3 s: " + o.out());
+        assertTrue(o.millis() - toldMs >= 2000, "the exit waited for the abort under way, ended "
+                + (o.millis() - toldMs) + " ms after the exception: " + o.out());
+        assertTrue(Files.readString(dir.resolve("stub0.log")).contains("ncclCommAbort"), "the abort ran");
+    }
+
+    @Test
     void aRankTerminatedDuringNcclInitIsNamedWithItsSignalAndANonblockingPeerThrows() throws Exception {
         port = StubFixture.freePort();
         Map<String, String> inProgress = Map.of("NCCL_STUB_RESULT_ncclCommInitRankConfig", "7",
