@@ -88,8 +88,8 @@ class WatchdogMonitorTest extends StubFixture {
                 .commName("stuck-a").onFailure(FailurePolicy.RECOVER).build()));   // its waits poll
         Communicator c = later(Communicator.create(1, 2, testId(), 0, CommConfig.builder().watchdog(true)
                 .commName("stuck-c").onFailure((comm, f) -> {
+                    heardOn.set(Thread.currentThread().getName());   // first: the test reads heard, then heardOn
                     heard.set(f);
-                    heardOn.set(Thread.currentThread().getName());
                 }).build()));
         Communicator off = later(Communicator.create(2, 3, testId(), 0, CommConfig.builder().watchdog(false)
                 .commName("unwatched").build()));
