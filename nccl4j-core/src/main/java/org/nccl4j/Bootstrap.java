@@ -212,13 +212,9 @@ final class Bootstrap {
             l = early;
             launch = earlyLaunch;
         }
-        if (l == null) {
-            return;
-        }
-        Liveness.Loss loss = l.startupLoss(launch.worldSize());
-        if (loss != null) {
-            throw StartupGuard.lost(loss, launch.rank(), launch.worldSize(), "JobLiveness.check",
-                    "the job cannot start without it", null);
+        if (l != null) {
+            StartupGuard.throwIfLost(l, launch.rank(), launch.worldSize(), "JobLiveness.check",
+                    "the job cannot start without it");
         }
     }
 
@@ -283,10 +279,7 @@ final class Bootstrap {
         int rank = launch.rank();
         int size = launch.worldSize();
         // joined, and told of a rank that left before (a newcomer hears it with the roster): no NCCL to wait for
-        Liveness.Loss gone = live == null ? null : live.startupLoss(size);
-        if (gone != null) {
-            throw StartupGuard.lost(gone, rank, size, "joining", "NCCL was not called", null);
-        }
+        StartupGuard.throwIfLost(live, rank, size, "joining", "NCCL was not called");
         Nccl.library();
         UniqueId id;
         if (size == 1) {
@@ -319,10 +312,7 @@ final class Bootstrap {
             }
         }
         // a rank lost before every rank arrived, or since: NCCL would wait for it
-        Liveness.Loss before = live == null ? null : live.startupLoss(size);
-        if (before != null) {
-            throw StartupGuard.lost(before, rank, size, "arrival", "NCCL was not called", null);
-        }
+        StartupGuard.throwIfLost(live, rank, size, "arrival", "NCCL was not called");
         phase(live, RankPhase.NCCL_INIT);
         Communicator.Parts made;
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;

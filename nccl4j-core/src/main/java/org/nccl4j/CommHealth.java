@@ -614,9 +614,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
      * main thread after the exit's hook crashed in {@code ncclCommAbort}), and the process's end frees what it holds.
      */
     static int tearDown(java.util.function.IntSupplier call) {
-        TEARDOWNS.incrementAndGet();
-        if (callsEnded) {   // after the count: the exit either sees this call and waits, or this call sees the end
-            TEARDOWNS.decrementAndGet();
+        if (!teardownAhead()) {
             org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).debug("nccl4j: an NCCL teardown was skipped: the "
                     + "process is exiting");
             return 0;
@@ -624,19 +622,19 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         try {
             return call.getAsInt();
         } finally {
-            TEARDOWNS.decrementAndGet();
+            teardownDone();
         }
     }
 
     /**
-     * Counts an NCCL teardown that a thread of nccl4j's is about to run, before that thread starts, so that the
-     * process's exit waits for it from now on; {@link #teardownDone} when it has returned.
+     * Counts an NCCL teardown about to run (on this thread, or on one about to start), so that the process's exit
+     * waits for it from now on; {@link #teardownDone} when it has returned.
      *
      * @return false when the process's exit has already ended NCCL's calls: the teardown is not to run
      */
     static boolean teardownAhead() {
         TEARDOWNS.incrementAndGet();
-        if (callsEnded) {   // after the count, as in tearDown
+        if (callsEnded) {   // after the count: the exit either sees this call and waits, or this call sees the end
             TEARDOWNS.decrementAndGet();
             return false;
         }

@@ -171,6 +171,17 @@ final class StartupGuard implements AutoCloseable {
     }
 
     /**
+     * Throws {@link #lost} for a rank that {@code live} knows to be lost or gone now, if any (nothing without a
+     * channel): the step {@code operation}, and what became of the start-up ({@code what}).
+     */
+    static void throwIfLost(Liveness live, int rank, int size, String operation, String what) {
+        Liveness.Loss loss = live == null ? null : live.startupLoss(size);
+        if (loss != null) {
+            throw lost(loss, rank, size, operation, what, null);
+        }
+    }
+
+    /**
      * The loss that explains a failed start-up step, waiting up to {@link #EXPLAIN_NANOS} for its news; null when
      * none comes (the step's own failure stands).
      */

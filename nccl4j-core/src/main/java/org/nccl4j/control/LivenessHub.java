@@ -873,11 +873,12 @@ final class LivenessHub {
             }
         }
         String line = "DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n";
-        if (Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION) {
+        boolean startup = Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION;
+        if (startup) {
             startupNews(who, line);
         }
         broadcast(line);
-        if (Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION && who != l.rank) {
+        if (startup && who != l.rank) {
             // rank 0's own start-up waits read it here: its connection to itself may not be up yet to hear it
             l.departures.heard(new Departures.Departure(who, host, Long.parseLong(pid),
                     Departures.Kind.valueOf(g[1].toUpperCase(java.util.Locale.ROOT)), Liveness.STARTUP_GENERATION, 0,

@@ -216,24 +216,7 @@ public final class DdpTraining {
     }
 
     private void closeAll() {
-        RuntimeException first = null;
-        try {
-            deviceSynchronize();
-        } catch (RuntimeException e) {
-            first = e;
-        }
-        try {
-            resources.close();   // in reverse order, the first failure thrown with the others suppressed
-        } catch (RuntimeException e) {
-            if (first == null) {
-                first = e;
-            } else {
-                first.addSuppressed(e);
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        resources.closeAfter(DdpTraining::deviceSynchronize);
     }
 
     private int train(Communicator comm, int rank, int world, int device) {

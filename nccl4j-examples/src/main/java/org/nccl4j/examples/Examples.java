@@ -107,6 +107,31 @@ public final class Examples {
             return all;
         }
 
+        /**
+         * Runs {@code first} (a device synchronize, say), then closes what was added, last first; the first failure
+         * of all is thrown with the later ones suppressed.
+         */
+        void closeAfter(Runnable first) {
+            RuntimeException failure = null;
+            try {
+                first.run();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+            try {
+                close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        }
+
         @Override
         public void close() {
             RuntimeException failure = null;

@@ -223,24 +223,7 @@ public final class ShardedTraining {
     }
 
     private void closeAll() {
-        RuntimeException first = null;
-        try {
-            check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-        } catch (RuntimeException e) {
-            first = e;
-        }
-        try {
-            resources.close();   // in reverse order, the first failure thrown with the others suppressed
-        } catch (RuntimeException e) {
-            if (first == null) {
-                first = e;
-            } else {
-                first.addSuppressed(e);
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        resources.closeAfter(() -> check(cudart.cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     }
 
     /** A pointer at an address (device or host), owning nothing. */

@@ -627,33 +627,25 @@ final class Bench implements AutoCloseable {
                 graphs[k].instantiate(); // outside the timed launches (cudaGraphInstantiate takes ~100s of us)
             }
             barrier();
-            long t0 = events ? 0 : args.clock.getAsLong();   // --timer host: from the barrier's end, as nccl-tests
-            if (events) {
-                recordStart();
-            }
-            loopStart = events ? args.clock.getAsLong() : t0;
+            loopStart = startTimer(events, false);
             for (int l = 0; l < args.graphLaunches; l++) {
                 for (int k = 0; k < local; k++) {
                     graphs[k].launch(streams[k]);
                 }
             }
             hostNanos = args.clock.getAsLong() - loopStart;
-            ms = events ? stopEvents() : completedSince(t0);
+            ms = events ? stopEvents() : completedSince(loopStart);
         } else {
             // read before the timer starts: the process's first reading took about 100 us on 2 x H100, which the
             // first measurement's first operation then waited for (2026-11-26, found with --op_times' first)
             long before = threads == null ? 0 : threads.getCurrentThreadAllocatedBytes();
-            long t0 = events ? 0 : args.clock.getAsLong();   // --timer host: from the barrier's end, as nccl-tests
-            if (events || marks != null) {
-                recordStart();   // with --timer host for --op_times only, inside the timed time as nccl-tests' -I
-            }
-            loopStart = events ? args.clock.getAsLong() : t0;
+            loopStart = startTimer(events, marks != null);
             eagerLoop(o, c, t, redop, root, args.iters, marks);
             hostNanos = args.clock.getAsLong() - loopStart;
             if (threads != null && args.blocking == 0) {
                 allocated = (double) (threads.getCurrentThreadAllocatedBytes() - before) / args.iters;
             }
-            ms = events ? stopEvents() : completedSince(t0);
+            ms = events ? stopEvents() : completedSince(loopStart);
         }
         for (int k = 0; k < local; k++) {
             if (graphs[k] != null) {
@@ -680,6 +672,25 @@ final class Bench implements AutoCloseable {
         double shown = args.reportCputime != 0 ? cpuUs : us; // -C: the time column only; the bandwidths stay
         return new PerfRow(o, sizeBytes, c.param(), Elements.name(t), redop == null ? "none" : Elements.name(redop),
                 shownRoot, inPlace, shown, algbw, busbw, wrong, allocated, opTimes);
+    }
+
+    /**
+     * Starts the timed iterations' time: --timer host reads the clock from the barrier's end, as nccl-tests, then
+     * records the start events when {@code withEvents} (--op_times' reference, inside the timed time as nccl-tests'
+     * -I); --timer events records them first and reads the clock after, for the host's time to issue (-C).
+     *
+     * @return the clock's reading: where the host's time to issue, and --timer host's time, count from
+     */
+    private long startTimer(boolean events, boolean withEvents) {
+        if (events) {
+            recordStart();
+            return args.clock.getAsLong();
+        }
+        long t0 = args.clock.getAsLong();
+        if (withEvents) {
+            recordStart();
+        }
+        return t0;
     }
 
     /** A start event on each stream (--timer events, and --op_times' reference). */
