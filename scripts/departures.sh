@@ -990,13 +990,16 @@ sfuzz_run() {
   done
   fuzz_reap
   # the survivor that timed the run: the last rank other than the victim to end
-  local left=$fuzz_left survivor="" vst vms sst sms st ms sts=""
+  # and wrong: the survivors whose step ended with a result that is not the sum (DepartureScenarios' own check)
+  local left=$fuzz_left survivor="" vst vms sst sms st ms sts="" wrong=0
   read -r vst vms < "$dir/exit$victim"
   for ((r = 0; r < fuzz_ranks; r++)); do
     [ "$r" = "$victim" ] && continue
     read -r st ms < "$dir/exit$r"
     sts+=" $st"
     if [ -z "$survivor" ] || [ "$ms" -gt "$sms" ]; then survivor=$r; sst=$st; sms=$ms; fi
+    grep -aqE "^RESULT rank=$r t=[0-9]+ IllegalStateException: step [0-9]+: element [0-9]+ is " "$dir/rank$r.log" \
+      2> /dev/null && wrong=$((wrong + 1))
   done
   # where the SIGTERM found the victim: its last PHASE line before it (none: the JVM was still starting)
   local phase at=""
@@ -1058,13 +1061,6 @@ sfuzz_run() {
       | sed 's/.*t=//')
     if [ "$waiting" = 0 ] && [ -n "$tt" ] && [ "$tt" -le "$sms" ]; then told_ms=$((tt > sig_ms ? tt - sig_ms : 0)); fi
   fi
-  # wrong: the survivors whose step ended with a result that is not the sum (DepartureScenarios' own check)
-  local wrong=0
-  for ((r = 0; r < fuzz_ranks; r++)); do
-    [ "$r" = "$victim" ] && continue
-    grep -aqE "^RESULT rank=$r t=[0-9]+ IllegalStateException: step [0-9]+: element [0-9]+ is " "$dir/rank$r.log" \
-      2> /dev/null && wrong=$((wrong + 1))
-  done
   tsv_line "$k" "$victim" "$delay" "$at" "$phase" "$never" "$joined" "$vst" "$sst" "$surv_ms" "$waiting" "$within" \
     "$crash" "$hs" "$left" "$(clean "$sres")" "$told_ms" "$wrong" > "$dir/result"
 }
