@@ -48,7 +48,7 @@ typedef struct { int opCnt; int peer; int sigIdx; int ctx; } stub_wait_desc;
 #define STUB_COMM_MAGIC 0x5354554243304d4dULL
 typedef struct { uint64_t magic; int nranks; int rank; int dev; } stub_comm;
 
-#define MAX_COMMS 4096
+#define MAX_COMMS 16384
 static stub_comm* comms[MAX_COMMS];
 static int counter = 0;
 static char last_function[64] = "none";
@@ -95,7 +95,8 @@ static unsigned long long P(const void* p) { return (unsigned long long)(uintptr
 static stub_comm* new_comm(int nranks, int rank, int dev) {
   stub_comm* c = (stub_comm*)calloc(1, sizeof(stub_comm));
   c->magic = STUB_COMM_MAGIC; c->nranks = nranks; c->rank = rank; c->dev = dev;
-  for (int i = 0; i < MAX_COMMS; i++) if (comms[i] == NULL) { comms[i] = c; break; }
+  /* ranks' threads make communicators at once (recover's rendezvous, say): a slot is claimed atomically */
+  for (int i = 0; i < MAX_COMMS; i++) if (__sync_bool_compare_and_swap(&comms[i], NULL, c)) break;
   return c;
 }
 static stub_comm* find_comm(const void* p) {
@@ -104,7 +105,10 @@ static stub_comm* find_comm(const void* p) {
   return NULL;
 }
 static void free_comm(void* p) {
-  for (int i = 0; i < MAX_COMMS; i++) if (comms[i] == p) { free(comms[i]); comms[i] = NULL; return; }
+  for (int i = 0; i < MAX_COMMS; i++) {
+    stub_comm* c = comms[i];
+    if (c == p && __sync_bool_compare_and_swap(&comms[i], c, NULL)) { free(c); return; }
+  }
 }
 
 static void hex(const void* data, size_t n, char* out) {
@@ -297,7 +301,7 @@ EXPORT int ncclRedOpCreatePreMulSum(int* op, void* scalar, int dt, int residence
   unsigned long long bits = 0;
   if (residence == 1 && scalar != NULL) memcpy(&bits, scalar, type_size(dt));
   int r = result_for("ncclRedOpCreatePreMulSum");
-  if (r == 0) *op = 5 + (counter++ % 1000);
+  if (r == 0) *op = 5 + (__sync_fetch_and_add(&counter, 1) % 1000);
   if (residence == 1) {
     logf_("ncclRedOpCreatePreMulSum", "scalar_bits=0x%llx datatype=%d residence=%d comm=0x%llx", bits, dt, residence, P(comm));
   } else {
@@ -312,7 +316,7 @@ EXPORT int ncclRedOpDestroy(int op, void* comm) {
 
 /* ---------------- registration and memory (2.19) ---------------- */
 EXPORT int ncclCommRegister(void* comm, void* buff, size_t size, void** handle) {
-  *handle = (void*)(uintptr_t)(0xB0000000ULL + (unsigned)(counter++));
+  *handle = (void*)(uintptr_t)(0xB0000000ULL + (unsigned)(__sync_fetch_and_add(&counter, 1)));
   logf_("ncclCommRegister", "comm=0x%llx buff=0x%llx size=%zu", P(comm), P(buff), size);
   return result_for("ncclCommRegister");
 }
@@ -321,7 +325,7 @@ EXPORT int ncclCommDeregister(void* comm, void* handle) {
   return result_for("ncclCommDeregister");
 }
 EXPORT int ncclMemAlloc(void** ptr, size_t size) {
-  *ptr = (void*)(uintptr_t)(0xA0000000ULL + (unsigned)(counter++) * 0x1000ULL);
+  *ptr = (void*)(uintptr_t)(0xA0000000ULL + (unsigned)(__sync_fetch_and_add(&counter, 1)) * 0x1000ULL);
   logf_("ncclMemAlloc", "size=%zu", size);
   return result_for("ncclMemAlloc");
 }
@@ -392,7 +396,7 @@ EXPORT int ncclScatter(const void* s, void* r, size_t n, int dt, int root, void*
   return result_for("ncclScatter");
 }
 EXPORT int ncclCommWindowRegister(void* comm, void* buff, size_t size, void** win, int flags) {
-  *win = (void*)(uintptr_t)(0xC0000000ULL + (unsigned)(counter++));
+  *win = (void*)(uintptr_t)(0xC0000000ULL + (unsigned)(__sync_fetch_and_add(&counter, 1)));
   logf_("ncclCommWindowRegister", "comm=0x%llx buff=0x%llx size=%zu flags=%d", P(comm), P(buff), size, flags);
   return result_for("ncclCommWindowRegister");
 }

@@ -284,6 +284,38 @@ class MarshallingTest {
         assertEquals(-7, out[0]);
     }
 
+    /** Ranks' threads make communicators at once (recover's rendezvous does): the stub knows every one it made. */
+    @Test
+    void communicatorsMadeByThreadsAtOnceAreEachKnown() throws Exception {
+        int threads = 8;
+        int each = 300;
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            List<java.util.concurrent.Future<long[]>> made = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int rank = t;
+                made.add(pool.submit(() -> {
+                    start.await();
+                    long[] comms = new long[each];
+                    for (int i = 0; i < each; i++) {
+                        comms[i] = NcclCalls.stubComm(threads, rank);
+                    }
+                    return comms;
+                }));
+            }
+            for (int t = 0; t < threads; t++) {
+                for (long comm : made.get(t).get(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                    assertEquals(t, rank(comm), "rank of a communicator made by thread " + t);
+                    assertEquals(0, NcclNative.ncclCommDestroy(comm));
+                    assertEquals(4, NcclNative.ncclCommUserRank(comm, new int[1]), "destroyed, then unknown");
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     @Covers(NcclFunction.ncclCommInitRankConfig)
     void commInitRankConfig() {
