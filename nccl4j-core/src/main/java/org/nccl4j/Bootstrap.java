@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.nccl4j.control.Departures;
 import org.nccl4j.control.Farewell;
 import org.nccl4j.control.Liveness;
@@ -28,6 +30,9 @@ import org.nccl4j.launch.UniqueIdCheckException;
  * {@code launch}: {@link LaunchInfo#detect} and {@link LaunchInfo#rankZeroAddress()}.
  */
 final class Bootstrap {
+    private static final org.slf4j.Logger COMMUNICATOR_LOG =
+            org.slf4j.LoggerFactory.getLogger("org.nccl4j.Communicator");
+
     private Bootstrap() {
     }
 
@@ -37,13 +42,13 @@ final class Bootstrap {
      *
      * @return the parts of the communicator NCCL made, with {@code config}, for {@link Communicator#adopt}
      */
-    static Communicator.Parts create(int rank, int size, UniqueId id, int device, CommConfig config) {
+    static CommParts create(int rank, int size, UniqueId id, int device, CommConfig config) {
         return create(rank, size, id, device, config,
                 new InitDeadline(CommConfig.initTimeout(config), rank, size, null));
     }
 
     /** {@link #create(int, int, UniqueId, int, CommConfig)} against {@code deadline}. */
-    static Communicator.Parts create(int rank, int size, UniqueId id, int device, CommConfig config,
+    static CommParts create(int rank, int size, UniqueId id, int device, CommConfig config,
             InitDeadline deadline) {
         if (size < 1) {
             throw Errors.argument("size must be >= 1, got " + size);
@@ -57,7 +62,7 @@ final class Bootstrap {
         if (device < 0) {
             throw Errors.argument("device must be >= 0, got " + device);
         }
-        NcclLibrary lib = Nccl.library();
+        NcclLibrary lib = NcclLoad.library();
         if (config != null) {
             config.requireSupportedBy(lib);
         }
@@ -75,12 +80,15 @@ final class Bootstrap {
             rc = NcclNative.ncclCommInitRankConfig(out, size, id.internalBytes(), rank, config.ints(),
                     config.netName(), config.commName());
         }
-        return Communicator.Parts.of(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings)
+        return CommParts.of(InitDeadline.finished(rc, out, fn, null, deadline), device, blocking, settings)
                 .withConfig(config);
     }
 
-    /** {@link Communicator#initAll(int...)}. */
-    static List<Communicator> initAll(int... devices) {
+    /**
+     * {@link Communicator#initAll(int...)}: each communicator NCCL made is adopted in rank order; if one cannot be,
+     * those adopted already are aborted ({@code abort}) and the others aborted in NCCL, and it throws.
+     */
+    static <C> List<C> initAll(Function<CommParts, C> adopt, Consumer<C> abort, int... devices) {
         if (devices == null || devices.length == 0) {
             throw Errors.argument("devices must name at least one CUDA device");
         }
@@ -94,23 +102,23 @@ final class Bootstrap {
                 }
             }
         }
-        Nccl.library();
+        NcclLoad.library();
         WatchSettings settings = CommConfig.watchdogSettings(null, WatchdogConfig.fromEnvironment());
         long[] comms = new long[devices.length];
         int rc = NcclNative.ncclCommInitAll(comms, devices.length, devices.clone());
         if (rc != 0) {
             throw Errors.failure(rc, NcclFunction.ncclCommInitAll, null);
         }
-        List<Communicator> out = new ArrayList<>(devices.length);
+        List<C> out = new ArrayList<>(devices.length);
         try {
             for (int i = 0; i < devices.length; i++) {
-                out.add(new Communicator(Communicator.Parts.query(comms[i], devices[i], true, settings)));
+                out.add(adopt.apply(CommParts.query(comms[i], devices[i], true, settings)));
             }
         } catch (RuntimeException | Error e) {
             // the caller gets none of them: abort those wrapped already and those not yet wrapped
-            for (Communicator c : out) {
+            for (C c : out) {
                 try {
-                    c.abort();
+                    abort.accept(c);
                 } catch (RuntimeException x) {
                     e.addSuppressed(x);
                 }
@@ -127,9 +135,10 @@ final class Bootstrap {
      * {@link Communicator#fromEnvironment(CommConfig)}, through the start-up phases of {@link RankPhase}: the liveness
      * channel first (rank 0 serves it, every rank joins it in the background), so that a rank lost at any later step
      * is known to all; then the unique id, the arrival of every rank, and NCCL. A loss reported by the channel ends
-     * each wait with {@link PeerLostDuringStartupException} ({@link StartupGuard}).
+     * each wait with {@link PeerLostDuringStartupException} ({@link StartupGuard}). What NCCL made is adopted
+     * ({@code adopt}) before this rank says it is ready.
      */
-    static Communicator fromEnvironment(CommConfig config) {
+    static <C> C fromEnvironment(CommConfig config, Function<CommParts, C> adopt) {
         // from here on an exit waits (briefly) for this rank's channel, so that even a SIGTERM now is told
         Farewell.startupBegins(StartupGuard.AT_EXIT);
         LaunchInfo launch;
@@ -149,7 +158,7 @@ final class Bootstrap {
             live.awaitJoined(deadline);   // joined before the rendezvous: its loss there is known to all
         }
         try {
-            return fromEnvironment(config, launch, live, timeout, deadline);
+            return fromEnvironment(config, adopt, launch, live, timeout, deadline);
         } catch (RuntimeException | Error e) {
             if (live != null) {
                 if (!(e instanceof PeerLostDuringStartupException)) {
@@ -233,7 +242,7 @@ final class Bootstrap {
             try {
                 served = Liveness.serve(Integer.parseInt(where[1]), where[0], size);
             } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: no liveness channel (port {}): {};"
+                COMMUNICATOR_LOG.warn("nccl4j: no liveness channel (port {}): {};"
                         + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
                 where = null;
             }
@@ -261,7 +270,7 @@ final class Bootstrap {
             if (again == null) {
                 throw e;
             }
-            org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: {}; rank {} took the id from rank 0's"
+            COMMUNICATOR_LOG.warn("nccl4j: {}; rank {} took the id from rank 0's"
                     + " liveness channel instead (sealed with the keys of its own handshake)", e.getMessage(), rank);
             return again;
         }
@@ -274,13 +283,13 @@ final class Bootstrap {
     /** How long a rank whose id frame failed its check waits for the id on the liveness channel. */
     private static final long ID_ASK_NANOS = 10_000_000_000L;
 
-    private static Communicator fromEnvironment(CommConfig config, LaunchInfo launch, Liveness live,
-            java.time.Duration timeout, long deadline) {
+    private static <C> C fromEnvironment(CommConfig config, Function<CommParts, C> adopt, LaunchInfo launch,
+            Liveness live, java.time.Duration timeout, long deadline) {
         int rank = launch.rank();
         int size = launch.worldSize();
         // joined, and told of a rank that left before (a newcomer hears it with the roster): no NCCL to wait for
         StartupGuard.throwIfLost(live, rank, size, "joining", "NCCL was not called");
-        Nccl.library();
+        NcclLoad.library();
         UniqueId id;
         if (size == 1) {
             id = UniqueId.generate();
@@ -314,7 +323,7 @@ final class Bootstrap {
         // a rank lost before every rank arrived, or since: NCCL would wait for it
         StartupGuard.throwIfLost(live, rank, size, "arrival", "NCCL was not called");
         phase(live, RankPhase.NCCL_INIT);
-        Communicator.Parts made;
+        CommParts made;
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
         String initCall = config == null ? "ncclCommInitRank" : "ncclCommInitRankConfig";
         StartupGuard guard = blocking ? StartupGuard.watch(live, rank, size, Thread.currentThread(), initCall) : null;
@@ -327,7 +336,7 @@ final class Bootstrap {
             }
             made = create(rank, size, id, launch.device(), config, until);
             if (Farewell.exiting()) {   // the process began to exit while NCCL made it: its exit waits for this
-                Communicator.adopt(made).abort();
+                NcclNative.ncclCommAbort(made.handle());
                 throw new IllegalStateException("rank " + rank + " of " + size + ": the process is exiting; the "
                         + "communicator NCCL made was aborted");
             }
@@ -350,9 +359,9 @@ final class Bootstrap {
             throw StartupGuard.lost(late, rank, size, initCall, "the communicator NCCL made is aborted", null);
         }
         if (live == null) {
-            return Communicator.adopt(made);
+            return adopt.apply(made);
         }
-        Communicator c = Communicator.adopt(made.withChannel(live));   // the channel serves it from the start
+        C c = adopt.apply(made.withChannel(live));   // the channel serves it from the start
         live.phase(RankPhase.READY);
         return c;
     }

@@ -1,6 +1,6 @@
 package org.nccl4j;
 
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -20,7 +20,8 @@ final class Capture {
 
     /** The number of streams capturing in this process: the cheap test on every guarded call. */
     private static final AtomicInteger ACTIVE = new AtomicInteger();
-    private static final Set<Stream> STREAMS = ConcurrentHashMap.newKeySet();
+    /** Each capturing stream (by identity: a stream is its own key) and the thread that began its capture. */
+    private static final Map<Object, Thread> STREAMS = new ConcurrentHashMap<>();
 
     private Capture() {
     }
@@ -30,13 +31,16 @@ final class Capture {
         return ACTIVE.get();
     }
 
-    static void started(Stream stream) {
-        STREAMS.add(stream);
-        ACTIVE.incrementAndGet();
+    /** {@code stream} began capturing on {@code thread}. */
+    static void started(Object stream, Thread thread) {
+        if (STREAMS.put(stream, thread) == null) {
+            ACTIVE.incrementAndGet();
+        }
     }
 
-    static void ended(Stream stream) {
-        if (STREAMS.remove(stream)) {
+    /** {@code stream}'s capture is over (ended or abandoned); nothing if it was not capturing. */
+    static void ended(Object stream) {
+        if (STREAMS.remove(stream) != null) {
             ACTIVE.decrementAndGet();
         }
     }
@@ -54,20 +58,21 @@ final class Capture {
     /**
      * Refuses synchronizing {@code stream} when it is capturing, or when the calling thread has a capture open.
      */
-    static void refuseSynchronize(String operation, Stream stream) {
+    static void refuseSynchronize(String operation, Object stream) {
         if (ACTIVE.get() != 0) {
             check(operation, stream);
         }
     }
 
-    private static void check(String operation, Stream target) {
+    private static void check(String operation, Object target) {
         Thread me = Thread.currentThread();
-        for (Stream s : STREAMS) {
+        for (Map.Entry<Object, Thread> e : STREAMS.entrySet()) {
+            Object s = e.getKey();
             if (s == target) {
                 throw new IllegalStateException(operation + " is not allowed: " + s + " is capturing a CUDA graph "
                         + "(synchronizing a capturing stream would invalidate the capture); call endCapture() first");
             }
-            if (s.captureThread() == me) {
+            if (e.getValue() == me) {
                 throw new IllegalStateException(operation + " is not allowed while " + s + " is capturing a CUDA "
                         + "graph begun on this thread (CUDA forbids it during capture and would invalidate the "
                         + "capture): do it before beginCapture() or after endCapture()");

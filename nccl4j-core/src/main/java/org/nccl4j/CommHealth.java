@@ -8,10 +8,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import org.nccl4j.control.Attached;
+import org.nccl4j.control.Departures;
 import org.nccl4j.control.Farewell;
 import org.nccl4j.control.Ledger;
 import org.nccl4j.control.Liveness;
 import org.nccl4j.control.Survivors;
+import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
@@ -21,9 +23,10 @@ import org.nccl4j.trace.TraceOperation;
  * One communicator as the watchdog, the flight recorder, the metrics and the liveness channel see it: its identity
  * and lifecycle state (closed, failed, kept for recovery, a thread inside an NCCL call), what it recorded and
  * published, the streams it used, its ledger and channel, and the hooks through which they act on it (a failure
- * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit). {@link Communicator} holds
- * one in a final field and is the only class that makes one; {@link Watchdog}, {@link WatchdogMonitor},
- * {@link DepartureReports}, {@link Teardown} and {@link LeftBehindExit} talk to it, never to the Communicator;
+ * found, a completion seen by a wait, a graph launched, a dump written, an abort at exit); and what it reports when a
+ * rank leaves: its failure told to its peers, its flight record written on a peer's failure or its own departure.
+ * {@link Communicator} holds one in a final field and is the only class that makes one; {@link Watchdog},
+ * {@link WatchdogMonitor}, {@link Teardown} and {@link LeftBehindExit} talk to it, never to the Communicator;
  * streams, events and graphs know it only as a {@link Stream.User}, the control plane ({@link Liveness},
  * {@link Farewell}) as an {@link Attached}.
  *
@@ -36,6 +39,9 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     interface Hooks {
         /** Whether an observer is set. */
         boolean observed();
+
+        /** Tells the observer that {@code operation} ({@code bytes}) went on {@code stream} as {@code sequence}. */
+        void enqueued(long sequence, NcclFunction operation, long bytes, long stream);
 
         /** Tells the observer that the operations {@code from..to} completed at {@code nowNanos}. */
         void completed(long from, long to, long nowNanos);
@@ -223,7 +229,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         if (stream != lastStream) {
             useStream(stream);
         }
-        if (Nccl.openGroups() == 0) {
+        if (Groups.open() == 0) {
             PUBLISHED.setRelease(this, traced);
         } else {
             deferred = true;
@@ -272,21 +278,32 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
 
     /**
      * A wait on {@code stream} returned: every operation this communicator had published when the wait began (or
-     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them.
+     * the event was recorded) has completed, if the stream is the only one it uses. The watchdog marks them. After a
+     * departure, a wait on any of its streams (its own or one it shares) over a collective that a departed rank never
+     * issued throws ({@link #refuseEndedWithoutAPeer}).
      */
     @Override
     public void completedBySynchronize(Stream stream, long published) {
+        if (published <= syncedThrough) {
+            return;
+        }
+        Liveness l = liveness;
+        if (l != null && l.departures().any()) {
+            refuseEndedWithoutAPeer(l, published);
+        }
         Stream[] s = streams;
-        if (s.length == 1 && s[0] == stream && published > syncedThrough) {
-            Liveness l = liveness;
-            if (l != null && l.departures().any()) {
-                refuseEndedWithoutAPeer(l, published);
-            }
+        if (s.length == 1 && s[0] == stream) {
             syncedThrough = published;
             if (hooks.observed()) {
                 notifyCompleted(published, System.nanoTime());
             }   // bound metrics: the latency runs to this wait's return
         }
+    }
+
+    @Override
+    public boolean heardDeparture() {
+        Liveness l = liveness;
+        return l != null && l.departures().any();
     }
 
     /**
@@ -497,10 +514,54 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
 
     // ------------------------------------------------------------------ the flight record
 
-    /** Its flight record as this rank leaves while its peers may go on ({@link DepartureReports#recordDeparture}). */
+    /**
+     * This rank leaves while its peers may go on (an abort, an exit with the communicator open, a close after other
+     * collectives than theirs): its flight record is written too, unless one was (a failure's), so that
+     * {@code scripts/nccl4j-trace} has every rank's.
+     */
     @Override
     public void recordDeparture(String what) {
-        DepartureReports.recordDeparture(this, what);
+        if (recorder == null || traceDumped) {
+            return;
+        }
+        try {
+            writeTrace(TraceDump.REASON_DEPARTED, "rank " + rankUnchecked() + " " + what, null);
+        } catch (IOException | RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: rank {} could not write its flight "
+                    + "record as it left: {}", rankUnchecked(), e.toString());
+        }
+    }
+
+    /**
+     * The watchdog failed this communicator: its peers are told on the liveness channel ({@code DEPART failure}),
+     * except under RECOVER (the rank stays, to recover).
+     */
+    void announceFailure(CommunicatorFailedException f) {
+        Liveness l = liveness;
+        if (l != null && !keptForRecovery()) {
+            long last = ledger.last();
+            l.depart(Departures.Kind.FAILURE, generation, last, ledger.describe(last),
+                    f.getClass().getSimpleName() + ": " + f.verdict());
+        }
+    }
+
+    /**
+     * News from the channel that a peer failed, left uncleanly or diverged: this rank's flight record, once (every
+     * live rank writes its own, from the channel's thread, so that a rank stuck in its own code is recorded too).
+     */
+    private void peerNews(String news) {
+        if (recorder == null || traceDumped || failure != null) {
+            return;
+        }
+        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG);
+        try {
+            Path p = writeTrace(TraceDump.REASON_PEER_FAILED, "a peer failed: " + news, null);
+            log.warn("nccl4j: rank {} of {} wrote its flight record on news from the liveness channel ({}): {}",
+                    rankUnchecked(), size, news, p);
+        } catch (IOException | RuntimeException e) {
+            log.warn("nccl4j: rank {} could not write its flight record on news of a peer's failure: {}",
+                    rankUnchecked(), e.toString());
+        }
     }
 
     /** Writes the flight record with {@code reason} into dir (null: the trace directory). */
@@ -520,7 +581,6 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
                 for (int i = 0; i < frames.size(); i++) {
                     String f = frames.get(i);
                     if (f.contains("org.nccl4j.CommHealth.writeTrace(")
-                            || f.contains("org.nccl4j.DepartureReports.recordDeparture(")
                             || f.contains("org.nccl4j.CommHealth.recordDeparture(")) {
                         from = i + 1;
                     }
@@ -545,7 +605,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         liveness = l;
         l.attach(this, news -> {
             Survivors.heard(l);   // rank 0 gone: this rank answers the roll call of those that remain
-            DepartureReports.peerNews(this, news);
+            peerNews(news);
         });
     }
 

@@ -44,7 +44,7 @@ import org.nccl4j.trace.TraceDump;
  */
 public final class Communicator implements AutoCloseable {
     /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
-    public static final int NO_COLOR = -1;
+    public static final int NO_COLOR = Recovery.NO_COLOR;
 
     private final long handle;
     private final int rank;
@@ -61,65 +61,10 @@ public final class Communicator implements AutoCloseable {
     private final CommConfig config;
 
     /**
-     * What a communicator is made of, all of it given to its constructor, so that nothing is set on a communicator
-     * after it is made: NCCL's handle and its answers (rank, size, device), whether NCCL calls block, the watch
-     * settings, the configuration remembered for {@link #reform} and {@link #recover} (null: NCCL's defaults),
-     * whether the ledger fingerprints its collectives ({@link CommConfig.Builder#fingerprint}), how many recoveries
-     * led to it, and the liveness channel that serves it (null: none). {@link Bootstrap} and {@link Recovery} build
-     * one with {@link #of} and the {@code with} methods, then {@link #adopt} it.
-     */
-    record Parts(long handle, int rank, int size, int device, boolean blocking, WatchSettings settings,
-            CommConfig config, boolean fingerprinted, int generation, Liveness channel) {
-        /**
-         * The parts of the communicator {@code handle} that NCCL made: its rank, size and device asked of NCCL
-         * ({@code device} stands when NCCL does not say); no configuration remembered, fingerprinted, no recovery
-         * behind it, no channel. If a query fails, aborts the communicator rather than leaving it alive with no
-         * owner, and throws.
-         */
-        static Parts of(long handle, int device, boolean blocking, WatchSettings settings) {
-            try {
-                return query(handle, device, blocking, settings);
-            } catch (RuntimeException | Error e) {
-                NcclNative.ncclCommAbort(handle);
-                throw e;
-            }
-        }
-
-        /** As {@link #of}, without the abort on failure: for {@link Bootstrap#initAll}, which aborts them all. */
-        static Parts query(long handle, int device, boolean blocking, WatchSettings settings) {
-            int[] out = new int[1];
-            Errors.check(NcclNative.ncclCommUserRank(handle, out), NcclFunction.ncclCommUserRank, null);
-            int rank = out[0];
-            Errors.check(NcclNative.ncclCommCount(handle, out), NcclFunction.ncclCommCount, null);
-            int size = out[0];
-            int dev = NcclNative.ncclCommCuDevice(handle, out) == 0 ? out[0] : device;
-            return new Parts(handle, rank, size, dev, blocking, settings, null, true, 0, null);
-        }
-
-        /** Made with {@code config} (null: NCCL's defaults), whose fingerprint setting the ledger follows. */
-        Parts withConfig(CommConfig config) {
-            boolean fingerprint = config == null || !Boolean.FALSE.equals(config.fingerprint());
-            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprint, generation, channel);
-        }
-
-        /** Made by a recovery: remembering {@code config}, {@code generation} the one after its parent's. */
-        Parts withRecovery(CommConfig config, int generation) {
-            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprinted, generation,
-                    channel);
-        }
-
-        /** Served by the liveness channel {@code channel} from the moment it is made. */
-        Parts withChannel(Liveness channel) {
-            return new Parts(handle, rank, size, device, blocking, settings, config, fingerprinted, generation,
-                    channel);
-        }
-    }
-
-    /**
      * Made complete from {@code parts}: registered with the watchdog, the recorder's list and NCCL's log, and, last,
      * attached to its liveness channel, if it has one, so that the channel serves a whole communicator.
      */
-    Communicator(Parts parts) {
+    Communicator(CommParts parts) {
         this.library = NcclLibrary.load();
         this.handle = parts.handle();
         this.blocking = parts.blocking();
@@ -130,8 +75,8 @@ public final class Communicator implements AutoCloseable {
         WatchSettings settings = parts.settings();
         Leaks.Token leak = Leaks.track(this, "Communicator rank " + rank + " of " + size + " on device " + this.device);
         this.health = new CommHealth(handle, rank, size, this.device, blocking, settings, parts.generation(),
-                library.version(), leak, new ProgramHooks(this));
-        this.path = new Dispatch(this, handle, library, health, parts.fingerprinted());
+                library.version(), leak, new ProgramHooks());
+        this.path = new Dispatch(handle, library, health, parts.fingerprinted());
         NcclLog.register(handle, rank, size, settings.commName());
         // the exit waits for NCCL teardowns under way, whatever made the communicator
         Farewell.install(StartupGuard.AT_EXIT);
@@ -192,10 +137,13 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
-     * The communicator made of {@code parts}; if that fails, aborts NCCL's communicator rather than leaving it alive
-     * with no owner.
+     * The communicator made of {@code parts} (null for none: a split's {@link #NO_COLOR}); if that fails, aborts
+     * NCCL's communicator rather than leaving it alive with no owner.
      */
-    static Communicator adopt(Parts parts) {
+    static Communicator adopt(CommParts parts) {
+        if (parts == null) {
+            return null;
+        }
         try {
             return new Communicator(parts);
         } catch (RuntimeException | Error e) {
@@ -245,7 +193,7 @@ public final class Communicator implements AutoCloseable {
      * @throws InitTimeoutException when a rank never arrived within the init timeout ({@code NCCL4J_INIT_TIMEOUT})
      */
     public static Communicator fromEnvironment(CommConfig config) {
-        return Bootstrap.fromEnvironment(config);
+        return Bootstrap.fromEnvironment(config, Communicator::adopt);
     }
 
     /** The environment variable naming a shared file for the id rendezvous of {@link #fromEnvironment()}. */
@@ -258,7 +206,7 @@ public final class Communicator implements AutoCloseable {
      * @return the communicators, in rank order
      */
     public static List<Communicator> initAll(int... devices) {
-        return Bootstrap.initAll(devices);
+        return Bootstrap.initAll(Communicator::new, Communicator::abort, devices);
     }
 
     // Communicators made from this one, and recovery (see Recovery)
@@ -286,7 +234,7 @@ public final class Communicator implements AutoCloseable {
      *         would ignore it), or for a bad {@code color}
      */
     public Communicator split(int color, int key, CommConfig config) {
-        return Recovery.split(this, color, key, config);
+        return adopt(Recovery.split(health, this.config, color, key, config));
     }
 
     /**
@@ -321,7 +269,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommShrink} fails
      */
     public Communicator shrink(CommConfig config, int... excludedRanks) {
-        return Recovery.shrink(this, config, excludedRanks);
+        return adopt(Recovery.shrink(health, this.config, config, excludedRanks));
     }
 
     /**
@@ -339,7 +287,7 @@ public final class Communicator implements AutoCloseable {
      * @throws RendezvousException when the remaining ranks cannot exchange the id
      */
     public Communicator reform(Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
-        return Recovery.reform(this, route, config, excludedRanks);
+        return adopt(Recovery.reform(health, this.config, route, config, excludedRanks));
     }
 
     /**
@@ -360,7 +308,7 @@ public final class Communicator implements AutoCloseable {
      *         set
      */
     public Communicator recover(CommConfig config, int... excludedRanks) {
-        return Recovery.recover(this, config, excludedRanks);
+        return adopt(Recovery.recover(health, this.config, config, excludedRanks));
     }
 
     /**
@@ -384,7 +332,7 @@ public final class Communicator implements AutoCloseable {
      * @throws NcclException when {@code ncclCommRevoke} fails
      */
     public void revoke() {
-        Recovery.revoke(this);
+        Recovery.revoke(health);
     }
 
     /**
@@ -395,7 +343,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public UniqueId growId() {
-        return Recovery.growId(this);
+        return Recovery.growId(health);
     }
 
     /**
@@ -411,7 +359,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public Communicator grow(int newSize, UniqueId id, CommConfig config) {
-        return Recovery.grow(this, newSize, id, config);
+        return adopt(Recovery.grow(health, this.config, newSize, id, config));
     }
 
     /**
@@ -428,7 +376,7 @@ public final class Communicator implements AutoCloseable {
      * @throws UnsupportedOperationException when the loaded NCCL is older than 2.29.2
      */
     public static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
-        return Recovery.join(newSize, rank, id, device, config);
+        return adopt(Recovery.join(newSize, rank, id, device, config));
     }
 
     // Queries, and what the watchdog and the liveness channel found
@@ -1156,5 +1104,46 @@ public final class Communicator implements AutoCloseable {
     @Override
     public String toString() {
         return health.toString();
+    }
+
+    /**
+     * The {@link CommHealth.Hooks} of this communicator: the program's {@link OperationObserver} and
+     * {@link FailureListener}, called with this Communicator, which {@code CommHealth} and the classes below it never
+     * name.
+     */
+    private final class ProgramHooks implements CommHealth.Hooks {
+        @Override
+        public boolean observed() {
+            return observer != null;
+        }
+
+        @Override
+        public void enqueued(long sequence, NcclFunction operation, long bytes, long stream) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.enqueued(Communicator.this, sequence, operation, bytes, stream);
+            }
+        }
+
+        @Override
+        public void completed(long from, long to, long nowNanos) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.completed(Communicator.this, from, to, nowNanos);
+            }
+        }
+
+        @Override
+        public void failed(CommunicatorFailedException f) {
+            OperationObserver o = observer;
+            if (o != null) {
+                o.failed(Communicator.this, f);
+            }
+        }
+
+        @Override
+        public void tell(FailureListener listener, CommunicatorFailedException f) {
+            listener.onFailure(Communicator.this, f);
+        }
     }
 }

@@ -15,7 +15,7 @@ final class ComposedCollectives {
     /** ncclAlltoAll before NCCL 2.28: a send to and a receive from every peer, in one group. */
     static int alltoAll(CommHealth c, long send, long recv, long count, DataType type, long stream) {
         long block = count * type.size();
-        Nccl.groupStart();
+        Groups.start();
         int rc = 0;
         NcclFunction last = NcclFunction.ncclSend;
         for (int peer = 0; peer < c.size && rc == 0; peer++) {
@@ -33,7 +33,7 @@ final class ComposedCollectives {
     /** ncclGather before NCCL 2.28: every rank sends to the root, which receives a block from each, in one group. */
     static int gather(CommHealth c, long send, long recv, long count, DataType type, int root, long stream) {
         long block = count * type.size();
-        Nccl.groupStart();
+        Groups.start();
         NcclFunction last = NcclFunction.ncclSend;
         int rc = NcclNative.ncclSend(send, count, type.code(), root, c.handle, stream);
         if (c.rank == root) {
@@ -49,7 +49,7 @@ final class ComposedCollectives {
     /** ncclScatter before NCCL 2.28: the root sends a block to every rank, each receives its own, in one group. */
     static int scatter(CommHealth c, long send, long recv, long count, DataType type, int root, long stream) {
         long block = count * type.size();
-        Nccl.groupStart();
+        Groups.start();
         int rc = 0;
         NcclFunction last = NcclFunction.ncclSend;
         if (c.rank == root) {
@@ -75,7 +75,7 @@ final class ComposedCollectives {
         if (rc != Errors.SUCCESS && !(rc == Errors.IN_PROGRESS && !c.blocking)) {
             failure = Errors.failure(rc, last, c);
         }
-        int end = Nccl.groupEndStatus();
+        int end = Groups.endStatus();
         if (failure != null) {
             throw failure;
         }

@@ -1,9 +1,5 @@
 package org.nccl4j;
 
-import org.nccl4j.jni.CudaRuntime;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 /**
  * The few CUDA runtime facts nccl4j needs: device count, current device, synchronization. Device memory,
  * streams and events are {@link DeviceBuffer}, {@link Stream} and {@link Event}.
@@ -15,49 +11,7 @@ import org.slf4j.LoggerFactory;
  * opened is described once at INFO.
  */
 public final class Cuda {
-    private static final Logger LOG = LoggerFactory.getLogger(Cuda.class);
-    private static volatile CudaBackend backend;
-
     private Cuda() {
-    }
-
-    static CudaBackend backend() {
-        CudaBackend b = backend;
-        if (b == null) {
-            synchronized (Cuda.class) {
-                b = backend;
-                if (b == null) {
-                    // throws CudaUnavailableException: what was tried, and the fix
-                    CudaRuntime runtime = CudaRuntime.load();
-                    LOG.info("nccl4j: opened the {}", runtime.report());
-                    b = new NativeCudaBackend();
-                    backend = b;
-                }
-            }
-        }
-        return b;
-    }
-
-    /** Test hook: replaces the CUDA runtime (null restores the real one on next use). */
-    static void useBackend(CudaBackend b) {
-        backend = b;
-    }
-
-    static void check(int status, String operation, int device) {
-        if (status != 0) {
-            throw failure(status, operation, device);
-        }
-    }
-
-    static CudaException failure(int status, String operation, int device) {
-        CudaBackend b = backend;
-        String name = null;
-        String text = null;
-        if (b != null) {
-            name = b.errorName(status);
-            text = b.errorString(status);
-        }
-        return new CudaException(operation, status, name, text, device);
     }
 
     /**
@@ -67,7 +21,7 @@ public final class Cuda {
      */
     public static int deviceCount() {
         int[] n = new int[1];
-        check(backend().getDeviceCount(n), "cudaGetDeviceCount", -1);
+        CudaCalls.check(CudaCalls.backend().getDeviceCount(n), "cudaGetDeviceCount", -1);
         return n[0];
     }
 
@@ -80,7 +34,7 @@ public final class Cuda {
         if (device < 0) {
             throw new IllegalArgumentException("device must be >= 0, got " + device);
         }
-        check(backend().setDevice(device), "cudaSetDevice", device);
+        CudaCalls.check(CudaCalls.backend().setDevice(device), "cudaSetDevice", device);
     }
 
     /**
@@ -90,7 +44,7 @@ public final class Cuda {
      */
     public static int currentDevice() {
         int[] d = new int[1];
-        check(backend().getDevice(d), "cudaGetDevice", -1);
+        CudaCalls.check(CudaCalls.backend().getDevice(d), "cudaGetDevice", -1);
         return d[0];
     }
 
@@ -101,22 +55,5 @@ public final class Cuda {
      */
     public static void synchronize(Stream stream) {
         stream.synchronize();
-    }
-
-    /** Runs {@code body} with {@code device} current, restoring the previous device afterwards. */
-    static <T> T onDevice(int device, java.util.function.Supplier<T> body) {
-        CudaBackend b = backend();
-        int[] prev = new int[1];
-        check(b.getDevice(prev), "cudaGetDevice", -1);
-        if (prev[0] != device) {
-            check(b.setDevice(device), "cudaSetDevice", device);
-        }
-        try {
-            return body.get();
-        } finally {
-            if (prev[0] != device) {
-                b.setDevice(prev[0]);
-            }
-        }
     }
 }

@@ -61,7 +61,7 @@ public final class CudaGraph implements AutoCloseable {
         if (exec == 0) {
             Capture.refuseOnCapturingThread("CudaGraph.instantiate (cudaGraphInstantiate)");
             long[] out = new long[1];
-            Cuda.check(Cuda.backend().graphInstantiate(out, graph), "cudaGraphInstantiate", device);
+            CudaCalls.check(CudaCalls.backend().graphInstantiate(out, graph), "cudaGraphInstantiate", device);
             exec = out[0];
         }
         return this;
@@ -98,7 +98,7 @@ public final class CudaGraph implements AutoCloseable {
         for (Stream.User c : comms) {
             c.throwIfFailed();   // its operations in the graph would run on an aborted communicator
         }
-        Cuda.check(Cuda.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
+        CudaCalls.check(CudaCalls.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
         for (int i = 0; i < comms.length; i++) {
             comms[i].graphLaunched(stream, operations[i]);   // the watchdog watches each launch
         }
@@ -115,10 +115,10 @@ public final class CudaGraph implements AutoCloseable {
         }
         closed = true;
         leak.closed();
-        int rc = exec == 0 ? 0 : Cuda.backend().graphExecDestroy(exec);
-        int rc2 = Cuda.backend().graphDestroy(graph);
-        Cuda.check(rc, "cudaGraphExecDestroy", device);
-        Cuda.check(rc2, "cudaGraphDestroy", device);
+        int rc = exec == 0 ? 0 : CudaCalls.backend().graphExecDestroy(exec);
+        int rc2 = CudaCalls.backend().graphDestroy(graph);
+        CudaCalls.check(rc, "cudaGraphExecDestroy", device);
+        CudaCalls.check(rc2, "cudaGraphDestroy", device);
     }
 
     @Override

@@ -69,9 +69,9 @@ public final class DeviceBuffer implements AutoCloseable {
     public static DeviceBuffer allocate(int device, long bytes) {
         checkSize(device, bytes);
         Capture.refuseOnCapturingThread("DeviceBuffer.allocate (cudaMalloc)");
-        long addr = Cuda.onDevice(device, () -> {
+        long addr = CudaCalls.onDevice(device, () -> {
             long[] a = new long[1];
-            Cuda.check(Cuda.backend().malloc(a, bytes), "cudaMalloc(" + bytes + " bytes)", device);
+            CudaCalls.check(CudaCalls.backend().malloc(a, bytes), "cudaMalloc(" + bytes + " bytes)", device);
             return a[0];
         });
         return new DeviceBuffer(addr, bytes, device, Owner.CUDA_MALLOC);
@@ -102,8 +102,8 @@ public final class DeviceBuffer implements AutoCloseable {
     public static DeviceBuffer allocateNccl(int device, long bytes) {
         checkSize(device, bytes);
         Capture.refuseOnCapturingThread("DeviceBuffer.allocateNccl (ncclMemAlloc)");
-        Nccl.library();
-        long addr = Cuda.onDevice(device, () -> {
+        NcclLoad.library();
+        long addr = CudaCalls.onDevice(device, () -> {
             long[] a = new long[1];
             Errors.check(NcclNative.ncclMemAlloc(a, bytes), NcclFunction.ncclMemAlloc, null);
             return a[0];
@@ -501,8 +501,8 @@ public final class DeviceBuffer implements AutoCloseable {
         ensureOpen();
         Capture.refuseOnCapturingThread("DeviceBuffer.fill (cudaMemset)");
         // cudaMemset works on the current device's memory: run it on this buffer's device.
-        Cuda.onDevice(device, () -> {
-            Cuda.check(Cuda.backend().memset(address, value, bytes), "cudaMemset", device);
+        CudaCalls.onDevice(device, () -> {
+            CudaCalls.check(CudaCalls.backend().memset(address, value, bytes), "cudaMemset", device);
             return null;
         });
         return this;
@@ -524,9 +524,9 @@ public final class DeviceBuffer implements AutoCloseable {
         // cudaMemcpy from pageable memory may return before the DMA reaches the device, and work on nccl4j's
         // non-blocking streams does not wait for the legacy default stream: wait for it here, on this device.
         long src = hostAddress(host);
-        Cuda.onDevice(device, () -> {
-            Cuda.check(Cuda.backend().memcpy(address, src, n, H2D), "cudaMemcpy(host to device)", device);
-            Cuda.check(Cuda.backend().streamSynchronize(0L), "cudaStreamSynchronize(default stream)", device);
+        CudaCalls.onDevice(device, () -> {
+            CudaCalls.check(CudaCalls.backend().memcpy(address, src, n, H2D), "cudaMemcpy(host to device)", device);
+            CudaCalls.check(CudaCalls.backend().streamSynchronize(0L), "cudaStreamSynchronize(default stream)", device);
             return null;
         });
         return this;
@@ -534,7 +534,8 @@ public final class DeviceBuffer implements AutoCloseable {
 
     private void toHost(Pointer host, long n, String what) {
         checkCopy(n, what);
-        Cuda.check(Cuda.backend().memcpy(hostAddress(host), address, n, D2H), "cudaMemcpy(device to host)", device);
+        CudaCalls.check(CudaCalls.backend().memcpy(hostAddress(host), address, n, D2H), "cudaMemcpy(device to host)",
+                device);
     }
 
     /**
@@ -576,8 +577,8 @@ public final class DeviceBuffer implements AutoCloseable {
             leak.closed();
         }
         if (owner == Owner.CUDA_MALLOC) {
-            Cuda.onDevice(device, () -> {
-                Cuda.check(Cuda.backend().free(address), "cudaFree", device);
+            CudaCalls.onDevice(device, () -> {
+                CudaCalls.check(CudaCalls.backend().free(address), "cudaFree", device);
                 return null;
             });
         } else if (owner == Owner.NCCL_MEM_ALLOC) {

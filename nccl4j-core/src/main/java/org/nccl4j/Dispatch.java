@@ -13,7 +13,6 @@ import org.nccl4j.trace.TraceOperation;
  * made with it. Allocates nothing on the Java heap unless it throws.
  */
 final class Dispatch {
-    private final Communicator comm;
     private final long handle;
     private final int rank;
     private final int size;
@@ -25,8 +24,7 @@ final class Dispatch {
     /** Whether the ledger keeps its collectives' fingerprint ({@link CommConfig.Builder#fingerprint}). */
     private final boolean fingerprinted;
 
-    Dispatch(Communicator comm, long handle, NcclLibrary library, CommHealth health, boolean fingerprinted) {
-        this.comm = comm;
+    Dispatch(long handle, NcclLibrary library, CommHealth health, boolean fingerprinted) {
         this.handle = handle;
         this.rank = health.rank;
         this.size = health.size;
@@ -155,10 +153,7 @@ final class Dispatch {
         } finally {
             health.leaveCall();
         }
-        OperationObserver o = comm.observer();
-        if (o != null) {
-            o.enqueued(comm, health.sequence, c.function, bytes, s);
-        }
+        health.hooks().enqueued(health.sequence, c.function, bytes, s);
     }
 
     /**
@@ -194,7 +189,7 @@ final class Dispatch {
         if (op == null) {
             throw Errors.nullArgument("op");
         }
-        op.checkUsable(comm, type);
+        op.checkUsable(health, type);
     }
 
     /** The checks of every form: open, the type, the stream, and the root or peer of an operation that has one. */

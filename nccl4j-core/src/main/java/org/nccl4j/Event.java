@@ -27,9 +27,9 @@ public final class Event implements AutoCloseable {
         if (device < 0) {
             throw new IllegalArgumentException("device must be >= 0, got " + device);
         }
-        long h = Cuda.onDevice(device, () -> {
+        long h = CudaCalls.onDevice(device, () -> {
             long[] e = new long[1];
-            Cuda.check(Cuda.backend().eventCreate(e, 0), "cudaEventCreateWithFlags", device);
+            CudaCalls.check(CudaCalls.backend().eventCreate(e, 0), "cudaEventCreateWithFlags", device);
             return e[0];
         });
         return new Event(h, device);
@@ -74,7 +74,7 @@ public final class Event implements AutoCloseable {
         }
         Stream.User user = stream.soleUser();
         long published = user == null ? 0 : user.published();
-        Cuda.check(Cuda.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
+        CudaCalls.check(CudaCalls.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         recordedOn = stream;
         recordedAfter = published;
         return this;
@@ -92,12 +92,12 @@ public final class Event implements AutoCloseable {
         if (on != null) {
             on.throwIfFailed();
         }
-        int rc = on != null && on.pollsWaits() ? on.pollUntilDone(() -> Cuda.backend().eventQuery(handle))
-                : Cuda.backend().eventSynchronize(handle);
+        int rc = on != null && on.pollsWaits() ? on.pollUntilDone(() -> CudaCalls.backend().eventQuery(handle))
+                : CudaCalls.backend().eventSynchronize(handle);
         if (on != null) {
             on.throwIfFailed();
         }
-        Cuda.check(rc, "cudaEventSynchronize", device);
+        CudaCalls.check(rc, "cudaEventSynchronize", device);
         Stream.User user = on == null ? null : on.soleUser();
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
@@ -113,11 +113,11 @@ public final class Event implements AutoCloseable {
      */
     public boolean isDone() {
         ensureOpen();
-        int q = Cuda.backend().eventQuery(handle);
+        int q = CudaCalls.backend().eventQuery(handle);
         if (q == Stream.NOT_READY) {
             return false;
         }
-        Cuda.check(q, "cudaEventQuery", device);
+        CudaCalls.check(q, "cudaEventQuery", device);
         return true;
     }
 
@@ -137,7 +137,7 @@ public final class Event implements AutoCloseable {
         }
         start.ensureOpen();
         float[] ms = new float[1];
-        Cuda.check(Cuda.backend().eventElapsedTime(ms, start.handle, handle), "cudaEventElapsedTime", device);
+        CudaCalls.check(CudaCalls.backend().eventElapsedTime(ms, start.handle, handle), "cudaEventElapsedTime", device);
         return ms[0];
     }
 
@@ -149,6 +149,6 @@ public final class Event implements AutoCloseable {
         }
         closed = true;
         leak.closed();
-        Cuda.check(Cuda.backend().eventDestroy(handle), "cudaEventDestroy", device);
+        CudaCalls.check(CudaCalls.backend().eventDestroy(handle), "cudaEventDestroy", device);
     }
 }

@@ -27,7 +27,7 @@ public final class Group implements AutoCloseable {
             // NCCL took the call, so the group is over whatever it returned; a negative status is nccl4j's
             // (the loaded NCCL lacks the function): nothing reached NCCL and close() must still end the group
             ended = true;
-            Nccl.groupOver();
+            Groups.over();
         }
         Errors.check(rc, NcclFunction.ncclGroupSimulateEnd, null);
         return t[0];
@@ -46,6 +46,6 @@ public final class Group implements AutoCloseable {
             return;
         }
         ended = true;
-        Nccl.groupEnd();
+        Groups.end();
     }
 }

@@ -12,160 +12,154 @@ import org.nccl4j.launch.Rendezvous;
  * {@link Communicator#split}, {@link Communicator#shrink}, {@link Communicator#reform}, {@link Communicator#recover}
  * (which of the two, and the remaining ranks' rendezvous), {@link Communicator#revoke} and
  * {@link Communicator#grow}/{@link Communicator#join}, with the {@link #child} that split, shrink and grow adopt.
- * Communicator's public methods delegate here; their Javadoc says what each does. A communicator made here is made
- * whole: its recovery's generation and the liveness channel it takes over are among its {@link Communicator.Parts}.
+ * Communicator's public methods delegate here, with the parent's {@link CommHealth} and the configuration it was made
+ * with ({@code made}, null: NCCL's defaults); their Javadoc says what each does. What is made here is the
+ * {@link CommParts} of a communicator, whole (its recovery's generation and the liveness channel it takes over among
+ * them), which the Communicator adopts; null where NCCL made none.
  */
 final class Recovery {
     /** {@code NCCL_SHRINK_DEFAULT}. */
     private static final int SHRINK_DEFAULT = 0;
     /** {@code NCCL_SHRINK_ABORT}: abort the parent's pending operations first. */
     private static final int SHRINK_ABORT = 1;
+    /** {@code NCCL_SPLIT_NOCOLOR}: the rank takes no part in the split. */
+    static final int NO_COLOR = -1;
 
     private Recovery() {
     }
 
-    static Communicator split(Communicator c, int color, int key, CommConfig config) {
-        c.ensureOpen();
-        if (color < Communicator.NO_COLOR) {
+    static CommParts split(CommHealth c, CommConfig made, int color, int key, CommConfig config) {
+        ensureOpen(c);
+        if (color < NO_COLOR) {
             throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
         }
         if (config != null) {
-            config.requireSupportedBy(c.library());
+            config.requireSupportedBy(NcclLibrary.load());
         }
         long[] out = new long[1];
-        long handle = c.nativeHandle();
+        long handle = c.handleUnchecked();
         int rc = config == null
                 ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
                 : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
-        return adopt(child(c, rc, out, config, NcclFunction.ncclCommSplit));
+        return child(c, made, rc, out, config, NcclFunction.ncclCommSplit);
     }
 
-    /** The communicator of {@code parts}, or null for none. */
-    private static Communicator adopt(Communicator.Parts parts) {
-        return parts == null ? null : Communicator.adopt(parts);
+    /** Throws unless {@code c} is open (neither closing nor closed). */
+    private static void ensureOpen(CommHealth c) {
+        if (c.refusing) {
+            throw c.closedError();
+        }
     }
 
     /**
      * The communicator that split, shrink or grow made from {@code c}: waits while a nonblocking one is in progress;
      * on failure aborts what NCCL half made and throws; its parts, with {@code config}'s watchdog settings, or
-     * {@code c}'s, remembering {@code config} or else {@code c}'s. Null when NCCL made none
-     * ({@link Communicator#NO_COLOR}).
+     * {@code c}'s, remembering {@code config} or else {@code c}'s ({@code made}). Null when NCCL made none
+     * ({@link #NO_COLOR}).
      */
-    private static Communicator.Parts child(Communicator c, int status, long[] out, CommConfig config,
+    private static CommParts child(CommHealth c, CommConfig made, int status, long[] out, CommConfig config,
             NcclFunction fn) {
         boolean childBlocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] == NcclNative.CONFIG_UNDEF_INT
                 ? c.isBlocking() : config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : c.config());
-        CommHealth health = c.health();
-        long made = InitDeadline.finished(status, out, fn, health,
-                new InitDeadline(timeout, c.rank(), c.size(), null));
-        if (made == 0) {
+        java.time.Duration timeout = CommConfig.initTimeout(config != null ? config : made);
+        long handle = InitDeadline.finished(status, out, fn, c, new InitDeadline(timeout, c.rank, c.size, null));
+        if (handle == 0) {
             return null;
         }
-        WatchSettings childSettings = config == null ? health.settings
+        WatchSettings childSettings = config == null ? c.settings
                 : CommConfig.watchdogSettings(config, WatchdogConfig.fromEnvironment());
         // NCCL gives a child made without a config its parent's: so does nccl4j (the settings a later reform or
         // recovery of the child remembers, and whether its collectives are fingerprinted)
-        return Communicator.Parts.of(made, c.device(), childBlocking, childSettings)
-                .withConfig(config != null ? config : c.config());
+        return CommParts.of(handle, c.device, childBlocking, childSettings).withConfig(config != null ? config : made);
     }
 
     /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */
-    private static void ensureOpenOrKept(Communicator c) {
-        CommHealth health = c.health();
-        if (health.closed && !health.kept) {
-            throw health.closedError();
+    private static void ensureOpenOrKept(CommHealth c) {
+        if (c.closed && !c.kept) {
+            throw c.closedError();
         }
     }
 
     /** Throws unless the loaded NCCL has {@code fn}, which {@code api} needs. */
-    private static void requireFunction(Communicator c, NcclFunction fn, String api) {
-        if (!c.library().has(fn)) {
-            throw Errors.unsupported(api, fn, c.library());
+    private static void requireFunction(NcclFunction fn, String api) {
+        NcclLibrary library = NcclLibrary.load();
+        if (!library.has(fn)) {
+            throw Errors.unsupported(api, fn, library);
         }
     }
 
-    static Communicator shrink(Communicator c, CommConfig config, int... excludedRanks) {
-        return adopt(shrunk(c, config, excludedRanks));
-    }
-
-    /** {@link #shrink}'s communicator, not yet adopted. */
-    private static Communicator.Parts shrunk(Communicator c, CommConfig config, int... excludedRanks) {
+    static CommParts shrink(CommHealth c, CommConfig made, CommConfig config, int... excludedRanks) {
         ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
-        requireFunction(c, NcclFunction.ncclCommShrink, "Communicator.shrink");
+        requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
         if (config != null) {
-            config.requireSupportedBy(c.library());
+            config.requireSupportedBy(NcclLibrary.load());
         }
-        int flags = c.health().failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
+        int flags = c.failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
         long[] out = new long[1];
         int[] excluded = excludedRanks.clone();
-        long handle = c.nativeHandle();
+        long handle = c.handleUnchecked();
         int rc = config == null
                 ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
                 : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
                         config.commName(), flags);
-        return child(c, rc, out, config, NcclFunction.ncclCommShrink);
+        return child(c, made, rc, out, config, NcclFunction.ncclCommShrink);
     }
 
-    static Communicator reform(Communicator c, Rendezvous.Builder route, CommConfig config, int... excludedRanks) {
-        return Communicator.adopt(reformed(c, route, config, excludedRanks));
-    }
-
-    /** {@link #reform}'s communicator, not yet adopted. */
-    private static Communicator.Parts reformed(Communicator c, Rendezvous.Builder route, CommConfig config,
+    static CommParts reform(CommHealth c, CommConfig made, Rendezvous.Builder route, CommConfig config,
             int... excludedRanks) {
         ensureOpenOrKept(c);
         checkExcluded(c, excludedRanks);
         if (route == null) {
             throw Errors.nullArgument("route");
         }
-        int newRank = rankAfterShrink(c.rank(), excludedRanks);
-        int newSize = c.size() - excludedRanks.length;
+        int newRank = rankAfterShrink(c.rank, excludedRanks);
+        int newSize = c.size - excludedRanks.length;
         UniqueId id = newSize == 1 ? UniqueId.generate() : UniqueId.of(route.rank(newRank).worldSize(newSize).build()
                 .exchange(() -> UniqueId.generate().toBytes()));
-        CommConfig made = config != null ? config : c.config();
-        return Bootstrap.create(newRank, newSize, id, c.device(), made).withRecovery(made, c.health().generation + 1);
+        CommConfig kept = config != null ? config : made;
+        return Bootstrap.create(newRank, newSize, id, c.device, kept).withRecovery(kept, c.generation + 1);
     }
 
-    static Communicator recover(Communicator c, CommConfig config, int... excludedRanks) {
-        Liveness told = c.health().liveness;
+    static CommParts recover(CommHealth c, CommConfig made, CommConfig config, int... excludedRanks) {
+        Liveness told = c.liveness;
         if (told != null) {
             told.phase(RankPhase.RECOVERING);   // a loss during it is named so everywhere
         }
-        Communicator.Parts made;
+        CommParts parts;
         try {
-            made = recover0(c, config, excludedRanks);
+            parts = recover0(c, made, config, excludedRanks);
         } finally {
             if (told != null) {
                 told.phase(RankPhase.READY);
             }
         }
-        Liveness l = c.health().detachChannel();
+        Liveness l = c.detachChannel();
         if (l != null) {   // the channel goes on with the new communicator, its ranks renumbered
             l.renumber(excludedRanks);
-            made = made.withChannel(l);
+            parts = parts.withChannel(l);
         }
-        return Communicator.adopt(made);
+        return parts;
     }
 
-    private static Communicator.Parts recover0(Communicator c, CommConfig config, int... excludedRanks) {
-        NcclLibrary library = c.library();
-        boolean broken = c.health().failure != null || c.isClosed() || reportedBroken(c);
+    private static CommParts recover0(CommHealth c, CommConfig made, CommConfig config, int... excludedRanks) {
+        NcclLibrary library = NcclLibrary.load();
+        boolean broken = c.failure != null || c.refusing || reportedBroken(c);
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
-                return shrunk(c, config, excludedRanks).withRecovery(config != null ? config : c.config(),
-                        c.health().generation + 1);
+                return shrink(c, made, config, excludedRanks).withRecovery(config != null ? config : made,
+                        c.generation + 1);
             } catch (NcclException e) {
                 if (e.result() != NcclResult.REMOTE_ERROR) {
                     throw e;
                 }
-                org.slf4j.LoggerFactory.getLogger(Communicator.class).warn("nccl4j: ncclCommShrink refused to shrink "
-                        + "rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator afresh",
-                        c.rank(), c.size(), e.ncclName());
+                org.slf4j.LoggerFactory.getLogger("org.nccl4j.Communicator").warn("nccl4j: ncclCommShrink refused to "
+                        + "shrink rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator "
+                        + "afresh",
+                        c.rank, c.size, e.ncclName());
             }
         }
-        return reformed(c, recoveryRoute(c, c.health().generation + 1, excludedRanks), config, excludedRanks);
+        return reform(c, made, recoveryRoute(c, c.generation + 1, excludedRanks), config, excludedRanks);
     }
 
     /**
@@ -173,8 +167,8 @@ final class Recovery {
      * the liveness channel's roster names it when that is not the launch's rank 0 host (rank 0 lost), else on
      * {@code MASTER_ADDR} (or {@code NCCL_COMM_ID}'s host).
      */
-    private static Rendezvous.Builder recoveryRoute(Communicator c, int n, int[] excludedRanks) {
-        String file = NcclNative.getenv(Communicator.RENDEZVOUS_FILE_VARIABLE);
+    private static Rendezvous.Builder recoveryRoute(CommHealth c, int n, int[] excludedRanks) {
+        String file = NcclNative.getenv(Rendezvous.FILE_VARIABLE);
         if (file != null && !file.isBlank()) {
             return Rendezvous.builder().file(java.nio.file.Path.of(file + ".recovery" + n));
         }
@@ -186,7 +180,7 @@ final class Recovery {
                     + "is set: set NCCL4J_RENDEZVOUS_FILE (a shared file) or MASTER_ADDR and MASTER_PORT (as "
                     + "scripts/nccl4j-run and torchrun do), or call reform with a route of your own");
         }
-        Liveness l = c.health().liveness;
+        Liveness l = c.liveness;
         if (l != null) {
             int lowest = 0;
             while (contains(excludedRanks, lowest)) {
@@ -211,24 +205,24 @@ final class Recovery {
     }
 
     /** Whether {@code ncclCommGetAsyncError} reports an error (not success, not in progress); false if it fails. */
-    private static boolean reportedBroken(Communicator c) {
+    private static boolean reportedBroken(CommHealth c) {
         int[] state = new int[1];
-        return NcclNative.ncclCommGetAsyncError(c.nativeHandle(), state) == Errors.SUCCESS
+        return NcclNative.ncclCommGetAsyncError(c.handleUnchecked(), state) == Errors.SUCCESS
                 && Errors.isFailure(state[0]);
     }
 
-    private static void checkExcluded(Communicator c, int[] excluded) {
+    private static void checkExcluded(CommHealth c, int[] excluded) {
         if (excluded == null || excluded.length == 0) {
             throw Errors.argument("excludedRanks must name at least one rank to leave out, got none");
         }
-        int size = c.size();
+        int size = c.size;
         for (int i = 0; i < excluded.length; i++) {
             int r = excluded[i];
             if (r < 0 || r >= size) {
                 throw Errors.argument("excludedRanks[" + i + "] = " + r + " is not a rank of this communicator (0.."
                         + (size - 1) + ")");
             }
-            if (r == c.rank()) {
+            if (r == c.rank) {
                 throw Errors.argument("excludedRanks[" + i + "] = " + r + " is this rank: a rank cannot shrink itself "
                         + "out; the ranks that leave do not call shrink (they close or abort their communicator)");
             }
@@ -256,42 +250,41 @@ final class Recovery {
         return rank - below;
     }
 
-    static void revoke(Communicator c) {
-        c.ensureOpen();
-        requireFunction(c, NcclFunction.ncclCommRevoke, "Communicator.revoke");
-        int rc = NcclNative.ncclCommRevoke(c.nativeHandle(), 0);
+    static void revoke(CommHealth c) {
+        ensureOpen(c);
+        requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
+        int rc = NcclNative.ncclCommRevoke(c.handleUnchecked(), 0);
         if (rc == Errors.IN_PROGRESS) {
-            rc = InitDeadline.waitWhileInProgress(c.nativeHandle());
+            rc = InitDeadline.waitWhileInProgress(c.handleUnchecked());
         }
-        Errors.check(rc, NcclFunction.ncclCommRevoke, c.health());
+        Errors.check(rc, NcclFunction.ncclCommRevoke, c);
     }
 
-    static UniqueId growId(Communicator c) {
-        c.ensureOpen();
-        requireFunction(c, NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
+    static UniqueId growId(CommHealth c) {
+        ensureOpen(c);
+        requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
         byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(c.nativeHandle(), id), NcclFunction.ncclCommGetUniqueId,
-                c.health());
+        Errors.check(NcclNative.ncclCommGetUniqueId(c.handleUnchecked(), id), NcclFunction.ncclCommGetUniqueId, c);
         return UniqueId.of(id);
     }
 
-    static Communicator grow(Communicator c, int newSize, UniqueId id, CommConfig config) {
-        c.ensureOpen();
-        if (newSize <= c.size()) {
-            throw Errors.argument("newSize must be more than the communicator's " + c.size() + " ranks, got "
+    static CommParts grow(CommHealth c, CommConfig made, int newSize, UniqueId id, CommConfig config) {
+        ensureOpen(c);
+        if (newSize <= c.size) {
+            throw Errors.argument("newSize must be more than the communicator's " + c.size + " ranks, got "
                     + newSize);
         }
-        requireFunction(c, NcclFunction.ncclCommGrow, "Communicator.grow");
+        requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
         long[] out = new long[1];
         byte[] bytes = id == null ? null : id.internalBytes();
-        long handle = c.nativeHandle();
+        long handle = c.handleUnchecked();
         int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
                 : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
                         config.commName());
-        return adopt(child(c, rc, out, config, NcclFunction.ncclCommGrow));
+        return child(c, made, rc, out, config, NcclFunction.ncclCommGrow);
     }
 
-    static Communicator join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
+    static CommParts join(int newSize, int rank, UniqueId id, int device, CommConfig config) {
         if (rank < 1 || rank >= newSize) {
             throw Errors.argument("rank must be in 1.." + (newSize - 1) + " (a joining rank comes after the existing "
                     + "ones), got " + rank);
@@ -302,7 +295,7 @@ final class Recovery {
         if (device < 0) {
             throw Errors.argument("device must be >= 0, got " + device);
         }
-        NcclLibrary lib = Nccl.library();
+        NcclLibrary lib = NcclLoad.library();
         if (!lib.has(NcclFunction.ncclCommGrow)) {
             throw Errors.unsupported("Communicator.join", NcclFunction.ncclCommGrow, lib);
         }
@@ -313,7 +306,7 @@ final class Recovery {
                 : NcclNative.ncclCommGrow(0, newSize, id.internalBytes(), rank, out, config.ints(), config.netName(),
                         config.commName());
         boolean blocking = config == null || config.ints()[NcclNative.CFG_BLOCKING] != 0;
-        return Communicator.adopt(Communicator.Parts.of(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
-                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings));
+        return CommParts.of(InitDeadline.finished(rc, out, NcclFunction.ncclCommGrow, null,
+                new InitDeadline(CommConfig.initTimeout(config), rank, newSize, null)), device, blocking, settings);
     }
 }

@@ -41,8 +41,8 @@ public class ReduceOp {
         return BUILT_IN.clone();
     }
 
-    /** Throws unless this operator can be used on {@code comm} with {@code type}. */
-    void checkUsable(Communicator comm, DataType type) {
+    /** Throws unless this operator can be used on the communicator {@code comm} with {@code type}. */
+    void checkUsable(CommHealth comm, DataType type) {
         // built-in operators work everywhere
     }
 
@@ -104,11 +104,11 @@ public class ReduceOp {
         }
 
         @Override
-        void checkUsable(Communicator c, DataType t) {
+        void checkUsable(CommHealth c, DataType t) {
             if (bound.isClosed()) {
                 throw new IllegalStateException(this + " is closed");
             }
-            if (c != comm) {
+            if (c != comm.health()) {
                 throw Errors.argument(this + " belongs to another communicator (rank " + comm.rank() + " of "
                         + comm.size() + "): create one per communicator");
             }

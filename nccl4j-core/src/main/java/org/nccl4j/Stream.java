@@ -17,6 +17,9 @@ public final class Stream implements AutoCloseable {
         /** A wait on {@code stream} returned: what it had {@code published} when the wait began is complete. */
         void completedBySynchronize(Stream stream, long published);
 
+        /** @return whether its liveness channel told of a rank that left (a wait then checks what it covered) */
+        boolean heardDeparture();
+
         /** Throws its failure, if the watchdog found one. */
         void throwIfFailed();
 
@@ -64,9 +67,9 @@ public final class Stream implements AutoCloseable {
         if (device < 0) {
             throw new IllegalArgumentException("device must be >= 0, got " + device);
         }
-        long h = Cuda.onDevice(device, () -> {
+        long h = CudaCalls.onDevice(device, () -> {
             long[] s = new long[1];
-            Cuda.check(Cuda.backend().streamCreate(s, NON_BLOCKING), "cudaStreamCreateWithFlags", device);
+            CudaCalls.check(CudaCalls.backend().streamCreate(s, NON_BLOCKING), "cudaStreamCreateWithFlags", device);
             return s[0];
         });
         return new Stream(h, device, true);
@@ -132,13 +135,36 @@ public final class Stream implements AutoCloseable {
         throwIfFailed();
         User[] us = users;
         long published = us.length == 1 ? us[0].published() : 0;
-        int rc = pollWaits ? pollUntilDone(() -> Cuda.backend().streamQuery(handle))
-                : Cuda.backend().streamSynchronize(handle);
+        long[] each = us.length > 1 ? publishedAfterADeparture(us) : null;
+        int rc = pollWaits ? pollUntilDone(() -> CudaCalls.backend().streamQuery(handle))
+                : CudaCalls.backend().streamSynchronize(handle);
         throwIfFailed();
-        Cuda.check(rc, pollWaits ? "cudaStreamQuery" : "cudaStreamSynchronize", device);
+        CudaCalls.check(rc, pollWaits ? "cudaStreamQuery" : "cudaStreamSynchronize", device);
         if (us.length == 1) {
             us[0].completedBySynchronize(this, published);
+        } else if (each != null) {
+            for (int i = 0; i < us.length; i++) {
+                us[i].completedBySynchronize(this, each[i]);
+            }
         }
+    }
+
+    /**
+     * What each of the communicators sharing this stream had published as a wait begins, when one of them heard of a
+     * departed rank (so that the wait refuses a collective that ended without that rank's part); else null, the
+     * common case, which allocates nothing.
+     */
+    private static long[] publishedAfterADeparture(User[] us) {
+        for (User u : us) {
+            if (u.heardDeparture()) {
+                long[] each = new long[us.length];
+                for (int i = 0; i < us.length; i++) {
+                    each[i] = us[i].published();
+                }
+                return each;
+            }
+        }
+        return null;
     }
 
     /**
@@ -228,7 +254,7 @@ public final class Stream implements AutoCloseable {
     public boolean isCapturing() {
         ensureOpen();
         int[] s = new int[1];
-        Cuda.check(Cuda.backend().streamIsCapturing(handle, s), "cudaStreamIsCapturing", device);
+        CudaCalls.check(CudaCalls.backend().streamIsCapturing(handle, s), "cudaStreamIsCapturing", device);
         return s[0] != 0;
     }
 
@@ -248,10 +274,10 @@ public final class Stream implements AutoCloseable {
             throw new IllegalStateException(this + " is already capturing a CUDA graph (begun on thread "
                     + captureThread.getName() + "); call endCapture() first");
         }
-        Cuda.check(Cuda.backend().streamBeginCapture(handle, Capture.MODE_THREAD_LOCAL), "cudaStreamBeginCapture",
-                device);
+        CudaCalls.check(CudaCalls.backend().streamBeginCapture(handle, Capture.MODE_THREAD_LOCAL),
+                "cudaStreamBeginCapture", device);
         captureThread = Thread.currentThread();
-        Capture.started(this);
+        Capture.started(this, captureThread);
     }
 
     /**
@@ -277,12 +303,12 @@ public final class Stream implements AutoCloseable {
         long[] graph = new long[1];
         int rc;
         try {
-            rc = Cuda.backend().streamEndCapture(handle, graph);
+            rc = CudaCalls.backend().streamEndCapture(handle, graph);
         } finally {
             captureThread = null;
             Capture.ended(this);
         }
-        Cuda.check(rc, "cudaStreamEndCapture", device);
+        CudaCalls.check(rc, "cudaStreamEndCapture", device);
         if (graph[0] == 0) {
             throw new IllegalStateException("the capture on " + this + " was invalidated (CUDA returned no graph): "
                     + "an operation not allowed during capture was issued");
@@ -313,7 +339,7 @@ public final class Stream implements AutoCloseable {
             throw Errors.nullArgument("event");
         }
         event.ensureOpen();
-        Cuda.check(Cuda.backend().streamWaitEvent(handle, event.handle()), "cudaStreamWaitEvent", device);
+        CudaCalls.check(CudaCalls.backend().streamWaitEvent(handle, event.handle()), "cudaStreamWaitEvent", device);
     }
 
     /** Destroys the stream if it was created here ({@code cudaStreamDestroy}). Idempotent. */
@@ -330,9 +356,9 @@ public final class Stream implements AutoCloseable {
             leak.closed();
             int rc;
             synchronized (this) {   // not while the watchdog records a marker on it
-                rc = Cuda.backend().streamDestroy(handle);
+                rc = CudaCalls.backend().streamDestroy(handle);
             }
-            Cuda.check(rc, "cudaStreamDestroy", device);
+            CudaCalls.check(rc, "cudaStreamDestroy", device);
         }
     }
 
@@ -340,8 +366,8 @@ public final class Stream implements AutoCloseable {
     private void abandonCapture() {
         long[] graph = new long[1];
         try {
-            if (Cuda.backend().streamEndCapture(handle, graph) == 0 && graph[0] != 0) {
-                Cuda.backend().graphDestroy(graph[0]);
+            if (CudaCalls.backend().streamEndCapture(handle, graph) == 0 && graph[0] != 0) {
+                CudaCalls.backend().graphDestroy(graph[0]);
             }
         } finally {
             captureThread = null;

@@ -254,7 +254,7 @@ final class Teardown {
         if (l != null && !h.closed) {
             long last = h.ledger.last();
             l.depart(Departures.Kind.ABORT, h.generation, last, h.ledger.describe(last), otherThread(h) ? by : null);
-            DepartureReports.recordDeparture(h, "aborted its communicator after " + h.ledger.describe(last));
+            h.recordDeparture("aborted its communicator after " + h.ledger.describe(last));
         }
         h.leaveLiveness();
         h.lifecycle.lock();
@@ -306,7 +306,7 @@ final class Teardown {
                     COMMUNICATOR_LOG.info("nccl4j: rank {} of {} aborts its communicator instead of finalizing it: {}",
                             h.rank, h.size, abortBecause);
                 }
-                DepartureReports.recordDeparture(h, "closed its communicator after "
+                h.recordDeparture("closed its communicator after "
                         + h.ledger.describe(h.ledger.last()) + " and aborted it: " + abortBecause);
                 abort0(h);
             } else if (h.kept || h.closed) {

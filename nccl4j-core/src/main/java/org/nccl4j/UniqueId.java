@@ -25,7 +25,7 @@ public final class UniqueId {
      * @return the id
      */
     public static UniqueId generate() {
-        Nccl.library();
+        NcclLoad.library();
         byte[] b = new byte[BYTES];
         Errors.check(NcclNative.ncclGetUniqueId(b), NcclFunction.ncclGetUniqueId, null);
         return new UniqueId(b);

@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * closed is skipped. Markers are recorded on a stream while holding the stream's monitor, which
  * {@link Stream#close()} takes before destroying it.
  */
-final class Watchdog implements Runnable {
+final class Watchdog implements Runnable, WatchdogMonitor.Watched {
     private static final Logger LOG = LoggerFactory.getLogger(Watchdog.class);
     /** {@code cudaErrorNotReady}. */
     private static final int NOT_READY = 600;
@@ -85,7 +85,7 @@ final class Watchdog implements Runnable {
                     w.thread.start();
                     WatchdogMonitor.start(w);   // the watchdog is itself watched
                     instance = w;
-                    Nccl.whenGroupsEnd(Watchdog::groupsEnded);   // publishes what was recorded inside groups
+                    Groups.whenAllEnd(Watchdog::groupsEnded);   // publishes what was recorded inside groups
                 }
             }
         }
@@ -123,17 +123,20 @@ final class Watchdog implements Runnable {
     }
 
     /** {@link System#nanoTime()} at the start of the loop's latest iteration (its heartbeat). */
-    long heartbeat() {
+    @Override
+    public long heartbeat() {
         return heartbeat;
     }
 
     /** The watchdog's thread, whose stack the monitor reports when it is stuck. */
-    Thread thread() {
+    @Override
+    public Thread thread() {
         return thread;
     }
 
     /** Every recorded communicator still reachable, watched or not (for the monitor). */
-    List<CommHealth> recordedCommunicators() {
+    @Override
+    public List<CommHealth> recordedCommunicators() {
         List<CommHealth> out = new java.util.ArrayList<>();
         for (java.lang.ref.WeakReference<CommHealth> r : recorded) {
             CommHealth c = r.get();
@@ -214,7 +217,7 @@ final class Watchdog implements Runnable {
         final ArrayDeque<Long> idle = new ArrayDeque<>();
         final int[] state = new int[1];
         /** The CUDA backend the communicator was made with (tests install fakes). */
-        final CudaBackend cuda = Cuda.backend();
+        final CudaBackend cuda = CudaCalls.backend();
         long markedUpTo;
 
         Watch(CommHealth comm, WatchSettings settings) {
@@ -264,7 +267,7 @@ final class Watchdog implements Runnable {
                 retire();
                 dumpAtExit();   // before the failure is seen: a thread that sees it may end the process at once
                 // first too: the peers hear of it before the process ends
-                DepartureReports.announceFailure(comm, failure);
+                comm.announceFailure(failure);
                 comm.failedByWatchdog(failure);
                 if (observed) {
                     comm.hooks().failed(failure);
@@ -379,9 +382,9 @@ final class Watchdog implements Runnable {
             if (!idle.isEmpty()) {
                 return idle.pop();
             }
-            Cuda.check(cuda.setDevice(comm.device), "cudaSetDevice", comm.device);
+            CudaCalls.check(cuda.setDevice(comm.device), "cudaSetDevice", comm.device);
             long[] e = new long[1];
-            Cuda.check(cuda.eventCreate(e, DISABLE_TIMING), "cudaEventCreateWithFlags", comm.device);
+            CudaCalls.check(cuda.eventCreate(e, DISABLE_TIMING), "cudaEventCreateWithFlags", comm.device);
             return e[0];
         }
 

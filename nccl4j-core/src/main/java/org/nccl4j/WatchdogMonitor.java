@@ -44,13 +44,25 @@ import org.slf4j.LoggerFactory;
  * Reading a volatile field every second is all the monitor costs while the watchdog is healthy.
  */
 final class WatchdogMonitor implements Runnable {
+    /** What the monitor reads of the watchdog it watches ({@code Watchdog} implements it). */
+    interface Watched {
+        /** @return {@link System#nanoTime()} at the start of the watchdog loop's latest iteration */
+        long heartbeat();
+
+        /** @return the watchdog's thread, whose stack the monitor reports when it is stuck */
+        Thread thread();
+
+        /** @return every recorded communicator still reachable, watched or not */
+        List<CommHealth> recordedCommunicators();
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(WatchdogMonitor.class);
     /** How long the monitor waits for the flight records before it goes on without the rest (PyTorch: 15 s). */
     static final Duration TRACE_WAIT = Duration.ofSeconds(15);
     /** The longest time between two looks at the heartbeat. */
     private static final long MAX_CHECK_NANOS = 1_000_000_000L;
 
-    private final Watchdog watchdog;
+    private final Watched watchdog;
     private final Duration stuckTimeout;
     private final long stuckNanos;
     private final long checkNanos;
@@ -66,7 +78,7 @@ final class WatchdogMonitor implements Runnable {
      * @param stuckTimeout the time without a heartbeat after which the watchdog is stuck
      * @param processPolicy the process-wide failure policy
      */
-    WatchdogMonitor(Watchdog watchdog, Duration stuckTimeout, FailurePolicy processPolicy) {
+    WatchdogMonitor(Watched watchdog, Duration stuckTimeout, FailurePolicy processPolicy) {
         this.watchdog = watchdog;
         this.stuckTimeout = stuckTimeout;
         this.stuckNanos = stuckTimeout.toNanos();
@@ -77,7 +89,7 @@ final class WatchdogMonitor implements Runnable {
     }
 
     /** Starts the monitor of the process's watchdog, with the stuck timeout and policy of {@link WatchdogConfig}. */
-    static WatchdogMonitor start(Watchdog watchdog) {
+    static WatchdogMonitor start(Watched watchdog) {
         WatchdogConfig config = WatchdogConfig.fromEnvironment();
         return new WatchdogMonitor(watchdog, config.stuckTimeout(), config.policy()).start();
     }

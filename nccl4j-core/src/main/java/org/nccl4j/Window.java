@@ -164,12 +164,12 @@ public final class Window implements AutoCloseable {
     /** Refuses, before anything is allocated or registered, what no buffer could make right. */
     private static void checkCommunicator(Communicator comm, String api) {
         comm.handle();   // throws when the communicator is closed or failed
-        NcclLibrary lib = Nccl.library();
+        NcclLibrary lib = NcclLoad.library();
         if (!lib.has(NcclFunction.ncclCommWindowRegister)) {
             throw Errors.unsupported(api, NcclFunction.ncclCommWindowRegister, lib);
         }
         Capture.refuseOnCapturingThread(api);
-        if (Nccl.openGroups() != 0) {
+        if (Groups.open() != 0) {
             throw new IllegalStateException(api + " is not allowed while a group is open (Nccl.group, groupStart; "
                     + "on any thread): inside a group NCCL fills the window's handle only at ncclGroupEnd, after the "
                     + "call has returned. Register before the group begins or after it ends");
@@ -210,7 +210,7 @@ public final class Window implements AutoCloseable {
         }
         long offset = buffer.address() - root.address();
         if (root.owner() == DeviceBuffer.Owner.NCCL_MEM_ALLOC && offset % REQUIRED_ALIGNMENT != 0
-                && Nccl.library().versionCode() >= ALIGNMENT_SINCE) {
+                && NcclLoad.library().versionCode() >= ALIGNMENT_SINCE) {
             throw Errors.argument("buffer starts " + offset + " bytes into its ncclMemAlloc allocation " + root
                     + ", not a multiple of " + REQUIRED_ALIGNMENT + " (NCCL_WIN_REQUIRED_ALIGNMENT): register a slice"
                     + " that starts at a multiple of " + REQUIRED_ALIGNMENT + " bytes, or the whole buffer");

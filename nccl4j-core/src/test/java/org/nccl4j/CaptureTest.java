@@ -27,7 +27,7 @@ class CaptureTest {
     @AfterEach
     void restore() {
         assertEquals(0, Capture.active(), "a capture was left counted");
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
     }
 
     private static IllegalStateException refused(Runnable r) {

@@ -25,7 +25,7 @@ class CollectiveAllocationTest {
 
     @AfterEach
     void restore() {
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
         StubNccl.useFull();
     }
 

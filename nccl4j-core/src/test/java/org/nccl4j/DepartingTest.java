@@ -283,6 +283,44 @@ class DepartingTest extends StubFixture {
         closer.join(10_000);
     }
 
+    /**
+     * As above, where rank 0's communicator issues on two streams, and the stream it waits on is shared with another
+     * communicator of its own: the wait still throws.
+     */
+    @Test
+    void aWaitOnAStreamSharedWithAnotherCommunicatorStillRefusesACollectiveTheClosedRankNeverIssued()
+            throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
+                .timeout(Duration.ofMinutes(1)).commName("alone").build()));
+        Stream shared = stream(0);
+        Stream other = stream(0);
+        Stream s1 = stream(0);
+        DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
+        DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #1 on the shared stream, #2 on another
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, other);
+        alone.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
+        for (int i = 0; i < 2; i++) {
+            c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        }
+        shared.synchronize();
+        other.synchronize();
+        s1.synchronize();
+        assertNull(shared.soleUser(), "two communicators use the shared stream");
+        Thread closer = new Thread(c1::close, "closer");
+        closer.start();
+        within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
+        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #3: rank 1 never issues it; it ends on the stub
+        PeerDepartedException e = assertThrows(PeerDepartedException.class, shared::synchronize);
+        assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 "), e.getMessage());
+        assertEquals(3, e.sequence());
+        closer.join(10_000);
+        alone.close();
+    }
+
     @Test
     void aThreadHeldInsideAnEnqueueDelaysTheWatchdogsAbortAQuarterOfASecondNotTwo() throws Exception {
         TwoRanks r = rankZeroWaitingInItsFirstAllReduce();
@@ -324,7 +362,7 @@ class DepartingTest extends StubFixture {
         c0.allReduce(buffer(0, 8, DataType.FLOAT32), DataType.FLOAT32, ReduceOp.SUM, s0);   // every rank issued #1
         s0.synchronize();
         // rank 2's watchdog fails its communicator (here: NCCL's asynchronous error on every communicator of the stub)
-        DepartureReports.announceFailure(c2.health(), new CommunicatorFailedException(
+        c2.health().announceFailure(new CommunicatorFailedException(
                 new CommunicatorFailedException.Details(2, 3, null, "allReduce", 2, 8, "ncclFloat32", "ncclSum", -1, 32, 0, Duration.ofSeconds(1), Duration.ofMinutes(1),
                 0, null, null, "allReduce #2 did not complete within 1m", false, null)));
         within(3000, () -> c0.health().traceDumped() && c1.health().traceDumped() ? true : null, "the dumps of ranks 0, 1");
@@ -485,7 +523,7 @@ class DepartingTest extends StubFixture {
         long t0 = System.nanoTime();
         CompletableFuture<Void> closing = CompletableFuture.runAsync(c1::close);   // waits for rank 0 to close too
         Thread.sleep(200);
-        DepartureReports.announceFailure(c0.health(), new CommunicatorFailedException(
+        c0.health().announceFailure(new CommunicatorFailedException(
                 new CommunicatorFailedException.Details(0, 2, null, null, 0, 0, null, null, -1, 0, 0, Duration.ZERO, Duration.ofMinutes(1), 0, null, null, "it failed", false,
                 null)));
         ch[0].close();   // its process ends right after (seen on 2 x H100: rank 1 waited for the close deadline)

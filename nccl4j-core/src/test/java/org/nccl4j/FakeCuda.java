@@ -11,7 +11,7 @@ import org.bytedeco.javacpp.BytePointer;
 
 /**
  * A CUDA runtime for CPU tests, installed with {@link #install(int)} in place of the JavaCPP presets
- * ({@link Cuda#useBackend}). Device memory is a map of Java arrays at made-up device addresses (one address
+ * ({@link CudaCalls#useBackend}). Device memory is a map of Java arrays at made-up device addresses (one address
  * range per device); host memory, which nccl4j hands over as the address of a JavaCPP pointer, is read and
  * written for real. Streams and events are counters. Every call is recorded ({@link #calls(String)}), and any
  * call can be made to fail with a chosen {@code cudaError_t} ({@link #fail(String, int)}).
@@ -97,13 +97,13 @@ public final class FakeCuda implements CudaBackend {
      */
     public static FakeCuda install(int devices) {
         FakeCuda f = new FakeCuda(devices);
-        Cuda.useBackend(f);
+        CudaCalls.useBackend(f);
         return f;
     }
 
     /** Puts the real CUDA runtime back (loaded on next use). */
     static void uninstall() {
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
     }
 
     // ---------------------------------------------------------------- programming and inspection

@@ -68,7 +68,8 @@ class InitDeadlineTest extends StubFixture {
         long deadline = System.nanoTime() + 5_000_000_000L;
         Liveness r1 = Liveness.joinLater(null, 1, "127.0.0.1", port, deadline);
         try {
-            within(5000, () -> r1.roster().size() == 3 && r0.roster().size() == 3 ? true : null, "the roster");
+            within(5000, () -> r1.roster().size() == 3 && r0.roster().size() == 3 && r2.roster().size() == 3 ? true
+                    : null, "every roster");
             assertEquals(List.of(3), r1.neverArrived(4));
             assertEquals(List.of(3), r2.neverArrived(4), "rank 2 learnt of rank 1, who came after it");
             Map<Integer, Liveness.Lost> roster = r2.roster();

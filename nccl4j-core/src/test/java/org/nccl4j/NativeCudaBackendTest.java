@@ -22,16 +22,16 @@ class NativeCudaBackendTest {
     @AfterEach
     void restore() {
         StubCudart.forget();
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
     }
 
     @Test
     void theApiRunsOnTheCuda12Runtime() {
         CudaRuntime rt = StubCudart.use("cuda12");
         assertEquals(12, rt.major());
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
         assertEquals(2, Cuda.deviceCount(), "the CUDA 12 stub has 2 devices");
-        assertInstanceOf(NativeCudaBackend.class, Cuda.backend());
+        assertInstanceOf(NativeCudaBackend.class, CudaCalls.backend());
         float[] x = {1.5f, -2f, 3.25f, 4f};
         try (DeviceBuffer buf = DeviceBuffer.allocate(1, x.length, DataType.FLOAT32);
              Stream stream = Stream.create(1)) {
@@ -39,7 +39,7 @@ class NativeCudaBackendTest {
             stream.synchronize();
             assertArrayEquals(x, buf.copyTo(new float[x.length]));
             int[] device = new int[1];
-            assertEquals(0, Cuda.backend().pointerDevice(buf.address(), device));
+            assertEquals(0, CudaCalls.backend().pointerDevice(buf.address(), device));
             assertEquals(1, device[0], "the stub says device 1 owns the buffer");
         }
         CudaException e = assertThrows(CudaException.class, () -> Cuda.setDevice(5));
@@ -50,7 +50,7 @@ class NativeCudaBackendTest {
     @Test
     void theSameBackendServesTheCuda13Runtime() {
         StubCudart.use("both");
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
         assertEquals(3, Cuda.deviceCount(), "with both runtimes and a CUDA 13 driver the CUDA 13 stub answers");
         try (DeviceBuffer buf = DeviceBuffer.allocate(2, 3, DataType.INT32)) {
             buf.copyFrom(new int[] {7, 8, 9});
@@ -61,7 +61,7 @@ class NativeCudaBackendTest {
     @Test
     void withNoUsableRuntimeEveryCallSaysWhatWasTriedAndTheFix() {
         assertThrows(CudaUnavailableException.class, () -> StubCudart.use("cuda11"));
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
         IllegalStateException e = assertThrows(IllegalStateException.class, Cuda::deviceCount);
         assertInstanceOf(CudaUnavailableException.class, e);
         assertTrue(e.getMessage().startsWith("The CUDA runtime could not be loaded: no usable "), e.getMessage());

@@ -409,7 +409,7 @@ class ParameterShardsTest extends StubFixture {
         long[] updated = new long[1];
         ParameterShards s = later(ParameterShards.builder(comm).add(1000).add(3000).add(2000).add(500)
                 .optimizer((group, offset, count, st) -> updated[0] += count).build());
-        Cuda.useBackend(new QuietCuda(cuda));   // FakeCuda records every call as a string: this one does not
+        CudaCalls.useBackend(new QuietCuda(cuda));   // FakeCuda records every call as a string: this one does not
         try {
             int steps = 20_000;
             for (int i = 0; i < steps; i++) {
@@ -422,7 +422,7 @@ class ParameterShardsTest extends StubFixture {
             long allocated = bean.getCurrentThreadAllocatedBytes() - before;
             assertTrue(allocated < 1024, steps + " steps allocated " + allocated + " bytes");
         } finally {
-            Cuda.useBackend(cuda);
+            CudaCalls.useBackend(cuda);
         }
         assertEquals(2 * 20_000L * s.shardElements(), updated[0], "the hook ran for every group of every step");
         assertEquals(2 * 20_000L * 10, comm.operationsEnqueued(), "6 gathers and 4 reduce-scatters a step");

@@ -24,7 +24,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * Run it with scripts/bench/jmh-alloc.sh, which passes {@code -Dnccl4j.library=.../libnccl-stub.so}. The JUnit test
  * CollectiveAllocationTest (nccl4j-core) asserts the same bound in CI.
  *
- * <p>In package org.nccl4j for the test hook {@code Cuda.useBackend}.
+ * <p>In package org.nccl4j for the test hook {@code CudaCalls.useBackend}.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -82,7 +82,7 @@ public class CollectiveAllocationBenchmark {
         send.close();
         stream.close();
         comm.close();
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
     }
 
     /** {@code allReduce(DeviceBuffer, DeviceBuffer, ...)}. */

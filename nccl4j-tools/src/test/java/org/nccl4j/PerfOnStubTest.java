@@ -35,7 +35,7 @@ class PerfOnStubTest {
     @BeforeEach
     void fake() {
         cuda = FakeCuda.install(2).elapsedMs(1.0f);
-        Cuda.useBackend(stubMemory(cuda));
+        CudaCalls.useBackend(stubMemory(cuda));
         StubNccl.useFull();
         NcclNative.unsetenv("NCCL_STUB_LOG");
     }
@@ -64,7 +64,7 @@ class PerfOnStubTest {
 
     @AfterEach
     void restore() {
-        Cuda.useBackend(null);
+        CudaCalls.useBackend(null);
     }
 
     private static String run(int expectedStatus, String... argv) {

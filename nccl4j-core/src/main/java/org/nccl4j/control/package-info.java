@@ -28,7 +28,7 @@
  * checks both). What it needs from above is an interface of its own that a class of {@link org.nccl4j} implements:
  * {@link org.nccl4j.control.Attached} (the communicator a channel serves, which the core's per-communicator state
  * implements) and {@link org.nccl4j.control.Farewell.NcclUnderWay} (the NCCL calls the exit waits for). The classes
- * of {@link org.nccl4j} that act on a communicator when a peer leaves ({@code DepartureReports},
+ * of {@link org.nccl4j} that act on a communicator when a peer leaves ({@code CommHealth}'s reports,
  * {@code LeftBehindExit}, {@code StartupGuard}, {@code InitDeadline}, {@code Teardown}) stay there: they call NCCL,
  * or make the public exceptions, and use this package.
  */
