@@ -67,7 +67,8 @@
 # rank; FUZZ_LIMIT (default 30) seconds per run (with BUDGET, no run is started that could end past it); FUZZ_SEED
 # for the same draws again. Reports "JVM crashes: C of N runs" (hs_err files, or exit status 134 or 139), the
 # processes left, when the SIGTERMs landed (steps, close, after the end) and the longest time from SIGTERM to the
-# survivor's exit, which must be at most 5 s.
+# survivor's exit, which must be at most 5 s, and, when there are any, the runs whose survivor's step ended with a
+# result that is not the sum (its all-reduce returned, its data wrong), which fail the fuzz too.
 #
 # STARTUP_FUZZ=N: N runs of a FUZZ_RANKS-rank job (default 2) of plain java processes (DepartureScenarios
 # startup-fuzz: fromEnvironment, then FUZZ_STEPS, default 160, all-reduces of 64K floats FUZZ_SLEEP_MS, default 50, ms
@@ -827,7 +828,8 @@ fuzz_reap() {
 }
 
 # fuzz_run K VICTIM DELAY_MS DIR: one run; writes DIR/result: victim phase victim_status survivor_status
-# survivor_ms crash hs_err left survivor_result
+# survivor_ms crash hs_err left survivor_result wrong_data (1: the survivor's step ended with a result that is not
+# the sum, DepartureScenarios' own check)
 fuzz_run() {
   local k=$1 victim=$2 delay=$3 dir=$4
   fuzz_start "$dir" "$k" "$(printf '%sf%03d' "$run_id" "$k")" fuzz
@@ -870,10 +872,12 @@ fuzz_run() {
   local crash=0
   [ "$hs" -gt 0 ] && crash=1
   case " $vst $sst " in *" 134 "*|*" 139 "*) crash=1 ;; esac
-  local sres; sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
+  local sres wrong=0
+  sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
     | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$victim" "$delay" "$phase" "$vst" "$sst" "$surv_ms" \
-    "$crash" "$hs" "$left" "$(clean "${sres:-no line}")" > "$dir/result"
+  case "$sres" in "IllegalStateException: step "[0-9]*": element "[0-9]*" is "*) wrong=1 ;; esac
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$victim" "$delay" "$phase" "$vst" "$sst" \
+    "$surv_ms" "$crash" "$hs" "$left" "$(clean "${sres:-no line}")" "$wrong" > "$dir/result"
 }
 
 # fuzz_jobs_and_config JOBS: checks JOBS (1 or more) and sets fuzz_config from FUZZ_CONFIG (share, the default, or
@@ -907,17 +911,17 @@ fuzz_main() {
   local started_runs=0 victims=() delays=()
   run_draws "$n" "$jobs" "$window" fuzz_run "$out_dir/fuzz"
   local ftsv=$out_dir/fuzz.tsv
-  printf 'run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\tsurvivor_result\n' \
-    > "$ftsv"
+  printf 'run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\tsurvivor_result\t%s\n' \
+    wrong_data > "$ftsv"
   for ((k = 1; k <= started_runs; k++)); do
     local res
     res=$out_dir/fuzz/$(printf '%03d' "$k")/result
     if [ -f "$res" ]; then cat "$res" >> "$ftsv"
-    else printf '%s\t%s\t%s\tno result\t\t\t\t0\t0\t0\t\n' "$k" "${victims[k]}" "${delays[k]}" >> "$ftsv"; fi
+    else printf '%s\t%s\t%s\tno result\t\t\t\t0\t0\t0\t\t0\n' "$k" "${victims[k]}" "${delays[k]}" >> "$ftsv"; fi
   done
   local line
   line=$(awk -F'\t' -v n="$started_runs" -v notrun=$((n - started_runs)) -v limit="$fuzz_limit" 'NR > 1 {
-      crash += $8; left += $10; ph[$4]++
+      crash += $8; left += $10; ph[$4]++; wrong += $12
       if ($7 == "limit") { waiting++; if (max < limit * 1000) max = limit * 1000 }
       else if ($7 != "" && $7 + 0 > max) max = $7 + 0
     }
@@ -927,6 +931,7 @@ fuzz_main() {
       if (ph["no READY"] + ph["no result"]) printf ", no READY %d", ph["no READY"] + ph["no result"]
       printf "; max time from SIGTERM to the survivor'"'"'s exit: %.2f s (bound 5 s: %s)", max / 1000, max <= 5000 ? "within" : "OVER"
       if (waiting) printf "; %d survivors still waiting at %d s", waiting, limit
+      if (wrong) printf "; a step'"'"'s result not the sum on the survivor: %d of %d runs", wrong, n
       if (notrun) printf "; %d runs not started (BUDGET)", notrun
       print ""
     }' "$ftsv")
@@ -937,14 +942,16 @@ fuzz_main() {
     echo "$started_runs runs of $n, $jobs at a time, FUZZ_CONFIG=$fuzz_config, FUZZ_STEPS=$fuzz_steps, FUZZ_SLEEP_MS=$fuzz_sleep," \
       "FUZZ_WINDOW_MS=$window, FUZZ_SEED=$seed. Phase: where the SIGTERM found the rank it was sent to."
     echo
-    echo "| run | victim | delay ms | phase | victim exit | survivor exit | SIGTERM to survivor's exit | crash | hs_err | left | survivor's RESULT |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| run | victim | delay ms | phase | victim exit | survivor exit | SIGTERM to survivor's exit | crash | hs_err | left |" \
+      "survivor's RESULT | not the sum |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 { s = $7; if (s != "" && s != "limit") s = sprintf("%.2f s", s / 1000)
-      gsub(/\|/, "\\|", $11); printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, s, $8, $9, $10, $11 }' "$ftsv"
+      gsub(/\|/, "\\|", $11); printf "| %s | r%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, s, $8, $9, $10, $11, \
+        $12 == 1 ? "yes" : "" }' "$ftsv"
   } > "$out_dir/fuzz.md"
   echo "$line"
   echo "report: $out_dir/fuzz.md"
-  awk -F'\t' 'NR > 1 { runs++; if ($8 > 0 || $10 > 0 || $7 == "limit" || ($7 != "" && $7 + 0 > 5000)) bad++ }
+  awk -F'\t' 'NR > 1 { runs++; if ($8 > 0 || $10 > 0 || $12 > 0 || $7 == "limit" || ($7 != "" && $7 + 0 > 5000)) bad++ }
     END { exit (bad || !runs) ? 1 : 0 }' "$ftsv"
 }
 

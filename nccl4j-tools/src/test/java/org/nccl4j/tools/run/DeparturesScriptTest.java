@@ -529,13 +529,14 @@ class DeparturesScriptTest {
         assertEquals("report: " + out + "/fuzz.md", lines.get(2));
         List<String> tsv = Files.readAllLines(out.resolve("fuzz.tsv"));
         assertEquals("run\tvictim\tdelay_ms\tphase\tvictim_status\tsurvivor_status\tsurvivor_ms\tcrash\ths_err\tleft\t"
-                + "survivor_result", tsv.get(0));
+                + "survivor_result\twrong_data", tsv.get(0));
         for (String l : tsv.subList(1, tsv.size())) {
             String[] f = l.split("\t", -1);
             assertEquals("steps", f[3], l);
             assertEquals("143", f[4], l);
             assertEquals("0", f[5], l);
             assertEquals("ok", f[10], l);
+            assertEquals("0", f[11], l);
         }
         // the same seed draws the same victims and delays
         List<String> draws = tsv.stream().map(l -> l.split("\t")[1] + l.split("\t")[2]).collect(Collectors.toList());
@@ -552,6 +553,25 @@ class DeparturesScriptTest {
         assertEquals(1, r.status(), r.toString());
         assertTrue(r.outLines().get(1).startsWith("FUZZ: JVM crashes: 0 of 0 runs; ")
                 && r.outLines().get(1).endsWith("; 4 runs not started (BUDGET)"), r.toString());
+    }
+
+    @Test
+    void fuzzCountsTheRunsWhoseSurvivorEndedAStepWithAResultThatIsNotTheSumAndFails() throws Exception {
+        SandboxOutcome r = run(1, "FUZZ", "3", "JOBS", "3", "FUZZ_WINDOW_MS", "200", "FUZZ_SEED", "5",
+                "FAKE_WRONG_DATA", "1");
+        List<String> lines = r.outLines();
+        assertTrue(lines.get(1).startsWith("FUZZ: JVM crashes: 0 of 3 runs; processes left: 0; SIGTERM during steps 3,")
+                && lines.get(1).endsWith("(bound 5 s: within); a step's result not the sum on the survivor: 3 of 3 "
+                + "runs"), lines.get(1));
+        List<String> tsv = Files.readAllLines(out.resolve("fuzz.tsv"));
+        for (String l : tsv.subList(1, tsv.size())) {
+            String[] f = l.split("\t", -1);
+            assertTrue(f[10].startsWith("IllegalStateException: step 7: element 0 is 1.0, expected 3.0"), l);
+            assertEquals("1", f[11], l);
+        }
+        assertTrue(Files.readString(out.resolve("fuzz.md")).contains("| not the sum |"), "the report's column");
+        assertEquals(1, r.status(), "every survivor within the bound, and yet one used a wrong result: " + r);
+        assertEquals(List.of(), marked());
     }
 
     // ---------------------------------------------------------------- STARTUP_FUZZ

@@ -21,7 +21,8 @@
 #   FAKE_HS_ERR_RANK that rank writes an hs_err file where -XX:ErrorFile says and exits 134 instead of its RESULT
 #   FAKE_LEFTOVER_RANK  that rank starts a process carrying the row's marker that outlives it by 30 s
 #   FAKE_FUZZ_MS     fuzz: how long the steps take after READY (default 800); FAKE_FUZZ_CRASH=1: SIGTERM makes a
-#                    rank write an hs_err file and exit 134
+#                    rank write an hs_err file and exit 134; FAKE_WRONG_DATA=1: the rank not signalled ends with the
+#                    step's check of a result that is not the sum
 #   FAKE_PHASE_MS    startup-fuzz: how long each start-up phase lasts (default 100), after 100 ms of "JVM start"
 #                    without a line; JOINED when joining ends. A rank whose peer ended with a nonzero status ends as
 #                    nccl4j would: never (it waits until killed) when the peer was still in phase launched (before
@@ -156,6 +157,10 @@ rank_main() { # SCENARIO ARGS... (errfile and marker set by the caller)
     sleep "$(awk -v m="${FAKE_FUZZ_MS:-800}" 'BEGIN { print m / 1000 }')"
     say "CLOSING rank=$me t=$(now)"
     sleep 0.1
+    if [ -n "${FAKE_WRONG_DATA:-}" ]; then   # the rank not signalled: a step ended with a partial sum
+      say "RESULT rank=$me t=$(now) IllegalStateException: step 7: element 0 is 1.0, expected 3.0 (the sum of 1..2)"
+      exit 1
+    fi
     say "RESULT rank=$me t=$(now) ok"
     exit 0
   fi
