@@ -10,6 +10,15 @@ public final class Event implements AutoCloseable {
     private volatile Stream recordedOn;
     /** The sole user's last published operation when the event was recorded: complete once the event is. */
     private volatile long recordedAfter;
+    /**
+     * The communicators sharing the stream at the last record when a departure had been heard by one of them, and what
+     * each had published then (else null): a wait refuses a collective a departed rank never issued.
+     */
+    private volatile Shared recordedShared;
+
+    /** The users of a shared stream at a record, and what each had published. */
+    private record Shared(Stream.User[] users, long[] published) {
+    }
 
     private Event(long handle, int device) {
         this.handle = handle;
@@ -72,11 +81,13 @@ public final class Event implements AutoCloseable {
             throw Errors.argument("stream is on device " + stream.device() + " but this event is on device " + device
                     + ": record an event on a stream of its own device (Event.create(" + stream.device() + "))");
         }
-        Stream.User user = stream.soleUser();
-        long published = user == null ? 0 : user.published();
+        Stream.User[] us = stream.users();
+        long published = us.length == 1 ? us[0].published() : 0;
+        long[] each = us.length > 1 ? Stream.publishedAfterADeparture(us) : null;
         CudaCalls.check(CudaCalls.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         recordedOn = stream;
         recordedAfter = published;
+        recordedShared = each == null ? null : new Shared(us, each);
         return this;
     }
 
@@ -99,8 +110,13 @@ public final class Event implements AutoCloseable {
         }
         CudaCalls.check(rc, "cudaEventSynchronize", device);
         Stream.User user = on == null ? null : on.soleUser();
+        Shared shared = recordedShared;
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
+        } else if (shared != null) {
+            for (int i = 0; i < shared.users().length; i++) {
+                shared.users()[i].completedBySynchronize(on, shared.published()[i]);
+            }
         }
     }
 

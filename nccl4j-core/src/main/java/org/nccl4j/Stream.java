@@ -154,7 +154,7 @@ public final class Stream implements AutoCloseable {
      * departed rank (so that the wait refuses a collective that ended without that rank's part); else null, the
      * common case, which allocates nothing.
      */
-    private static long[] publishedAfterADeparture(User[] us) {
+    static long[] publishedAfterADeparture(User[] us) {
         for (User u : us) {
             if (u.heardDeparture()) {
                 long[] each = new long[us.length];
@@ -199,6 +199,11 @@ public final class Stream implements AutoCloseable {
         User[] more = java.util.Arrays.copyOf(users, users.length + 1);
         more[users.length] = comm;
         users = more;
+    }
+
+    /** The communicators that have used this stream (an array this stream never changes: a new one each time). */
+    User[] users() {
+        return users;
     }
 
     /** The one communicator that has used this stream, or null when none or several have. */

@@ -285,40 +285,45 @@ class DepartingTest extends StubFixture {
 
     /**
      * As above, where rank 0's communicator issues on two streams, and the stream it waits on is shared with another
-     * communicator of its own: the wait still throws.
+     * communicator of its own: the wait still throws, on the stream and on an event recorded on it.
      */
     @Test
     void aWaitOnAStreamSharedWithAnotherCommunicatorStillRefusesACollectiveTheClosedRankNeverIssued()
             throws Exception {
-        Liveness[] ch = channel(2);
-        Communicator c0 = rank(0, 2, ch[0]);
-        Communicator c1 = rank(1, 2, ch[1]);
-        Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
-                .timeout(Duration.ofMinutes(1)).commName("alone").build()));
-        Stream shared = stream(0);
-        Stream other = stream(0);
-        Stream s1 = stream(0);
-        DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
-        DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #1 on the shared stream, #2 on another
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, other);
-        alone.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
-        for (int i = 0; i < 2; i++) {
-            c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+        for (boolean onAnEvent : new boolean[] {false, true}) {
+            Liveness[] ch = channel(2);
+            Communicator c0 = rank(0, 2, ch[0]);
+            Communicator c1 = rank(1, 2, ch[1]);
+            Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
+                    .timeout(Duration.ofMinutes(1)).commName("alone").build()));
+            Stream shared = stream(0);
+            Stream other = stream(0);
+            Stream s1 = stream(0);
+            DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
+            DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #1 on the shared stream, #2 on another
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, other);
+            alone.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
+            for (int i = 0; i < 2; i++) {
+                c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+            }
+            shared.synchronize();
+            other.synchronize();
+            s1.synchronize();
+            assertNull(shared.soleUser(), "two communicators use the shared stream");
+            Thread closer = new Thread(c1::close, "closer");
+            closer.start();
+            within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #3: rank 1 never issues it; it ends at once
+            Event done = onAnEvent ? later(Event.create(0)).record(shared) : null;
+            PeerDepartedException e = assertThrows(PeerDepartedException.class,
+                    onAnEvent ? done::synchronize : shared::synchronize, onAnEvent ? "on an event" : "on the stream");
+            assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 cannot "
+                    + "complete: rank 1 (" + HOST + ", pid " + PID + ") closed its communicator after allReduce #2"),
+                    (onAnEvent ? "on an event: " : "on the stream: ") + e.getMessage());
+            closer.join(10_000);
+            alone.close();
         }
-        shared.synchronize();
-        other.synchronize();
-        s1.synchronize();
-        assertNull(shared.soleUser(), "two communicators use the shared stream");
-        Thread closer = new Thread(c1::close, "closer");
-        closer.start();
-        within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
-        c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #3: rank 1 never issues it; it ends on the stub
-        PeerDepartedException e = assertThrows(PeerDepartedException.class, shared::synchronize);
-        assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 "), e.getMessage());
-        assertEquals(3, e.sequence());
-        closer.join(10_000);
-        alone.close();
     }
 
     @Test
