@@ -329,7 +329,9 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
                         recorder, comm.generation, liveness::currentRank, now);
                 if (v != null) {
                     leftBehind = v.leftBehind();
-                    long pending = recorder.oldestPending();
+                    // the collective the verdict names, which an operation before it not yet seen complete (on a
+                    // communicator that issues on several streams, say) would hide
+                    long pending = v.operation() != 0 ? v.operation() : recorder.oldestPending();
                     return failure(v.mismatch() ? Kind.MISMATCH : Kind.DEPARTED, pending, 0, v.text(), now);
                 }
             }

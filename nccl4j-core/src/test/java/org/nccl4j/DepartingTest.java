@@ -321,6 +321,8 @@ class DepartingTest extends StubFixture {
             assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 cannot "
                     + "complete: rank 1 (" + HOST + ", pid " + PID + ") closed its communicator after allReduce #2"),
                     (onAnEvent ? "on an event: " : "on the stream: ") + e.getMessage());
+            assertEquals(3, e.sequence(), "the collective it names, though #1 may not be seen complete yet: "
+                    + e.getMessage());
             closer.join(10_000);
             alone.close();
         }

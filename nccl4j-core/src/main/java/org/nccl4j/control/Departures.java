@@ -83,9 +83,11 @@ public final class Departures {
     /**
      * What the watchdog is to do: fail with {@code text}; {@code mismatch} for a divergence found by rank 0;
      * {@code leftBehind} when a peer that issued an operation this rank has not issued failed, aborted or exited
-     * (this rank can never catch up: {@code LeftBehindExit} in {@code org.nccl4j}).
+     * (this rank can never catch up: {@code LeftBehindExit} in {@code org.nccl4j}); {@code operation}, the flight
+     * recorder's number of the collective the text names (0: none, or no longer in the recorder), which the failure
+     * describes.
      */
-    public record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind) {
+    public record Verdict(String text, boolean mismatch, int[] ranks, boolean leftBehind, long operation) {
     }
 
     private final Map<Integer, Departure> byLaunchRank = new ConcurrentHashMap<>();
@@ -266,7 +268,7 @@ public final class Departures {
             java.util.function.IntUnaryOperator rankOf, long now) {
         String m = mismatch(generation);
         if (m != null) {
-            return new Verdict(m, true, new int[0], false);
+            return new Verdict(m, true, new int[0], false, 0);
         }
         if (byLaunchRank.isEmpty()) {
             return null;
@@ -316,7 +318,7 @@ public final class Departures {
             ranks[i] = rankOf.applyAsInt(d.rank());
             sb.append(i == 0 ? "" : "; ").append(d.describe(ranks[i]));
         }
-        return new Verdict(sb.toString(), false, ranks, behind);
+        return new Verdict(sb.toString(), false, ranks, behind, first == 0 ? 0 : ledger.traceSeq(first));
     }
 
     /** Whether collective #n has completed on this rank (unknown, e.g. out of the ring: taken as not). */
