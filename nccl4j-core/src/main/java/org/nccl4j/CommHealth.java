@@ -607,6 +607,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             Survivors.heard(l);   // rank 0 gone: this rank answers the roll call of those that remain
             peerNews(news);
         });
+        Farewell.register(l);   // the process's end tells this communicator's departure on it
     }
 
     /** The liveness channel no longer serves this communicator: it is handed on (see Recovery); null if none. */

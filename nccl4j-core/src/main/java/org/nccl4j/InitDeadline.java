@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import org.nccl4j.control.Durations;
 import org.nccl4j.control.Liveness;
+import org.nccl4j.control.RankProcess;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 
@@ -47,7 +48,7 @@ final class InitDeadline {
         if (!missing.isEmpty()) {
             m.append(": ranks ").append(missing).append(" never arrived (joined: ");
             String sep = "";
-            for (Liveness.Lost j : liveness.roster().values()) {
+            for (RankProcess j : liveness.roster().values()) {
                 m.append(sep).append(j.rank()).append(" (").append(j.host()).append(", pid ").append(j.pid())
                         .append(')');
                 sep = ", ";

@@ -1,6 +1,7 @@
 package org.nccl4j;
 
 import org.nccl4j.control.Liveness;
+import org.nccl4j.control.RankProcess;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclLibrary;
 import org.nccl4j.jni.NcclNative;
@@ -186,8 +187,8 @@ final class Recovery {
             while (contains(excludedRanks, lowest)) {
                 lowest++;
             }
-            Liveness.Lost root = l.roster().get(l.launchRank(lowest));
-            Liveness.Lost first = l.roster().get(0);
+            RankProcess root = l.roster().get(l.launchRank(lowest));
+            RankProcess first = l.roster().get(0);
             if (root != null && first != null && root.host() != null && !root.host().equals(first.host())) {
                 host = root.host();   // the launch's rank 0 host is not the new root's
             }

@@ -10,6 +10,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.nccl4j.control.Departures;
 import org.nccl4j.control.Durations;
 import org.nccl4j.control.Liveness;
+import org.nccl4j.control.RankProcess;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
@@ -404,7 +405,7 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
 
         private CommunicatorFailedException failure(Kind kind, long seq, int code, String cudaError, long now) {
             String lastError = NcclNative.ncclGetLastError(comm.handleUnchecked());
-            List<Liveness.Lost> lost = lostRanks(kind);
+            List<RankProcess> lost = lostRanks(kind);
             TraceEntry e = seq > 0 ? recorder.entry(seq) : null;
             String op = e == null ? null : e.operation().name();
             Duration elapsed = seq > 0 ? Duration.ofNanos(now - recorder.enqueuedNanos(seq)) : Duration.ZERO;
@@ -442,7 +443,7 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
                     e == null ? null : e.dataType(), e == null ? null : e.reduceOp(),
                     e == null || e.peer() == null ? -1 : e.peer(), e == null ? 0 : e.bytes(),
                     e == null ? 0 : e.stream(), elapsed, settings.timeout(), code, lastError, trace, verdict,
-                    settings.policy() == FailurePolicy.RECOVER, lost.stream().mapToInt(Liveness.Lost::rank).toArray());
+                    settings.policy() == FailurePolicy.RECOVER, lost.stream().mapToInt(RankProcess::rank).toArray());
             switch (kind) {
                 case TIMEOUT:
                     return new CollectiveTimeoutException(d);
@@ -475,7 +476,7 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
          * The ranks the liveness channel knows to be gone; after NCCL's remote error, up to half a second for its news
          * (the error may come first by a few milliseconds).
          */
-        private List<Liveness.Lost> lostRanks(Kind kind) {
+        private List<RankProcess> lostRanks(Kind kind) {
             Liveness liveness = comm.liveness;
             if (liveness == null) {
                 return List.of();
@@ -494,9 +495,9 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
                     liveness::currentRank);
         }
 
-        private String describe(List<Liveness.Lost> lost) {
+        private String describe(List<RankProcess> lost) {
             StringBuilder sb = new StringBuilder();
-            for (Liveness.Lost l : lost) {
+            for (RankProcess l : lost) {
                 sb.append(sb.length() == 0 ? "" : ", ").append(l);
             }
             return sb.append(lost.size() == 1 ? " is gone" : " are gone")

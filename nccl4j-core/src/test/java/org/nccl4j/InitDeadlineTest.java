@@ -11,6 +11,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.nccl4j.control.Channels;
 import org.nccl4j.control.Liveness;
+import org.nccl4j.control.RankProcess;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.trace.TraceDump;
 
@@ -72,7 +73,7 @@ class InitDeadlineTest extends StubFixture {
                     : null, "every roster");
             assertEquals(List.of(3), r1.neverArrived(4));
             assertEquals(List.of(3), r2.neverArrived(4), "rank 2 learnt of rank 1, who came after it");
-            Map<Integer, Liveness.Lost> roster = r2.roster();
+            Map<Integer, RankProcess> roster = r2.roster();
             assertEquals(ProcessHandle.current().pid(), roster.get(1).pid());
             assertEquals(org.nccl4j.trace.TraceDump.localHost(), roster.get(0).host());
 

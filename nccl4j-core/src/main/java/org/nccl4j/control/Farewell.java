@@ -119,7 +119,9 @@ public final class Farewell {
      */
     public static void register(Liveness l) {
         install();
-        OPEN.add(l);
+        if (OPEN.add(l)) {
+            l.whenClosed(() -> unregister(l));
+        }
     }
 
     static void unregister(Liveness l) {

@@ -68,14 +68,6 @@ public final class Liveness implements AutoCloseable {
     /** How often each side says it is alive. */
     static final long PING_MILLIS = 1000;
 
-    /** A rank that is (or was) in the job: its rank, host and process id. */
-    public record Lost(int rank, String host, long pid) {
-        @Override
-        public String toString() {
-            return "rank " + rank + (host == null ? "" : " (" + host + ", pid " + pid + ")");
-        }
-    }
-
     final int rank;
     final int timeoutMillis;
     /** The job's secret (both sides), or null: the channel is then unauthenticated. */
@@ -92,12 +84,16 @@ public final class Liveness implements AutoCloseable {
      */
     final org.nccl4j.launch.Refusals said = new org.nccl4j.launch.Refusals(LOG);
     /** By launch rank. */
-    final Map<Integer, Lost> lost = new ConcurrentHashMap<>();
+    final Map<Integer, RankProcess> lost = new ConcurrentHashMap<>();
     /** By launch rank: every rank that said hello. */
-    final Map<Integer, Lost> roster = new ConcurrentHashMap<>();
+    final Map<Integer, RankProcess> roster = new ConcurrentHashMap<>();
     /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
     private volatile int[] current;
     volatile boolean closing;
+    /** Set by {@link #close()}, before it runs {@link #closeHooks}. */
+    private volatile boolean closed;
+    /** What runs when the channel closes ({@link #whenClosed}). */
+    private final List<Runnable> closeHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** What this rank heard of departures and mismatches. */
     final Departures departures = new Departures();
     /** This rank's phase ({@link RankPhase}), told to rank 0 (by rank 0: to every rank) as it changes. */
@@ -446,13 +442,13 @@ public final class Liveness implements AutoCloseable {
      *
      * @return them, with ranks of the communicator now served, in rank order
      */
-    public List<Lost> lost() {
+    public List<RankProcess> lost() {
         int[] map = current;
-        List<Lost> out = new ArrayList<>();
-        for (Lost l : new TreeMap<>(lost).values()) {
+        List<RankProcess> out = new ArrayList<>();
+        for (RankProcess l : new TreeMap<>(lost).values()) {
             int r = map == null ? l.rank() : l.rank() < map.length ? map[l.rank()] : -1;
             if (r >= 0) {
-                out.add(r == l.rank() ? l : new Lost(r, l.host(), l.pid()));
+                out.add(r == l.rank() ? l : new RankProcess(r, l.host(), l.pid()));
             }
         }
         return out;
@@ -477,7 +473,7 @@ public final class Liveness implements AutoCloseable {
      *
      * @return them, by launch rank
      */
-    public Map<Integer, Lost> roster() {
+    public Map<Integer, RankProcess> roster() {
         return new TreeMap<>(roster);
     }
 
@@ -509,7 +505,7 @@ public final class Liveness implements AutoCloseable {
     public synchronized void renumber(int[] excluded) {
         int[] map = current;
         int n = Math.max(map == null ? 0 : map.length, 1 + roster.keySet().stream().mapToInt(i -> i).max().orElse(0));
-        for (Lost l : lost.values()) {
+        for (RankProcess l : lost.values()) {
             n = Math.max(n, l.rank() + 1);
         }
         for (int e : excluded) {
@@ -591,7 +587,19 @@ public final class Liveness implements AutoCloseable {
         this.onNews = onNews;
         departed = false;
         departedKind = null;
-        Farewell.register(this);
+    }
+
+    /**
+     * Runs {@code r} when this channel closes, or at once if it has: what keeps a channel in a list of its own (the
+     * farewell at exit, the roll call it answers) lets it go so. May run more than once: {@code r} must allow it.
+     *
+     * @param r what to run
+     */
+    public void whenClosed(Runnable r) {
+        closeHooks.add(r);
+        if (closed) {
+            r.run();
+        }
     }
 
     /** @return the communicator the channel serves, or null */
@@ -650,7 +658,7 @@ public final class Liveness implements AutoCloseable {
      */
     int[] gone() {
         java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
-        for (Lost l : lost()) {
+        for (RankProcess l : lost()) {
             out.add(l.rank());
         }
         Attached c = owner;
@@ -839,7 +847,7 @@ public final class Liveness implements AutoCloseable {
     }
 
     private Loss lostLoss(int worldSize, java.util.Set<Integer> failedRanks) {
-        for (Lost l : new TreeMap<>(lost).values()) {
+        for (RankProcess l : new TreeMap<>(lost).values()) {
             if (l.rank() != rank && l.rank() < worldSize && !failedRanks.contains(l.rank())) {
                 String[] as = lostAs.get(l.rank());
                 RankPhase was = as == null ? null : LivenessWire.phaseOf(as[0]);
@@ -847,7 +855,7 @@ public final class Liveness implements AutoCloseable {
                     was = phases.get(0);
                 }
                 String how = as == null || as[1] == null ? "its connection ended without a goodbye" : as[1];
-                Lost named = l.host() != null ? l : roster.getOrDefault(l.rank(), l);
+                RankProcess named = l.host() != null ? l : roster.getOrDefault(l.rank(), l);
                 return new Loss(l.rank(), named.host(), named.pid(), was, how, firstLossNanos);
             }
         }
@@ -884,7 +892,7 @@ public final class Liveness implements AutoCloseable {
 
     /** Every rank: a {@code JOINED} line's fields (rank 0: a hello's), into the roster. */
     void joined(String[] f) {
-        Lost m = LivenessWire.parse(f);
+        RankProcess m = LivenessWire.parse(f);
         if (m == null) {
             said.refused("nccl4j liveness: a line it cannot read: " + LivenessWire.printable(String.join(" ", f), 200));
             return;
@@ -905,7 +913,7 @@ public final class Liveness implements AutoCloseable {
 
     /** Every rank: a {@code LOST} line's fields: the rank is gone (rank 0's own loss is never heard of). */
     void lost(String[] f) {
-        Lost m = LivenessWire.parse(f);
+        RankProcess m = LivenessWire.parse(f);
         if (m == null) {
             said.refused("nccl4j liveness: a line it cannot read: " + LivenessWire.printable(String.join(" ", f), 200));
             return;
@@ -924,7 +932,7 @@ public final class Liveness implements AutoCloseable {
      * communicator of this start-up.
      */
     void goneAtStartUp(int who, String host, long pid) {
-        lost.putIfAbsent(who, new Lost(who, host, pid));
+        lost.putIfAbsent(who, new RankProcess(who, host, pid));
         heardOfLoss();
     }
 
@@ -983,11 +991,11 @@ public final class Liveness implements AutoCloseable {
      * said at WARN (unless {@code warn} is false: the refusal that ended it was said) and as news.
      */
     void lostRankZero(String why, boolean warn) {
-        Lost known = roster.get(0);
+        RankProcess known = roster.get(0);
         RankPhase was = phases.get(0);
         lostAs.putIfAbsent(0, new String[] {was == null ? null : LivenessWire.wire(was),
                 why.equals("its connection ended") ? "its connection ended without a goodbye" : why});
-        lost.putIfAbsent(0, known != null ? known : new Lost(0, null, -1));
+        lost.putIfAbsent(0, known != null ? known : new RankProcess(0, null, -1));
         heardOfLoss();
         if (warn) {
             LOG.warn("nccl4j liveness: rank {} lost rank 0{}: {}", rank,
@@ -1010,8 +1018,10 @@ public final class Liveness implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
-        Survivors.forget(this);   // the roll call after rank 0's loss, if this rank answers it
-        Farewell.unregister(this);
+        closed = true;
+        for (Runnable r : closeHooks) {   // the roll call it answers, the farewell's list
+            r.run();
+        }
         client.close();
         LivenessHub h = hub;
         if (h != null) {

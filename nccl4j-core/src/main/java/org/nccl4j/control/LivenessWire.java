@@ -202,9 +202,9 @@ final class LivenessWire {
      * The rank, host and pid of a {@code JOINED} or {@code LOST} line's fields (split at spaces), or null when they
      * cannot be read.
      */
-    static Liveness.Lost parse(String[] f) {
+    static RankProcess parse(String[] f) {
         try {
-            return new Liveness.Lost(Integer.parseInt(f[1]), f.length > 2 ? f[2] : null,
+            return new RankProcess(Integer.parseInt(f[1]), f.length > 2 ? f[2] : null,
                     f.length > 3 ? Long.parseLong(f[3]) : -1);
         } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
             return null;

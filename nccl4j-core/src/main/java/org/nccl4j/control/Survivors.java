@@ -74,7 +74,7 @@ public final class Survivors {
         for (int r : gone) {
             known.add(r);
         }
-        Map<Integer, Liveness.Lost> roster = l.roster();
+        Map<Integer, RankProcess> roster = l.roster();
         String fallback = master[0];
         String self = TraceDump.localHost().replace(' ', '_');   // as this rank named its host in its hello
         int me = l.launchRankOfSelf();
@@ -85,7 +85,7 @@ public final class Survivors {
             if (known.contains(r) || launch < 0 || launch == me) {
                 continue;
             }
-            Liveness.Lost at = roster.get(launch);
+            RankProcess at = roster.get(launch);
             String host = at == null || at.host() == null ? fallback
                     : at.host().equals(self) ? LOOPBACK   // a rank of this host: no name to look up
                     : at.host();
@@ -131,7 +131,7 @@ public final class Survivors {
         if (hub < 0) {
             return true;
         }
-        for (Liveness.Lost lost : l.lost()) {
+        for (RankProcess lost : l.lost()) {
             if (lost.rank() == hub) {
                 return true;
             }
@@ -173,6 +173,7 @@ public final class Survivors {
                 return null;
             }
             ANSWERING.put(l, r);
+            l.whenClosed(() -> forget(l));   // its close stops the answering
             return r;
         }
     }

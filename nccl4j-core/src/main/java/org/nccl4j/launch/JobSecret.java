@@ -181,7 +181,18 @@ public final class JobSecret {
 
     /** {@code HMAC-SHA256(secret, data)}: the root of {@link RecordSeal}'s session keys. */
     byte[] hmac(byte[] data) {
-        return RecordSeal.hmac(key, data);
+        return hmac(key, data);
+    }
+
+    /** {@code HMAC-SHA256(key, data)}. */
+    static byte[] hmac(byte[] key, byte[] data) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(key, "HmacSHA256"));
+            return mac.doFinal(data);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 is not available in this JVM", e);
+        }
     }
 
     @Override

@@ -69,8 +69,8 @@ public final class RecordSeal {
         }
         byte[] session = secret.hmac(("nccl4j-records|" + purpose + "|" + serverNonce + "|" + clientNonce)
                 .getBytes(StandardCharsets.UTF_8));
-        byte[] fromServer = hmac(session, "server".getBytes(StandardCharsets.UTF_8));
-        byte[] fromClient = hmac(session, "client".getBytes(StandardCharsets.UTF_8));
+        byte[] fromServer = JobSecret.hmac(session, "server".getBytes(StandardCharsets.UTF_8));
+        byte[] fromClient = JobSecret.hmac(session, "client".getBytes(StandardCharsets.UTF_8));
         return server ? new RecordSeal(fromServer, fromClient) : new RecordSeal(fromClient, fromServer);
     }
 
@@ -163,16 +163,6 @@ public final class RecordSeal {
         }
         m.update(seq);
         return Arrays.copyOf(m.doFinal(body), MAC_BYTES);
-    }
-
-    static byte[] hmac(byte[] key, byte[] data) {
-        try {
-            Mac mac = Mac.getInstance("HmacSHA256");
-            mac.init(new SecretKeySpec(key, "HmacSHA256"));
-            return mac.doFinal(data);
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("HmacSHA256 is not available in this JVM", e);
-        }
     }
 
     @Override

@@ -40,6 +40,8 @@ public final class FlightRecorder {
     public static final int MIN_CAPACITY = 1;
     /** The largest capacity (about 660 MB of arrays). */
     public static final int MAX_CAPACITY = 10_000_000;
+    /** The variable that sets the capacity ({@link TraceConfig#BUFFER}), named in the refusal of a bad one. */
+    static final String CAPACITY_VARIABLE = "NCCL4J_TRACE_BUFFER";
     /** The bytes of array storage one entry takes. */
     public static final int BYTES_PER_ENTRY = 7 * Long.BYTES + 2 + 2 * Integer.BYTES;
 
@@ -96,7 +98,7 @@ public final class FlightRecorder {
      */
     public FlightRecorder(int capacity) {
         if (capacity < MIN_CAPACITY || capacity > MAX_CAPACITY) {
-            throw new IllegalArgumentException("flight recorder capacity (" + TraceConfig.BUFFER + ") must be from "
+            throw new IllegalArgumentException("flight recorder capacity (" + CAPACITY_VARIABLE + ") must be from "
                     + MIN_CAPACITY + " to " + MAX_CAPACITY + " operations, got " + capacity);
         }
         this.capacity = capacity;

@@ -23,7 +23,7 @@ import java.util.Objects;
  */
 public record TraceConfig(int bufferSize, Path directory) {
     /** The variable that sets {@link #bufferSize()}. */
-    public static final String BUFFER = "NCCL4J_TRACE_BUFFER";
+    public static final String BUFFER = FlightRecorder.CAPACITY_VARIABLE;
     /** The variable that sets {@link #directory()}. */
     public static final String DIR = "NCCL4J_TRACE_DIR";
     /** The default {@link #bufferSize()}. */

@@ -194,6 +194,6 @@ class LivenessScaleTest {
             beating.set(false);
             heart.interrupt();
         }
-        assertEquals(List.of(stalledRank), ranks[1].lost().stream().map(Liveness.Lost::rank).toList());
+        assertEquals(List.of(stalledRank), ranks[1].lost().stream().map(RankProcess::rank).toList());
     }
 }

@@ -209,7 +209,7 @@ class LivenessSecurityTest {
         }
         r2.dropWithoutGoodbye();
         StubFixture.within(5000, () -> r1.anyLost() ? true : null, "rank 2's loss");
-        assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
+        assertEquals(List.of(2), r1.lost().stream().map(RankProcess::rank).toList());
         assertTrue(r0.anyLost());
     }
 
@@ -695,7 +695,7 @@ class LivenessSecurityTest {
         assertEquals(1, warnings("").size(), "one WARN for the whole flood: " + warnings(""));
         r2.dropWithoutGoodbye();
         StubFixture.within(5000, () -> r1.anyLost() ? true : null, "rank 2's loss");
-        assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
+        assertEquals(List.of(2), r1.lost().stream().map(RankProcess::rank).toList());
         for (Raw r : idle) {
             r.close();
         }

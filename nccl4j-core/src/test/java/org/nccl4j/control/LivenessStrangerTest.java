@@ -263,7 +263,7 @@ class LivenessStrangerTest {
 
         impostor(true);   // one that sends a heartbeat after its hello and drops: told, until the real rank comes
         StubFixture.within(5000, () -> r1.anyLost() && r0.anyLost() ? true : null, "the impostor's loss");
-        assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
+        assertEquals(List.of(2), r1.lost().stream().map(RankProcess::rank).toList());
         assertEquals(2, r1.startupLoss(3).rank(), "a loss during start-up, until the real rank arrives");
 
         Liveness r2 = closing(Liveness.join(null, 2, "127.0.0.1", port, null));

@@ -26,12 +26,12 @@ class LivenessTest extends StubFixture {
             r2.dropWithoutGoodbye();
             within(5000, () -> r1.anyLost() && r0.anyLost() ? true : null, "rank 2's loss reaching ranks 0 and 1");
             Thread.sleep(100);
-            List<Liveness.Lost> seen = r1.lost();
+            List<RankProcess> seen = r1.lost();
             assertEquals(1, seen.size(), seen.toString());
             assertEquals(2, seen.get(0).rank());
             assertEquals(ProcessHandle.current().pid(), seen.get(0).pid());
             assertEquals(TraceDump.localHost(), seen.get(0).host());
-            assertEquals(List.of(2), r0.lost().stream().map(Liveness.Lost::rank).toList(), "rank 3 said goodbye");
+            assertEquals(List.of(2), r0.lost().stream().map(RankProcess::rank).toList(), "rank 3 said goodbye");
         } finally {
             r1.close();
             r0.close();
@@ -113,7 +113,7 @@ class LivenessTest extends StubFixture {
             within(6000, () -> r1.anyLost() ? true : null, "rank 2's silence reaching rank 1");
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(ms >= 1500 && ms < 4500, "found after " + ms + " ms");
-            assertEquals(List.of(2), r1.lost().stream().map(Liveness.Lost::rank).toList());
+            assertEquals(List.of(2), r1.lost().stream().map(RankProcess::rank).toList());
             assertEquals(ProcessHandle.current().pid(), r1.lost().get(0).pid());
         } finally {
             r1.close();
@@ -151,7 +151,7 @@ class LivenessTest extends StubFixture {
             assertEquals(3, r2.launchRank(2));
             r3.dropWithoutGoodbye();
             within(3000, () -> r2.anyLost() ? true : null, "launch rank 3's loss");
-            assertEquals(List.of(2), r2.lost().stream().map(Liveness.Lost::rank).toList(), "now rank 2");
+            assertEquals(List.of(2), r2.lost().stream().map(RankProcess::rank).toList(), "now rank 2");
             r2.renumber(new int[] {2});
             assertEquals(List.of(), r2.lost());
             assertEquals(2, r2.launchRank(1), "this rank, launch rank 2, is rank 1 still");
