@@ -14,8 +14,6 @@ import org.nccl4j.RankPhase;
 import org.nccl4j.launch.JobSecret;
 import org.nccl4j.launch.ProcessEnvironment;
 import org.nccl4j.launch.Rendezvous;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 
 /**
@@ -47,16 +45,15 @@ import org.slf4j.LoggerFactory;
  * This class is the facade the rest of the core calls (the roster, the losses, the departures, a rank's phase); the
  * lines and their bounds are {@link LivenessWire}'s; rank 0's serving side, with who may speak on its port and how it
  * serves thousands of ranks, is {@link LivenessHub}; a rank's connecting side (rank 0's own too) is
- * {@link LivenessClient}. They log as this class, so that one logger names the channel.
+ * {@link LivenessClient}; they know the channel as its {@link ChannelState} and log as this class, so that one logger
+ * names the channel.
  *
  * <p><b>Where rank 0 listens.</b> Where the rendezvous does ({@link Rendezvous#bindFor}): on {@code MASTER_ADDR}'s
  * address when it is one of rank 0's host's (a loopback one too, whatever name resolved to it), else on every address
  * (said at INFO, with why); {@code NCCL4J_LIVENESS_BIND=any|<address>} chooses, else
  * {@code NCCL4J_RENDEZVOUS_BIND}, so that both ports listen on one address.
  */
-public final class Liveness implements AutoCloseable {
-    /** The channel's logger: every part of it (hub, client, wire) logs as this class. */
-    static final Logger LOG = LoggerFactory.getLogger(Liveness.class);
+public final class Liveness extends ChannelState implements AutoCloseable {
     /** The variable that sets the port. */
     public static final String PORT_VARIABLE = "NCCL4J_LIVENESS_PORT";
     /** The variable that sets how long a silent connection is taken for a lost rank. */
@@ -65,49 +62,20 @@ public final class Liveness implements AutoCloseable {
     public static final int PORT_OFFSET = 50;
     /** Silence taken for a loss when the variable is not set. */
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(4);
-    /** How often each side says it is alive. */
-    static final long PING_MILLIS = 1000;
-
-    final int rank;
-    final int timeoutMillis;
-    /** The job's secret (both sides), or null: the channel is then unauthenticated. */
-    final JobSecret secret;
-    /** How long a connection has to authenticate and say hello (both sides). */
-    volatile long helloMillis = HELLO_MILLIS;
     /** Rank 0's serving side, or null. */
     private volatile LivenessHub hub;
     /** This rank's connection to rank 0. */
     final LivenessClient client = new LivenessClient(this);
-    /**
-     * Says what this rank refuses of rank 0's connection (a line it cannot read, one that fails its seal): one WARN
-     * line per burst, the rest at DEBUG (rank 0's hub says the refusals of its port with its own).
-     */
-    final org.nccl4j.launch.Refusals said = new org.nccl4j.launch.Refusals(LOG);
-    /** By launch rank. */
-    final Map<Integer, RankProcess> lost = new ConcurrentHashMap<>();
-    /** By launch rank: every rank that said hello. */
-    final Map<Integer, RankProcess> roster = new ConcurrentHashMap<>();
     /** launch rank -> rank of the communicator now served, -1 for a rank left out; null: the same. */
     private volatile int[] current;
-    volatile boolean closing;
     /** Set by {@link #close()}, before it runs {@link #closeHooks}. */
     private volatile boolean closed;
     /** What runs when the channel closes ({@link #whenClosed}). */
     private final List<Runnable> closeHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
-    /** What this rank heard of departures and mismatches. */
-    final Departures departures = new Departures();
-    /** This rank's phase ({@link RankPhase}), told to rank 0 (by rank 0: to every rank) as it changes. */
-    volatile RankPhase phase = RankPhase.JOINED;
-    /** Rank 0: by launch rank, the phase each rank last said; every rank: rank 0's under key 0. */
-    final Map<Integer, RankPhase> phases = new ConcurrentHashMap<>();
     /** By launch rank: the phase and the way of each lost rank, as rank 0 told it ({@code LOST}). */
     private final Map<Integer, String[]> lostAs = new ConcurrentHashMap<>();
     /** When this rank first heard of a loss or departure during start-up ({@link System#nanoTime}), or 0. */
     private volatile long firstLossNanos;
-    /** The communicator the channel serves, once attached: its collectives are reported and compared. */
-    volatile Attached owner;
-    /** This rank said how it leaves ({@code DEPART}); its connection lingers for a cause. */
-    volatile boolean departed;
     private volatile Departures.Kind departedKind;
     /** The generation, last collective and its name of this rank's departure. */
     private volatile Object[] departedAs;
@@ -115,21 +83,17 @@ public final class Liveness implements AutoCloseable {
     private volatile java.util.function.Consumer<String> onNews;
     /** How long a departed rank's connection stays open for the cause that may follow. */
     static final long LINGER_MILLIS = 2000;
-    /** How long a new connection has to authenticate and say hello. */
-    static final long HELLO_MILLIS = 5000;
     /** The variable that chooses the address rank 0 listens on: {@code any}, or an address of its host. */
     static final String BIND_VARIABLE = "NCCL4J_LIVENESS_BIND";
     private static final AtomicBoolean SAID_UNAUTHENTICATED = new AtomicBoolean();
 
     private Liveness(int rank, Duration timeout, JobSecret secret) {
-        this.rank = rank;
-        this.secret = secret;
+        super(rank, (int) Math.max(2 * PING_MILLIS, Math.min(Integer.MAX_VALUE, timeout.toMillis())), secret);
         if (secret == null && SAID_UNAUTHENTICATED.compareAndSet(false, true)) {
             LOG.info("nccl4j liveness: the liveness channel is unauthenticated: {} is not set, so any process that "
                     + "reaches rank 0's port can open it (scripts/nccl4j-run sets a random one; under mpirun or Slurm "
                     + "export the same random value to every rank)", JobSecret.VARIABLE);
         }
-        this.timeoutMillis = (int) Math.max(2 * PING_MILLIS, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
     }
 
     /** The silence taken for a loss: {@code NCCL4J_LIVENESS_TIMEOUT}, else 4 s. */
@@ -561,6 +525,7 @@ public final class Liveness implements AutoCloseable {
 
     /**
     /** Acts on a line of news (a peer failed, aborted, exited, diverged or was lost), unless closing. */
+    @Override
     void news(String what) {
         java.util.function.Consumer<String> n = onNews;
         if (n != null && !closing) {
@@ -600,11 +565,6 @@ public final class Liveness implements AutoCloseable {
         if (closed) {
             r.run();
         }
-    }
-
-    /** @return the communicator the channel serves, or null */
-    Attached owner() {
-        return owner;
     }
 
     /** @return what this rank heard of departures and mismatches */
@@ -721,9 +681,6 @@ public final class Liveness implements AutoCloseable {
         client.send("DEPART " + rest + "\n", true);   // when rank 0 is gone, nothing to tell
     }
 
-    /** The generation of a departure during start-up: no communicator has been made yet. */
-    static final int STARTUP_GENERATION = -1;
-
     /**
      * This rank is now in {@code p}: told to rank 0 (rank 0 tells every rank its own), so that a loss of this rank is
      * named with its phase. Start-up phases only travel; a communicator's phases are known from its heartbeats.
@@ -741,11 +698,6 @@ public final class Liveness implements AutoCloseable {
         }
         client.send(line, false);
     }
-
-    /** Rank 0: the unique id of this start-up, for a rank whose id frame failed its check; null until offered. */
-    volatile byte[] uniqueId;
-    /** Other ranks: the id rank 0 sent on this channel ({@code UNIQUEID}), once asked for. */
-    final java.util.concurrent.CompletableFuture<byte[]> uniqueIdHeard = new java.util.concurrent.CompletableFuture<>();
 
     /**
      * Rank 0: the unique id its rendezvous sent, kept to answer a rank whose id frame failed its check
@@ -891,6 +843,7 @@ public final class Liveness implements AutoCloseable {
     }
 
     /** Every rank: a {@code JOINED} line's fields (rank 0: a hello's), into the roster. */
+    @Override
     void joined(String[] f) {
         RankProcess m = LivenessWire.parse(f);
         if (m == null) {
@@ -912,6 +865,7 @@ public final class Liveness implements AutoCloseable {
     }
 
     /** Every rank: a {@code LOST} line's fields: the rank is gone (rank 0's own loss is never heard of). */
+    @Override
     void lost(String[] f) {
         RankProcess m = LivenessWire.parse(f);
         if (m == null) {
@@ -931,6 +885,7 @@ public final class Liveness implements AutoCloseable {
      * Rank {@code who} left during start-up: it never made (or never kept) its communicator, so it is gone for any
      * communicator of this start-up.
      */
+    @Override
     void goneAtStartUp(int who, String host, long pid) {
         lost.putIfAbsent(who, new RankProcess(who, host, pid));
         heardOfLoss();
@@ -940,34 +895,6 @@ public final class Liveness implements AutoCloseable {
     private void heardOfLoss() {
         if (firstLossNanos == 0) {
             firstLossNanos = System.nanoTime() | 1;
-        }
-    }
-
-    /** Starts a daemon thread named {@code name}. */
-    static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        t.start();
-        return t;
-    }
-
-    /** Sleeps, keeping an interrupt. */
-    static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    /** Closes, ignoring a failure (it is closed either way). */
-    static void closeQuietly(java.io.Closeable c) {
-        try {
-            if (c != null) {
-                c.close();
-            }
-        } catch (IOException e) {
-            // closed
         }
     }
 
@@ -982,6 +909,7 @@ public final class Liveness implements AutoCloseable {
     }
 
     /** @return whether this is rank 0 serving the channel */
+    @Override
     boolean serves() {
         return hub != null;
     }
@@ -990,6 +918,7 @@ public final class Liveness implements AutoCloseable {
      * Every rank but 0: rank 0's connection ended (or fell silent) without its goodbye: rank 0 is lost ({@code why}),
      * said at WARN (unless {@code warn} is false: the refusal that ended it was said) and as news.
      */
+    @Override
     void lostRankZero(String why, boolean warn) {
         RankProcess known = roster.get(0);
         RankPhase was = phases.get(0);

@@ -21,7 +21,7 @@ import org.nccl4j.launch.RecordSeal;
  */
 final class LivenessClient {
     /** The facade whose roster, losses, phases and departures this side fills. */
-    private final Liveness l;
+    private final ChannelState l;
     /** The connection to rank 0 once joined, else null. */
     private volatile Conn toServer;
     /** Rank 0 closed its side on purpose ({@code LEFT 0}): the end of its connection is not a loss. */
@@ -33,7 +33,7 @@ final class LivenessClient {
     private volatile String serverHost;
     private volatile int serverPort;
 
-    LivenessClient(Liveness l) {
+    LivenessClient(ChannelState l) {
         this.l = l;
     }
 
@@ -72,14 +72,14 @@ final class LivenessClient {
      * secret ends the tries ({@link #refusal()}).
      */
     void joinLater(String host, int port, long deadlineNanos) {
-        Liveness.daemon(() -> {
+        ChannelState.daemon(() -> {
             Tries tries;
             try {
                 tries = connectUntil(host, port, deadlineNanos, JOIN_BACKOFF_MILLIS);
             } catch (Refused e) {
                 refusal = e.getMessage();
                 failedToConnect = e.getMessage();
-                Liveness.LOG.error("nccl4j liveness: {}", e.getMessage());
+                ChannelState.LOG.error("nccl4j liveness: {}", e.getMessage());
                 return;
             }
             if (!tries.connected() && !l.closing) {
@@ -121,7 +121,7 @@ final class LivenessClient {
                 throw e;
             } catch (IOException e) {
                 last = e;
-                Liveness.sleep(backoff);
+                ChannelState.sleep(backoff);
                 backoff = Math.min(maxBackoffMillis, backoff * 2);
             }
         }
@@ -205,7 +205,7 @@ final class LivenessClient {
             }
             socket.setSoTimeout(l.timeoutMillis);
         } catch (IOException e) {
-            Liveness.closeQuietly(socket);
+            ChannelState.closeQuietly(socket);
             throw e;
         }
         serverHost = host;
@@ -219,7 +219,7 @@ final class LivenessClient {
         if (now != RankPhase.JOINED && !l.serves()) {   // the phase it reached while connecting
             write(s, LivenessWire.phase(now));
         }
-        Liveness.daemon(() -> listen(s, in), "nccl4j-liveness-" + rank);
+        ChannelState.daemon(() -> listen(s, in), "nccl4j-liveness-" + rank);
     }
 
     /** A line before {@code deadline}, or null when the connection ends or the deadline passes first. */
@@ -272,7 +272,7 @@ final class LivenessClient {
         } catch (IOException e) {
             // as the end of the stream
         }
-        Liveness.closeQuietly(s.socket);
+        ChannelState.closeQuietly(s.socket);
         if (again && !l.closing && !serverLeft && l.rank != 0 && connectAgain(why)) {
             return;
         }
@@ -292,7 +292,7 @@ final class LivenessClient {
         try {
             if (connectUntil(serverHost, serverPort, start + LivenessHub.REJOIN_MILLIS * 1_000_000L,
                     REJOIN_BACKOFF_MILLIS).connected()) {
-                Liveness.LOG.info("nccl4j liveness: rank {} connected to rank 0 again after {} ms ({})", l.rank,
+                ChannelState.LOG.info("nccl4j liveness: rank {} connected to rank 0 again after {} ms ({})", l.rank,
                         (System.nanoTime() - start) / 1_000_000, why);
                 return true;
             }
@@ -348,7 +348,7 @@ final class LivenessClient {
                     if (who == 0) {
                         serverLeft = true;   // rank 0 left on purpose: the end of its connection is no loss
                     }
-                    if (d.generation() == Liveness.STARTUP_GENERATION && who != rank) {
+                    if (d.generation() == ChannelState.STARTUP_GENERATION && who != rank) {
                         l.goneAtStartUp(who, d.host(), d.pid());
                     }
                     if (d.kind() != Departures.Kind.CLOSE && who != rank) {
@@ -414,11 +414,11 @@ final class LivenessClient {
     void pingLoop(LivenessHub hub) {
         long lastPing = 0;
         while (!l.closing) {
-            Liveness.sleep(hub != null ? Agreement.MIN_INTERVAL_MILLIS : Liveness.PING_MILLIS);
+            ChannelState.sleep(hub != null ? Agreement.MIN_INTERVAL_MILLIS : ChannelState.PING_MILLIS);
             long now = System.currentTimeMillis();
             if (hub != null) {
                 hub.tick(now);
-                if (now - lastPing < Liveness.PING_MILLIS - Agreement.MIN_INTERVAL_MILLIS / 2) {
+                if (now - lastPing < ChannelState.PING_MILLIS - Agreement.MIN_INTERVAL_MILLIS / 2) {
                     continue;
                 }
             }
@@ -463,7 +463,7 @@ final class LivenessClient {
         Conn s = toServer;
         if (s != null) {
             send(LivenessWire.BYE + "\n", true);
-            Liveness.closeQuietly(s.socket);
+            ChannelState.closeQuietly(s.socket);
         }
     }
 
@@ -471,7 +471,7 @@ final class LivenessClient {
     void drop() {
         Conn s = toServer;
         if (s != null) {
-            Liveness.closeQuietly(s.socket);
+            ChannelState.closeQuietly(s.socket);
         }
     }
 

@@ -98,7 +98,7 @@ import org.nccl4j.launch.RecordSeal;
  * next step if one host's fan-out ever becomes the limit; rank 0's own fan-out does not call for it yet.
  */
 final class LivenessHub {
-    private static final org.slf4j.Logger LOG = Liveness.LOG;
+    private static final org.slf4j.Logger LOG = ChannelState.LOG;
     /**
      * The most connections at once beyond the world's ranks that have not said hello; further ones are closed at
      * accept.
@@ -132,7 +132,7 @@ final class LivenessHub {
     static final long FIRST_BYTE_MILLIS = 1500;
 
     /** Rank 0's facade: the roster, losses and phases the hub keeps for it. */
-    private final Liveness l;
+    private final ChannelState l;
     /** The world size; a hello claiming a rank outside [0, size) is refused. */
     private final int size;
     /**
@@ -149,7 +149,7 @@ final class LivenessHub {
      * ends {@value org.nccl4j.launch.Refusals#FLOOD_GAP_MILLIS} ms after its last close; the connections that waited
      * during it are said at DEBUG).
      */
-    private final org.nccl4j.launch.Refusals refusals = new org.nccl4j.launch.Refusals(Liveness.LOG);
+    private final org.nccl4j.launch.Refusals refusals = new org.nccl4j.launch.Refusals(ChannelState.LOG);
     /** By launch rank, the address each rank said hello from. */
     private final Map<Integer, InetAddress> joinedFrom = new ConcurrentHashMap<>();
     /** The selector thread only: joined ranks connecting again after a failed check, with their hello and deadline. */
@@ -212,7 +212,7 @@ final class LivenessHub {
      * Listens on {@code bind} (null: every address) at {@code port} and starts the selector thread; ranks claimed must
      * be in [0, {@code worldSize}).
      */
-    LivenessHub(Liveness l, int port, int worldSize, InetAddress bind) throws IOException {
+    LivenessHub(ChannelState l, int port, int worldSize, InetAddress bind) throws IOException {
         this.l = l;
         this.size = worldSize;
         this.agreement = new Agreement(this::sendToRank, text -> broadcast(LivenessWire.mismatch(text)));
@@ -234,13 +234,13 @@ final class LivenessHub {
             sel = Selector.open();
             s.register(sel, SelectionKey.OP_ACCEPT);
         } catch (IOException | RuntimeException e) {
-            Liveness.closeQuietly(s);
-            Liveness.closeQuietly(sel);
+            ChannelState.closeQuietly(s);
+            ChannelState.closeQuietly(sel);
             throw e;
         }
         this.server = s;
         this.selector = sel;
-        serverThread = Liveness.daemon(this::serveAll, "nccl4j-liveness-server");
+        serverThread = ChannelState.daemon(this::serveAll, "nccl4j-liveness-server");
     }
 
     /** For tests: the quiet time that ends a burst of refusals; zero says every refusal at WARN. */
@@ -341,13 +341,13 @@ final class LivenessHub {
         } finally {
             try {
                 for (SelectionKey k : selector.keys()) {
-                    Liveness.closeQuietly(k.channel());
+                    ChannelState.closeQuietly(k.channel());
                 }
             } catch (java.nio.channels.ClosedSelectorException e) {
                 // closed already
             }
-            Liveness.closeQuietly(server);
-            Liveness.closeQuietly(selector);   // a registered channel's socket closes once its selector lets it go
+            ChannelState.closeQuietly(server);
+            ChannelState.closeQuietly(selector);   // a registered channel's socket closes once its selector lets it go
         }
     }
 
@@ -411,7 +411,7 @@ final class LivenessHub {
                 }
                 Peer victim = longestWaiting(in);
                 if (victim == null) {
-                    Liveness.closeQuietly(c);
+                    ChannelState.closeQuietly(c);
                     continue;
                 }
                 end(victim, "it waited longest without " + (victim.any ? "proving itself" : "a byte") + " while "
@@ -432,7 +432,7 @@ final class LivenessHub {
                     p.stage = 1;
                 }
             } catch (IOException | RuntimeException e) {
-                Liveness.closeQuietly(c);
+                ChannelState.closeQuietly(c);
             }
         }
     }
@@ -674,7 +674,7 @@ final class LivenessHub {
         early.remove(p);
         peers.remove(p);
         p.key.cancel();
-        Liveness.closeQuietly(p.channel);
+        ChannelState.closeQuietly(p.channel);
         synchronized (p) {
             p.outbox.clear();
             p.queued = 0;
@@ -873,7 +873,7 @@ final class LivenessHub {
             }
         }
         String line = "DEPARTED " + who + " " + host + " " + pid + " " + rest + "\n";
-        boolean startup = Integer.parseInt(g[0]) == Liveness.STARTUP_GENERATION;
+        boolean startup = Integer.parseInt(g[0]) == ChannelState.STARTUP_GENERATION;
         if (startup) {
             startupNews(who, line);
         }
@@ -881,8 +881,8 @@ final class LivenessHub {
         if (startup && who != l.rank) {
             // rank 0's own start-up waits read it here: its connection to itself may not be up yet to hear it
             l.departures.heard(new Departures.Departure(who, host, Long.parseLong(pid),
-                    Departures.Kind.valueOf(g[1].toUpperCase(java.util.Locale.ROOT)), Liveness.STARTUP_GENERATION, 0,
-                    g[3],
+                    Departures.Kind.valueOf(g[1].toUpperCase(java.util.Locale.ROOT)),
+                    ChannelState.STARTUP_GENERATION, 0, g[3],
                     g.length > 4 && !g[4].isBlank() ? g[4] : null, System.nanoTime()));
             l.goneAtStartUp(who, host, Long.parseLong(pid));
         }
