@@ -131,12 +131,16 @@ tsv_line() { local IFS=$'\t'; echo "$*"; }
 
 # ---------------------------------------------------------------- the report (also --merge)
 
+# What DepartureScenarios says of a step whose all-reduce returned a result that is not the sum (its own check), as
+# its RESULT line says it after the time: an extended regular expression, for grep, awk and [[ =~ ]]
+not_the_sum='IllegalStateException: step [0-9]+: element [0-9]+ is '
+
 # An awk function over a row of the TSV: how many ranks' step ended with a result that is not the sum (the harness's
 # own check; count and type excepted: there the ranks' own mismatched collective garbles the data).
 # shellcheck disable=SC2016  # awk's own $2, $i: not the shell's
 wrong_ranks='function wrong_ranks(   i, k) {
   if ($2 == "type" || $2 == "count") return 0
-  for (i = 10; i <= 13; i++) if ($i ~ /^IllegalStateException: step [0-9]+: element /) k++
+  for (i = 10; i <= 13; i++) if ($i ~ /^'"$not_the_sum"'/) k++
   return k + 0
 }'
 
@@ -875,7 +879,7 @@ fuzz_run() {
   local sres wrong=0
   sres=$(grep -aho "RESULT rank=$survivor t=[0-9]* .*" "$dir/rank$survivor.log" 2> /dev/null | head -1 \
     | sed 's/^RESULT rank=[0-9]* t=[0-9]* //')
-  case "$sres" in "IllegalStateException: step "[0-9]*": element "[0-9]*" is "*) wrong=1 ;; esac
+  [[ $sres =~ ^$not_the_sum ]] && wrong=1
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$victim" "$delay" "$phase" "$vst" "$sst" \
     "$surv_ms" "$crash" "$hs" "$left" "$(clean "${sres:-no line}")" "$wrong" > "$dir/result"
 }
@@ -1005,8 +1009,7 @@ sfuzz_run() {
     read -r st ms < "$dir/exit$r"
     sts+=" $st"
     if [ -z "$survivor" ] || [ "$ms" -gt "$sms" ]; then survivor=$r; sst=$st; sms=$ms; fi
-    grep -aqE "^RESULT rank=$r t=[0-9]+ IllegalStateException: step [0-9]+: element [0-9]+ is " "$dir/rank$r.log" \
-      2> /dev/null && wrong=$((wrong + 1))
+    grep -aqE "^RESULT rank=$r t=[0-9]+ $not_the_sum" "$dir/rank$r.log" 2> /dev/null && wrong=$((wrong + 1))
   done
   # where the SIGTERM found the victim: its last PHASE line before it (none: the JVM was still starting)
   local phase at=""

@@ -30,9 +30,6 @@ import org.nccl4j.launch.UniqueIdCheckException;
  * {@code launch}: {@link LaunchInfo#detect} and {@link LaunchInfo#rankZeroAddress()}.
  */
 final class Bootstrap {
-    private static final org.slf4j.Logger COMMUNICATOR_LOG =
-            org.slf4j.LoggerFactory.getLogger("org.nccl4j.Communicator");
-
     private Bootstrap() {
     }
 
@@ -242,7 +239,7 @@ final class Bootstrap {
             try {
                 served = Liveness.serve(Integer.parseInt(where[1]), where[0], size);
             } catch (IOException e) {
-                COMMUNICATOR_LOG.warn("nccl4j: no liveness channel (port {}): {};"
+                CommHealth.COMMUNICATOR_LOG.warn("nccl4j: no liveness channel (port {}): {};"
                         + " a lost rank is found by NCCL's error or the timeout only", where[1], e.toString());
                 where = null;
             }
@@ -270,7 +267,7 @@ final class Bootstrap {
             if (again == null) {
                 throw e;
             }
-            COMMUNICATOR_LOG.warn("nccl4j: {}; rank {} took the id from rank 0's"
+            CommHealth.COMMUNICATOR_LOG.warn("nccl4j: {}; rank {} took the id from rank 0's"
                     + " liveness channel instead (sealed with the keys of its own handshake)", e.getMessage(), rank);
             return again;
         }

@@ -69,10 +69,10 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     }
 
     /**
-     * The logger of what it reports: the Communicator's, so that a logging configuration that names
-     * {@code org.nccl4j.Communicator} covers it.
+     * The logger of what it reports, and of what the core's classes that make, watch and end a communicator report:
+     * the Communicator's, so that a logging configuration that names {@code org.nccl4j.Communicator} covers it.
      */
-    private static final String COMMUNICATOR_LOG = "org.nccl4j.Communicator";
+    static final org.slf4j.Logger COMMUNICATOR_LOG = org.slf4j.LoggerFactory.getLogger("org.nccl4j.Communicator");
     /** NCCL teardowns (abort, finalize, destroy) under way in this process: the exit waits for them. */
     private static final java.util.concurrent.atomic.AtomicInteger TEARDOWNS =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -431,14 +431,13 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             long begin = System.nanoTime();
             int rc = tearDown(() -> NcclNative.ncclCommAbort(handle));
             long took = System.nanoTime() - begin;
-            org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG);
             if (rc != 0) {
-                log.warn("nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
+                COMMUNICATOR_LOG.warn("nccl4j watchdog: ncclCommAbort of {} returned {}", this, rc);
             }
             if (waited + took >= SLOW_ABORT_NANOS) {
                 // the process's end and a close() of this communicator wait for it: say where the time went
-                log.info("nccl4j watchdog: ncclCommAbort of {} took {} ms (after {} ms for a thread inside an NCCL "
-                        + "call to leave it)", this, took / 1_000_000, waited / 1_000_000);
+                COMMUNICATOR_LOG.info("nccl4j watchdog: ncclCommAbort of {} took {} ms (after {} ms for a thread "
+                        + "inside an NCCL call to leave it)", this, took / 1_000_000, waited / 1_000_000);
             }
         }
     }
@@ -527,8 +526,8 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         try {
             writeTrace(TraceDump.REASON_DEPARTED, "rank " + rankUnchecked() + " " + what, null);
         } catch (IOException | RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: rank {} could not write its flight "
-                    + "record as it left: {}", rankUnchecked(), e.toString());
+            COMMUNICATOR_LOG.warn("nccl4j: rank {} could not write its flight record as it left: {}", rankUnchecked(),
+                    e.toString());
         }
     }
 
@@ -553,13 +552,12 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         if (recorder == null || traceDumped || failure != null) {
             return;
         }
-        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG);
         try {
             Path p = writeTrace(TraceDump.REASON_PEER_FAILED, "a peer failed: " + news, null);
-            log.warn("nccl4j: rank {} of {} wrote its flight record on news from the liveness channel ({}): {}",
-                    rankUnchecked(), size, news, p);
+            COMMUNICATOR_LOG.warn("nccl4j: rank {} of {} wrote its flight record on news from the liveness channel "
+                    + "({}): {}", rankUnchecked(), size, news, p);
         } catch (IOException | RuntimeException e) {
-            log.warn("nccl4j: rank {} could not write its flight record on news of a peer's failure: {}",
+            COMMUNICATOR_LOG.warn("nccl4j: rank {} could not write its flight record on news of a peer's failure: {}",
                     rankUnchecked(), e.toString());
         }
     }
@@ -658,7 +656,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         long end = start + boundNanos;
         while ((int) IN_CALL.getVolatile(this) != 0) {
             if (System.nanoTime() - end >= 0) {
-                org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).warn("nccl4j: a thread has been inside an NCCL "
+                COMMUNICATOR_LOG.warn("nccl4j: a thread has been inside an NCCL "
                         + "call on {} for {}: {} goes ahead (only it can end a call that waits for a peer)", this,
                         org.nccl4j.control.Durations.format(java.time.Duration.ofNanos(boundNanos)), what);
                 return System.nanoTime() - start;
@@ -676,8 +674,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
      */
     static int tearDown(java.util.function.IntSupplier call) {
         if (!teardownAhead()) {
-            org.slf4j.LoggerFactory.getLogger(COMMUNICATOR_LOG).debug("nccl4j: an NCCL teardown was skipped: the "
-                    + "process is exiting");
+            COMMUNICATOR_LOG.debug("nccl4j: an NCCL teardown was skipped: the process is exiting");
             return 0;
         }
         try {

@@ -154,7 +154,7 @@ final class Recovery {
                 if (e.result() != NcclResult.REMOTE_ERROR) {
                     throw e;
                 }
-                org.slf4j.LoggerFactory.getLogger("org.nccl4j.Communicator").warn("nccl4j: ncclCommShrink refused to "
+                CommHealth.COMMUNICATOR_LOG.warn("nccl4j: ncclCommShrink refused to "
                         + "shrink rank {} of {} after a lost peer ({}); forming the remaining ranks' communicator "
                         + "afresh",
                         c.rank, c.size, e.ncclName());

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
 final class Teardown {
     private static final Logger LOG = LoggerFactory.getLogger(Teardown.class);
     /** The logger of what closing and aborting a communicator report: the Communicator's. */
-    private static final Logger COMMUNICATOR_LOG = LoggerFactory.getLogger("org.nccl4j.Communicator");
+    private static final Logger COMMUNICATOR_LOG = CommHealth.COMMUNICATOR_LOG;
     /** The variable of the close deadline. */
     static final String TIMEOUT_VARIABLE = "NCCL4J_CLOSE_TIMEOUT";
     /** The property of the close deadline. */
