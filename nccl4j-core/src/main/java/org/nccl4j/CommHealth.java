@@ -12,11 +12,13 @@ import org.nccl4j.control.Departures;
 import org.nccl4j.control.Farewell;
 import org.nccl4j.control.Ledger;
 import org.nccl4j.control.Liveness;
+import org.nccl4j.control.RankProcess;
 import org.nccl4j.control.Survivors;
 import org.nccl4j.jni.NcclFunction;
 import org.nccl4j.jni.NcclNative;
 import org.nccl4j.trace.FlightRecorder;
 import org.nccl4j.trace.TraceDump;
+import org.nccl4j.trace.TraceEntry;
 import org.nccl4j.trace.TraceOperation;
 
 /**
@@ -134,6 +136,11 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     private volatile long published;
     /** Known complete because a wait on the only stream returned after it was published; the watchdog marks it. */
     private volatile long syncedThrough;
+    /**
+     * The last recorded operation known complete when this rank first heard that a member is lost (a wait's or the
+     * watchdog's); -1 before that news. A wait that returns over a later one throws (see completedBySynchronize).
+     */
+    private volatile long provenAtLoss = -1;
     /** The last recorded operation whose completion the observer has been told of. */
     private volatile long notifiedThrough;
     /** Recorded inside an open group: published at the group's end. */
@@ -288,7 +295,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             return;
         }
         Liveness l = liveness;
-        if (l != null && l.departures().any()) {
+        if (l != null && (l.departures().any() || l.anyLost())) {
             refuseEndedWithoutAPeer(l, published);
         }
         Stream[] s = streams;
@@ -307,15 +314,23 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     }
 
     /**
-     * A wait over collectives up to {@code published} returned normally, and a departure has been heard: when a
-     * collective it covered was never issued by a departed member, its result is not every rank's reduction (an abort
-     * elsewhere in the middle of it let it end), and the wait throws instead of returning. The watchdog finds the same
-     * at its next look; its failure is awaited (at most {@link #ENDED_WITHOUT_WAIT_NANOS}) and thrown, so that the
-     * program sees one failure, the communicator aborted.
+     * A wait over collectives up to {@code published} returned normally, and a departure or a loss has been heard:
+     * when a collective it covered was never issued by a departed member, or was not yet known complete when this rank
+     * heard that a member is lost (its connection ended without a goodbye, or went silent: what it issued is not
+     * known), its result may not be every rank's reduction (an abort elsewhere in the middle of it let it end: seen
+     * with 4 ranks on 4 x H200, a stopped rank's all-reduce ending with two ranks' sum on a third), and the wait
+     * throws instead of returning. The watchdog finds the same at its next look; its failure is awaited (at most
+     * {@link #ENDED_WITHOUT_WAIT_NANOS}) and thrown, so that the program sees one failure, the communicator aborted.
      */
     private void refuseEndedWithoutAPeer(Liveness l, long published) {
-        String without = l.departures().endedWithout(l.launchRankOfSelf(), ledger, published, generation,
-                l::currentRank);
+        String without = l.departures().any() ? l.departures().endedWithout(l.launchRankOfSelf(), ledger, published,
+                generation, l::currentRank) : null;
+        if (provenAtLoss < 0) {
+            noteLoss(l);   // the wait saw the loss before the news reached this communicator: it hears it now
+        }
+        if (without == null && published > provenAtLoss && l.anyLost()) {
+            without = endedAfterALoss(l, published);
+        }
         if (without == null) {
             return;
         }
@@ -330,6 +345,27 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         throw new IllegalStateException("rank " + rank + " of " + size + ": " + without + "; its result is not the "
                 + "reduction of every rank's data. The communicator cannot go on: close it, and restart the job (or "
                 + "recover the survivors)");
+    }
+
+    /** {@code allReduce #3 ended after rank 1 (host, pid 42) was lost}: the last operation a wait covered. */
+    private String endedAfterALoss(Liveness l, long published) {
+        FlightRecorder r = recorder;
+        TraceEntry e = r == null ? null : r.entry(published);
+        StringBuilder sb = new StringBuilder(e == null ? "operation #" + published
+                : e.operation().name() + " #" + e.sequence()).append(" ended after the news that ");
+        List<RankProcess> lost = l.lost();
+        for (int i = 0; i < lost.size(); i++) {
+            sb.append(i == 0 ? "" : ", ").append(lost.get(i));
+        }
+        return sb.append(lost.size() == 1 ? " is" : " are").append(" lost, and may not hold its part").toString();
+    }
+
+    /** The news of a loss: what is known complete now is not in doubt (see {@link #provenAtLoss}). */
+    private void noteLoss(Liveness l) {
+        if (provenAtLoss < 0 && l.anyLost()) {
+            FlightRecorder r = recorder;
+            provenAtLoss = Math.max(syncedThrough, r == null ? 0 : r.lastCompleted());
+        }
     }
 
     /** How long a wait that ended without a departed peer's part waits for the watchdog's failure. */
@@ -602,6 +638,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     void attachChannel(Liveness l) {
         liveness = l;
         l.attach(this, news -> {
+            noteLoss(l);
             Survivors.heard(l);   // rank 0 gone: this rank answers the roll call of those that remain
             peerNews(news);
         });

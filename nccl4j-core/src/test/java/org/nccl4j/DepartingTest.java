@@ -26,7 +26,7 @@ import org.nccl4j.trace.TraceDump;
 
 /**
  * Departures and agreement over the liveness channel (loopback), end to end through communicators of the stub NCCL and
- * FakeCuda ({@link DepartureReports}, {@link Teardown}, the watchdog's verdicts): every way a rank leaves reaches its
+ * FakeCuda (the departure reports of {@link CommHealth}, {@link Teardown}, the watchdog's verdicts): every way a rank leaves reaches its
  * peers with its facts, a peer waiting in a collective the departed rank never issued fails at once naming it, one
  * whose collectives it did issue is left alone, close() finalizes only with every peer closing and aborts otherwise,
  * and rank 0 names the first collective whose shape differs between ranks. The verdicts unit by unit are
@@ -325,6 +325,52 @@ class DepartingTest extends StubFixture {
                     + e.getMessage());
             closer.join(10_000);
             alone.close();
+        }
+    }
+
+    /**
+     * A rank that is lost (stopped, killed: its connection ended without a goodbye, or went silent) says nothing of
+     * what it issued. A wait that returns after rank 0 heard of the loss, over a collective not yet known complete
+     * then, throws the watchdog's failure instead of returning its result; one over a collective the watchdog had seen
+     * complete before the news returns. Seen on 4 x H200: a stopped rank's all-reduce ended on a third rank with two
+     * ranks' sum once another survivor aborted. The watchdog is held off rank 0 (its lifecycle lock) until the wait
+     * has returned, as a watchdog between two looks.
+     */
+    @Test
+    void aWaitThatReturnsAfterTheNewsOfALossThrowsTheFailureInsteadOfItsResult() throws Exception {
+        TwoRanks r = twoRanksAfterTwoAllReduces();
+        Communicator c0 = r.c0();
+        c0.allReduce(r.b0(), DataType.FLOAT32, ReduceOp.SUM, r.s0());   // #3: complete before the loss, and seen so
+        within(3000, () -> c0.health().recorder.lastCompleted() >= 3 ? true : null, "the watchdog seeing #3 end");
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+        Thread holder = new Thread(() -> {
+            c0.health().lifecycle.lock();
+            held.countDown();
+            try {
+                letGo.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                c0.health().lifecycle.unlock();
+            }
+        }, "watchdog-holder");
+        holder.start();
+        held.await();
+        try {
+            Channels.dropWithoutGoodbye(r.ch()[1]);
+            within(5000, () -> r.ch()[0].anyLost() ? true : null, "rank 1's loss, as rank 0 heard it");
+            r.s0().synchronize();   // over #3 only: known complete before the news
+            // #4 ends on the stub at once: as a collective that another survivor's abort let end without rank 1
+            c0.allReduce(r.b0(), DataType.FLOAT32, ReduceOp.SUM, r.s0());
+            CompletableFuture.runAsync(letGo::countDown,   // the watchdog's next look finds the loss
+                    CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS));
+            RemoteErrorException e = assertThrows(RemoteErrorException.class, r.s0()::synchronize);
+            assertTrue(e.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): peer lost: rank 1 ("
+                    + HOST + ", pid " + PID + ") is gone"), e.getMessage());
+        } finally {
+            letGo.countDown();
+            holder.join(10_000);
         }
     }
 

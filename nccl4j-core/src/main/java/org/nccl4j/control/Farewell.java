@@ -45,6 +45,8 @@ public final class Farewell {
     private static final Set<Liveness> OPEN = ConcurrentHashMap.newKeySet();
     private static volatile boolean installed;
     private static volatile String uncaught;
+    /** The program's main thread ended with an uncaught exception: the JVM ends with status 1. */
+    private static volatile boolean mainThrew;
     private static volatile String signal;
     private static volatile boolean exiting;
 
@@ -173,6 +175,9 @@ public final class Farewell {
         Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
             String cause = describe(e);
             uncaught = cause;
+            if (t.getName().equals("main")) {
+                mainThrew = true;
+            }
             for (Liveness l : OPEN) {
                 l.cause(cause);
             }
@@ -275,7 +280,9 @@ public final class Farewell {
         }
         awaitInits(cause);
         awaitOwnOperations();
-        Thread aborts = BoundedWait.run("nccl4j-farewell-abort", ABORT_WAIT_MILLIS, () -> {
+        boolean known = knownStatus() >= 0;
+        Thread aborts = BoundedWait.run("nccl4j-farewell-abort", known ? KNOWN_STATUS_WAIT_MILLIS : ABORT_WAIT_MILLIS,
+                () -> {
             for (Liveness l : OPEN) {
                 Attached c = l.owner();
                 if (c != null) {
@@ -284,6 +291,9 @@ public final class Farewell {
             }
         });
         if (aborts.isAlive()) {
+            if (known) {
+                endNow(cause, "aborting the communicators at exit");
+            }
             log().warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
         }
@@ -300,7 +310,7 @@ public final class Farewell {
     private static void endCalls(String cause) {
         nccl.endCalls();
         awaitInits(cause);
-        awaitTeardowns();
+        awaitTeardowns(cause);
     }
 
     /** How long the exit waits for the collectives its communicators have in flight before it aborts them. */
@@ -357,11 +367,49 @@ public final class Farewell {
         return exiting;
     }
 
-    /** Waits (at most {@link #ABORT_WAIT_MILLIS}) until no NCCL teardown is under way in the process. */
-    private static void awaitTeardowns() {
-        long end = System.nanoTime() + ABORT_WAIT_MILLIS * 1_000_000L;
+    /**
+     * How long the exit waits for NCCL's teardowns (the aborts at exit, an abort the watchdog or a start-up given up
+     * began) when it knows the status the process ends with ({@link #knownStatus}); then it ends the process with
+     * {@code _exit} and that status. NCCL's abort of a communicator whose peer is gone took 0.2-1.9 s on H200s (up to
+     * 3.6 s on a loaded machine), time in which the peers already know and the process does nothing of its own; the
+     * C runtime's exit handlers, which libnccl would crash in under an abort, do not run.
+     */
+    static final long KNOWN_STATUS_WAIT_MILLIS = 1000;
+
+    /**
+     * The status the process is about to end with, when nccl4j knows it: the signal's (128 + its number), or 1 when
+     * the program's main thread ended with an uncaught exception and no thread is in {@code System.exit}; else -1.
+     */
+    static int knownStatus() {
+        if (signal != null) {
+            return signalStatus();
+        }
+        return mainThrew && exitCaller().equals("the program ended") ? 1 : -1;
+    }
+
+    /** Ends the process now with its known status, saying that {@code what} was still under way. */
+    private static void endNow(String cause, String what) {
+        int status = knownStatus();
+        log().warn("nccl4j: {} was still under way after {} ms at exit ({}): ending the process with status {} "
+                + "without the C runtime's exit handlers, which libnccl would crash in", what,
+                KNOWN_STATUS_WAIT_MILLIS, cause, status);
+        nccl.exitNow(status);
+    }
+
+    /**
+     * Waits until no NCCL teardown is under way in the process: at most {@link #KNOWN_STATUS_WAIT_MILLIS} when the
+     * process's status is known (then it ends the process with it), else {@link #ABORT_WAIT_MILLIS}.
+     */
+    private static void awaitTeardowns(String cause) {
+        long begin = System.nanoTime();
+        long end = begin + ABORT_WAIT_MILLIS * 1_000_000L;
+        long known = begin + KNOWN_STATUS_WAIT_MILLIS * 1_000_000L;
         while (nccl.teardownsUnderWay() > 0) {
-            if (System.nanoTime() - end >= 0) {
+            long now = System.nanoTime();
+            if (now - known >= 0 && knownStatus() >= 0) {
+                endNow(cause, "an NCCL teardown");
+            }
+            if (now - end >= 0) {
                 log().warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
                 return;
             }

@@ -9,6 +9,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,6 +55,10 @@ class FarewellTest {
     }
 
     private Process child(String mode) throws IOException {
+        return child(mode, Map.of());
+    }
+
+    private Process child(String mode, Map<String, String> env) throws IOException {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         ProcessBuilder pb = new ProcessBuilder(java.toString(), "-cp", System.getProperty("java.class.path"),
                 "-Dnccl4j.library=" + StubNccl.full(), "-Dnccl4j.test.stubDir=" + StubNccl.dir(),
@@ -61,6 +66,7 @@ class FarewellTest {
                 .redirectErrorStream(true).redirectOutput(dir.resolve("out.txt").toFile());
         pb.environment().put("NCCL_STUB_LOG", dir.resolve("stub.log").toString());
         pb.environment().put("NCCL4J_TRACE_DIR", dir.toString());
+        pb.environment().putAll(env);
         String secret = org.nccl4j.launch.ProcessEnvironment.liveOrJvmCopy().get(JobSecret.VARIABLE);
         if (secret != null) {   // the child is a rank of this job: it has its secret (set here after the JVM began too)
             pb.environment().put(JobSecret.VARIABLE, secret);
@@ -72,13 +78,21 @@ class FarewellTest {
     }
 
     private Outcome run(String mode, boolean terminate) throws Exception {
-        Process p = child(mode);
+        return run(mode, terminate, Map.of(), new long[1]);
+    }
+
+    /** Runs the child in {@code mode} with {@code env}; {@code endedMs[0]}: from the SIGTERM (or the start) to its end. */
+    private Outcome run(String mode, boolean terminate, Map<String, String> env, long[] endedMs) throws Exception {
+        Process p = child(mode, env);
+        long t0 = System.nanoTime();
         if (terminate) {
             StubFixture.within(20_000, () -> rank0.roster().size() == 2 ? true : null, "the child's hello");
             Thread.sleep(1500);   // its all-reduces, then its sleep
+            t0 = System.nanoTime();
             p.destroy();   // SIGTERM
         }
         boolean ended = p.waitFor(60, TimeUnit.SECONDS);
+        endedMs[0] = (System.nanoTime() - t0) / 1_000_000;
         if (!ended) {
             p.destroyForcibly();
         }
@@ -131,6 +145,23 @@ class FarewellTest {
         assertEquals(143, e.status(), e.out());
         assertEquals(Departures.Kind.EXIT, e.departure().kind());
         assertEquals("SIGTERM", e.departure().cause());
+        assertTrue(Files.readString(dir.resolve("stub.log")).contains("ncclCommAbort"), "aborted at exit");
+    }
+
+    /**
+     * NCCL's abort at exit takes 3 s (as an abort whose peer is gone took up to 1.9 s on H200s, 3.6 s on a loaded
+     * machine): the exit, which knows its status (SIGTERM: 143), waits for it 1 s and ends the process with
+     * {@code _exit}, saying so, instead of waiting up to {@link Farewell#ABORT_WAIT_MILLIS}.
+     */
+    @Test
+    void sigtermWithASlowAbortEndsTheProcessOneSecondIntoTheAbortWithItsStatus() throws Exception {
+        long[] ms = new long[1];
+        Outcome e = run("sleep", true, Map.of("NCCL_STUB_SLEEP_MS_ncclCommAbort", "3000"), ms);
+        assertEquals(143, e.status(), e.out());
+        assertEquals("SIGTERM", e.departure().cause());
+        assertTrue(e.out().contains("aborting the communicators at exit was still under way after 1000 ms at exit "
+                + "(SIGTERM): ending the process with status 143 without the C runtime's exit handlers"), e.out());
+        assertTrue(ms[0] >= 1000 && ms[0] < 2800, "ended " + ms[0] + " ms after the SIGTERM: " + e.out());
         assertTrue(Files.readString(dir.resolve("stub.log")).contains("ncclCommAbort"), "aborted at exit");
     }
 
