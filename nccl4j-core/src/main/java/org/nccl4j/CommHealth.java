@@ -310,7 +310,15 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     @Override
     public boolean heardDeparture() {
         Liveness l = liveness;
-        return l != null && l.departures().any();
+        return l != null && (l.departures().any() || l.anyLost());
+    }
+
+    @Override
+    public void refuseAfterNews(long published) {
+        Liveness l = liveness;
+        if (published > syncedThrough && l != null && (l.departures().any() || l.anyLost())) {
+            refuseEndedWithoutAPeer(l, published);
+        }
     }
 
     /**

@@ -10,15 +10,14 @@ public final class Event implements AutoCloseable {
     private volatile Stream recordedOn;
     /** The sole user's last published operation when the event was recorded: complete once the event is. */
     private volatile long recordedAfter;
+    /** The communicators sharing the stream at the last record (the stream's array, never changed), or null. */
+    private volatile Stream.User[] recordedUsers;
     /**
-     * The communicators sharing the stream at the last record when a departure had been heard by one of them, and what
-     * each had published then (else null): a wait refuses a collective a departed rank never issued.
+     * What each of {@link #recordedUsers} had published at the last record, taken when a departure or loss had been
+     * heard by one of them (else null: the common case allocates nothing, and a wait checks after news that came later
+     * with {@link Stream#refuseAfterNews}): a wait refuses a collective a departed rank never issued.
      */
-    private volatile Shared recordedShared;
-
-    /** The users of a shared stream at a record, and what each had published. */
-    private record Shared(Stream.User[] users, long[] published) {
-    }
+    private volatile long[] recordedPublished;
 
     private Event(long handle, int device) {
         this.handle = handle;
@@ -87,7 +86,8 @@ public final class Event implements AutoCloseable {
         CudaCalls.check(CudaCalls.backend().eventRecord(handle, stream.handle()), "cudaEventRecord", device);
         recordedOn = stream;
         recordedAfter = published;
-        recordedShared = each == null ? null : new Shared(us, each);
+        recordedPublished = each;
+        recordedUsers = us.length > 1 ? us : null;
         return this;
     }
 
@@ -110,13 +110,16 @@ public final class Event implements AutoCloseable {
         }
         CudaCalls.check(rc, "cudaEventSynchronize", device);
         Stream.User user = on == null ? null : on.soleUser();
-        Shared shared = recordedShared;
+        Stream.User[] users = recordedUsers;
+        long[] each = recordedPublished;
         if (user != null) {
             user.completedBySynchronize(on, recordedAfter);
-        } else if (shared != null) {
-            for (int i = 0; i < shared.users().length; i++) {
-                shared.users()[i].completedBySynchronize(on, shared.published()[i]);
+        } else if (users != null && each != null && each.length == users.length) {
+            for (int i = 0; i < users.length; i++) {
+                users[i].completedBySynchronize(on, each[i]);
             }
+        } else if (users != null) {
+            Stream.refuseAfterNews(users);   // news that came after the record: what each has published now
         }
     }
 

@@ -17,8 +17,16 @@ public final class Stream implements AutoCloseable {
         /** A wait on {@code stream} returned: what it had {@code published} when the wait began is complete. */
         void completedBySynchronize(Stream stream, long published);
 
-        /** @return whether its liveness channel told of a rank that left (a wait then checks what it covered) */
+        /** @return whether its liveness channel told of a rank that left or was lost (a wait then checks what it
+         *          covered) */
         boolean heardDeparture();
+
+        /**
+         * A wait on a stream it shares returned, and the news of a departure or loss came while it waited (what it
+         * had published when the wait began was not taken): {@code published}, what it has published now, is checked
+         * as {@link #completedBySynchronize} checks, and nothing is marked complete.
+         */
+        void refuseAfterNews(long published);
 
         /** Throws its failure, if the watchdog found one. */
         void throwIfFailed();
@@ -145,6 +153,25 @@ public final class Stream implements AutoCloseable {
         } else if (each != null) {
             for (int i = 0; i < us.length; i++) {
                 us[i].completedBySynchronize(this, each[i]);
+            }
+        } else {
+            refuseAfterNews(us);
+        }
+    }
+
+    /**
+     * A wait on a stream that several communicators share returned, and what each had published as it began was not
+     * taken (no departure had been heard): when one of them has heard one since, each checks what it has published
+     * now (a wait may cover less; what it did not cover cannot complete either), so that a result the news makes
+     * doubtful is not returned as a reduction. Allocates nothing.
+     */
+    static void refuseAfterNews(User[] us) {
+        for (User u : us) {
+            if (u.heardDeparture()) {
+                for (User v : us) {
+                    v.refuseAfterNews(v.published());
+                }
+                return;
             }
         }
     }

@@ -329,6 +329,58 @@ class DepartingTest extends StubFixture {
     }
 
     /**
+     * As above, where the news comes after the event was recorded on the shared stream, or while a thread waits on
+     * the stream itself (what each communicator had published was not taken, since nothing had been heard): the wait
+     * still throws instead of returning the result of a collective the closed rank never issued.
+     */
+    @Test
+    void aWaitOnASharedStreamRefusesWhenTheNewsComesAfterTheRecordOrDuringTheWait() throws Exception {
+        for (boolean onAnEvent : new boolean[] {true, false}) {
+            String how = onAnEvent ? "an event recorded before the news" : "a wait under way when the news came";
+            Liveness[] ch = channel(2);
+            Communicator c0 = rank(0, 2, ch[0]);
+            Communicator c1 = rank(1, 2, ch[1]);
+            Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
+                    .timeout(Duration.ofMinutes(1)).commName("alone").build()));
+            Stream shared = stream(0);
+            Stream s1 = stream(0);
+            DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
+            DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+            for (int i = 0; i < 2; i++) {
+                c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
+                c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);
+            }
+            alone.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
+            shared.synchronize();
+            s1.synchronize();
+            assertNull(shared.soleUser(), "two communicators use the shared stream");
+            if (!onAnEvent) {
+                cuda.stall(shared.handle());
+            }
+            c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #3: rank 1 never issues it
+            Event done = onAnEvent ? later(Event.create(0)).record(shared) : null;
+            CompletableFuture<Void> waited = onAnEvent ? null : CompletableFuture.runAsync(shared::synchronize);
+            Thread closer = new Thread(c1::close, "closer");
+            closer.start();
+            within(3000, () -> ch[0].departures().any() ? true : null, "rank 1's close, as rank 0 heard it");
+            Throwable t;
+            if (onAnEvent) {
+                t = assertThrows(PeerDepartedException.class, done::synchronize, how);
+            } else {
+                cuda.release(shared.handle());   // #3 ends at once, before the watchdog's look: the wait returns
+                java.util.concurrent.ExecutionException x = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> waited.get(10, TimeUnit.SECONDS), how);
+                t = x.getCause();
+            }
+            assertTrue(t instanceof PeerDepartedException, how + ": " + t);
+            assertTrue(t.getMessage().startsWith("rank 0 of 2 (communicator \"departures\"): allReduce #3 "),
+                    how + ": " + t.getMessage());
+            closer.join(10_000);
+            alone.close();
+        }
+    }
+
+    /**
      * A rank that is lost (stopped, killed: its connection ended without a goodbye, or went silent) says nothing of
      * what it issued. A wait that returns after rank 0 heard of the loss, over a collective not yet known complete
      * then, throws the watchdog's failure instead of returning its result; one over a collective the watchdog had seen
