@@ -355,7 +355,10 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
                 + "recover the survivors)");
     }
 
-    /** {@code allReduce #3 ended after rank 1 (host, pid 42) was lost}: the last operation a wait covered. */
+    /**
+     * {@code allReduce #3 ended after the news that rank 1 (host, pid 42) is lost, and may not hold its part}: the last
+     * operation a wait covered.
+     */
     private String endedAfterALoss(Liveness l, long published) {
         FlightRecorder r = recorder;
         TraceEntry e = r == null ? null : r.entry(published);
