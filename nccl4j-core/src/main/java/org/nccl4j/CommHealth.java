@@ -295,7 +295,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             return;
         }
         Liveness l = liveness;
-        if (l != null && (l.departures().any() || l.anyLost())) {
+        if (heardOf(l)) {
             refuseEndedWithoutAPeer(l, published);
         }
         Stream[] s = streams;
@@ -309,14 +309,18 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
 
     @Override
     public boolean heardDeparture() {
-        Liveness l = liveness;
+        return heardOf(liveness);
+    }
+
+    /** Whether {@code l} (this communicator's channel, or null) told of a member that departed or was lost. */
+    private static boolean heardOf(Liveness l) {
         return l != null && (l.departures().any() || l.anyLost());
     }
 
     @Override
     public void refuseAfterNews(long published) {
         Liveness l = liveness;
-        if (published > syncedThrough && l != null && (l.departures().any() || l.anyLost())) {
+        if (published > syncedThrough && heardOf(l)) {
             refuseEndedWithoutAPeer(l, published);
         }
     }

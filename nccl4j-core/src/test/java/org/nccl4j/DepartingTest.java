@@ -132,6 +132,24 @@ class DepartingTest extends StubFixture {
         return new TwoRanks(ch, c0, c1, s0, b0);
     }
 
+    /**
+     * Two ranks on one channel, and a communicator of rank 0's alone ({@code alone}) that will share rank 0's stream
+     * {@code shared}; rank 1 issues on {@code s1}. Nothing issued yet.
+     */
+    private record SharedStream(Liveness[] ch, Communicator c0, Communicator c1, Communicator alone, Stream shared,
+            Stream s1, DeviceBuffer b0, DeviceBuffer b1) {
+    }
+
+    private SharedStream rankZeroSharingAStream() throws Exception {
+        Liveness[] ch = channel(2);
+        Communicator c0 = rank(0, 2, ch[0]);
+        Communicator c1 = rank(1, 2, ch[1]);
+        Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
+                .timeout(Duration.ofMinutes(1)).commName("alone").build()));
+        return new SharedStream(ch, c0, c1, alone, stream(0), stream(0), buffer(0, 16, DataType.FLOAT32),
+                buffer(0, 16, DataType.FLOAT32));
+    }
+
     /** Two ranks on one channel; rank 0 has issued all-reduce #1 on a stalled stream of its own, rank 1 nothing. */
     private TwoRanks rankZeroWaitingInItsFirstAllReduce() throws Exception {
         Liveness[] ch = channel(2);
@@ -291,16 +309,16 @@ class DepartingTest extends StubFixture {
     void aWaitOnAStreamSharedWithAnotherCommunicatorStillRefusesACollectiveTheClosedRankNeverIssued()
             throws Exception {
         for (boolean onAnEvent : new boolean[] {false, true}) {
-            Liveness[] ch = channel(2);
-            Communicator c0 = rank(0, 2, ch[0]);
-            Communicator c1 = rank(1, 2, ch[1]);
-            Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
-                    .timeout(Duration.ofMinutes(1)).commName("alone").build()));
-            Stream shared = stream(0);
+            SharedStream r = rankZeroSharingAStream();
+            Liveness[] ch = r.ch();
+            Communicator c0 = r.c0();
+            Communicator c1 = r.c1();
+            Communicator alone = r.alone();
+            Stream shared = r.shared();
             Stream other = stream(0);
-            Stream s1 = stream(0);
-            DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
-            DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+            Stream s1 = r.s1();
+            DeviceBuffer b0 = r.b0();
+            DeviceBuffer b1 = r.b1();
             c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);   // #1 on the shared stream, #2 on another
             c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, other);
             alone.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
@@ -337,15 +355,15 @@ class DepartingTest extends StubFixture {
     void aWaitOnASharedStreamRefusesWhenTheNewsComesAfterTheRecordOrDuringTheWait() throws Exception {
         for (boolean onAnEvent : new boolean[] {true, false}) {
             String how = onAnEvent ? "an event recorded before the news" : "a wait under way when the news came";
-            Liveness[] ch = channel(2);
-            Communicator c0 = rank(0, 2, ch[0]);
-            Communicator c1 = rank(1, 2, ch[1]);
-            Communicator alone = later(Communicator.create(0, 1, testId(), 0, CommConfig.builder().watchdog(true)
-                    .timeout(Duration.ofMinutes(1)).commName("alone").build()));
-            Stream shared = stream(0);
-            Stream s1 = stream(0);
-            DeviceBuffer b0 = buffer(0, 16, DataType.FLOAT32);
-            DeviceBuffer b1 = buffer(0, 16, DataType.FLOAT32);
+            SharedStream r = rankZeroSharingAStream();
+            Liveness[] ch = r.ch();
+            Communicator c0 = r.c0();
+            Communicator c1 = r.c1();
+            Communicator alone = r.alone();
+            Stream shared = r.shared();
+            Stream s1 = r.s1();
+            DeviceBuffer b0 = r.b0();
+            DeviceBuffer b1 = r.b1();
             for (int i = 0; i < 2; i++) {
                 c0.allReduce(b0, DataType.FLOAT32, ReduceOp.SUM, shared);
                 c1.allReduce(b1, DataType.FLOAT32, ReduceOp.SUM, s1);

@@ -292,7 +292,7 @@ public final class Farewell {
         });
         if (aborts.isAlive()) {
             if (known) {
-                endNow(cause, "aborting the communicators at exit");
+                endNow(stillUnderWay("aborting the communicators at exit"), cause, knownStatus());
             }
             log().warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
@@ -346,11 +346,8 @@ public final class Farewell {
         long end = System.nanoTime() + INIT_WAIT_MILLIS * 1_000_000L;
         while (nccl.initsUnderWay() > 0) {
             if (System.nanoTime() - end >= 0) {
-                int status = signalStatus();
-                log().warn("nccl4j: NCCL's initialization was still under way {} ms after the exit began ({}): ending "
-                        + "the process with status {} without the C runtime's exit handlers, which libnccl would "
-                        + "crash in", INIT_WAIT_MILLIS, cause, status);
-                nccl.exitNow(status);
+                endNow("NCCL's initialization was still under way " + INIT_WAIT_MILLIS + " ms after the exit began",
+                        cause, signalStatus());
             }
             java.util.concurrent.locks.LockSupport.parkNanos(2_000_000L);
         }
@@ -387,12 +384,18 @@ public final class Farewell {
         return mainThrew && exitCaller().equals("the program ended") ? 1 : -1;
     }
 
-    /** Ends the process now with its known status, saying that {@code what} was still under way. */
-    private static void endNow(String cause, String what) {
-        int status = knownStatus();
-        log().warn("nccl4j: {} was still under way after {} ms at exit ({}): ending the process with status {} "
-                + "without the C runtime's exit handlers, which libnccl would crash in", what,
-                KNOWN_STATUS_WAIT_MILLIS, cause, status);
+    /** {@code what} was still under way after {@link #KNOWN_STATUS_WAIT_MILLIS} at exit, in those words. */
+    private static String stillUnderWay(String what) {
+        return what + " was still under way after " + KNOWN_STATUS_WAIT_MILLIS + " ms at exit";
+    }
+
+    /**
+     * Ends the process now with {@code _exit(status)}, saying {@code why} (what was still under way) and the exit's
+     * cause: the C runtime's exit handlers would crash libnccl under the NCCL call still running.
+     */
+    private static void endNow(String why, String cause, int status) {
+        log().warn("nccl4j: {} ({}): ending the process with status {} without the C runtime's exit handlers, which "
+                + "libnccl would crash in", why, cause, status);
         nccl.exitNow(status);
     }
 
@@ -407,7 +410,7 @@ public final class Farewell {
         while (nccl.teardownsUnderWay() > 0) {
             long now = System.nanoTime();
             if (now - known >= 0 && knownStatus() >= 0) {
-                endNow(cause, "an NCCL teardown");
+                endNow(stillUnderWay("an NCCL teardown"), cause, knownStatus());
             }
             if (now - end >= 0) {
                 log().warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
