@@ -28,8 +28,10 @@ import org.slf4j.LoggerFactory;
  * its sequence number: nothing more on the hot path. The watchdog, every poll interval, records a completion marker
  * (a pooled CUDA event, timing disabled) on each stream the communicator has used once new operations were
  * published; a marker recorded after operation {@code s} was published completes only after every operation up to
- * {@code s} on those streams has. When all of a marker's events have completed ({@code cudaEventQuery}), the
- * operations up to its sequence number are marked completed. Operations issued inside an open group are published
+ * {@code s} on those streams has. When one of a marker's events has completed ({@code cudaEventQuery}), the
+ * operations up to its sequence number issued on that event's stream are marked completed, so that a collective
+ * still running on one stream does not hold back those completed on another (nor is named for them in a failure).
+ * Operations issued inside an open group are published
  * at the group's end, when NCCL launches them; operations captured into a CUDA graph are not recorded, and each
  * launch of the graph is recorded instead ({@code graphLaunch}) on every communicator captured in it.
  *
@@ -187,16 +189,23 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
         }, "nccl4j-trace-at-exit"));
     }
 
-    /** The markers recorded after operation {@code seq}: one event per stream. */
+    /** The markers recorded after operation {@code seq}: one event per stream, with the stream it was recorded on. */
     private static final class Marker {
         final long seq;
         final long[] events;
+        final long[] streams;
         final int count;
+        /** Events seen complete; the operations up to seq on their streams are marked so. */
+        final boolean[] done;
+        int left;
 
-        Marker(long seq, long[] events, int count) {
+        Marker(long seq, long[] events, long[] streams, int count) {
             this.seq = seq;
             this.events = events;
+            this.streams = streams;
             this.count = count;
+            this.done = new boolean[count];
+            this.left = count;
         }
     }
 
@@ -298,21 +307,27 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
             if (synced > recorder.lastCompleted()) {
                 recorder.completedThrough(synced);
             }
-            while (!markers.isEmpty()) {
-                Marker m = markers.peekFirst();
-                int status = 0;
-                for (int i = 0; i < m.count && status == 0; i++) {
-                    status = cuda.eventQuery(m.events[i]);
+            // each stream on its own: a collective that completed on one stream is not held pending by another
+            // stream's (which a failure would otherwise name as the operation that did not complete)
+            for (Marker m : markers) {
+                for (int i = 0; i < m.count; i++) {
+                    if (m.done[i]) {
+                        continue;
+                    }
+                    int status = cuda.eventQuery(m.events[i]);
+                    if (status == 0) {
+                        m.done[i] = true;
+                        m.left--;
+                        recorder.completedThroughOn(m.seq, m.streams[i]);
+                    } else if (status != NOT_READY) {
+                        return failure(Kind.CUDA, recorder.oldestPending(), 1, cuda.errorName(status) + " ("
+                                + status + "): " + cuda.errorString(status), now);
+                    }
                 }
-                if (status == NOT_READY) {
-                    break;
-                }
-                markers.removeFirst();
+            }
+            while (!markers.isEmpty() && markers.peekFirst().left == 0) {
+                Marker m = markers.removeFirst();
                 release(m);
-                if (status != 0) {
-                    return failure(Kind.CUDA, recorder.oldestPending(), 1, cuda.errorName(status) + " ("
-                            + status + "): " + cuda.errorString(status), now);
-                }
                 recorder.completedThrough(m.seq);
             }
             int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
@@ -355,6 +370,7 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
         private void mark(long seq) {
             Stream[] streams = comm.streamsUsed();
             long[] events = new long[streams.length];
+            long[] handles = new long[streams.length];
             int n = 0;
             for (Stream s : streams) {
                 synchronized (s) {
@@ -368,10 +384,11 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
                         LOG.warn("nccl4j watchdog: cudaEventRecord on {} failed: {}", s, cuda.errorName(rc));
                         continue;
                     }
-                    events[n++] = e;
+                    events[n] = e;
+                    handles[n++] = s.handle();
                 }
             }
-            markers.addLast(new Marker(seq, events, n));
+            markers.addLast(new Marker(seq, events, handles, n));
             markedUpTo = seq;
         }
 

@@ -430,6 +430,31 @@ class WatchdogTest extends StubFixture {
     }
 
     @Test
+    void aTimeoutNamesTheCollectiveStillRunningNotOneCompletedOnAnotherStream() throws Exception {
+        Stream done = stream(0);
+        Stream stuck = stream(0);
+        DeviceBuffer b = buffer(0, 16, DataType.FLOAT32);
+        Communicator c = watchedComm(watched(Duration.ofMillis(300)).build());
+        cuda.stall(stuck.handle());
+        Nccl.groupStart();   // published together: one marker covers both, on both streams
+        c.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, done);    // #1 completes
+        c.broadcast(b, DataType.FLOAT32, 0, stuck);              // #2 never does
+        Nccl.groupEnd();
+        within(2000, () -> c.health().recorder.lastCompleted() == 1 ? true : null,
+                "#1 marked completed while #2 still runs on the other stream");
+        CommunicatorFailedException f = within(3000, c::failure, "the timeout");
+        cuda.release(stuck.handle());
+        assertEquals(2, f.sequence());
+        assertEquals("broadcast", f.pendingOperation());
+        assertEquals(stuck.handle(), f.stream());
+        assertTrue(f.verdict().startsWith("broadcast #2 did not complete within 300 ms: a peer never joined it"),
+                f.verdict());
+        TraceDump dump = TraceDump.read(f.trace());
+        assertEquals(TraceEntry.State.COMPLETED, dump.entries().get(0).state());
+        assertEquals(TraceEntry.State.ENQUEUED, dump.entries().get(1).state());
+    }
+
+    @Test
     void aReturnedWaitTellsTheWatchdogWhatCompleted() {
         Stream s = stream(0);
         DeviceBuffer b = buffer(0, 16, DataType.FLOAT32);

@@ -267,6 +267,35 @@ public final class FlightRecorder {
     }
 
     /**
+     * Marks every operation up to {@code seq} that was recorded on {@code stream} and is not yet marked, completed,
+     * with the time of this call: what a watchdog does when the marker it placed on that one stream after those
+     * operations has completed while its markers on the communicator's other streams have not. Operations on other
+     * streams keep their state. Allocates nothing. Call from the watchdog's thread only.
+     *
+     * @param seq a sequence number that {@link #record} returned, or 0 for none
+     * @param stream the CUDA stream's handle, as {@link #record} was given it
+     * @throws IllegalArgumentException when seq was never returned by {@link #record}
+     */
+    public void completedThroughOn(long seq, long stream) {
+        long last = lastEnqueued;
+        if (seq < 0 || seq > last) {
+            throw notRecorded(seq, last);
+        }
+        for (long s = Math.max(1, Math.max(lastMarked + 1, last - capacity + 1)); s <= seq; s++) {
+            int slot = (int) (s % capacity);
+            // the slot's stamp before and after the read: the recorder may overwrite it meanwhile
+            if ((long) LONGS.getAcquire(stamps, slot) != s) {
+                continue;
+            }
+            long on = streams[slot];
+            VarHandle.loadLoadFence();
+            if (on == stream && (long) LONGS.getOpaque(stamps, slot) == s) {
+                completed(s);
+            }
+        }
+    }
+
+    /**
      * The {@link System#nanoTime()} at which operation {@code seq} was recorded; for an operation the ring no longer
      * holds, that of the oldest one it holds (a later time, so that a timeout measured from it errs on the late side).
      *

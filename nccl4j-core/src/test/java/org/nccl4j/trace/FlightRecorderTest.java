@@ -133,6 +133,30 @@ class FlightRecorderTest {
     }
 
     @Test
+    void oneStreamsMarkerCompletesOnlyThatStreamsOperations() {
+        FlightRecorder r = new FlightRecorder(8);
+        long a = 0xa0;
+        long b = 0xb0;
+        for (long stream : new long[] {a, b, a, a, b}) {
+            r.record(AR, 1, F32, SUM, -1, 4, stream);
+        }
+        r.completedThroughOn(4, a);   // a's marker after #4: #1, #3 and #4 (not #5, recorded later)
+        assertEquals(1, r.lastCompleted());
+        assertEquals(2, r.oldestPending(), "#2 runs on b");
+        assertEquals(List.of("1 COMPLETED", "2 ENQUEUED", "3 COMPLETED", "4 COMPLETED", "5 ENQUEUED"),
+                r.snapshot().stream().map(e -> e.sequence() + " " + e.state()).collect(Collectors.toList()));
+        r.completedThroughOn(0, b);   // none
+        assertEquals(2, r.oldestPending());
+        r.completedThroughOn(2, b);
+        assertEquals(4, r.lastCompleted(), "#2 fills the gap");
+        assertEquals(5, r.oldestPending());
+        r.completedThroughOn(5, 0xc0);   // a stream none of them ran on
+        assertEquals(5, r.oldestPending());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> r.completedThroughOn(6, a));
+        assertEquals("sequence 6 was never recorded (recorded: 1..5)", e.getMessage());
+    }
+
+    @Test
     void inOrderMarksCountEvenForOperationsTheRingNoLongerHolds() {
         FlightRecorder r = new FlightRecorder(2);
         for (int i = 0; i < 6; i++) {
