@@ -27,6 +27,12 @@
 #   MAP_BY          Open MPI's --map-by (e.g. slot:PE=4 with BIND=core: four cores per rank, for both programs; with
 #                   one core, a JVM's compiler and GC threads share it with the thread that issues the operations)
 #   JAVA_OPTS       passed to nccl4j-perf's JVM (e.g. -Xlog:gc to see whether a collection fell in a timed loop)
+#   NCCL_DEBUG, NCCL_DEBUG_SUBSYS, NCCL4J_NCCL_LOG   forwarded to both programs' ranks when exported; with
+#                   NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,REG, NCCL4J_NCCL_LOG=off) the run also writes
+#                   choices.md: what NCCL chose in each run (channels, graph, rings, algorithm and protocol or symmetric
+#                   kernel per size, registrations) beside its time, and per cell whether runs at two levels differ in
+#                   it (scripts/bench/nccl_choices.py). NCCL's tuning lines cost rank 0 a print per collective, in both
+#                   programs alike
 # Every run has NCCL_NVLS_ENABLE=0. Exit status 1 when a run failed, 2 on a usage error.
 set -uo pipefail
 [ -f "$(dirname "$0")/../env.sh" ] || { echo "${0##*/}: $(dirname "$0")/../env.sh is missing" >&2; exit 2; }
@@ -69,6 +75,7 @@ if [ -z "$bin" ]; then
 fi
 
 nccl4j_mpi_root_args
+nccl4j_mpi_forward_args NCCL_DEBUG NCCL_DEBUG_SUBSYS NCCL4J_NCCL_LOG
 failures=0
 failed=()
 port=29400
@@ -98,10 +105,11 @@ for lib in $libs; do
             port=$((port + 1))
             run=$name-np$np-R$reg-case$ci-$side-$r
             if [ "$side" = c ]; then
-              nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE -x "LD_LIBRARY_PATH=$(dirname "$path"):${LD_LIBRARY_PATH:-}")
+              nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE "${nccl4j_mpi_fwd[@]}"
+                -x "LD_LIBRARY_PATH=$(dirname "$path"):${LD_LIBRARY_PATH:-}")
               nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$bin/$prog" "${args[@]:1}" -R "$reg"
             else
-              nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE -x NCCL4J_BUNDLE -x "NCCL4J_LIBRARY=$path")
+              nccl4j_mpi_opts=(-x NCCL_NVLS_ENABLE "${nccl4j_mpi_fwd[@]}" -x NCCL4J_BUNDLE -x "NCCL4J_LIBRARY=$path")
               [ -n "${JAVA_OPTS:-}" ] && nccl4j_mpi_opts+=(-x JAVA_OPTS)
               nccl4j_mpi_logged "$out/raw" "$run" "$np" "$port" "$root/scripts/nccl4j-perf" "${args[@]}" -R "$reg" --timer host
             fi
@@ -129,4 +137,10 @@ y=$(awk -F'\t' 'NR > 1 && $7 > 1048576 { big = 1 } END { print big ? "busbw" : "
   rm -f "$out/frontier.png"
 }
 cat "$out/frontier.md"
+if [ -n "${NCCL_DEBUG:-}" ]; then
+  python3 "$root/scripts/bench/nccl_choices.py" "$out" > "$out/choices.md" \
+    || { echo "$tool: the choices' report failed"; failures=$((failures + 1)); }
+  echo "== what NCCL chose: $out/choices.md"
+  grep '^levels:' "$out/choices.md"
+fi
 [ "$failures" = 0 ]

@@ -50,6 +50,12 @@ class FourGpuRunsScriptTest {
                 "small all-reduces, 1 core a rank: NPS=4 REGS=0 2 ROUNDS=3 MAP_BY=slot:PE=1 BIND=core " + libs
                         + " CASES=" + small
                         + " bash " + s + "/bench/frontier.sh " + b,
+                "NCCL's choices where runs took two levels, 64-256 MiB: NPS=4 REGS=1 2 ROUNDS=6 " + libs + LOGGED
+                        + " CASES=broadcast_perf -b 64M -e 256M -f 4 -n 200 -w 20 -c 0;all_reduce_perf -b 64M -e 256M"
+                        + " -f 4 -n 200 -w 20 -c 0 bash " + s + "/bench/frontier.sh " + b,
+                "NCCL's choices in the small all-reduces at -R 2: NPS=4 REGS=2 ROUNDS=3 MAP_BY=slot:PE=4 BIND=core "
+                        + libs + LOGGED + " CASES=all_reduce_perf -b 8 -e 2K -f 2 -n 200 -w 50 -c 0 bash " + s
+                        + "/bench/frontier.sh " + b,
                 "sharded training against FSDP2, 80 layers: NP=4 LAYERS=80 ROUNDS=2 bash " + s
                         + "/bench/sharded-compare.sh " + b,
                 "the phase matrix, 4 ranks on 4 GPUs: CONFIGS=4gpu BUDGET=510 bash " + s + "/departures.sh " + b,
@@ -66,15 +72,24 @@ class FourGpuRunsScriptTest {
                 "the start-up SIGTERM fuzz, 4 ranks on 4 GPUs: STARTUP_FUZZ=50 FUZZ_RANKS=4 FUZZ_CONFIG=gpus JOBS=4"
                         + " BUDGET=510 bash " + s + "/departures.sh " + b), r.outLines(),
                 "OPS_REGS, LIBS and FUZZ_RUNS reach their parts");
+        r = run("DRY_RUN", "1", "PARTS", "causes", "CAUSE_ROUNDS", "10");
+        assertTrue(r.outLines().get(0).startsWith("NCCL's choices where runs took two levels, 64-256 MiB: NPS=4 "
+                + "REGS=1 2 ROUNDS=10 "), r.toString());
+        assertTrue(r.outLines().get(1).startsWith("NCCL's choices in the small all-reduces at -R 2: NPS=4 REGS=2 "
+                + "ROUNDS=3 "), "CAUSE_ROUNDS is the large cells' alone\n" + r);
     }
+
+    /** The NCCL log settings of the causes parts, as the dry run prints them. */
+    private static final String LOGGED = " NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,REG NCCL4J_NCCL_LOG=off";
 
     @Test
     void thePartsThatNeedNcclTestsAreSkippedWithoutThemSayingSo() throws Exception {
-        ScriptSandbox.SandboxOutcome r = run("PARTS", "ops small");
+        ScriptSandbox.SandboxOutcome r = run("PARTS", "ops small causes");
         assertEquals(0, r.status(), r.toString());
         List<String> lines = r.outLines();
-        assertEquals("SKIPPED ops (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)", lines.get(lines.size() - 2), r.toString());
-        assertEquals("SKIPPED small (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)", lines.get(lines.size() - 1), r.toString());
+        assertEquals("SKIPPED ops (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)", lines.get(lines.size() - 3), r.toString());
+        assertEquals("SKIPPED small (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)", lines.get(lines.size() - 2), r.toString());
+        assertEquals("SKIPPED causes (no NCCL_TESTS_SRC or NCCL_TESTS_BIN)", lines.get(lines.size() - 1), r.toString());
         assertTrue(r.of("timeout").isEmpty(), "nothing ran: " + r);
     }
 
@@ -82,7 +97,8 @@ class FourGpuRunsScriptTest {
     void aBadPartFewerThanFourGpusOrABadTimeoutAreRefused() throws Exception {
         ScriptSandbox.SandboxOutcome r = run("PARTS", "sharded bogus");
         assertEquals(2, r.status());
-        assertEquals("four-gpu-runs: PARTS: ops small sharded phases fuzz hosts (got 'bogus')", r.err().strip());
+        assertEquals("four-gpu-runs: PARTS: ops small causes sharded phases fuzz hosts (got 'bogus')",
+                r.err().strip());
         r = run("FAKE_GPUS", "2", "PARTS", "sharded");
         assertEquals(2, r.status());
         assertEquals("four-gpu-runs: 4 GPUs needed, nvidia-smi lists 2", r.err().strip());
@@ -95,5 +111,8 @@ class FourGpuRunsScriptTest {
         r = run("FUZZ_RUNS", "0");
         assertEquals(2, r.status());
         assertEquals("four-gpu-runs: FUZZ_RUNS takes a whole number above 0 (got '0')", r.err().strip());
+        r = run("CAUSE_ROUNDS", "three");
+        assertEquals(2, r.status());
+        assertEquals("four-gpu-runs: CAUSE_ROUNDS takes a whole number above 0 (got 'three')", r.err().strip());
     }
 }

@@ -105,6 +105,96 @@ class FrontierScriptTest {
     }
 
     @Test
+    void ncclsLogSettingsReachBothProgramsAndTheChoicesAreReported() throws Exception {
+        ScriptSandbox.SandboxOutcome r = run(Map.of("NCCL_DEBUG", "INFO", "NCCL_DEBUG_SUBSYS", "INIT,TUNING",
+                "NCCL4J_NCCL_LOG", "off"));
+        assertEquals(0, r.status(), r.toString());
+        for (ScriptSandbox.Call c : r.of("mpirun")) {
+            for (String v : List.of("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL4J_NCCL_LOG")) {
+                assertTrue(c.args().contains(v), v + " forwarded: " + c.args());
+            }
+            assertEquals("INIT,TUNING", c.env("NCCL_DEBUG_SUBSYS"));
+        }
+        assertEquals(List.of(box.root.resolve("scripts/bench/nccl_choices.py").toString(),
+                tmp.resolve("out").toString()), r.of("python3").get(1).args(), "the choices, after the report");
+        assertTrue(r.out().contains("== what NCCL chose: " + tmp.resolve("out/choices.md")), r.out());
+        // without NCCL_DEBUG: nothing forwarded, no choices
+        ScriptSandbox.SandboxOutcome plain = run(Map.of());
+        assertTrue(plain.of("mpirun").stream().noneMatch(c -> c.args().contains("NCCL_DEBUG")), plain.toString());
+        assertEquals(1, plain.of("python3").size(), plain.toString());
+    }
+
+    @Test
+    void theChoicesTellTwoLevelsApartByWhatNcclDidOrSayNothingDoes() throws Exception {
+        ScriptKit.assumeOnPath("python3");
+        Path raw = Files.createDirectories(tmp.resolve("choices/raw"));
+        // -R 1 broadcast at 64 MiB, 4 ranks: round 1 of both programs on 16 channels at 247-248 us, round 2 on 32 at
+        // 235-236 us; all_gather at 64 MiB: one level's worth of spread, its tuning lines with one rank's part
+        for (String[] v : new String[][] {{"c", "1", "247.50", "16"}, {"java", "1", "248.00", "16"},
+            {"c", "2", "235.70", "32"}, {"java", "2", "236.30", "32"}}) {
+            String name = "sys-np4-R1-case0-" + v[0] + "-" + v[1];
+            Files.writeString(raw.resolve(name + ".rank.sh"), "#!/usr/bin/env bash\nexec " + (v[0].equals("c")
+                    ? "/b/nccl-tests/broadcast_perf" : "/r/scripts/nccl4j-perf broadcast_perf")
+                    + " -b 64M -e 64M -n 200 -R 1" + (v[0].equals("c") ? "" : " --timer host") + "\n");
+            int last = Integer.parseInt(v[3]) - 1;
+            Files.writeString(raw.resolve(name + ".log"), String.join("\n",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO " + v[3] + " coll channels, " + v[3] + " collnet channels, 0 "
+                            + "nvls channels, 32 p2p channels, 32 p2p channels per peer",
+                    "[1,1]<stdout>:vm:12:12 [1] NCCL INFO " + v[3] + " coll channels, " + v[3] + " collnet channels, 0 "
+                            + "nvls channels, 32 p2p channels, 32 p2p channels per peer",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO Pattern 4, crossNic 0, nChannels " + v[3] + ", bw "
+                            + "40.000000/40.000000, type NVL/PIX, sameChannels 1",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO Channel 00/" + v[3] + " :    0   1   2   3",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO Broadcast: 67108864 Bytes -> Algo RING proto SIMPLE "
+                            + "channel{Lo..Hi}={0.." + last + "}",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO Broadcast: 67108864 Bytes -> Algo RING proto SIMPLE "
+                            + "channel{Lo..Hi}={0.." + last + "}",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO rank 0 - IPC register buffer 0x7f00 size 67108864 (baseAddr "
+                            + "0x7f00 size 67108864) to peer 1 regAddr 0x7e00 offsetOut 0",
+                    "[1,0]<stdout>:    67108864      16777216     float    none       0   " + v[2] + "  271.1  271.89    N/A"
+                            + "   " + v[2] + "  271.1  271.89    N/A", ""));
+            name = "sys-np4-R1-case1-" + v[0] + "-" + v[1];
+            Files.writeString(raw.resolve(name + ".rank.sh"), "exec /b/nccl-tests/all_gather_perf -b 64M -R 1\n");
+            Files.writeString(raw.resolve(name + ".log"), String.join("\n",
+                    "vm:11:11 [0] NCCL INFO AllGather: 16777216 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}",
+                    "    67108864      4194304     float    none      -1   " + (v[1].equals("1") ? "180.00" : "181.00")
+                            + "  1  2  0   170.00  1  2  0", ""));
+        }
+        ScriptKit.Outcome o = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/nccl_choices.py").toString(), tmp.resolve("choices").toString()));
+        assertEquals(0, o.status(), o.out());
+        String md = o.out();
+        assertLines(md, "## 4 ranks, -R 1, `broadcast_perf -b 64M -e 64M -n 200`, 67108864 B, out of place", "",
+                "| run | time us | busbw | channels | graph | rings | choice | registrations |",
+                "|---|---:|---:|---|---|---|---|---|",
+                "| c 2 | 235.70 | 271.89 | 32 coll, 0 nvls, 32 p2p | pattern 4, 32 ch, bw 40/40, NVL/PIX | 1 "
+                        + "| RING/SIMPLE ch 0-31 x2 | IPC register 1 |",
+                "| java 2 | 236.30 | 271.89 | 32 coll, 0 nvls, 32 p2p | pattern 4, 32 ch, bw 40/40, NVL/PIX | 1 "
+                        + "| RING/SIMPLE ch 0-31 x2 | IPC register 1 |",
+                "| c 1 | 247.50 | 271.89 | 16 coll, 0 nvls, 32 p2p | pattern 4, 16 ch, bw 40/40, NVL/PIX | 1 "
+                        + "| RING/SIMPLE ch 0-15 x2 | IPC register 1 |");
+        assertTrue(md.contains("levels: 2 faster (235.70-236.30 us), 2 slower (247.50-248.00 us; c 1 of 2, java 1 of "
+                + "2); they differ in channels (slower: 16 coll, 0 nvls, 32 p2p; faster: 32 coll, 0 nvls, 32 p2p); graph "
+                + "(slower: pattern 4, 16 ch, bw 40/40, NVL/PIX; faster: pattern 4, 32 ch, bw 40/40, NVL/PIX); rings (no "
+                + "slower run has a faster run's ring orders); choice (slower: RING/SIMPLE ch 0-15 x2; faster: "
+                + "RING/SIMPLE ch 0-31 x2)\n"), md);
+        // all_gather: 180 and 181 us are one level; its tuning line has one rank's part (64 MiB / 4)
+        assertTrue(md.contains("| c 1 | 180.00 | 2 | - | - | 0 | RING/SIMPLE ch 0-23 x1 | - |"), md);
+        assertTrue(md.contains("one level: the times are within 1.5 % of each other"), md);
+        // in place, the same runs at one level: 170 us each
+        assertTrue(md.contains("## 4 ranks, -R 1, `all_gather_perf -b 64M`, 67108864 B, in place"), md);
+        // the same runs where nothing logged differs: the levels are named, and that no fact tells them apart
+        ScriptKit.Outcome wide = ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/nccl_choices.py").toString(), tmp.resolve("choices").toString(),
+                "--tolerance", "0.1"));
+        assertTrue(wide.out().contains("levels: 2 faster (180.00-180.00 us), 2 slower (181.00-181.00 us; c 1 of 2, "
+                + "java 1 of 2); no logged NCCL fact tells the levels apart"), wide.out());
+        assertEquals(2, ScriptKit.exec(null, ScriptKit.PYTHON_ENV, List.of("python3",
+                box.root.resolve("scripts/bench/nccl_choices.py").toString(), tmp.resolve("none").toString()))
+                .status());
+    }
+
+    @Test
     void theSummaryHasTheIssuesFieldsFromTheMediansOfTheRun() throws Exception {
         ScriptKit.assumeOnPath("python3");
         String small = "all_reduce_perf -b 8 -e 64K -f 2";
