@@ -16,7 +16,8 @@ with NCCL4J_NCCL_LOG=off prints NCCL's lines as nccl-tests does). The facts of a
                  count times the type's size: the whole buffer for all-reduce, broadcast and reduce, one rank's part
                  (size / ranks) for all-gather and reduce-scatter; alltoall, gather, scatter and sendrecv are
                  point-to-point and have no such line
-  registrations  how many of NCCL's REG lines said a buffer was IPC-registered, reused, or failed to register
+  registrations  how many of NCCL's REG lines said a buffer was registered with the communicator, IPC-registered
+                 with a peer, reused, or failed to register
 Prints, per cell (ranks, -R, operation, size, placement), the runs sorted by time with their facts; when the runs'
 times spread more than --tolerance percent (default 1.5), the widest gap between two consecutive times splits them into
 a faster and a slower level, and a "levels:" line names each fact whose values in the slower runs are none of those in
@@ -37,8 +38,8 @@ PATTERN = re.compile(r'Pattern (\d+), crossNic \d+, nChannels (\d+), bw ([\d.]+)
 RING = re.compile(r'Channel (\d+)/(\d+) :((?:\s+\d+)+)\s*$')
 TUNE = re.compile(r'(\w+): (\d+) Bytes -> Algo (\S+) proto (\S+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}')
 SYMK = re.compile(r'(\w+) \[Symmetric\]: (\d+) Bytes -> Kernel (\S+) nchannels (\d+)')
-REGS = (('IPC register', re.compile(r'IPC register buffer')), ('reuse', re.compile(r'reuse (?:registered|buffer)')),
-        ('failed', re.compile(r'failed to \w+ register')))
+REGS = (('registered', re.compile(r'register comm \S+ buffer')), ('IPC register', re.compile(r'IPC register buffer')),
+        ('reuse', re.compile(r'reuse (?:registered|buffer)')), ('failed', re.compile(r'failed to \w+ register')))
 # the tuning line's function name for each nccl-tests program, and whether its bytes are one rank's part
 FUNCS = {'all_reduce': ('AllReduce', False), 'broadcast': ('Broadcast', False), 'reduce': ('Reduce', False),
          'all_gather': ('AllGather', True), 'reduce_scatter': ('ReduceScatter', True)}

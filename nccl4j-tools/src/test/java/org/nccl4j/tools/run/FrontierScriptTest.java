@@ -149,6 +149,7 @@ class FrontierScriptTest {
                             + "channel{Lo..Hi}={0.." + last + "}",
                     "[1,0]<stdout>:vm:11:11 [0] NCCL INFO Broadcast: 67108864 Bytes -> Algo RING proto SIMPLE "
                             + "channel{Lo..Hi}={0.." + last + "}",
+                    "[1,0]<stdout>:vm:11:11 [0] NCCL INFO register comm 0x5e00 buffer 0x7f00 size 67108864",
                     "[1,0]<stdout>:vm:11:11 [0] NCCL INFO rank 0 - IPC register buffer 0x7f00 size 67108864 (baseAddr "
                             + "0x7f00 size 67108864) to peer 1 regAddr 0x7e00 offsetOut 0",
                     "[1,0]<stdout>:    67108864      16777216     float    none       0   " + v[2] + "  271.1  271.89    N/A"
@@ -168,11 +169,11 @@ class FrontierScriptTest {
                 "| run | time us | busbw | channels | graph | rings | choice | registrations |",
                 "|---|---:|---:|---|---|---|---|---|",
                 "| c 2 | 235.70 | 271.89 | 32 coll, 0 nvls, 32 p2p | pattern 4, 32 ch, bw 40/40, NVL/PIX | 1 "
-                        + "| RING/SIMPLE ch 0-31 x2 | IPC register 1 |",
+                        + "| RING/SIMPLE ch 0-31 x2 | registered 1, IPC register 1 |",
                 "| java 2 | 236.30 | 271.89 | 32 coll, 0 nvls, 32 p2p | pattern 4, 32 ch, bw 40/40, NVL/PIX | 1 "
-                        + "| RING/SIMPLE ch 0-31 x2 | IPC register 1 |",
+                        + "| RING/SIMPLE ch 0-31 x2 | registered 1, IPC register 1 |",
                 "| c 1 | 247.50 | 271.89 | 16 coll, 0 nvls, 32 p2p | pattern 4, 16 ch, bw 40/40, NVL/PIX | 1 "
-                        + "| RING/SIMPLE ch 0-15 x2 | IPC register 1 |");
+                        + "| RING/SIMPLE ch 0-15 x2 | registered 1, IPC register 1 |");
         assertTrue(md.contains("levels: 2 faster (235.70-236.30 us), 2 slower (247.50-248.00 us; c 1 of 2, java 1 of "
                 + "2); they differ in channels (slower: 16 coll, 0 nvls, 32 p2p; faster: 32 coll, 0 nvls, 32 p2p); graph "
                 + "(slower: pattern 4, 16 ch, bw 40/40, NVL/PIX; faster: pattern 4, 32 ch, bw 40/40, NVL/PIX); rings (no "
