@@ -269,10 +269,25 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             return;
         }
         long traced = r.record(TraceOperation.graphLaunch.code(), operations, -1, -1, -1, 0, stream.handle());
+        ledger.sawIssuer();   // the launching thread issues the graph's collectives: a close names it
         if (stream != lastStream) {
             useStream(stream);
         }
         PUBLISHED.setRelease(this, traced);
+    }
+
+    @Override
+    public void enterLaunch() {
+        enterCall();
+        if (refusing) {
+            leaveCall();
+            throw closedError();
+        }
+    }
+
+    @Override
+    public void leaveLaunch() {
+        leaveCall();
     }
 
     /** At the end of the outermost group: publishes what was recorded inside it. */

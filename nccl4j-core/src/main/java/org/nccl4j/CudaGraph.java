@@ -86,6 +86,9 @@ public final class CudaGraph implements AutoCloseable {
      * Enqueues one replay of the captured work on {@code stream} ({@code cudaGraphLaunch}).
      *
      * @param stream where to run it, usually the stream it was captured on
+     * @throws IllegalStateException when this graph or the stream is closed, or a communicator whose operations the
+     *         graph holds is closed or being closed (on any thread); nothing is launched then
+     * @throws CommunicatorFailedException when such a communicator failed (its failure)
      */
     public void launch(Stream stream) {
         if (closed) {
@@ -98,9 +101,22 @@ public final class CudaGraph implements AutoCloseable {
         for (Stream.User c : comms) {
             c.throwIfFailed();   // its operations in the graph would run on an aborted communicator
         }
-        CudaCalls.check(CudaCalls.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
-        for (int i = 0; i < comms.length; i++) {
-            comms[i].graphLaunched(stream, operations[i]);   // the watchdog watches each launch
+        // each communicator entered as by a collective: one closed or being closed (on another thread, say: a
+        // shutdown hook) refuses the launch, whose operations would run on a communicator NCCL has freed; a close
+        // that begins meanwhile waits for the launch to be over, so that the peers are told it
+        int entered = 0;
+        try {
+            for (; entered < comms.length; entered++) {
+                comms[entered].enterLaunch();
+            }
+            CudaCalls.check(CudaCalls.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
+            for (int i = 0; i < comms.length; i++) {
+                comms[i].graphLaunched(stream, operations[i]);   // the watchdog watches each launch
+            }
+        } finally {
+            for (int i = 0; i < entered; i++) {
+                comms[i].leaveLaunch();
+            }
         }
     }
 

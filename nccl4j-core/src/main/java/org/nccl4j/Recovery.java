@@ -30,19 +30,42 @@ final class Recovery {
     }
 
     static CommParts split(CommHealth c, CommConfig made, int color, int key, CommConfig config) {
-        ensureOpen(c);
-        if (color < NO_COLOR) {
-            throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
+        return onParent(c, false, () -> {
+            if (color < NO_COLOR) {
+                throw Errors.argument("color must be >= 0 or NO_COLOR (-1), got " + color);
+            }
+            if (config != null) {
+                config.requireSupportedBy(NcclLibrary.load());
+            }
+            long[] out = new long[1];
+            long handle = c.handleUnchecked();
+            int rc = config == null
+                    ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
+                    : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(),
+                            config.commName());
+            return child(c, made, rc, out, config, NcclFunction.ncclCommSplit);
+        });
+    }
+
+    /**
+     * {@code body}, which calls NCCL on {@code c}'s handle (split, shrink, grow, revoke, the id of a grow) and waits
+     * for what that made, entered as a collective's enqueue is: a close or abort of {@code c} on another thread waits
+     * for it to be over (up to the 2 s of {@link CommHealth#awaitCallsLeft}), or it sees that close first and throws
+     * its {@code IllegalStateException}, so that NCCL never works on a communicator freed under it. With
+     * {@code keptToo}, a communicator failed and kept for recovery ({@link FailurePolicy#RECOVER}) is taken too.
+     */
+    private static <T> T onParent(CommHealth c, boolean keptToo, java.util.function.Supplier<T> body) {
+        c.enterCall();   // before the check: a close either sees this call or this call sees the close
+        try {
+            if (keptToo) {
+                ensureOpenOrKept(c);
+            } else {
+                ensureOpen(c);
+            }
+            return body.get();
+        } finally {
+            c.leaveCall();
         }
-        if (config != null) {
-            config.requireSupportedBy(NcclLibrary.load());
-        }
-        long[] out = new long[1];
-        long handle = c.handleUnchecked();
-        int rc = config == null
-                ? NcclNative.ncclCommSplit(handle, color, key, out, null, null, null)
-                : NcclNative.ncclCommSplit(handle, color, key, out, config.ints(), config.netName(), config.commName());
-        return child(c, made, rc, out, config, NcclFunction.ncclCommSplit);
     }
 
     /** Throws unless {@code c} is open (neither closing nor closed). */
@@ -74,9 +97,12 @@ final class Recovery {
         return CommParts.of(handle, c.device, childBlocking, childSettings).withConfig(config != null ? config : made);
     }
 
-    /** Throws unless {@code c} is open, or failed and kept for recovery ({@link FailurePolicy#RECOVER}). */
+    /**
+     * Throws unless {@code c} is open (neither closing nor closed), or failed and kept for recovery
+     * ({@link FailurePolicy#RECOVER}) and not being closed.
+     */
     private static void ensureOpenOrKept(CommHealth c) {
-        if (c.closed && !c.kept) {
+        if ((c.closed || c.refusing) && !c.kept) {
             throw c.closedError();
         }
     }
@@ -90,21 +116,22 @@ final class Recovery {
     }
 
     static CommParts shrink(CommHealth c, CommConfig made, CommConfig config, int... excludedRanks) {
-        ensureOpenOrKept(c);
-        checkExcluded(c, excludedRanks);
-        requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
-        if (config != null) {
-            config.requireSupportedBy(NcclLibrary.load());
-        }
-        int flags = c.failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
-        long[] out = new long[1];
-        int[] excluded = excludedRanks.clone();
-        long handle = c.handleUnchecked();
-        int rc = config == null
-                ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
-                : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(), config.netName(),
-                        config.commName(), flags);
-        return child(c, made, rc, out, config, NcclFunction.ncclCommShrink);
+        return onParent(c, true, () -> {
+            checkExcluded(c, excludedRanks);
+            requireFunction(NcclFunction.ncclCommShrink, "Communicator.shrink");
+            if (config != null) {
+                config.requireSupportedBy(NcclLibrary.load());
+            }
+            int flags = c.failure != null || reportedBroken(c) ? SHRINK_ABORT : SHRINK_DEFAULT;
+            long[] out = new long[1];
+            int[] excluded = excludedRanks.clone();
+            long handle = c.handleUnchecked();
+            int rc = config == null
+                    ? NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, null, null, null, flags)
+                    : NcclNative.ncclCommShrink(handle, excluded, excluded.length, out, config.ints(),
+                            config.netName(), config.commName(), flags);
+            return child(c, made, rc, out, config, NcclFunction.ncclCommShrink);
+        });
     }
 
     static CommParts reform(CommHealth c, CommConfig made, Rendezvous.Builder route, CommConfig config,
@@ -252,37 +279,42 @@ final class Recovery {
     }
 
     static void revoke(CommHealth c) {
-        ensureOpen(c);
-        requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
-        int rc = NcclNative.ncclCommRevoke(c.handleUnchecked(), 0);
-        if (rc == Errors.IN_PROGRESS) {
-            rc = InitDeadline.waitWhileInProgress(c.handleUnchecked());
-        }
-        Errors.check(rc, NcclFunction.ncclCommRevoke, c);
+        onParent(c, false, () -> {
+            requireFunction(NcclFunction.ncclCommRevoke, "Communicator.revoke");
+            int rc = NcclNative.ncclCommRevoke(c.handleUnchecked(), 0);
+            if (rc == Errors.IN_PROGRESS) {
+                rc = InitDeadline.waitWhileInProgress(c.handleUnchecked());
+            }
+            Errors.check(rc, NcclFunction.ncclCommRevoke, c);
+            return null;
+        });
     }
 
     static UniqueId growId(CommHealth c) {
-        ensureOpen(c);
-        requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
-        byte[] id = new byte[UniqueId.BYTES];
-        Errors.check(NcclNative.ncclCommGetUniqueId(c.handleUnchecked(), id), NcclFunction.ncclCommGetUniqueId, c);
-        return UniqueId.of(id);
+        return onParent(c, false, () -> {
+            requireFunction(NcclFunction.ncclCommGetUniqueId, "Communicator.growId");
+            byte[] id = new byte[UniqueId.BYTES];
+            Errors.check(NcclNative.ncclCommGetUniqueId(c.handleUnchecked(), id), NcclFunction.ncclCommGetUniqueId,
+                    c);
+            return UniqueId.of(id);
+        });
     }
 
     static CommParts grow(CommHealth c, CommConfig made, int newSize, UniqueId id, CommConfig config) {
-        ensureOpen(c);
-        if (newSize <= c.size) {
-            throw Errors.argument("newSize must be more than the communicator's " + c.size + " ranks, got "
-                    + newSize);
-        }
-        requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
-        long[] out = new long[1];
-        byte[] bytes = id == null ? null : id.internalBytes();
-        long handle = c.handleUnchecked();
-        int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
-                : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
-                        config.commName());
-        return child(c, made, rc, out, config, NcclFunction.ncclCommGrow);
+        return onParent(c, false, () -> {
+            if (newSize <= c.size) {
+                throw Errors.argument("newSize must be more than the communicator's " + c.size + " ranks, got "
+                        + newSize);
+            }
+            requireFunction(NcclFunction.ncclCommGrow, "Communicator.grow");
+            long[] out = new long[1];
+            byte[] bytes = id == null ? null : id.internalBytes();
+            long handle = c.handleUnchecked();
+            int rc = config == null ? NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, null, null, null)
+                    : NcclNative.ncclCommGrow(handle, newSize, bytes, -1, out, config.ints(), config.netName(),
+                            config.commName());
+            return child(c, made, rc, out, config, NcclFunction.ncclCommGrow);
+        });
     }
 
     static CommParts join(int newSize, int rank, UniqueId id, int device, CommConfig config) {

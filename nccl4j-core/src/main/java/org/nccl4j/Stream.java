@@ -36,6 +36,17 @@ public final class Stream implements AutoCloseable {
 
         /** A graph holding {@code operations} of its operations was launched on {@code stream}. */
         void graphLaunched(Stream stream, long operations);
+
+        /**
+         * A graph holding its operations is about to be launched: entered as a collective's enqueue is, so that a
+         * close or abort on another thread waits for the launch to leave ({@link #leaveLaunch}), or the launch sees
+         * the close and throws its {@code IllegalStateException} (with nothing entered) instead of running the
+         * operations of a communicator that is gone.
+         */
+        void enterLaunch();
+
+        /** The launch {@link #enterLaunch} entered is over. */
+        void leaveLaunch();
     }
 
     /** {@code cudaStreamNonBlocking}. */

@@ -184,6 +184,26 @@ class CaptureTest {
     }
 
     @Test
+    void aGraphHoldingAClosedCommunicatorsOperationsIsNotLaunched() {
+        StubNccl.useFull();
+        try (Stream s = Stream.create(0); DeviceBuffer buf = DeviceBuffer.allocate(0, 1024)) {
+            Communicator comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0);
+            s.beginCapture();
+            try {
+                comm.allReduce(buf, DataType.FLOAT32, ReduceOp.SUM, s);
+            } finally {
+                try (CudaGraph g = s.endCapture()) {
+                    g.launch(s);
+                    comm.close();
+                    IllegalStateException e = refused(() -> g.launch(s));
+                    assertEquals("this Communicator (rank 0 of 1) is closed", e.getMessage());
+                    assertEquals(1, cuda.calls("graphLaunch").size(), "the launch after the close reached CUDA");
+                }
+            }
+        }
+    }
+
+    @Test
     void collectivesAreCapturedButRegistrationIsRefused() {
         StubNccl.useFull();
         try (Communicator comm = Communicator.create(0, 1, UniqueId.of(new byte[UniqueId.BYTES]), 0);

@@ -111,6 +111,59 @@ class DepartingTest extends StubFixture {
         assertFalse(hook.isAlive());
     }
 
+    @Test
+    void aCloseOnAnotherThreadDuringGraphReplaysStopsTheReplaysAndTellsThePeers() throws Exception {
+        Liveness[] l = channel(2);
+        Communicator c0 = rank(0, 2, l[0]);
+        rank(1, 2, l[1]);
+        Stream s = later(Stream.create(0));
+        DeviceBuffer b = later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32));
+        s.beginCapture();
+        CudaGraph g;
+        try {
+            c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+        } finally {
+            g = later(s.endCapture());
+        }
+        java.util.concurrent.atomic.AtomicReference<Throwable> stopped = new java.util.concurrent.atomic
+                .AtomicReference<>();
+        java.util.concurrent.atomic.AtomicLong launches = new java.util.concurrent.atomic.AtomicLong();
+        Thread trainer = new Thread(() -> {
+            try {
+                while (true) {
+                    g.launch(s);
+                    launches.incrementAndGet();
+                }
+            } catch (Throwable t) {
+                stopped.set(t);
+            }
+        }, "trainer");
+        trainer.start();
+        within(5000, () -> launches.get() > 2000 ? true : null, "the trainer's replays");
+        Thread hook = new Thread(c0::close, "shutdown-hook");
+        long t0 = System.nanoTime();
+        hook.start();
+        trainer.join(5000);
+        assertFalse(trainer.isAlive(), "the replays went on after the close");
+        Departures.Departure d = within(2000, () -> l[1].departures().of(c0.health().generation).get(0),
+                "rank 0's close, as rank 1 heard it");
+        assertTrue(System.nanoTime() - t0 < 2_000_000_000L, "heard within 2 s");
+        assertEquals(Departures.Kind.CLOSE, d.kind());
+        assertEquals("close() on thread \"shutdown-hook\", while thread \"trainer\" issued the collectives",
+                d.cause());
+        Throwable t = stopped.get();
+        assertTrue(t instanceof IllegalStateException, String.valueOf(t));
+        assertTrue(t.getMessage().startsWith("this Communicator (rank 0 of 2) is being closed: close() on thread "
+                + "\"shutdown-hook\"") || t.getMessage().startsWith("this Communicator (rank 0 of 2) is closed"),
+                t.getMessage());
+        hook.join(10_000);
+        assertFalse(hook.isAlive());
+        assertEquals(launches.get(), cuda.calls("graphLaunch").size(), "every launch that reached CUDA returned");
+        IllegalStateException later = assertThrows(IllegalStateException.class, () -> g.launch(s));
+        assertEquals("this Communicator (rank 0 of 2) is closed", later.getMessage());
+        assertEquals(launches.get(), cuda.calls("graphLaunch").size(), "a launch after the close reached CUDA");
+    }
+
     /** Two ranks on one channel, each with its stream and buffer, after two all-reduces that both issued. */
     private record TwoRanks(Liveness[] ch, Communicator c0, Communicator c1, Stream s0, DeviceBuffer b0) {
     }

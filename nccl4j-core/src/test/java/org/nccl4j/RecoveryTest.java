@@ -81,6 +81,34 @@ class RecoveryTest extends StubFixture {
     }
 
     @Test
+    void aCloseOnAnotherThreadWaitsForAShrinkUnderWayAndThenRefusesRecovery() throws Exception {
+        Communicator c = comm(1, 4);
+        String hold = "NCCL_STUB_SLEEP_MS_ncclCommShrink";
+        org.nccl4j.jni.NcclNative.setenv(hold, "700", 1);   // the shrink stays inside NCCL 0.7 s
+        try {
+            long[] shrinkEnd = new long[1];
+            java.util.concurrent.CompletableFuture<Communicator> shrunk = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> {
+                        Communicator child = c.shrink(3);
+                        shrinkEnd[0] = System.nanoTime();
+                        return child;
+                    });
+            Thread.sleep(200);
+            c.close();
+            long closeEnd = System.nanoTime();
+            Communicator child = later(shrunk.get(5, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(3, child.size(), "the shrink under way made its communicator");
+            assertTrue(closeEnd >= shrinkEnd[0], "close() freed the communicator while ncclCommShrink still used it");
+        } finally {
+            org.nccl4j.jni.NcclNative.unsetenv(hold);
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> c.shrink(3));
+        assertEquals("this Communicator (rank 1 of 4) is closed", e.getMessage());
+        assertThrows(IllegalStateException.class, () -> c.split(0, 0));
+        assertThrows(IllegalStateException.class, c::growId);
+    }
+
+    @Test
     void revokeAndGrowReachNccl() {
         Communicator c = comm(0, 2);
         c.revoke();
