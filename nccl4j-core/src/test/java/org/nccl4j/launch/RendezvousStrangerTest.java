@@ -205,7 +205,10 @@ class RendezvousStrangerTest {
             assertArrayEquals(id(21), results.get(0).get(30, TimeUnit.SECONDS));
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertTrue(ms < 6000, "the real ranks got in after " + ms + " ms");
-            assertTrue(squatters.closedByRankZero() >= 2, "the squatters lost slots to the real ranks and refilled"
+            // the first real rank takes a squatter's slot; the second takes another, or, when the squatters' thread
+            // was slower to refill than its 300 ms (a loaded machine: seen once in a full run on 2 cores), the one
+            // still free
+            assertTrue(squatters.closedByRankZero() >= 1, "the squatters lost slots to the real ranks and refilled"
                     + " them: " + squatters.closedByRankZero() + " closed by rank 0");
         }
         List<String> warns = warns();
