@@ -90,6 +90,7 @@
 #   survivors ended within 2 s: W of N         (the runs that never started cannot count here)
 #   survivors told within 2 s: T of N          (their program had the exception: its THROWN line, else RESULT; the
 #                                              end may then wait for NCCL's abort, which close() and the exit await)
+#   of the S runs whose victim had started: ended within 2 s E, told within 2 s T2   (the runs the bound is for)
 #   slowest survivor: S s (run K, signal at T ms, phase P)    of the runs whose victim had started
 #   signal landed (the victim's phase): launched a, joining b, rendezvous c, ...
 #   waited for a rank that never started: k (still waiting at FUZZ_LIMIT=20 s: j)
@@ -1121,6 +1122,9 @@ sfuzz_main() {
       if ($12 == "yes") within++
       if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) told++
       if ($6 == 1) { never++; if ($11 == 1) neverstill++; next }
+      started++
+      if ($12 == "yes") swithin++
+      if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) stold++
       if ($7 == "no") { unjoined++; if ($11 == 1) unjoinedstill++ }
       if ($10 != "" && (worst == "" || $10 + 0 > worst + 0)) {
         worst = $10; wrun = $1; wat = $4; wph = $5; wstill = $11
@@ -1130,6 +1134,8 @@ sfuzz_main() {
       printf "JVM crashes: %d of %d\n", crash, n
       printf "survivors ended within 2 s: %d of %d\n", within, n
       printf "survivors told within 2 s: %d of %d\n", told, n
+      printf "of the %d runs whose victim had started: ended within 2 s %d, told within 2 s %d\n", started, \
+        swithin, stold
       if (worst == "") print "slowest survivor: none (no run whose victim had started was timed)"
       else printf "slowest survivor: %.2f s (run %d, signal at %s ms, phase %s%s)\n", worst / 1000, wrun, wat, wph, \
         wstill ? "; still waiting at the limit, FUZZ_LIMIT=" limit " s" : ""

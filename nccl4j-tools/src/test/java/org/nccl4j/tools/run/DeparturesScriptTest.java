@@ -680,21 +680,24 @@ class DeparturesScriptTest {
         assertEquals("JVM crashes: 0 of 6", lines.get(1));
         assertEquals("survivors ended within 2 s: " + within + " of 6", lines.get(2));
         assertEquals("survivors told within 2 s: " + within + " of 6", lines.get(3));
+        assertEquals("of the " + (6 - never) + " runs whose victim had started: ended within 2 s " + within
+                + ", told within 2 s " + within, lines.get(4));
+        assertEquals(6 - never, within, "every survivor of a started victim within 2 s: " + rows);
         assertEquals(String.format("slowest survivor: %s s (run %s, signal at %s ms, phase %s)", asAwkPrints(slowest),
-                slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(4));
+                slow.get("run"), slow.get("signal_ms"), slow.get("phase")), lines.get(5));
         assertEquals("signal landed (the victim's phase): " + PHASES.stream().map(p -> p + " " + phases.getOrDefault(p, 0))
-                .collect(Collectors.joining(", ")), lines.get(5));
+                .collect(Collectors.joining(", ")), lines.get(6));
         assertEquals("waited for a rank that never started: " + never + " (still waiting at FUZZ_LIMIT=4 s: " + never + ")",
-                lines.get(6));
+                lines.get(7));
         long stillUnjoined = rows.stream().filter(m -> m.get("never_started").equals("0") && m.get("joined").equals("no")
                 && m.get("at_limit").equals("1")).count();
         assertEquals(0, stillUnjoined, "a victim still joining is told: " + rows);
         assertEquals("signal after launched, before the liveness link was up: " + unjoined + " (still waiting at "
-                + "FUZZ_LIMIT=4 s: 0)", lines.get(7));
-        assertEquals("processes left: 0", lines.get(8));
-        assertEquals("a step's result not the sum on a survivor: 0 of 6 runs (0 ranks)", lines.get(9));
-        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(10));
-        assertEquals(11, lines.size(), r.toString());
+                + "FUZZ_LIMIT=4 s: 0)", lines.get(8));
+        assertEquals("processes left: 0", lines.get(9));
+        assertEquals("a step's result not the sum on a survivor: 0 of 6 runs (0 ranks)", lines.get(10));
+        assertEquals("report: " + out + "/startup-fuzz.md", lines.get(11));
+        assertEquals(12, lines.size(), r.toString());
         assertTrue(rows.stream().allMatch(m -> m.get("wrong_data").equals("0")), rows.toString());
         assertEquals(0, r.status(), "every survivor of a rank that had started ended within 2 s: " + r);
         String md = Files.readString(out.resolve("startup-fuzz.md"));
@@ -811,6 +814,7 @@ class DeparturesScriptTest {
         SandboxOutcome r = run(1, "STARTUP_FUZZ", "2", "JOBS", "2", "FUZZ_WINDOW_MS", "0", "FUZZ_LIMIT", "3");
         assertEquals(List.of("JVM crashes: 0 of 2", "survivors ended within 2 s: 0 of 2",
                 "survivors told within 2 s: 0 of 2",
+                "of the 0 runs whose victim had started: ended within 2 s 0, told within 2 s 0",
                 "slowest survivor: none (no run whose victim had started was timed)",
                 "signal landed (the victim's phase): launched 2, joining 0, rendezvous 0, id-taken 0, set-device 0, "
                         + "nccl-init 0, ready 0, in-loop 0, closing 0, closed 0",
