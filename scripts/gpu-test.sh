@@ -15,7 +15,9 @@
 #                     line tagged [job,rank]), ranks/1/rank.N/{stdout,stderr} (each rank's own, mpirun's
 #                     --output-filename) and rank.sh (the command each rank runs)
 #   JAVA_OPTS=...     extra JVM options (split on spaces)   TESTS=regex of test class names (--include-classname)
-#   SINGLE_TIMEOUT, MPI_TIMEOUT   seconds for the single-process run (default 900) and the mpirun run (600)
+#   SINGLE_TIMEOUT, MPI_TIMEOUT   seconds for the single-process run (default 900) and the mpirun run (600); an
+#                     mpirun still there 20 s after its bound's SIGTERM is killed, and the rank processes left then
+#                     are listed in LOG_DIR/left.txt and killed
 #
 # The GPU count is the number of entries in CUDA_VISIBLE_DEVICES when it is set, else the GPUs nvidia-smi -L lists;
 # with none, nothing runs (exit 2). Ends with the line "N passed, N failed, N skipped" (the single-process run and
@@ -168,11 +170,24 @@ if [ "$np" -ge 2 ]; then
   [ "$share" = 1 ] && share_opts=(--oversubscribe)   # more ranks than cores is fine: they wait on the GPU
   # Each rank's output also goes to its own files, ranks/1/rank.N/{stdout,stderr} (Open MPI 4.1).
   rm -rf "$log_dir/ranks"
-  # A hung rank must not hold the machine: the whole mpirun run is bounded (MPI_TIMEOUT seconds, default 600).
-  timeout "${MPI_TIMEOUT:-600}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output \
+  # A hung rank must not hold the machine: the whole mpirun run is bounded (MPI_TIMEOUT seconds, default 600), and an
+  # mpirun that does not end on the bound's SIGTERM (waiting for a rank that does not end, say) is killed 20 s later.
+  timeout -k 20 "${MPI_TIMEOUT:-600}" mpirun "${nccl4j_mpi_root[@]}" --bind-to none --tag-output \
       --output-filename "$log_dir/ranks" "${share_opts[@]}" -np "$np" "${nccl4j_mpi_fwd[@]}" "$rank_script" 2>&1 \
       | tee "$log_dir/multi.log"
   status=${PIPESTATUS[0]}
+  if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    # what outlived the bound (ranks mpirun could not end: their command line names the console launcher), listed
+    # for the log and then killed, so that nothing holds the machine
+    pids=$(pgrep -d, -f -- "$console" || true)
+    : > "$log_dir/left.txt"
+    [ -n "$pids" ] && ps -o pid=,ppid=,stat=,etime=,args= -p "$pids" > "$log_dir/left.txt"
+    left=$(wc -l < "$log_dir/left.txt")
+    echo "$tool: the mpirun run outlived MPI_TIMEOUT=${MPI_TIMEOUT:-600} s; rank processes left then: $left" \
+      "(listed in $log_dir/left.txt$([ "$left" -gt 0 ] && echo ', then killed'))"
+    # shellcheck disable=SC2086  # the pids, one word each
+    [ -n "$pids" ] && kill -KILL ${pids//,/ } 2> /dev/null
+  fi
   count "$log_dir/multi.log"
   status_of mpirun "$status" $?
   logs+=("$log_dir/multi.log")

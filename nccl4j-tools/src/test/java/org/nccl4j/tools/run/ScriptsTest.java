@@ -619,6 +619,18 @@ class ScriptsTest {
     }
 
     @Test
+    void gpuTestSaysWhenTheMpirunRunOutlivedItsBoundAndListsTheRanksLeft() throws Exception {
+        SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY,
+                "FAKE_TIMEOUT_EXPIRES", "mpirun", "MPI_TIMEOUT", "45"));
+        assertEquals(1, r.status(), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run outlived MPI_TIMEOUT=45 s; rank processes left "
+                + "then: 0 (listed in " + logs.resolve("left.txt") + ")"), r.toString());
+        assertTrue(r.outLines().contains("gpu-test.sh: the mpirun run timed out (exit status 124)"), r.toString());
+        assertEquals("", Files.readString(logs.resolve("left.txt")), "no rank of the fake mpirun is left");
+        assertEquals(args("-k", "20", "45", "mpirun"), r.of("timeout").get(1).args().subList(0, 4));
+    }
+
+    @Test
     void gpuTestRunsTheSingleProcessTestsInOneJvmThenTheMultiProcessOnesUnderMpirun() throws Exception {
         SandboxOutcome r = box.run(bundle.resolve("gpu-test.sh"), job("LOG_DIR", logs.toString(), "FAKE_JAVA_OUT", SUMMARY));
         assertEquals(0, r.status(), r.toString());
@@ -644,7 +656,8 @@ class ScriptsTest {
         Path rankScript = logs.resolve("rank.sh");
         List<String> mpirun = args("--allow-run-as-root", "--bind-to", "none", "--tag-output", "--output-filename",
                 logs.resolve("ranks"), "-np", "2", GPU_TEST_FWD, rankScript);
-        assertEquals(args("600", "mpirun", mpirun), r.of("timeout").get(1).args());
+        assertEquals(args("-k", "20", "600", "mpirun", mpirun), r.of("timeout").get(1).args(),
+                "an mpirun that does not end on the bound's SIGTERM is killed 20 s later");
         assertEquals(mpirun, r.first("mpirun").args());
         for (int rank = 0; rank < 2; rank++) {
             Call c = r.of("java").get(1 + rank);

@@ -8,7 +8,8 @@
 #               with --output-filename DIR rank r's output is also in DIR/1/rank.r/{stdout,stderr} (Open MPI 4.1;
 #               r zero-filled to the width of the last rank); takes --oversubscribe; fails (99) on an option it does
 #               not know; exits with the last failing rank's status
-#   timeout     runs the command (no limit, no signal; takes -s SIGNAL)
+#   timeout     runs the command (no limit, no signal; takes -s SIGNAL and -k DURATION); when FAKE_TIMEOUT_EXPIRES
+#               names the command's program, exits 124 after it, as a limit that passed
 #   nvidia-smi  -L: FAKE_GPUS lines "GPU i: ..."; --query-gpu=name: "Fake GPU" per GPU
 #   id          -u: FAKE_UID (default 0)
 #   mvn         with FAKE_MVN_BUILD=1 creates nccl4j-{examples,tools}/target/{nccl4j-*-V.jar,lib/} (V: FAKE_VERSION)
@@ -89,9 +90,13 @@ case "$tool" in
     rm -rf "$tmp"
     exit $status ;;
   timeout)
-    while [ "${1:-}" = -s ]; do shift 2; done   # the signal: none is sent
+    while [ "${1:-}" = -s ] || [ "${1:-}" = -k ]; do shift 2; done   # the signal, the kill: none is sent
     case "$1" in [0-9]*) ;; *) echo "fake timeout: no limit given: $1" >&2; exit 125 ;; esac
     shift
+    if [ -n "${FAKE_TIMEOUT_EXPIRES:-}" ] && [ "${1##*/}" = "$FAKE_TIMEOUT_EXPIRES" ]; then
+      "$@"
+      exit 124
+    fi
     exec "$@" ;;
   nvidia-smi)
     for ((g = 0; g < ${FAKE_GPUS:-0}; g++)); do
