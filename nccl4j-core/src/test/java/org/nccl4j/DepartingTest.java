@@ -71,35 +71,41 @@ class DepartingTest extends StubFixture {
         return c;
     }
 
-    @Test
-    void aCloseOnAnotherThreadTellsThePeersTheLastCollectiveTheIssuingThreadReallyIssued() throws Exception {
-        Liveness[] l = channel(2);
-        Communicator c0 = rank(0, 2, l[0]);
-        rank(1, 2, l[1]);
-        Stream s = later(Stream.create(0));
-        DeviceBuffer b = later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32));
+    /** What rank 1 heard of rank 0's close, and how many steps rank 0's trainer had made by then. */
+    private record HeardClose(Departures.Departure departure, long steps) {
+    }
+
+    /**
+     * A thread "trainer" runs {@code step} until it throws; after 2000 steps a thread "shutdown-hook" closes
+     * {@code c0}. Asserts that the trainer stops with the close's {@code IllegalStateException} and that {@code peer}
+     * hears the close within 2 s, naming both threads.
+     */
+    private static HeardClose closedByAHookWhileATrainerRuns(Communicator c0, Liveness peer, Runnable step)
+            throws Exception {
         java.util.concurrent.atomic.AtomicReference<Throwable> stopped = new java.util.concurrent.atomic
                 .AtomicReference<>();
+        java.util.concurrent.atomic.AtomicLong steps = new java.util.concurrent.atomic.AtomicLong();
         Thread trainer = new Thread(() -> {
             try {
                 while (true) {
-                    c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+                    step.run();
+                    steps.incrementAndGet();
                 }
             } catch (Throwable t) {
                 stopped.set(t);
             }
         }, "trainer");
         trainer.start();
-        within(5000, () -> c0.operationsEnqueued() > 2000 ? true : null, "the trainer's all-reduces");
+        within(5000, () -> steps.get() > 2000 ? true : null, "the trainer's steps");
         Thread hook = new Thread(c0::close, "shutdown-hook");
         long t0 = System.nanoTime();
         hook.start();
         trainer.join(5000);
-        Departures.Departure d = within(2000, () -> l[1].departures().of(c0.health().generation).get(0),
+        assertFalse(trainer.isAlive(), "the trainer's steps went on after the close");
+        Departures.Departure d = within(2000, () -> peer.departures().of(c0.health().generation).get(0),
                 "rank 0's close, as rank 1 heard it");
         assertTrue(System.nanoTime() - t0 < 2_000_000_000L, "heard within 2 s");
         assertEquals(Departures.Kind.CLOSE, d.kind());
-        assertEquals(c0.operationsEnqueued(), d.last(), "the last all-reduce the trainer issued, not one read before");
         assertEquals("close() on thread \"shutdown-hook\", while thread \"trainer\" issued the collectives",
                 d.cause());
         Throwable t = stopped.get();
@@ -109,6 +115,20 @@ class DepartingTest extends StubFixture {
                 t.getMessage());
         hook.join(10_000);
         assertFalse(hook.isAlive());
+        return new HeardClose(d, steps.get());
+    }
+
+    @Test
+    void aCloseOnAnotherThreadTellsThePeersTheLastCollectiveTheIssuingThreadReallyIssued() throws Exception {
+        Liveness[] l = channel(2);
+        Communicator c0 = rank(0, 2, l[0]);
+        rank(1, 2, l[1]);
+        Stream s = later(Stream.create(0));
+        DeviceBuffer b = later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32));
+        HeardClose h = closedByAHookWhileATrainerRuns(c0, l[1], () -> c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM,
+                s));
+        assertEquals(c0.operationsEnqueued(), h.departure().last(),
+                "the last all-reduce the trainer issued, not one read before");
     }
 
     @Test
@@ -125,43 +145,11 @@ class DepartingTest extends StubFixture {
         } finally {
             g = later(s.endCapture());
         }
-        java.util.concurrent.atomic.AtomicReference<Throwable> stopped = new java.util.concurrent.atomic
-                .AtomicReference<>();
-        java.util.concurrent.atomic.AtomicLong launches = new java.util.concurrent.atomic.AtomicLong();
-        Thread trainer = new Thread(() -> {
-            try {
-                while (true) {
-                    g.launch(s);
-                    launches.incrementAndGet();
-                }
-            } catch (Throwable t) {
-                stopped.set(t);
-            }
-        }, "trainer");
-        trainer.start();
-        within(5000, () -> launches.get() > 2000 ? true : null, "the trainer's replays");
-        Thread hook = new Thread(c0::close, "shutdown-hook");
-        long t0 = System.nanoTime();
-        hook.start();
-        trainer.join(5000);
-        assertFalse(trainer.isAlive(), "the replays went on after the close");
-        Departures.Departure d = within(2000, () -> l[1].departures().of(c0.health().generation).get(0),
-                "rank 0's close, as rank 1 heard it");
-        assertTrue(System.nanoTime() - t0 < 2_000_000_000L, "heard within 2 s");
-        assertEquals(Departures.Kind.CLOSE, d.kind());
-        assertEquals("close() on thread \"shutdown-hook\", while thread \"trainer\" issued the collectives",
-                d.cause());
-        Throwable t = stopped.get();
-        assertTrue(t instanceof IllegalStateException, String.valueOf(t));
-        assertTrue(t.getMessage().startsWith("this Communicator (rank 0 of 2) is being closed: close() on thread "
-                + "\"shutdown-hook\"") || t.getMessage().startsWith("this Communicator (rank 0 of 2) is closed"),
-                t.getMessage());
-        hook.join(10_000);
-        assertFalse(hook.isAlive());
-        assertEquals(launches.get(), cuda.calls("graphLaunch").size(), "every launch that reached CUDA returned");
+        HeardClose h = closedByAHookWhileATrainerRuns(c0, l[1], () -> g.launch(s));
+        assertEquals(h.steps(), cuda.calls("graphLaunch").size(), "every launch that reached CUDA returned");
         IllegalStateException later = assertThrows(IllegalStateException.class, () -> g.launch(s));
         assertEquals("this Communicator (rank 0 of 2) is closed", later.getMessage());
-        assertEquals(launches.get(), cuda.calls("graphLaunch").size(), "a launch after the close reached CUDA");
+        assertEquals(h.steps(), cuda.calls("graphLaunch").size(), "a launch after the close reached CUDA");
     }
 
     /** Two ranks on one channel, each with its stream and buffer, after two all-reduces that both issued. */
