@@ -118,34 +118,38 @@ class DepartingTest extends StubFixture {
         return new HeardClose(d, steps.get());
     }
 
-    @Test
-    void aCloseOnAnotherThreadTellsThePeersTheLastCollectiveTheIssuingThreadReallyIssued() throws Exception {
+    /** Rank 0 of two on one channel (rank 1 its peer, made and left alone), with a stream and a buffer of 4 floats. */
+    private record RankZero(Liveness peer, Communicator c0, Stream s, DeviceBuffer b) {
+    }
+
+    private RankZero rankZeroWithAPeer() throws Exception {
         Liveness[] l = channel(2);
         Communicator c0 = rank(0, 2, l[0]);
         rank(1, 2, l[1]);
-        Stream s = later(Stream.create(0));
-        DeviceBuffer b = later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32));
-        HeardClose h = closedByAHookWhileATrainerRuns(c0, l[1], () -> c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM,
-                s));
-        assertEquals(c0.operationsEnqueued(), h.departure().last(),
+        return new RankZero(l[1], c0, later(Stream.create(0)), later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32)));
+    }
+
+    @Test
+    void aCloseOnAnotherThreadTellsThePeersTheLastCollectiveTheIssuingThreadReallyIssued() throws Exception {
+        RankZero z = rankZeroWithAPeer();
+        HeardClose h = closedByAHookWhileATrainerRuns(z.c0(), z.peer(), () -> z.c0().allReduce(z.b(), DataType.FLOAT32,
+                ReduceOp.SUM, z.s()));
+        assertEquals(z.c0().operationsEnqueued(), h.departure().last(),
                 "the last all-reduce the trainer issued, not one read before");
     }
 
     @Test
     void aCloseOnAnotherThreadDuringGraphReplaysStopsTheReplaysAndTellsThePeers() throws Exception {
-        Liveness[] l = channel(2);
-        Communicator c0 = rank(0, 2, l[0]);
-        rank(1, 2, l[1]);
-        Stream s = later(Stream.create(0));
-        DeviceBuffer b = later(DeviceBuffer.allocate(0, 4, DataType.FLOAT32));
+        RankZero z = rankZeroWithAPeer();
+        Stream s = z.s();
         s.beginCapture();
         CudaGraph g;
         try {
-            c0.allReduce(b, DataType.FLOAT32, ReduceOp.SUM, s);
+            z.c0().allReduce(z.b(), DataType.FLOAT32, ReduceOp.SUM, s);
         } finally {
             g = later(s.endCapture());
         }
-        HeardClose h = closedByAHookWhileATrainerRuns(c0, l[1], () -> g.launch(s));
+        HeardClose h = closedByAHookWhileATrainerRuns(z.c0(), z.peer(), () -> g.launch(s));
         assertEquals(h.steps(), cuda.calls("graphLaunch").size(), "every launch that reached CUDA returned");
         IllegalStateException later = assertThrows(IllegalStateException.class, () -> g.launch(s));
         assertEquals("this Communicator (rank 0 of 2) is closed", later.getMessage());
