@@ -170,8 +170,9 @@ class WatchdogMonitorTest extends StubFixture {
             assertEquals(TraceDump.REASON_WATCHDOG_STUCK, TraceDump.read(offTrace).reason());
             assertEquals("unwatched", TraceDump.read(offTrace).communicator());
 
-            // the callback's listener heard, on the monitor's thread; nothing was aborted; the unwatched one is intact
-            assertSame(fc, heard.get());
+            // the callback's listener heard, on the monitor's thread (after the failure is set and logged: waited
+            // for, as a loaded machine may read the failure first); nothing was aborted; the unwatched one is intact
+            assertSame(fc, within(3000, heard::get, "c's listener"));
             assertEquals("nccl4j-watchdog-monitor", heardOn.get());
             assertTrue(fc.getMessage().contains("No operation was pending (timeout 10 min)"), fc.getMessage());
             assertEquals(List.of(), stub.calls("ncclCommAbort"), "no abort while the watchdog is stuck");
