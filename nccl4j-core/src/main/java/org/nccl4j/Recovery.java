@@ -172,7 +172,7 @@ final class Recovery {
 
     private static CommParts recover0(CommHealth c, CommConfig made, CommConfig config, int... excludedRanks) {
         NcclLibrary library = NcclLibrary.load();
-        boolean broken = c.failure != null || c.refusing || reportedBroken(c);
+        boolean broken = c.failure != null || c.refusing || onParent(c, true, () -> reportedBroken(c));
         if (library.has(NcclFunction.ncclCommShrink) && (!broken || library.has(NcclFunction.ncclCommRevoke))) {
             try {
                 return shrink(c, made, config, excludedRanks).withRecovery(config != null ? config : made,
