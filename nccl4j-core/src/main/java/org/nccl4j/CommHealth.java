@@ -212,7 +212,22 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
         IN_CALL.setVolatile(this, 1);
     }
 
-    void leaveCall() {
+    /**
+     * Enters an NCCL call that enqueues on this communicator (a collective, a graph's launch), or throws the close's
+     * exception when a close or abort has begun, with nothing entered: entered first, then checked, so that a close
+     * either sees the call (and waits for {@link #leaveCall}) or the call sees the close.
+     */
+    @Override
+    public void enterIfOpen() {
+        enterCall();
+        if (refusing) {
+            leaveCall();
+            throw closedError();
+        }
+    }
+
+    @Override
+    public void leaveCall() {
         IN_CALL.setRelease(this, 0);
     }
 
@@ -274,20 +289,6 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
             useStream(stream);
         }
         PUBLISHED.setRelease(this, traced);
-    }
-
-    @Override
-    public void enterLaunch() {
-        enterCall();
-        if (refusing) {
-            leaveCall();
-            throw closedError();
-        }
-    }
-
-    @Override
-    public void leaveLaunch() {
-        leaveCall();
     }
 
     /** At the end of the outermost group: publishes what was recorded inside it. */
@@ -352,9 +353,7 @@ final class CommHealth implements Stream.User, Errors.Source, Attached {
     private void refuseEndedWithoutAPeer(Liveness l, long published) {
         String without = l.departures().any() ? l.departures().endedWithout(l.launchRankOfSelf(), ledger, published,
                 generation, l::currentRank) : null;
-        if (provenAtLoss < 0) {
-            noteLoss(l);   // the wait saw the loss before the news reached this communicator: it hears it now
-        }
+        noteLoss(l);   // the wait may see the loss before the news reaches this communicator: it hears it now
         if (without == null && published > provenAtLoss && l.anyLost()) {
             without = endedAfterALoss(l, published);
         }

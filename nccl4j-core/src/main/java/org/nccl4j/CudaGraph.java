@@ -107,7 +107,7 @@ public final class CudaGraph implements AutoCloseable {
         int entered = 0;
         try {
             for (; entered < comms.length; entered++) {
-                comms[entered].enterLaunch();
+                comms[entered].enterIfOpen();
             }
             CudaCalls.check(CudaCalls.backend().graphLaunch(exec, stream.handle()), "cudaGraphLaunch", device);
             for (int i = 0; i < comms.length; i++) {
@@ -115,7 +115,7 @@ public final class CudaGraph implements AutoCloseable {
             }
         } finally {
             for (int i = 0; i < entered; i++) {
-                comms[i].leaveLaunch();
+                comms[i].leaveCall();
             }
         }
     }

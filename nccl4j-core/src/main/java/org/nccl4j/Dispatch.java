@@ -124,11 +124,8 @@ final class Dispatch {
         long bytes = c.bytes(count, type, size);
         // then the open check: a teardown either sees this call or this call sees it; the call is over once the
         // ledger has it, so that a close() on another thread reads this rank's true last collective
-        health.enterCall();
+        health.enterIfOpen();
         try {
-            if (health.refusing) {
-                throw health.closedError();
-            }
             status = switch (c) {
                 case ALL_REDUCE -> NcclNative.ncclAllReduce(send, recv, count, t, redOp, handle, s);
                 case BROADCAST -> NcclNative.ncclBroadcast(send, recv, count, t, root, handle, s);

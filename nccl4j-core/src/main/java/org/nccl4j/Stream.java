@@ -39,14 +39,14 @@ public final class Stream implements AutoCloseable {
 
         /**
          * A graph holding its operations is about to be launched: entered as a collective's enqueue is, so that a
-         * close or abort on another thread waits for the launch to leave ({@link #leaveLaunch}), or the launch sees
+         * close or abort on another thread waits for the launch to leave ({@link #leaveCall}), or the launch sees
          * the close and throws its {@code IllegalStateException} (with nothing entered) instead of running the
          * operations of a communicator that is gone.
          */
-        void enterLaunch();
+        void enterIfOpen();
 
-        /** The launch {@link #enterLaunch} entered is over. */
-        void leaveLaunch();
+        /** The call or launch {@link #enterIfOpen} entered is over. */
+        void leaveCall();
     }
 
     /** {@code cudaStreamNonBlocking}. */

@@ -189,23 +189,31 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
         }, "nccl4j-trace-at-exit"));
     }
 
-    /** The markers recorded after operation {@code seq}: one event per stream, with the stream it was recorded on. */
+    /**
+     * The markers recorded after operation {@code seq}: one event per stream, with the stream it was recorded on; an
+     * event seen complete goes back to the idle ones and is 0 here (the operations up to seq on its stream are marked).
+     */
     private static final class Marker {
         final long seq;
         final long[] events;
         final long[] streams;
         final int count;
-        /** Events seen complete; the operations up to seq on their streams are marked so. */
-        final boolean[] done;
-        int left;
 
         Marker(long seq, long[] events, long[] streams, int count) {
             this.seq = seq;
             this.events = events;
             this.streams = streams;
             this.count = count;
-            this.done = new boolean[count];
-            this.left = count;
+        }
+
+        /** @return whether every event was seen complete */
+        boolean complete() {
+            for (int i = 0; i < count; i++) {
+                if (events[i] != 0) {
+                    return false;
+                }
+            }
+            return true;
         }
     }
 
@@ -311,13 +319,13 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
             // stream's (which a failure would otherwise name as the operation that did not complete)
             for (Marker m : markers) {
                 for (int i = 0; i < m.count; i++) {
-                    if (m.done[i]) {
+                    if (m.events[i] == 0) {
                         continue;
                     }
                     int status = cuda.eventQuery(m.events[i]);
                     if (status == 0) {
-                        m.done[i] = true;
-                        m.left--;
+                        idle.push(m.events[i]);   // complete: free for the next markers
+                        m.events[i] = 0;
                         recorder.completedThroughOn(m.seq, m.streams[i]);
                     } else if (status != NOT_READY) {
                         return failure(Kind.CUDA, recorder.oldestPending(), 1, cuda.errorName(status) + " ("
@@ -325,10 +333,8 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
                     }
                 }
             }
-            while (!markers.isEmpty() && markers.peekFirst().left == 0) {
-                Marker m = markers.removeFirst();
-                release(m);
-                recorder.completedThrough(m.seq);
+            while (!markers.isEmpty() && markers.peekFirst().complete()) {
+                recorder.completedThrough(markers.removeFirst().seq);
             }
             int rc = NcclNative.ncclCommGetAsyncError(comm.handleUnchecked(), state);
             int async = rc != 0 ? rc : state[0];
@@ -394,7 +400,9 @@ final class Watchdog implements Runnable, WatchdogMonitor.Watched {
 
         private void release(Marker m) {
             for (int i = 0; i < m.count; i++) {
-                idle.push(m.events[i]);
+                if (m.events[i] != 0) {
+                    idle.push(m.events[i]);
+                }
             }
         }
 

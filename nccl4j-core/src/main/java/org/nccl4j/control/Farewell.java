@@ -280,7 +280,8 @@ public final class Farewell {
         }
         awaitInits(cause);
         awaitOwnOperations();
-        boolean known = knownStatus() >= 0;
+        int status = knownStatus();
+        boolean known = status >= 0;
         Thread aborts = BoundedWait.run("nccl4j-farewell-abort", known ? KNOWN_STATUS_WAIT_MILLIS : ABORT_WAIT_MILLIS,
                 () -> {
             for (Liveness l : OPEN) {
@@ -292,7 +293,7 @@ public final class Farewell {
         });
         if (aborts.isAlive()) {
             if (known) {
-                endNow(stillUnderWay("aborting the communicators at exit"), cause, knownStatus());
+                endNow(stillUnderWay("aborting the communicators at exit"), cause, status);
             }
             log().warn("nccl4j: aborting the communicators at exit took longer than {} ms; exiting without waiting",
                     ABORT_WAIT_MILLIS);
@@ -409,8 +410,9 @@ public final class Farewell {
         long known = begin + KNOWN_STATUS_WAIT_MILLIS * 1_000_000L;
         while (nccl.teardownsUnderWay() > 0) {
             long now = System.nanoTime();
-            if (now - known >= 0 && knownStatus() >= 0) {
-                endNow(stillUnderWay("an NCCL teardown"), cause, knownStatus());
+            int status = now - known >= 0 ? knownStatus() : -1;   // asked once a look: it may walk every thread
+            if (status >= 0) {
+                endNow(stillUnderWay("an NCCL teardown"), cause, status);
             }
             if (now - end >= 0) {
                 log().warn("nccl4j: an NCCL teardown was still under way after {} ms at exit", ABORT_WAIT_MILLIS);
