@@ -1119,12 +1119,10 @@ sfuzz_main() {
       -v order="$sfuzz_phases" 'NR > 1 {
       crash += $13; left += $15; ph[$5]++
       if ($18 > 0) { wrongruns++; wrongranks += $18 }
-      if ($12 == "yes") within++
-      if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) told++
+      w = $12 == "yes"; t = $17 != "" && $17 + 0 <= 2000 && $11 != 1   # ended, told within 2 s
+      within += w; told += t
       if ($6 == 1) { never++; if ($11 == 1) neverstill++; next }
-      started++
-      if ($12 == "yes") swithin++
-      if ($17 != "" && $17 + 0 <= 2000 && $11 != 1) stold++
+      started++; swithin += w; stold += t
       if ($7 == "no") { unjoined++; if ($11 == 1) unjoinedstill++ }
       if ($10 != "" && (worst == "" || $10 + 0 > worst + 0)) {
         worst = $10; wrun = $1; wat = $4; wph = $5; wstill = $11

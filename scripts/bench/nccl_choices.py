@@ -90,6 +90,7 @@ class Run:
                       'rings': ' | '.join('%d/%d: %s' % r for r in sorted(rings)),
                       'registrations': ', '.join('%s %d' % (k, regs[k]) for k, _ in REGS if regs[k]) or '-'}
         self.tunes = tunes
+        self.rings = len(rings)
 
     def choice(self, size):
         func, part = FUNCS.get(self.op[:-5] if self.op.endswith('_perf') else self.op, (None, False))
@@ -179,9 +180,8 @@ def main(argv):
         print('| run | time us | busbw | channels | graph | rings | choice | registrations |')
         print('|---|---:|---:|---|---|---|---|---|')
         for r in rs:
-            rings = len(r.facts['rings'].split(' | ')) if r.facts['rings'] else 0
             print('| %s %d | %.2f | %s | %s | %s | %d | %s | %s |' % (
-                r.side, r.round, r.times[key][0], r.times[key][1], r.facts['channels'], r.facts['graph'], rings,
+                r.side, r.round, r.times[key][0], r.times[key][1], r.facts['channels'], r.facts['graph'], r.rings,
                 r.choice(size), r.facts['registrations']))
         line = levels(rs, key, a.tolerance)
         print('\n' + (line or 'one level: the times are within %g %% of each other' % a.tolerance) + '\n')
